@@ -1,0 +1,95 @@
+// softmax.c — scalar online softmax (forward step, backward, whole row).
+//
+// The reference for the SIMD versions: same blocking rules (kernels.h), libm
+// expf. Blocked keys are decided from the causal rule and -INFINITY mask
+// entries only, before any score is read, so NaN in a blocked score (e.g.
+// from a NaN key) never reaches the output.
+#include <math.h>
+
+#include "kernels.h"
+#include "scalar/scalar.h"
+
+// Score plus mask for (r, j), or -INFINITY when the key is blocked.
+static float masked_score(const mhsa_mask_view *mv, const float *s, size_t r,
+                          size_t j)
+{
+    if (mv->causal && mv->k0 + j > mv->q0 + r)
+        return -INFINITY;
+    if (mv->mask) {
+        float add = mv->mask[r * mv->ldmask + j];
+        if (add == -INFINITY)
+            return -INFINITY;
+        return s[j] + add;
+    }
+    return s[j];
+}
+
+void mhsa_softmax_online__scalar(const mhsa_softmax_args *a)
+{
+    for (size_t r = 0; r < a->rows; r++) {
+        float *s = a->s + r * a->lds;
+        float m_old = a->m[r], m_new = m_old;
+        for (size_t j = 0; j < a->n; j++) {
+            float x = masked_score(&a->mv, s, r, j);
+            s[j] = x;
+            if (x > m_new)        // NaN never wins: NaN reaches p below
+                m_new = x;
+        }
+        if (m_new == -INFINITY) {   // nothing unblocked yet in this row
+            for (size_t j = 0; j < a->n; j++)
+                s[j] = 0.0f;
+            continue;
+        }
+        float sum = 0.0f;
+        for (size_t j = 0; j < a->n; j++) {
+            float p = s[j] == -INFINITY ? 0.0f : expf(s[j] - m_new);
+            s[j] = p;
+            sum += p;
+        }
+        float alpha = expf(m_old - m_new);   // 0 on the first unblocked tile
+        a->m[r] = m_new;
+        a->l[r] = a->l[r] * alpha + sum;
+        if (alpha != 1.0f) {
+            float *o = a->o + r * a->ldo;
+            for (size_t d = 0; d < a->dv; d++)
+                o[d] *= alpha;
+        }
+    }
+}
+
+void mhsa_softmax_grad__scalar(const mhsa_softmax_grad_args *a)
+{
+    for (size_t r = 0; r < a->rows; r++) {
+        float *s = a->s + r * a->lds, *dp = a->dp + r * a->lddp;
+        float lse = a->lse[r], delta = a->delta[r];
+        for (size_t j = 0; j < a->n; j++) {
+            float x = masked_score(&a->mv, s, r, j);
+            float p = (x == -INFINITY || lse == -INFINITY)
+                    ? 0.0f : expf(x - lse);
+            s[j] = p;
+            dp[j] = p == 0.0f ? 0.0f : p * (dp[j] - delta);
+        }
+    }
+}
+
+void mhsa_softmax_row__scalar(size_t n, const float *x, float *y)
+{
+    float m = -INFINITY;
+    for (size_t j = 0; j < n; j++)
+        if (x[j] > m)
+            m = x[j];
+    if (m == -INFINITY) {
+        for (size_t j = 0; j < n; j++)
+            y[j] = 0.0f;
+        return;
+    }
+    float sum = 0.0f;
+    for (size_t j = 0; j < n; j++) {
+        float p = x[j] == -INFINITY ? 0.0f : expf(x[j] - m);
+        y[j] = p;
+        sum += p;
+    }
+    float inv = 1.0f / sum;
+    for (size_t j = 0; j < n; j++)
+        y[j] *= inv;
+}

@@ -1,0 +1,132 @@
+// test_dispatch.c — status strings, version, ISA names and selection.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mhsa.h"
+#include "util.h"
+
+START_TEST(status_strings_are_static_and_total)
+{
+    ck_assert_str_eq(mhsa_status_str(MHSA_OK), "MHSA_OK");
+    ck_assert_str_eq(mhsa_status_str(MHSA_ERR_FORMAT), "MHSA_ERR_FORMAT");
+    ck_assert_ptr_nonnull(mhsa_status_str((mhsa_status)99));
+    ck_assert_ptr_nonnull(mhsa_status_str((mhsa_status)-1));
+}
+END_TEST
+
+START_TEST(version_is_semver)
+{
+    int a, b, c;
+    ck_assert_int_eq(sscanf(mhsa_version(), "%d.%d.%d", &a, &b, &c), 3);
+}
+END_TEST
+
+START_TEST(isa_names)
+{
+    ck_assert_str_eq(mhsa_isa_name(MHSA_ISA_AUTO), "auto");
+    ck_assert_str_eq(mhsa_isa_name(MHSA_ISA_SCALAR), "scalar");
+    ck_assert_str_eq(mhsa_isa_name(MHSA_ISA_AVX2), "avx2");
+    ck_assert_str_eq(mhsa_isa_name(MHSA_ISA_NEON), "neon");
+    ck_assert_ptr_nonnull(mhsa_isa_name((mhsa_isa)42));
+}
+END_TEST
+
+START_TEST(last_error_starts_empty)
+{
+    ck_assert_str_eq(mhsa_last_error(), "");
+}
+END_TEST
+
+START_TEST(active_isa_is_never_auto)
+{
+    mhsa_isa a = mhsa_active_isa();
+    ck_assert_int_ne(a, MHSA_ISA_AUTO);
+    ck_assert_ptr_nonnull(mhsa_kernels_for(a));
+    ck_assert_str_eq(mhsa__kernels()->name, mhsa_isa_name(a));
+}
+END_TEST
+
+// Forcing each ISA: available ones become active, missing ones fail with
+// UNSUPPORTED, leave the active ISA unchanged and name the ISA.
+START_TEST(select_each_isa)
+{
+    mhsa_isa isa = all_isas[_i];
+    mhsa_isa before = mhsa_active_isa();
+    mhsa_status st = mhsa_select_isa(isa);
+    if (mhsa_kernels_for(isa)) {
+        ck_assert_int_eq(st, MHSA_OK);
+        ck_assert_int_eq(mhsa_active_isa(), isa);
+    } else {
+        ck_assert_int_eq(st, MHSA_ERR_UNSUPPORTED);
+        ck_assert_int_eq(mhsa_active_isa(), before);
+        ck_assert_ptr_nonnull(strstr(mhsa_last_error(), mhsa_isa_name(isa)));
+    }
+    ck_assert_int_eq(mhsa_select_isa(MHSA_ISA_AUTO), MHSA_OK);
+    ck_assert_int_ne(mhsa_active_isa(), MHSA_ISA_AUTO);
+}
+END_TEST
+
+START_TEST(select_bad_enum)
+{
+    mhsa_isa before = mhsa_active_isa();
+    ck_assert_int_eq(mhsa_select_isa((mhsa_isa)17), MHSA_ERR_INVALID_ARG);
+    ck_assert_int_eq(mhsa_active_isa(), before);
+    ck_assert_ptr_nonnull(strstr(mhsa_last_error(), "17"));
+}
+END_TEST
+
+// MHSA_ISA is read at first use: each case runs in its own forked child
+// (check's fork mode), so setting the variable here is seen fresh.
+START_TEST(env_scalar_is_honoured)
+{
+    setenv("MHSA_ISA", "scalar", 1);
+    ck_assert_int_eq(mhsa_active_isa(), MHSA_ISA_SCALAR);
+}
+END_TEST
+
+START_TEST(env_unknown_falls_back_to_auto)
+{
+    setenv("MHSA_ISA", "sse9", 1);
+    mhsa_isa got = mhsa_active_isa();
+    unsetenv("MHSA_ISA");
+    ck_assert_int_ne(got, MHSA_ISA_AUTO);
+    ck_assert_ptr_eq(mhsa_kernels_for(got), mhsa__kernels());
+    // auto takes the first supported table of the best-first list
+    const mhsa_kernels *best = mhsa_kernels_for(MHSA_ISA_AVX2);
+    if (!best)
+        best = mhsa_kernels_for(MHSA_ISA_NEON);
+    if (!best)
+        best = mhsa_kernels_for(MHSA_ISA_SCALAR);
+    ck_assert_int_eq(got, best->isa);
+}
+END_TEST
+
+START_TEST(env_unavailable_falls_back_to_auto)
+{
+    // Whichever of avx2/neon this build lacks is unavailable here.
+    setenv("MHSA_ISA", mhsa_kernels_for(MHSA_ISA_NEON) ? "avx2" : "neon", 1);
+    mhsa_isa got = mhsa_active_isa();
+    ck_assert_ptr_nonnull(mhsa_kernels_for(got));
+}
+END_TEST
+
+int main(void)
+{
+    if (!getenv("CK_FORK"))
+        unsetenv("MHSA_ISA");
+    Suite *s = suite_create("dispatch");
+    TCase *tc = tcase_create("dispatch");
+    tcase_add_test(tc, status_strings_are_static_and_total);
+    tcase_add_test(tc, version_is_semver);
+    tcase_add_test(tc, isa_names);
+    tcase_add_test(tc, last_error_starts_empty);
+    tcase_add_test(tc, active_isa_is_never_auto);
+    tcase_add_loop_test(tc, select_each_isa, 0, N_ISAS);
+    tcase_add_test(tc, select_bad_enum);
+    tcase_add_test(tc, env_scalar_is_honoured);
+    tcase_add_test(tc, env_unknown_falls_back_to_auto);
+    tcase_add_test(tc, env_unavailable_falls_back_to_auto);
+    suite_add_tcase(s, tc);
+    return run_suite(s);
+}

@@ -1,0 +1,164 @@
+// util.c — shared test helpers (see util.h).
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+const mhsa_isa all_isas[N_ISAS] = { MHSA_ISA_SCALAR, MHSA_ISA_AVX2,
+                                    MHSA_ISA_NEON };
+
+const mhsa_kernels *kernels_or_skip(int i)
+{
+    const mhsa_kernels *k = mhsa_kernels_for(all_isas[i]);
+    if (!k)
+        printf("skip: isa %s not built or not supported here\n",
+               mhsa_isa_name(all_isas[i]));
+    return k;
+}
+
+uint64_t rng_u64(rng *r)
+{
+    uint64_t z = (r->s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+float rng_uniform(rng *r, float lo, float hi)
+{
+    float u = (float)(rng_u64(r) >> 40) * (1.0f / 16777216.0f);
+    return lo + (hi - lo) * u;
+}
+
+int rng_int(rng *r, int lo, int hi)
+{
+    return lo + (int)(rng_u64(r) % (uint64_t)(hi - lo + 1));
+}
+
+void fill_uniform(rng *r, float *x, size_t n, float lo, float hi)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = rng_uniform(r, lo, hi);
+}
+
+void fill_small_ints(rng *r, float *x, size_t n, int range)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)rng_int(r, -range, range);
+}
+
+double rel_err(const float *a, const float *b, size_t n)
+{
+    double maxdiff = 0, maxref = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(a[i]) && isfinite(b[i]))
+            return INFINITY;
+        if (isnan(b[i]) != isnan(a[i]))
+            return INFINITY;
+        if (!isfinite(b[i])) {
+            if (a[i] != b[i] && !(isnan(a[i]) && isnan(b[i])))
+                return INFINITY;
+            continue;
+        }
+        double d = fabs((double)a[i] - (double)b[i]);
+        if (d > maxdiff)
+            maxdiff = d;
+        if (fabs(b[i]) > maxref)
+            maxref = fabs(b[i]);
+    }
+    return maxdiff / maxref;
+}
+
+double rel_err_d(const float *a, const double *b, size_t n)
+{
+    double maxdiff = 0, maxref = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (!isfinite(a[i]))
+            return INFINITY;
+        double d = fabs((double)a[i] - b[i]);
+        if (d > maxdiff)
+            maxdiff = d;
+        if (fabs(b[i]) > maxref)
+            maxref = fabs(b[i]);
+    }
+    return maxdiff / maxref;
+}
+
+int all_finite(const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i]))
+            return 0;
+    return 1;
+}
+
+static const float canary = 1234.5678f;
+
+float *alloc_guarded(size_t n)
+{
+    float *p = malloc((n + 2 * CANARY_N) * sizeof(float));
+    if (!p)
+        abort();
+    for (size_t i = 0; i < CANARY_N; i++)
+        p[i] = p[CANARY_N + n + i] = canary;
+    return p + CANARY_N;
+}
+
+int guard_ok(const float *p, size_t n)
+{
+    for (size_t i = 1; i <= CANARY_N; i++)
+        if (memcmp(&p[-(ptrdiff_t)i], &canary, sizeof canary) != 0)
+            return 0;
+    for (size_t i = 0; i < CANARY_N; i++)
+        if (memcmp(&p[n + i], &canary, sizeof canary) != 0)
+            return 0;
+    return 1;
+}
+
+void free_guarded(float *p)
+{
+    if (p)
+        free(p - CANARY_N);
+}
+
+void fill_nan(float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = NAN;
+}
+
+const char *data_path(const char *rel)
+{
+    static char buf[4096];
+    const char *dir = getenv("MHSA_TEST_DATA");
+    snprintf(buf, sizeof buf, "%s/%s", dir ? dir : "tests/data", rel);
+    return buf;
+}
+
+float *read_f32(const char *rel, size_t n)
+{
+    FILE *f = fopen(data_path(rel), "rb");
+    if (!f)
+        return NULL;
+    float *x = malloc((n ? n : 1) * sizeof(float));
+    size_t got = x ? fread(x, sizeof(float), n, f) : 0;
+    int extra = fgetc(f) != EOF;
+    fclose(f);
+    if (got != n || extra) {
+        free(x);
+        return NULL;
+    }
+    // The files are little-endian; every target we build for is too.
+    return x;
+}
+
+int run_suite(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

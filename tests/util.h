@@ -1,0 +1,52 @@
+// util.h — shared test helpers: seeded random numbers, comparisons, NaN
+// poison and canaries, reference-file reading, the list of ISAs, and a main
+// that runs a check suite.
+#ifndef MHSA_TEST_UTIL_H
+#define MHSA_TEST_UTIL_H
+
+#include <check.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kernels.h"
+
+// Every ISA a test loops over; mhsa_kernels_for() says which this machine has.
+extern const mhsa_isa all_isas[];
+enum { N_ISAS = 3 };
+// The table for all_isas[i], or NULL after printing why it is skipped.
+const mhsa_kernels *kernels_or_skip(int i);
+
+// splitmix64: the same stream on every platform.
+typedef struct rng { uint64_t s; } rng;
+uint64_t rng_u64(rng *r);
+float    rng_uniform(rng *r, float lo, float hi);   // [lo, hi)
+int      rng_int(rng *r, int lo, int hi);           // [lo, hi]
+void     fill_uniform(rng *r, float *x, size_t n, float lo, float hi);
+// Small integers in [-range, range]: products and short sums are exact in
+// fp32, so SIMD and scalar must agree bit for bit on them.
+void     fill_small_ints(rng *r, float *x, size_t n, int range);
+
+// max_i |a_i - b_i| / max(1, max_i |b_i|); +inf if a has a NaN/inf where b
+// is finite.
+double rel_err(const float *a, const float *b, size_t n);
+double rel_err_d(const float *a, const double *b, size_t n);
+int    all_finite(const float *x, size_t n);
+
+// Buffers with canaries: alloc_guarded(n) returns n floats followed (and
+// preceded) by CANARY_N canary floats; guard_ok checks both sides.
+enum { CANARY_N = 16 };
+float *alloc_guarded(size_t n);
+int    guard_ok(const float *p, size_t n);
+void   free_guarded(float *p);
+void   fill_nan(float *x, size_t n);
+
+// Reads a raw little-endian float32 file of exactly n values from
+// $MHSA_TEST_DATA/<rel>; returns a malloc'd buffer or NULL.
+float *read_f32(const char *rel, size_t n);
+// Path under $MHSA_TEST_DATA (static buffer).
+const char *data_path(const char *rel);
+
+// Runs a suite in check's fork mode and returns the process exit code.
+int run_suite(Suite *s);
+
+#endif
