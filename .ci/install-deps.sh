@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# install-deps.sh — install everything mhsa's build, tests and CI need on a
+# fresh Debian 12, as root. Idempotent: when every package is already
+# installed it only checks (no apt-get at all), so re-runs take well under a
+# second.
+#
+#   bash .ci/install-deps.sh            # native + aarch64 cross (CI)
+#   bash .ci/install-deps.sh --native   # native build, tests and benchmarks
+#
+# MHSA_DEPS=native has the same effect as --native.
+set -euo pipefail
+
+mode=${MHSA_DEPS:-all}
+for arg in "$@"; do
+    case "$arg" in
+    --native) mode=native ;;
+    --all)    mode=all ;;
+    -h|--help)
+        sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+        exit 0 ;;
+    *) echo "install-deps.sh: unknown argument '$arg'" >&2; exit 2 ;;
+    esac
+done
+
+# Build, tests (check), benchmarks (Google Benchmark, OpenBLAS for
+# comparison), sanitizers (clang's runtime for clang builds), valgrind,
+# safetensors (jansson), image output (stb), reference-vector scripts
+# (numpy), and the x86-64 emulator for the no-AVX2 run (qemu-user).
+native_pkgs=(
+    meson ninja-build pkg-config g++ check libbenchmark-dev libopenblas-dev
+    valgrind clang libclang-rt-14-dev libjansson-dev libstb-dev python3-numpy
+    qemu-user
+)
+# The aarch64 cross toolchain; with --no-install-recommends the cross libc
+# headers must be named explicitly.
+cross_pkgs=(gcc-aarch64-linux-gnu libc6-dev-arm64-cross)
+# Target libraries of the arm64 architecture, run under qemu-aarch64.
+arm64_pkgs=(check:arm64 libgomp1:arm64 libasan8:arm64 libubsan1:arm64
+            libjansson-dev:arm64)
+
+native_arch=$(dpkg --print-architecture)
+
+# Prints the packages of "$@" that are not installed. A name without an
+# architecture counts as installed in the native one or as Architecture: all.
+missing() {
+    local have
+    have=$(dpkg-query -W -f='${db:Status-Abbrev} ${Package}:${Architecture}\n' \
+           2>/dev/null | awk '$1 == "ii" { print $2 }')
+    local p
+    for p in "$@"; do
+        if [[ $p == *:* ]]; then
+            grep -qxF "$p" <<<"$have" || echo "$p"
+        else
+            grep -qxF "$p:$native_arch" <<<"$have" ||
+                grep -qxF "$p:all" <<<"$have" || echo "$p"
+        fi
+    done
+}
+
+if [[ $(id -u) -ne 0 ]]; then
+    sudo=sudo
+else
+    sudo=
+fi
+export DEBIAN_FRONTEND=noninteractive
+
+# apt-get prints a lot on success; keep its output in a log and show it only
+# when it fails.
+apt_quiet() {
+    local log
+    log=$(mktemp)
+    if ! $sudo apt-get -q -o Dpkg::Use-Pty=0 "$@" >"$log" 2>&1; then
+        cat "$log" >&2
+        rm -f "$log"
+        echo "install-deps.sh: apt-get $* failed" >&2
+        return 1
+    fi
+    grep -E '^(E|W):' "$log" >&2 || true
+    rm -f "$log"
+}
+
+want=("${native_pkgs[@]}")
+if [[ $mode == all ]]; then
+    want+=("${cross_pkgs[@]}")
+fi
+mapfile -t need < <(missing "${want[@]}")
+if [[ $mode == all ]]; then
+    if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+        $sudo dpkg --add-architecture arm64
+        need+=("${arm64_pkgs[@]}")   # the arm64 package lists are new
+    else
+        mapfile -t -O "${#need[@]}" need < <(missing "${arm64_pkgs[@]}")
+    fi
+fi
+
+if [[ ${#need[@]} -eq 0 ]]; then
+    echo "install-deps.sh: all packages present ($mode)"
+    exit 0
+fi
+
+echo "install-deps.sh: installing ${need[*]}"
+apt_quiet update
+apt_quiet install -y --no-install-recommends "${need[@]}"
+left=$(missing "${need[@]}")
+if [[ -n $left ]]; then
+    echo "install-deps.sh: still missing after install: $left" >&2
+    exit 1
+fi
+echo "install-deps.sh: done ($mode)"

@@ -1,0 +1,83 @@
+// shim.h — a plain-C face of Google Benchmark, so benchmarks are written in
+// C next to the library while the driver stays Google Benchmark (C++).
+//
+// A benchmark is a C function run with a state handle:
+//
+//   static void bm_foo(mhsa_bench_state *st, const void *ctx)
+//   {
+//       size_t n = (size_t)mhsa_bench_arg(st, 0);
+//       ... set up, outside the timed loop ...
+//       while (mhsa_bench_keep_running(st))
+//           foo(n);
+//       mhsa_bench_rate(st, "GFLOP", 2.0 * n * n * n * 1e-9);
+//   }
+//   mhsa_bench_add("foo", bm_foo, NULL, 1, (int64_t[]){ 512 },
+//                  (const char *[]){ "n" });
+//
+// Benchmark files register their cases from one function each (declared
+// below and called by main in bench.cc), before the run starts. Every case
+// is timed in wall-clock time, since OpenMP threads do the work.
+#ifndef MHSA_BENCH_SHIM_H
+#define MHSA_BENCH_SHIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct mhsa_bench_state mhsa_bench_state;   // a benchmark::State
+typedef void (*mhsa_bench_fn)(mhsa_bench_state *st, const void *ctx);
+
+enum { MHSA_BENCH_MAX_ARGS = 8 };
+
+// Registers `fn` under `name` with nargs (<= MHSA_BENCH_MAX_ARGS) integer
+// arguments, shown as name/arg_name:value (arg_names may be NULL: values
+// only). ctx is passed to fn unchanged and must outlive the run. Returns 0,
+// or -1 for a bad nargs.
+int mhsa_bench_add(const char *name, mhsa_bench_fn fn, const void *ctx,
+                   int nargs, const int64_t *args,
+                   const char *const *arg_names);
+
+int64_t mhsa_bench_arg(const mhsa_bench_state *st, int i);
+
+// The timed loop: while (mhsa_bench_keep_running(st)) { one iteration }.
+int mhsa_bench_keep_running(mhsa_bench_state *st);
+// For kernels of a few ns, where the call above costs as much as the work:
+// while (mhsa_bench_keep_running_batch(st, n)) { n iterations }.
+int mhsa_bench_keep_running_batch(mhsa_bench_state *st, int64_t n);
+// Iterations run so far (after the loop: all of them).
+int64_t mhsa_bench_iterations(const mhsa_bench_state *st);
+
+// Marks the case as failed with msg (e.g. an ISA this CPU lacks) and skips
+// its timed loop: call it before the loop and return.
+void mhsa_bench_skip(mhsa_bench_state *st, const char *msg);
+
+// Stop and restart the clock inside the loop (costly: for setup only).
+void mhsa_bench_pause(mhsa_bench_state *st);
+void mhsa_bench_resume(mhsa_bench_state *st);
+
+// Totals over all iterations, shown per second (Google Benchmark's own
+// items_per_second and bytes_per_second).
+void mhsa_bench_set_items(mhsa_bench_state *st, int64_t items);
+void mhsa_bench_set_bytes(mhsa_bench_state *st, int64_t bytes);
+
+// A plain counter shown as it is.
+void mhsa_bench_counter(mhsa_bench_state *st, const char *name, double v);
+// A rate counter: per_iter is the amount one iteration does, in the unit
+// `name` gives; it is shown per second of wall-clock time, so
+// mhsa_bench_rate(st, "GFLOP", 2e-9 * m * n * k) prints "GFLOP=123.4/s".
+void mhsa_bench_rate(mhsa_bench_state *st, const char *name, double per_iter);
+
+// Keeps the compiler from dropping work whose result is never read.
+void mhsa_bench_use(const void *p);
+
+// Registration functions of the benchmark files, called by main.
+void mhsa_bench_register_kernels(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
