@@ -180,3 +180,53 @@ void mhsa_sgemm(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
         }
     }
 }
+
+// ---- single-threaded tile helpers ----------------------------------------
+
+size_t mhsa_tile_a_floats(const mhsa_kernels *k, size_t m, size_t kdim)
+{
+    return round_up(m, (size_t)k->mr) * kdim;
+}
+
+size_t mhsa_tile_b_floats(const mhsa_kernels *k, size_t kdim, size_t n)
+{
+    return round_up(n, (size_t)k->nr) * kdim;
+}
+
+void mhsa_tile_pack_a(const mhsa_kernels *k, size_t m, size_t kdim,
+                      const float *a, size_t lda, int trans, float alpha,
+                      float *ap)
+{
+    size_t mr = (size_t)k->mr;
+    for (size_t i = 0; i < m; i += mr) {
+        size_t h = m - i < mr ? m - i : mr;
+        k->pack_a(h, kdim, trans ? a + i : a + i * lda, lda, trans, alpha,
+                  ap + i * kdim);
+    }
+}
+
+void mhsa_tile_pack_b(const mhsa_kernels *k, size_t kdim, size_t n,
+                      const float *b, size_t ldb, int trans, float *bp)
+{
+    size_t nr = (size_t)k->nr;
+    for (size_t j = 0; j < n; j += nr) {
+        size_t w = n - j < nr ? n - j : nr;
+        k->pack_b(kdim, w, trans ? b + j * ldb : b + j, ldb, trans,
+                  bp + j * kdim);
+    }
+}
+
+void mhsa_tile_gemm(const mhsa_kernels *k, size_t m, size_t n, size_t kdim,
+                    const float *ap, const float *bp, float *c, size_t ldc,
+                    float beta)
+{
+    size_t mr = (size_t)k->mr, nr = (size_t)k->nr;
+    for (size_t j = 0; j < n; j += nr) {
+        size_t w = n - j < nr ? n - j : nr;
+        for (size_t i = 0; i < m; i += mr) {
+            size_t h = m - i < mr ? m - i : mr;
+            k->sgemm_ukr(kdim, ap + i * kdim, bp + j * kdim,
+                         c + i * ldc + j, ldc, h, w, beta);
+        }
+    }
+}

@@ -46,3 +46,23 @@ void mhsa_sgemm(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
                 float beta, float *c, size_t ldc);
 
 #endif
+
+// ---- single-threaded tile helpers for the attention loops --------------
+// The attention code multiplies small blocks (a query block by a key tile)
+// whose depth fits one pass, so it packs whole blocks and runs the micro-
+// kernel over them directly, without the driver's KC blocking or threads.
+
+// Packs all of an m x kdim op(A) as ceil(m/mr) panels of depth kdim.
+void mhsa_tile_pack_a(const mhsa_kernels *k, size_t m, size_t kdim,
+                      const float *a, size_t lda, int trans, float alpha,
+                      float *ap);
+// Packs all of a kdim x n op(B) as ceil(n/nr) panels of depth kdim.
+void mhsa_tile_pack_b(const mhsa_kernels *k, size_t kdim, size_t n,
+                      const float *b, size_t ldb, int trans, float *bp);
+// C (m x n) = beta * C + Ap Bp for blocks packed by the two functions above.
+void mhsa_tile_gemm(const mhsa_kernels *k, size_t m, size_t n, size_t kdim,
+                    const float *ap, const float *bp, float *c, size_t ldc,
+                    float beta);
+// Floats that mhsa_tile_pack_a / _b write.
+size_t mhsa_tile_a_floats(const mhsa_kernels *k, size_t m, size_t kdim);
+size_t mhsa_tile_b_floats(const mhsa_kernels *k, size_t kdim, size_t n);

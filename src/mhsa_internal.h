@@ -5,7 +5,10 @@
 
 #include <stddef.h>
 
+#include <stdint.h>
+
 #include "alloc.h"
+#include "gemm.h"
 #include "kernels.h"
 #include "mhsa.h"
 
@@ -14,5 +17,73 @@
 // Sets the calling thread's last error (printf-style) and returns s.
 mhsa_status mhsa__fail(mhsa_status s, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+// ---- the block ------------------------------------------------------------
+struct mhsa_block {
+    mhsa_config cfg;
+    size_t D, H, dh;
+    uint64_t id;            // unique per block ever created: ownership checks
+    uint64_t version;       // bumped by every weight change
+    float *w_qkv;           // (3D, D)
+    float *b_qkv;           // (3D) or NULL
+    float *w_out;           // (D, D)
+    float *b_out;           // (D) or NULL
+    // Weights packed once for the GEMM as op(B) = W^T, for the table that
+    // was active at the last weight change; another table packs on the fly.
+    const mhsa_kernels *packed_for;
+    float *w_qkv_packed;    // K = D, N = 3D
+    float *w_out_packed;    // K = D, N = D
+};
+
+// ---- the workspace ---------------------------------------------------------
+// Carved once into named views (sizes for max_batch x max_seq_len tokens);
+// nothing is allocated after creation.
+struct mhsa_workspace {
+    const mhsa_block *blk;
+    uint64_t blk_id;
+    size_t max_batch, max_t;
+    int max_threads;          // per-thread views exist for this many threads
+    size_t bytes;
+    float *qkv;               // (B*T, 3D) projection; backward: dqkv
+    float *q, *k, *v;         // (B, H, T, dh) each; q scaled by 1/sqrt(dh)
+    float *ctx;               // (B, T, D) merged attention output
+    float *dctx;              // (B, T, D) backward only
+    float *lse;               // (B, H, T) log-sum-exp per query row
+    float *tiles;             // max_threads * tile_floats, see attention.h
+    size_t tile_floats;
+    mhsa_gemm_scratch gemm;   // driver scratch (packed A per thread, B)
+    // The recorded forward for mhsa_backward.
+    int has_forward;
+    size_t fwd_b, fwd_t;
+    const float *fwd_x, *fwd_mask;
+    uint64_t fwd_version;     // blk->version at the forward
+    const mhsa_kernels *fwd_kern;
+};
+
+// ---- gradients ------------------------------------------------------------
+typedef struct mhsa_grads_impl {
+    mhsa_grads pub;           // first member: mhsa_grads * casts to it
+    size_t D;
+    int bias;
+} mhsa_grads_impl;
+
+// ---- KV cache -------------------------------------------------------------
+struct mhsa_kv_cache {
+    const mhsa_block *blk;
+    uint64_t blk_id;
+    size_t max_batch, capacity;
+    size_t len;               // cached positions
+    size_t batch;             // B of the calls since reset; 0 = not yet set
+    float *k, *v;             // (max_batch, H, capacity, dh) each
+    size_t bytes;
+};
+
+// Packs the weights for the active kernel table (after any weight change).
+void mhsa__block_repack(mhsa_block *b);
+
+// Checks shared by the public entry points; each sets last_error naming the
+// function and argument.
+mhsa_status mhsa__check_ws(const char *fn, const mhsa_block *blk,
+                           const mhsa_workspace *ws);
 
 #endif

@@ -1,0 +1,290 @@
+// attention.c — FlashAttention-style forward and backward of one query block
+// of one head, on the packed-GEMM micro-kernel and the online softmax.
+//
+// Forward (Milakov & Gimelshein 2018; Dao et al. 2022): for each key tile
+//   S = Q K^T (q pre-scaled), then the online-softmax step rescales the
+//   running output O and sum l by exp(m_old - m_new) and turns S into
+//   P = exp(S - m_new); O += P V. At the end O /= l and lse = m + log l.
+// No T x T buffer: S is one br x bc tile.
+//
+// Backward (FlashAttention-2): with P recomputed per tile from lse,
+//   dP = dO V^T, dS = P * (dP - delta) with delta = rowsum(dO * O),
+//   dV += P^T dO, dK += dS^T Q, dQ += scale * dS K.
+//
+// Blocked keys (causal or -INFINITY mask) are never read: the softmax
+// kernels decide them before looking at a score, and when a head's K, V, Q
+// or dO hold a non-finite value the products over keys switch to loops that
+// skip blocked pairs, since 0 * NaN in a GEMM would leak a blocked key's NaN.
+#include <math.h>
+#include <string.h>
+
+#include "attention.h"
+#include "gemm.h"
+
+enum { BR_ROWS = 48, BC_KEYS = 64 };
+
+size_t mhsa__attn_br(const mhsa_kernels *k)
+{
+    size_t mr = (size_t)k->mr;
+    return (BR_ROWS + mr - 1) / mr * mr;
+}
+
+size_t mhsa__attn_bc(const mhsa_kernels *k)
+{
+    size_t nr = (size_t)k->nr;
+    return (BC_KEYS + nr - 1) / nr * nr;
+}
+
+static size_t up(size_t x, size_t to) { return (x + to - 1) / to * to; }
+
+// The views one thread carves from its tile memory.
+typedef struct tile_views {
+    float *qa;    // Q block as A       (br x dh)
+    float *da;    // dO block as A      (br x dh)
+    float *qb;    // Q block as B       (br x dh)
+    float *db;    // dO block as B      (br x dh)
+    float *kb;    // K tile as B        (K^T: dh x bc, or K: bc x dh)
+    float *vb;    // V tile as B        (V: bc x dh, or V^T: dh x bc)
+    float *pa;    // P / dS (or transposed) as A (max(br, bc) x max(br, bc))
+    float *s;     // scores / P         (br x bc)
+    float *dp;    // dP / dS            (br x bc)
+    float *m, *l, *delta;   // (br)
+} tile_views;
+
+// Sizes of the views, in the order carve() lays them out.
+enum { N_VIEWS = 12 };
+static void view_sizes(const mhsa_kernels *k, size_t dh, size_t sz[N_VIEWS])
+{
+    size_t br = mhsa__attn_br(k), bc = mhsa__attn_bc(k);
+    size_t mr = (size_t)k->mr, nr = (size_t)k->nr;
+    size_t qa = up(br, mr) * dh, qb = up(dh, nr) * br;
+    size_t kt = up(bc, nr) * dh, kn = up(dh, nr) * bc;
+    size_t big = br > bc ? br : bc;
+    size_t i = 0;
+    sz[i++] = qa;                  // qa
+    sz[i++] = qa;                  // da
+    sz[i++] = qb;                  // qb
+    sz[i++] = qb;                  // db
+    sz[i++] = kt > kn ? kt : kn;   // kb
+    sz[i++] = kt > kn ? kt : kn;   // vb
+    sz[i++] = up(big, mr) * big;   // pa
+    sz[i++] = br * bc;             // s
+    sz[i++] = br * bc;             // dp
+    sz[i++] = br;                  // m
+    sz[i++] = br;                  // l
+    sz[i++] = br;                  // delta
+}
+
+static tile_views carve(const mhsa_kernels *k, size_t dh, float *t)
+{
+    size_t sz[N_VIEWS];
+    view_sizes(k, dh, sz);
+    tile_views v;
+    float **order[N_VIEWS] = { &v.qa, &v.da, &v.qb, &v.db, &v.kb, &v.vb,
+                               &v.pa, &v.s, &v.dp, &v.m, &v.l, &v.delta };
+    for (int i = 0; i < N_VIEWS; i++) {
+        *order[i] = t;
+        t += sz[i];
+    }
+    return v;
+}
+
+size_t mhsa__attn_tile_floats(const mhsa_kernels *k, size_t dh)
+{
+    size_t sz[N_VIEWS], total = 0;
+    view_sizes(k, dh, sz);
+    for (int i = 0; i < N_VIEWS; i++)
+        total += sz[i];
+    return total;
+}
+
+static int blocked(const head_args *a, size_t r, size_t j)
+{
+    if (a->causal && j > a->q_pos + r)
+        return 1;
+    return a->mask && a->mask[r * a->ldmask + j] == -INFINITY;
+}
+
+static int rows_finite(const float *x, size_t rows, size_t cols, size_t ld)
+{
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < cols; c++)
+            if (!isfinite(x[r * ld + c]))
+                return 0;
+    return 1;
+}
+
+// Keys any row of the block can see: under the causal mask, none after the
+// last row's position.
+static size_t key_end(const head_args *a)
+{
+    if (!a->causal)
+        return a->tk;
+    size_t last = a->q_pos + a->tq;   // one past the last row's position
+    return last < a->tk ? last : a->tk;
+}
+
+static mhsa_mask_view mask_view(const head_args *a, size_t j0)
+{
+    mhsa_mask_view mv = { a->mask ? a->mask + j0 : NULL, a->ldmask,
+                          a->q_pos, j0, a->causal };
+    return mv;
+}
+
+void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
+                        float *tiles)
+{
+    size_t tq = a->tq, dh = a->dh, bc = mhsa__attn_bc(k);
+    size_t kend = key_end(a);
+    tile_views t = carve(k, dh, tiles);
+    int safe = rows_finite(a->k, kend, dh, dh) &&
+               rows_finite(a->v, kend, dh, dh);
+
+    mhsa_tile_pack_a(k, tq, dh, a->q, dh, 0, 1.0f, t.qa);
+    for (size_t r = 0; r < tq; r++) {
+        t.m[r] = -INFINITY;
+        t.l[r] = 0.0f;
+        memset(a->o + r * a->ldo, 0, dh * sizeof(float));
+    }
+    for (size_t j0 = 0; j0 < kend; j0 += bc) {
+        size_t n = kend - j0 < bc ? kend - j0 : bc;
+        // S = Q K^T: K tile read transposed into NR-wide panels.
+        mhsa_tile_pack_b(k, dh, n, a->k + j0 * dh, dh, 1, t.kb);
+        mhsa_tile_gemm(k, tq, n, dh, t.qa, t.kb, t.s, bc, 0.0f);
+        mhsa_softmax_args sa = { tq, n, t.s, bc, mask_view(a, j0), t.m, t.l,
+                                 a->o, a->ldo, dh };
+        k->softmax_online(&sa);
+        if (safe) {   // O += P V
+            mhsa_tile_pack_a(k, tq, n, t.s, bc, 0, 1.0f, t.pa);
+            mhsa_tile_pack_b(k, n, dh, a->v + j0 * dh, dh, 0, t.vb);
+            mhsa_tile_gemm(k, tq, dh, n, t.pa, t.vb, a->o, a->ldo, 1.0f);
+        } else {      // a non-finite K/V: skip blocked pairs explicitly
+            for (size_t r = 0; r < tq; r++)
+                for (size_t j = 0; j < n; j++) {
+                    if (blocked(a, r, j0 + j))
+                        continue;
+                    float p = t.s[r * bc + j];
+                    const float *vj = a->v + (j0 + j) * dh;
+                    float *o = a->o + r * a->ldo;
+                    for (size_t d = 0; d < dh; d++)
+                        o[d] += p * vj[d];
+                }
+        }
+    }
+    for (size_t r = 0; r < tq; r++) {
+        float *o = a->o + r * a->ldo;
+        if (t.l[r] == 0.0f) {   // every key blocked: zero context, not NaN
+            memset(o, 0, dh * sizeof(float));
+            if (a->lse)
+                a->lse[r] = -INFINITY;
+            continue;
+        }
+        float inv = 1.0f / t.l[r];
+        for (size_t d = 0; d < dh; d++)
+            o[d] *= inv;
+        if (a->lse)
+            a->lse[r] = t.m[r] + logf(t.l[r]);
+    }
+}
+
+void mhsa__head_weights(const mhsa_kernels *k, const head_args *a,
+                        float *tiles)
+{
+    size_t tq = a->tq, dh = a->dh, bc = mhsa__attn_bc(k);
+    tile_views t = carve(k, dh, tiles);
+    mhsa_tile_pack_a(k, tq, dh, a->q, dh, 0, 1.0f, t.qa);
+    for (size_t j0 = 0; j0 < a->tk; j0 += bc) {
+        size_t n = a->tk - j0 < bc ? a->tk - j0 : bc;
+        mhsa_tile_pack_b(k, dh, n, a->k + j0 * dh, dh, 1, t.kb);
+        mhsa_tile_gemm(k, tq, n, dh, t.qa, t.kb, a->attn + j0, a->ldattn,
+                       0.0f);
+    }
+    for (size_t r = 0; r < tq; r++) {
+        float *w = a->attn + r * a->ldattn;
+        for (size_t j = 0; j < a->tk; j++) {
+            if (blocked(a, r, j))
+                w[j] = -INFINITY;
+            else if (a->mask)
+                w[j] += a->mask[r * a->ldmask + j];
+        }
+        k->softmax_row(a->tk, w, w);
+    }
+}
+
+// dst (rows x dh, ld) += scalar loops over unblocked (r, j) pairs; used when
+// a head holds non-finite values (see the file comment).
+static void backward_safe(const head_args *a, size_t j0, size_t n,
+                          const float *p, const float *ds, size_t ld)
+{
+    size_t dh = a->dh;
+    for (size_t r = 0; r < a->tq; r++)
+        for (size_t j = 0; j < n; j++) {
+            if (blocked(a, r, j0 + j))
+                continue;
+            float pr = p[r * ld + j], dsr = ds[r * ld + j];
+            const float *q = a->q + r * dh, *dout = a->dout + r * a->lddo;
+            const float *kj = a->k + (j0 + j) * dh;
+            float *dv = a->dv + (j0 + j) * a->ldg;
+            float *dk = a->dk + (j0 + j) * a->ldg;
+            float *dq = a->dq + r * a->ldg;
+            for (size_t d = 0; d < dh; d++) {
+                dv[d] += pr * dout[d];
+                dk[d] += dsr * q[d];
+                dq[d] += a->scale * (dsr * kj[d]);
+            }
+        }
+}
+
+void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
+                         float *tiles)
+{
+    size_t tq = a->tq, dh = a->dh, bc = mhsa__attn_bc(k);
+    size_t kend = key_end(a);
+    tile_views t = carve(k, dh, tiles);
+    int safe = rows_finite(a->k, kend, dh, dh) &&
+               rows_finite(a->v, kend, dh, dh) &&
+               rows_finite(a->q, tq, dh, dh) &&
+               rows_finite(a->dout, tq, dh, a->lddo);
+
+    // delta = rowsum(dO * O), O the forward's normalised output.
+    for (size_t r = 0; r < tq; r++) {
+        const float *o = a->o + r * a->ldo, *dout = a->dout + r * a->lddo;
+        float sum = 0.0f;
+        for (size_t d = 0; d < dh; d++)
+            sum += dout[d] * o[d];
+        t.delta[r] = sum;
+        memset(a->dq + r * a->ldg, 0, dh * sizeof(float));
+    }
+    mhsa_tile_pack_a(k, tq, dh, a->q, dh, 0, 1.0f, t.qa);
+    mhsa_tile_pack_a(k, tq, dh, a->dout, a->lddo, 0, 1.0f, t.da);
+    mhsa_tile_pack_b(k, tq, dh, a->q, dh, 0, t.qb);
+    mhsa_tile_pack_b(k, tq, dh, a->dout, a->lddo, 0, t.db);
+
+    for (size_t j0 = 0; j0 < kend; j0 += bc) {
+        size_t n = kend - j0 < bc ? kend - j0 : bc;
+        const float *kt = a->k + j0 * dh, *vt = a->v + j0 * dh;
+        mhsa_tile_pack_b(k, dh, n, kt, dh, 1, t.kb);     // K^T
+        mhsa_tile_gemm(k, tq, n, dh, t.qa, t.kb, t.s, bc, 0.0f);
+        mhsa_tile_pack_b(k, dh, n, vt, dh, 1, t.vb);     // V^T
+        mhsa_tile_gemm(k, tq, n, dh, t.da, t.vb, t.dp, bc, 0.0f);
+        mhsa_softmax_grad_args ga = { tq, n, t.s, bc, t.dp, bc,
+                                      mask_view(a, j0), a->lse, t.delta };
+        k->softmax_grad(&ga);   // s = P, dp = dS
+        if (!safe) {
+            backward_safe(a, j0, n, t.s, t.dp, bc);
+            continue;
+        }
+        // dV[j0:j0+n] += P^T dO
+        mhsa_tile_pack_a(k, n, tq, t.s, bc, 1, 1.0f, t.pa);
+        mhsa_tile_gemm(k, n, dh, tq, t.pa, t.db, a->dv + j0 * a->ldg, a->ldg,
+                       1.0f);
+        // dK[j0:j0+n] += dS^T Q
+        mhsa_tile_pack_a(k, n, tq, t.dp, bc, 1, 1.0f, t.pa);
+        mhsa_tile_gemm(k, n, dh, tq, t.pa, t.qb, a->dk + j0 * a->ldg, a->ldg,
+                       1.0f);
+        // dQ += scale * dS K
+        mhsa_tile_pack_a(k, tq, n, t.dp, bc, 0, a->scale, t.pa);
+        mhsa_tile_pack_b(k, n, dh, kt, dh, 0, t.kb);     // K
+        mhsa_tile_gemm(k, tq, dh, n, t.pa, t.kb, a->dq, a->ldg, 1.0f);
+    }
+}

@@ -1,0 +1,52 @@
+// attention.h — one query block of one head: forward, attention weights,
+// backward. Called by forward.c / backward.c inside their OpenMP loops; each
+// call is single-threaded and uses only the tile memory it is given.
+#ifndef MHSA_ATTENTION_H
+#define MHSA_ATTENTION_H
+
+#include <stddef.h>
+
+#include "kernels.h"
+
+// One query block of rows [r0, r0 + tq) of one (b, h) head against keys
+// [0, tk). Pointers are already offset to the head (and q, o, lse, dq, do_,
+// attn to row r0). Strides in elements.
+typedef struct head_args {
+    size_t tq, tk, dh;
+    size_t q_pos;             // absolute position of query row 0
+    int causal;
+    const float *mask;        // additive (tq, ldmask) at (r0, key 0), or NULL
+    size_t ldmask;
+    float scale;              // 1/sqrt(dh), already folded into q
+    const float *q;           // (tq, dh), row stride dh, pre-scaled
+    const float *k, *v;       // (tk, dh), row stride dh
+    float *o;  size_t ldo;    // (tq, dh) context out (merged layout row)
+    float *lse;               // (tq) log-sum-exp out / in (backward)
+    float *attn; size_t ldattn;  // (tq, tk) weights out, or NULL
+    // backward only
+    const float *dout; size_t lddo;  // (tq, dh) dL/dO
+    float *dq, *dk, *dv; size_t ldg; // rows of dqkv: dq (tq), dk/dv (tk)
+} head_args;
+
+// Query/key block sizes for a kernel table (multiples of mr / nr).
+size_t mhsa__attn_br(const mhsa_kernels *k);
+size_t mhsa__attn_bc(const mhsa_kernels *k);
+// Tile floats one thread needs for heads of size dh.
+size_t mhsa__attn_tile_floats(const mhsa_kernels *k, size_t dh);
+
+// o = softmax(q k^T + mask) v for the block, streamed over key tiles with a
+// running max and sum (online softmax); lse saved for backward. Keys after
+// the block's last row are skipped under the causal mask.
+void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
+                        float *tiles);
+// attn = the block's normalised weights (tq, tk), from scores recomputed
+// against every key; blocked keys get exact zeros.
+void mhsa__head_weights(const mhsa_kernels *k, const head_args *a,
+                        float *tiles);
+// Backward of mhsa__head_forward for the block: dq (scaled by a->scale) is
+// written, dk and dv (for keys [0, tk)) are accumulated. p is recomputed
+// tile by tile from the saved lse (FlashAttention-2).
+void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
+                         float *tiles);
+
+#endif

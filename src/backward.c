@@ -1,0 +1,127 @@
+// backward.c — mhsa_backward: gradients of the last recorded forward.
+//
+// With ctx the merged attention output and qkv the projection:
+//   db_out += colsum(dy);  dW_out += dy^T ctx;  dctx = dy W_out
+//   dq, dk, dv per head from dctx (attention.c, FlashAttention-2 style)
+//   db_qkv += colsum(dqkv); dW_qkv += dqkv^T x;  dx = dqkv W_qkv
+// Every sum has one fixed order (GEMM K loop, rows in order for the bias
+// sums, heads one per task), so the bits do not depend on the thread count.
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+
+#include "attention.h"
+#include "forward.h"
+
+// acc[c] += sum over rows r of x[r*ld + c], rows in order.
+static void add_colsum(size_t rows, size_t cols, const float *x, size_t ld,
+                       float *acc)
+{
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < cols; c++)
+            acc[c] += x[r * ld + c];
+}
+
+static mhsa_status check_backward(const mhsa_block *blk,
+                                  const mhsa_workspace *ws, const float *dy,
+                                  const mhsa_grads *g)
+{
+    static const char fn[] = "mhsa_backward";
+    mhsa_status st = mhsa__check_ws(fn, blk, ws);
+    if (st != MHSA_OK)
+        return st;
+    if (!dy)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: dy is NULL", fn);
+    if (!g)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: g is NULL", fn);
+    const mhsa_grads_impl *gi = (const mhsa_grads_impl *)g;
+    if (gi->D != blk->D || gi->bias != blk->cfg.bias)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG,
+                          "%s: g was made for d_model = %zu, bias = %d, the "
+                          "block has d_model = %zu, bias = %d", fn, gi->D,
+                          gi->bias, blk->D, blk->cfg.bias);
+    if (!ws->has_forward)
+        return mhsa__fail(MHSA_ERR_STATE,
+                          "%s: the workspace holds no forward to "
+                          "differentiate (call mhsa_forward first)", fn);
+    if (ws->fwd_version != blk->version)
+        return mhsa__fail(MHSA_ERR_STATE,
+                          "%s: the block's weights changed after the "
+                          "recorded forward", fn);
+    return MHSA_OK;
+}
+
+static void attention_backward(const mhsa_kernels *k, mhsa_workspace *ws,
+                               const mhsa_block *blk)
+{
+    size_t B = ws->fwd_b, T = ws->fwd_t, H = blk->H, dh = blk->dh;
+    size_t D = blk->D, br = mhsa__attn_br(k);
+    float *dqkv = ws->qkv;   // the projection is not needed any more
+    double flops = 8.0 * (double)B * (double)H * (double)T * (double)T *
+                   (double)dh;
+    int nt = mhsa__threads(ws, flops, B * H);
+#pragma omp parallel for schedule(static) num_threads(nt)
+    for (size_t bh = 0; bh < B * H; bh++) {
+        size_t b = bh / H, h = bh % H;
+        float *tiles = ws->tiles + (size_t)omp_get_thread_num() *
+                                   ws->tile_floats;
+        float *g0 = dqkv + b * T * 3 * D + h * dh;   // dq of row 0
+        for (size_t t = 0; t < T; t++) {   // dk, dv accumulate: start at 0
+            memset(g0 + t * 3 * D + D, 0, dh * sizeof(float));
+            memset(g0 + t * 3 * D + 2 * D, 0, dh * sizeof(float));
+        }
+        for (size_t r0 = 0; r0 < T; r0 += br) {
+            size_t tq = T - r0 < br ? T - r0 : br;
+            size_t row = b * T + r0;
+            head_args a = {
+                .tq = tq, .tk = T, .dh = dh, .q_pos = r0,
+                .causal = blk->cfg.causal,
+                .mask = ws->fwd_mask ? ws->fwd_mask + r0 * T : NULL,
+                .ldmask = T,
+                .scale = 1.0f / sqrtf((float)dh),
+                .q = ws->q + (bh * T + r0) * dh,
+                .k = ws->k + bh * T * dh,
+                .v = ws->v + bh * T * dh,
+                .o = ws->ctx + row * D + h * dh, .ldo = D,
+                .lse = ws->lse + bh * T + r0,
+                .dout = ws->dctx + row * D + h * dh, .lddo = D,
+                .dq = g0 + r0 * 3 * D,
+                .dk = g0 + D, .dv = g0 + 2 * D,
+                .ldg = 3 * D,
+            };
+            mhsa__head_backward(k, &a, tiles);
+        }
+    }
+}
+
+mhsa_status mhsa_backward(const mhsa_block *blk, mhsa_workspace *ws,
+                          const float *dy, float *dx, mhsa_grads *g)
+{
+    mhsa_status st = check_backward(blk, ws, dy, g);
+    if (st != MHSA_OK)
+        return st;
+    const mhsa_kernels *k = mhsa__kernels();
+    const mhsa_gemm_scratch *s = &ws->gemm;
+    size_t D = blk->D, bt = ws->fwd_b * ws->fwd_t;
+    const float *x = ws->fwd_x;
+
+    // Output projection.
+    if (blk->cfg.bias)
+        add_colsum(bt, D, dy, D, g->b_out);
+    mhsa_sgemm(k, s, 1, 0, D, D, bt, 1.0f, dy, D, ws->ctx, D, NULL, 1.0f,
+               g->w_out, D);
+    mhsa_sgemm(k, s, 0, 0, bt, D, D, 1.0f, dy, D, blk->w_out, D, NULL, 0.0f,
+               ws->dctx, D);
+    // Attention, into dqkv (B*T, 3D) = [dq | dk | dv] per row.
+    attention_backward(k, ws, blk);
+    // QKV projection.
+    const float *dqkv = ws->qkv;
+    if (blk->cfg.bias)
+        add_colsum(bt, 3 * D, dqkv, 3 * D, g->b_qkv);
+    mhsa_sgemm(k, s, 1, 0, 3 * D, D, bt, 1.0f, dqkv, 3 * D, x, D, NULL, 1.0f,
+               g->w_qkv, D);
+    if (dx)
+        mhsa_sgemm(k, s, 0, 0, bt, D, 3 * D, 1.0f, dqkv, 3 * D, blk->w_qkv, D,
+                   NULL, 0.0f, dx, D);
+    return MHSA_OK;
+}

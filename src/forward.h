@@ -1,0 +1,34 @@
+// forward.h — pieces of the forward pass that backward.c and the KV-cache
+// path share with mhsa_forward.
+#ifndef MHSA_FORWARD_H
+#define MHSA_FORWARD_H
+
+#include "mhsa_internal.h"
+
+// Every (batch, head) of one attention call: queries (batch, H, tq, dh),
+// keys/values (batch, H, kv_t, dh) of which the first tk are used.
+typedef struct attn_job {
+    size_t batch, H, dh, tq, tk, kv_t;
+    size_t q_pos;            // absolute position of query row 0
+    int causal;
+    const float *mask;       // (tq, tk) additive, or NULL
+    const float *q, *k, *v;
+    float *ctx;              // (batch, tq, H*dh) merged output
+    float *lse;              // (batch, H, tq) or NULL
+    float *attn;             // (batch, H, tq, tk) or NULL
+} attn_job;
+
+// Threads for a parallel loop: 1 below a work threshold, else up to the
+// workspace's and OpenMP's limits. Never changes results, only speed.
+int mhsa__threads(const mhsa_workspace *ws, double flops, size_t tasks);
+void mhsa__linear(const mhsa_kernels *k, const mhsa_workspace *ws,
+                  size_t rows, size_t n, size_t kdim, const float *x,
+                  const float *w, const float *w_packed, const float *b,
+                  float *y);
+void mhsa__split_heads(const mhsa_kernels *k, const mhsa_block *blk,
+                       size_t batch, size_t t, const float *qkv, float *q,
+                       float *kd, float *vd, size_t kv_t, size_t kv_pos);
+void mhsa__attention(const mhsa_kernels *k, mhsa_workspace *ws,
+                     const attn_job *j);
+
+#endif

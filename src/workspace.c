@@ -1,0 +1,129 @@
+// workspace.c — one allocation per workspace, carved into named views.
+//
+// Memory (floats), for Bm = max_batch, Tm = max_seq_len, D, H, threads n:
+//   qkv 3*Bm*Tm*D, q/k/v 3*Bm*Tm*D, ctx and dctx 2*Bm*Tm*D, lse Bm*H*Tm,
+//   plus per-thread attention tiles (dh x block sizes) and GEMM packing
+//   buffers (D x block sizes): linear in Tm, never Tm x Tm.
+#include <omp.h>
+
+#include "attention.h"
+#include "mhsa_internal.h"
+
+mhsa_status mhsa__check_ws(const char *fn, const mhsa_block *blk,
+                           const mhsa_workspace *ws)
+{
+    if (!blk)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: blk is NULL", fn);
+    if (!ws)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: ws is NULL", fn);
+    if (ws->blk != blk || ws->blk_id != blk->id)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG,
+                          "%s: ws was created for another block", fn);
+    return MHSA_OK;
+}
+
+// The largest tile need over every table this build can run, so a later
+// mhsa_select_isa never finds the workspace too small.
+static size_t max_over_tables(size_t dh, size_t (*need)(const mhsa_kernels *,
+                                                       size_t))
+{
+    size_t most = 0;
+    for (mhsa_isa i = MHSA_ISA_SCALAR; i <= MHSA_ISA_NEON; i++) {
+        const mhsa_kernels *k = mhsa_kernels_for(i);
+        if (k && need(k, dh) > most)
+            most = need(k, dh);
+    }
+    return most;
+}
+
+static size_t gemm_a_need(const mhsa_kernels *k, size_t unused)
+{
+    (void)unused;
+    return mhsa_gemm_a_floats(k);
+}
+
+static size_t gemm_b_need(const mhsa_kernels *k, size_t n)
+{
+    return mhsa_gemm_b_floats(k, n);
+}
+
+mhsa_status mhsa_workspace_create(const mhsa_block *blk, int max_batch,
+                                  mhsa_workspace **out)
+{
+    static const char fn[] = "mhsa_workspace_create";
+    if (!blk)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: blk is NULL", fn);
+    if (!out)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: out is NULL", fn);
+    if (max_batch < 1)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG,
+                          "%s: max_batch = %d must be >= 1", fn, max_batch);
+
+    size_t D = blk->D, H = blk->H, dh = blk->dh;
+    size_t tm = (size_t)blk->cfg.max_seq_len, bm = (size_t)max_batch;
+    int nt = omp_get_max_threads();
+    if (nt < 1)
+        nt = 1;
+    size_t tile = max_over_tables(dh, mhsa__attn_tile_floats);
+    size_t ga = max_over_tables(0, gemm_a_need);
+    size_t gb = max_over_tables(3 * D, gemm_b_need);
+
+    // Overflow-checked total, before anything is allocated.
+    size_t btd, total = 0;
+    int ok = mhsa__mul3(bm, tm, D, &btd) && gb != 0 &&
+             mhsa__mul_add(&total, 8, btd) &&
+             mhsa__mul_add(&total, bm * H, tm) &&   // bm*H <= bm*D: no wrap
+             mhsa__mul_add(&total, (size_t)nt, tile) &&
+             mhsa__mul_add(&total, (size_t)nt, ga) &&
+             mhsa__mul_add(&total, 1, gb) &&
+             total <= SIZE_MAX / sizeof(float) - 64;
+    if (!ok)
+        return mhsa__fail(MHSA_ERR_NO_MEMORY,
+                          "%s: max_batch = %d x max_seq_len = %d x d_model = "
+                          "%d overflows size_t", fn, max_batch,
+                          blk->cfg.max_seq_len, blk->cfg.d_model);
+
+    mhsa_workspace *ws = mhsa__alloc(sizeof *ws);
+    float *mem = ws ? mhsa__alloc(total * sizeof(float)) : NULL;
+    if (!mem) {
+        mhsa__free(ws);
+        return mhsa__fail(MHSA_ERR_NO_MEMORY,
+                          "%s: cannot allocate %zu bytes for max_batch = %d",
+                          fn, total * sizeof(float), max_batch);
+    }
+    ws->blk = blk;
+    ws->blk_id = blk->id;
+    ws->max_batch = bm;
+    ws->max_t = tm;
+    ws->max_threads = nt;
+    ws->bytes = total * sizeof(float) + sizeof *ws;
+    float *p = mem;
+    ws->qkv = p;   p += 3 * btd;
+    ws->q = p;     p += btd;
+    ws->k = p;     p += btd;
+    ws->v = p;     p += btd;
+    ws->ctx = p;   p += btd;
+    ws->dctx = p;  p += btd;
+    ws->lse = p;   p += bm * H * tm;
+    ws->tiles = p; p += (size_t)nt * tile;
+    ws->tile_floats = tile;
+    ws->gemm.a = p; p += (size_t)nt * ga;
+    ws->gemm.b = p;
+    ws->gemm.b_floats = gb;
+    ws->gemm.max_threads = nt;
+    *out = ws;
+    return MHSA_OK;
+}
+
+void mhsa_workspace_destroy(mhsa_workspace *ws)
+{
+    if (!ws)
+        return;
+    mhsa__free(ws->qkv);   // the start of the one allocation
+    mhsa__free(ws);
+}
+
+size_t mhsa_workspace_bytes(const mhsa_workspace *ws)
+{
+    return ws ? ws->bytes : 0;
+}
