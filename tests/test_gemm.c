@@ -1,0 +1,322 @@
+// test_gemm.c — the blocked SGEMM driver (src/gemm.c) on every ISA against
+// a double naive reference: tile-edge and KC-edge shapes, all transpose
+// combinations, odd leading dimensions, alpha / beta variants (beta 0 with
+// NaN-poisoned C), seeded random shapes, prepacked B equal bit for bit to
+// the plain path, and the same bits with 1, 2 and 3 OpenMP threads.
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gemm.h"
+#include "util.h"
+
+#define LOOP(tc, fn) tcase_add_loop_test(tc, fn, 0, N_ISAS)
+
+enum { MAX_THREADS = 4, KC = 256 };
+static const float sentinel = -555.5f;
+
+typedef struct gcase {
+    int ta, tb;
+    size_t m, n, kd, lda, ldb, ldc;
+    float alpha, beta;
+    unsigned seed;
+} gcase;
+
+typedef struct scratch {
+    mhsa_gemm_scratch s;
+} scratch;
+
+static void scratch_init(scratch *sc, const mhsa_kernels *k, size_t n)
+{
+    size_t af = mhsa_gemm_a_floats(k), bf = mhsa_gemm_b_floats(k, n);
+    ck_assert(af > 0 && bf > 0);
+    sc->s.a = malloc(MAX_THREADS * af * sizeof(float));
+    sc->s.b = malloc(bf * sizeof(float));
+    sc->s.b_floats = bf;
+    sc->s.max_threads = MAX_THREADS;
+}
+
+static void scratch_free(scratch *sc)
+{
+    free(sc->s.a);
+    free(sc->s.b);
+}
+
+// Default leading dimensions: odd pads so rows are never 32-byte aligned.
+static void set_lds(gcase *t)
+{
+    t->lda = (t->ta ? t->m : t->kd) + 3;
+    t->ldb = (t->tb ? t->kd : t->n) + 1;
+    t->ldc = t->n + 7;
+}
+
+typedef struct bufs {
+    float *a, *b, *c0, *c;
+    size_t na, nb, nc;
+} bufs;
+
+static void bufs_make(bufs *x, const gcase *t)
+{
+    rng g = { t->seed };
+    size_t arows = t->ta ? t->kd : t->m, brows = t->tb ? t->n : t->kd;
+    x->na = arows * t->lda + 1;
+    x->nb = brows * t->ldb + 1;
+    x->nc = t->m * t->ldc;
+    x->a = malloc(x->na * sizeof(float));
+    x->b = malloc(x->nb * sizeof(float));
+    x->c0 = malloc(x->nc * sizeof(float));
+    x->c = alloc_guarded(x->nc);
+    fill_uniform(&g, x->a, x->na, -1.0f, 1.0f);
+    fill_uniform(&g, x->b, x->nb, -1.0f, 1.0f);
+    fill_uniform(&g, x->c0, x->nc, -1.0f, 1.0f);
+    for (size_t i = 0; i < t->m; i++) {
+        for (size_t j = t->n; j < t->ldc; j++)
+            x->c0[i * t->ldc + j] = sentinel;
+        if (t->beta == 0.0f)   // never read
+            fill_nan(x->c0 + i * t->ldc, t->n);
+    }
+    memcpy(x->c, x->c0, x->nc * sizeof(float));
+}
+
+static void bufs_free(bufs *x)
+{
+    free(x->a);
+    free(x->b);
+    free(x->c0);
+    free_guarded(x->c);
+}
+
+static void run(const mhsa_kernels *k, const gcase *t, const bufs *x,
+                const float *bp, float *c)
+{
+    scratch sc;
+    scratch_init(&sc, k, t->n);
+    mhsa_sgemm(k, &sc.s, t->ta, t->tb, t->m, t->n, t->kd, t->alpha, x->a,
+               t->lda, x->b, t->ldb, bp, t->beta, c, t->ldc);
+    scratch_free(&sc);
+}
+
+#define GC_FMT "isa %s ta %d tb %d m %zu n %zu k %zu lda %zu ldb %zu " \
+               "ldc %zu alpha %g beta %g seed %u"
+#define GC_ARGS(k, t) (k)->name, (t)->ta, (t)->tb, (t)->m, (t)->n, (t)->kd, \
+    (t)->lda, (t)->ldb, (t)->ldc, (t)->alpha, (t)->beta, (t)->seed
+
+// Runs one case and checks it against double, plus the C padding.
+static void check_gemm(const mhsa_kernels *k, const gcase *t)
+{
+    bufs x;
+    bufs_make(&x, t);
+    run(k, t, &x, NULL, x.c);
+    ck_assert_msg(guard_ok(x.c, x.nc), "canary hit: " GC_FMT, GC_ARGS(k, t));
+    for (size_t i = 0; i < t->m; i++) {
+        for (size_t j = t->n; j < t->ldc; j++)
+            ck_assert_msg(x.c[i * t->ldc + j] == sentinel,
+                          "C padding [%zu][%zu] written: " GC_FMT, i, j,
+                          GC_ARGS(k, t));
+        for (size_t j = 0; j < t->n; j++) {
+            double s = 0, mag = 0;
+            for (size_t kk = 0; kk < t->kd; kk++) {
+                double av = t->ta ? x.a[kk * t->lda + i] : x.a[i * t->lda + kk];
+                double bv = t->tb ? x.b[j * t->ldb + kk] : x.b[kk * t->ldb + j];
+                s += av * bv;
+                mag += fabs(av * bv);
+            }
+            double ref = t->alpha * s, amag = fabs(t->alpha) * mag;
+            if (t->beta != 0.0f) {
+                double cb = (double)t->beta * x.c0[i * t->ldc + j];
+                ref += cb;
+                amag += fabs(cb);
+            }
+            double tol = (double)(t->kd + 4) * 1.2e-7 * amag;
+            float got = x.c[i * t->ldc + j];
+            ck_assert_msg(fabs(got - ref) <= tol, "C[%zu][%zu] = %.9g want "
+                          "%.9g tol %g: " GC_FMT, i, j, got, ref, tol,
+                          GC_ARGS(k, t));
+        }
+    }
+    bufs_free(&x);
+}
+
+// Shapes from the tile and KC edges, every transpose combination cycling
+// through alpha / beta variants.
+START_TEST(gemm_edge_shapes)
+{
+    const mhsa_kernels *k = kernels_or_skip(_i);
+    if (!k)
+        return;
+    size_t mr = (size_t)k->mr, nr = (size_t)k->nr;
+    size_t ms[] = { 1, mr - 1, mr, mr + 1, 2 * mr - 1, 97, 131 };
+    size_t ns[] = { 1, nr - 1, nr, nr + 1, 131 };
+    size_t ks[] = { 1, 7, KC - 1, KC, KC + 1 };
+    static const float ab[][2] = {
+        { 1.0f, 0.0f }, { 1.0f, 1.0f }, { -0.5f, 0.5f }, { 2.0f, 0.0f },
+        { 0.0f, 0.5f }, { 0.0f, 0.0f },
+    };
+    unsigned seed = 0, v = 0;
+    for (size_t mi = 0; mi < sizeof ms / sizeof ms[0]; mi++)
+        for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+            for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+                if (ms[mi] == 0 || ns[ni] == 0)
+                    continue;
+                gcase t = { 0 };
+                t.m = ms[mi], t.n = ns[ni], t.kd = ks[ki];
+                // big m x n only with small k, to keep the reference cheap
+                if (t.m * t.n > 2000 && t.kd > KC)
+                    continue;
+                t.ta = (int)(v & 1), t.tb = (int)((v >> 1) & 1);
+                t.alpha = ab[v % 6][0], t.beta = ab[v % 6][1];
+                t.seed = ++seed;
+                v++;
+                set_lds(&t);
+                check_gemm(k, &t);
+            }
+}
+END_TEST
+
+// All four transpose combinations on a few shapes, with tight and loose
+// leading dimensions.
+START_TEST(gemm_transposes)
+{
+    const mhsa_kernels *k = kernels_or_skip(_i);
+    if (!k)
+        return;
+    static const size_t shapes[][3] = {
+        { 13, 29, 41 }, { 97, 33, 131 }, { 7, 131, 300 }, { 64, 64, 64 },
+    };
+    unsigned seed = 100;
+    for (size_t s = 0; s < 4; s++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++)
+                for (int loose = 0; loose < 2; loose++) {
+                    gcase t = { ta, tb, shapes[s][0], shapes[s][1],
+                                shapes[s][2], 0, 0, 0, 0.75f,
+                                loose ? 0.0f : 1.0f, ++seed };
+                    set_lds(&t);
+                    if (!loose) {
+                        t.lda = ta ? t.m : t.kd;
+                        t.ldb = tb ? t.kd : t.n;
+                        t.ldc = t.n;
+                    }
+                    check_gemm(k, &t);
+                }
+}
+END_TEST
+
+// A few hundred seeded random shapes and parameters.
+START_TEST(gemm_random_shapes)
+{
+    const mhsa_kernels *k = kernels_or_skip(_i);
+    if (!k)
+        return;
+    static const float alphas[] = { 1.0f, -1.0f, 0.5f, 3.0f };
+    static const float betas[] = { 0.0f, 1.0f, 0.5f, -1.0f };
+    for (unsigned s = 1; s <= 250; s++) {
+        rng g = { 77000 + s };
+        gcase t = { 0 };
+        t.ta = rng_int(&g, 0, 1), t.tb = rng_int(&g, 0, 1);
+        t.m = (size_t)rng_int(&g, 1, 40);
+        t.n = (size_t)rng_int(&g, 1, 40);
+        t.kd = (size_t)rng_int(&g, 0, 300);
+        t.alpha = alphas[rng_int(&g, 0, 3)];
+        t.beta = betas[rng_int(&g, 0, 3)];
+        t.seed = 77000 + s;
+        set_lds(&t);
+        t.lda += (size_t)rng_int(&g, 0, 4);
+        t.ldb += (size_t)rng_int(&g, 0, 4);
+        t.ldc += (size_t)rng_int(&g, 0, 4);
+        check_gemm(k, &t);
+    }
+}
+END_TEST
+
+// B packed once with mhsa_gemm_prepack_b gives the same bits as packing
+// inside the driver.
+START_TEST(gemm_prepacked_b_bitwise)
+{
+    const mhsa_kernels *k = kernels_or_skip(_i);
+    if (!k)
+        return;
+    static const size_t shapes[][3] = {
+        { 1, 1, 1 }, { 37, 53, 255 }, { 130, 140, 257 }, { 6, 129, 600 },
+        { 50, 17, 512 },
+    };
+    unsigned seed = 300;
+    for (size_t s = 0; s < 5; s++)
+        for (int tb = 0; tb < 2; tb++) {
+            gcase t = { (int)(s & 1), tb, shapes[s][0], shapes[s][1],
+                        shapes[s][2], 0, 0, 0, 1.5f, (s & 1) ? 0.0f : 0.5f,
+                        ++seed };
+            set_lds(&t);
+            bufs x;
+            bufs_make(&x, &t);
+            size_t pf = mhsa_gemm_prepacked_floats(k, t.kd, t.n);
+            ck_assert(pf > 0);
+            float *bp = malloc(pf * sizeof(float));
+            mhsa_gemm_prepack_b(k, t.kd, t.n, x.b, t.ldb, tb, bp);
+            float *c2 = alloc_guarded(x.nc);
+            memcpy(c2, x.c0, x.nc * sizeof(float));
+            run(k, &t, &x, NULL, x.c);
+            run(k, &t, &x, bp, c2);
+            ck_assert_msg(guard_ok(c2, x.nc)
+                          && memcmp(x.c, c2, x.nc * sizeof(float)) == 0,
+                          "prepacked differs: " GC_FMT, GC_ARGS(k, &t));
+            free(bp);
+            free_guarded(c2);
+            bufs_free(&x);
+        }
+    check_gemm(k, &(gcase){ 0, 0, 3, 5, 0, 3, 6, 12, 1.0f, 0.5f, 1 });
+}
+END_TEST
+
+// Same bits with 1, 2 and 3 threads (work split fixed by shapes only).
+START_TEST(gemm_threads_bitwise)
+{
+    const mhsa_kernels *k = kernels_or_skip(_i);
+    if (!k)
+        return;
+    static const size_t shapes[][3] = {
+        { 300, 200, 300 }, { 133, 257, 70 }, { 40, 400, 513 },
+    };
+    unsigned seed = 400;
+    for (size_t s = 0; s < 3; s++) {
+        gcase t = { (int)(s & 1), (int)(s == 2), shapes[s][0], shapes[s][1],
+                    shapes[s][2], 0, 0, 0, 1.0f, s == 1 ? 1.0f : 0.0f,
+                    ++seed };
+        set_lds(&t);
+        bufs x;
+        bufs_make(&x, &t);
+        float *c2 = alloc_guarded(x.nc), *c3 = alloc_guarded(x.nc);
+        memcpy(c2, x.c0, x.nc * sizeof(float));
+        memcpy(c3, x.c0, x.nc * sizeof(float));
+        omp_set_num_threads(1);
+        run(k, &t, &x, NULL, x.c);
+        omp_set_num_threads(2);
+        run(k, &t, &x, NULL, c2);
+        omp_set_num_threads(3);
+        run(k, &t, &x, NULL, c3);
+        ck_assert_msg(memcmp(x.c, c2, x.nc * sizeof(float)) == 0
+                      && memcmp(x.c, c3, x.nc * sizeof(float)) == 0,
+                      "thread count changed the bits: " GC_FMT,
+                      GC_ARGS(k, &t));
+        ck_assert(all_finite(x.c, x.nc));
+        free_guarded(c2);
+        free_guarded(c3);
+        bufs_free(&x);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("gemm");
+    TCase *tc = tcase_create("gemm");
+    LOOP(tc, gemm_edge_shapes);
+    LOOP(tc, gemm_transposes);
+    LOOP(tc, gemm_random_shapes);
+    LOOP(tc, gemm_prepacked_b_bitwise);
+    LOOP(tc, gemm_threads_bitwise);
+    suite_add_tcase(s, tc);
+    return run_suite(s);
+}
