@@ -1,0 +1,248 @@
+// args.c — command-line parsing for mhsa-train.
+//
+// Every flag takes "--flag VALUE" or "--flag=VALUE". Values are parsed
+// strictly (the whole string must be a number in range), and every problem
+// is reported as exactly one line naming the flag and the value, with exit
+// code 2, so scripts and tests can rely on it.
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+#define DEFAULT_STEPS 100
+#define DEFAULT_BATCH 32
+#define DEFAULT_LR 3e-3f
+
+void print_help(FILE *f)
+{
+    fprintf(f,
+"usage: mhsa-train [options]\n"
+"Trains a tiny attention language model (token + position embedding ->\n"
+"causal multi-head self-attention -> linear head) on a toy task, then shows\n"
+"the loss curve and the attention of each head on one sample.\n"
+"\n"
+"model and task:\n"
+"  --task repeat|induction  repeat: the next token equals the current one;\n"
+"                           induction: T/2 random tokens then the same again,\n"
+"                           loss on the second half (default repeat)\n"
+"  --heads H                attention heads, must divide --d-model (4)\n"
+"  --d-model D              model width (32)\n"
+"  --seq-len T              tokens per sequence, 1..1024; >= 2 for induction\n"
+"                           (12)\n"
+"  --vocab V                vocabulary size, 2..65536 (64)\n"
+"training:\n"
+"  --epochs N               epochs (3)\n"
+"  --steps-per-epoch N      optimiser steps per epoch (%d)\n"
+"  --batch N                sequences per step (%d)\n"
+"  --optim adamw|sgd        optimiser (adamw: beta1 0.9, beta2 0.999,\n"
+"                           eps 1e-8)\n"
+"  --lr X                   learning rate (%g)\n"
+"  --weight-decay X         decoupled weight decay on matrices (0)\n"
+"  --clip X                 clip gradients to global L2 norm X; 0 = off (0)\n"
+"  --seed S                 seed of weights and data; same seed, same bits (1)\n"
+"runtime:\n"
+"  --threads N              OpenMP threads (default: OMP_NUM_THREADS or all)\n"
+"  --isa auto|scalar|avx2|neon  kernels to use (auto)\n"
+"output:\n"
+"  --heatmap-png FILE       write the per-head attention heatmaps as PNG\n"
+"  --loss-csv FILE          write step,loss for every step\n"
+"  --save FILE              save the trained model (.safetensors)\n"
+"  --load FILE              start from a model saved with --save\n"
+"  --help                   this text\n"
+"\n"
+"Progress goes to stderr (one line per epoch); the loss curve, heatmaps and\n"
+"the last line 'final loss: X' (mean loss on held-out batches) to stdout.\n"
+"Exit status: 0 done, 1 runtime failure, 2 bad option.\n",
+            DEFAULT_STEPS, DEFAULT_BATCH, (double)DEFAULT_LR);
+}
+
+static void set_defaults(train_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->task = MHSA_TASK_REPEAT;
+    a->heads = 4;
+    a->d_model = 32;
+    a->seq_len = 12;
+    a->vocab = 64;
+    a->epochs = 3;
+    a->steps = DEFAULT_STEPS;
+    a->batch = DEFAULT_BATCH;
+    a->threads = 0;   // 0: leave OpenMP's own choice
+    a->lr = DEFAULT_LR;
+    a->optim = MHSA_OPTIM_ADAMW;
+    a->seed = 1;
+    a->isa = MHSA_ISA_AUTO;
+}
+
+// Writes "mhsa-train: <message>" as one line and returns the usage code.
+static int bad(FILE *err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int bad(FILE *err, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("mhsa-train: ", err);
+    vfprintf(err, fmt, ap);
+    fputc('\n', err);
+    va_end(ap);
+    return CLI_USAGE;
+}
+
+static int parse_int(FILE *err, const char *flag, const char *s, long lo,
+                     long hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (*s == '\0' || *end != '\0' || errno == ERANGE)
+        return bad(err, "%s: '%s' is not an integer", flag, s);
+    if (v < lo || v > hi)
+        return bad(err, "%s %s is out of range (%ld..%ld)", flag, s, lo, hi);
+    *out = (int)v;
+    return CLI_OK;
+}
+
+static int parse_float(FILE *err, const char *flag, const char *s, int zero_ok,
+                       float *out)
+{
+    char *end;
+    errno = 0;
+    float v = strtof(s, &end);
+    if (*s == '\0' || *end != '\0' || errno == ERANGE || !isfinite(v))
+        return bad(err, "%s: '%s' is not a finite number", flag, s);
+    if (v < 0.0f || (!zero_ok && v == 0.0f))
+        return bad(err, "%s %s must be %s 0", flag, s, zero_ok ? ">=" : ">");
+    *out = v;
+    return CLI_OK;
+}
+
+static int parse_u64(FILE *err, const char *flag, const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    if (*s == '-' || *s == '\0')
+        return bad(err, "%s: '%s' is not a non-negative integer", flag, s);
+    unsigned long long v = strtoull(s, &end, 0);
+    if (*end != '\0' || errno == ERANGE)
+        return bad(err, "%s: '%s' is not a non-negative integer", flag, s);
+    *out = (uint64_t)v;
+    return CLI_OK;
+}
+
+int parse_args(int argc, char **argv, train_args *a, FILE *err)
+{
+    set_defaults(a);
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0) {
+            a->help = 1;
+            return CLI_OK;
+        }
+        if (strncmp(arg, "--", 2) != 0)
+            return bad(err, "%s: unexpected argument (see --help)", arg);
+        // --flag=value or --flag value
+        char flag[64];
+        const char *val = NULL;
+        const char *eq = strchr(arg, '=');
+        size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
+        if (len >= sizeof flag)
+            return bad(err, "%s: unknown option (see --help)", arg);
+        memcpy(flag, arg, len);
+        flag[len] = '\0';
+        static const char *const known[] = {
+            "--task", "--heads", "--d-model", "--seq-len", "--vocab",
+            "--epochs", "--steps-per-epoch", "--batch", "--optim", "--lr",
+            "--weight-decay", "--clip", "--seed", "--threads", "--isa",
+            "--heatmap-png", "--loss-csv", "--save", "--load",
+        };
+        int found = 0;
+        for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
+            found |= strcmp(flag, known[k]) == 0;
+        if (!found)
+            return bad(err, "%s: unknown option (see --help)", flag);
+        if (eq)
+            val = eq + 1;
+        else if (i + 1 < argc)
+            val = argv[++i];
+        else
+            return bad(err, "%s needs a value", flag);
+
+        int rc = CLI_OK;
+        if (strcmp(flag, "--task") == 0) {
+            if (strcmp(val, "repeat") == 0)
+                a->task = MHSA_TASK_REPEAT;
+            else if (strcmp(val, "induction") == 0)
+                a->task = MHSA_TASK_INDUCTION;
+            else
+                rc = bad(err, "%s: unknown task '%s' (repeat or induction)",
+                         flag, val);
+        } else if (strcmp(flag, "--heads") == 0) {
+            rc = parse_int(err, flag, val, 1, 256, &a->heads);
+        } else if (strcmp(flag, "--d-model") == 0) {
+            rc = parse_int(err, flag, val, 1, 4096, &a->d_model);
+        } else if (strcmp(flag, "--seq-len") == 0) {
+            rc = parse_int(err, flag, val, 1, 1024, &a->seq_len);
+        } else if (strcmp(flag, "--vocab") == 0) {
+            rc = parse_int(err, flag, val, 2, 65536, &a->vocab);
+        } else if (strcmp(flag, "--epochs") == 0) {
+            rc = parse_int(err, flag, val, 1, 100000, &a->epochs);
+        } else if (strcmp(flag, "--steps-per-epoch") == 0) {
+            rc = parse_int(err, flag, val, 1, 1000000, &a->steps);
+        } else if (strcmp(flag, "--batch") == 0) {
+            rc = parse_int(err, flag, val, 1, 4096, &a->batch);
+        } else if (strcmp(flag, "--threads") == 0) {
+            rc = parse_int(err, flag, val, 1, 1024, &a->threads);
+        } else if (strcmp(flag, "--optim") == 0) {
+            if (strcmp(val, "adamw") == 0)
+                a->optim = MHSA_OPTIM_ADAMW;
+            else if (strcmp(val, "sgd") == 0)
+                a->optim = MHSA_OPTIM_SGD;
+            else
+                rc = bad(err, "%s: unknown optimiser '%s' (adamw or sgd)",
+                         flag, val);
+        } else if (strcmp(flag, "--lr") == 0) {
+            rc = parse_float(err, flag, val, 0, &a->lr);
+        } else if (strcmp(flag, "--weight-decay") == 0) {
+            rc = parse_float(err, flag, val, 1, &a->weight_decay);
+        } else if (strcmp(flag, "--clip") == 0) {
+            rc = parse_float(err, flag, val, 1, &a->clip);
+        } else if (strcmp(flag, "--seed") == 0) {
+            rc = parse_u64(err, flag, val, &a->seed);
+        } else if (strcmp(flag, "--isa") == 0) {
+            static const mhsa_isa isas[] = { MHSA_ISA_AUTO, MHSA_ISA_SCALAR,
+                                             MHSA_ISA_AVX2, MHSA_ISA_NEON };
+            int ok = 0;
+            for (size_t k = 0; k < 4; k++)
+                if (strcmp(val, mhsa_isa_name(isas[k])) == 0) {
+                    a->isa = isas[k];
+                    ok = 1;
+                }
+            if (!ok)
+                rc = bad(err, "%s: unknown ISA '%s' (auto, scalar, avx2 or "
+                         "neon)", flag, val);
+        } else {
+            if (*val == '\0')
+                rc = bad(err, "%s needs a file name", flag);
+            else if (strcmp(flag, "--heatmap-png") == 0)
+                a->heatmap_png = val;
+            else if (strcmp(flag, "--loss-csv") == 0)
+                a->loss_csv = val;
+            else if (strcmp(flag, "--save") == 0)
+                a->save = val;
+            else
+                a->load = val;
+        }
+        if (rc != CLI_OK)
+            return rc;
+    }
+    if (a->d_model % a->heads != 0)
+        return bad(err, "--heads %d does not divide --d-model %d", a->heads,
+                   a->d_model);
+    if (a->task == MHSA_TASK_INDUCTION && a->seq_len < 2)
+        return bad(err, "--seq-len %d is too short for --task induction "
+                   "(need >= 2)", a->seq_len);
+    return CLI_OK;
+}
