@@ -12,7 +12,7 @@
 
 #include "cli.h"
 
-#define DEFAULT_STEPS 100
+#define DEFAULT_STEPS 50
 #define DEFAULT_BATCH 32
 #define DEFAULT_LR 3e-3f
 
