@@ -115,6 +115,18 @@ typedef struct mhsa_kernels {
     void (*softmax_row)(size_t n, const float *x, float *y);
 
     void (*permute)(const mhsa_permute_args *a);
+
+    // Matrix-vector products for one-row work (decoding one token), where a
+    // GEMM tile would waste mr - 1 rows of work and packing would double
+    // the memory traffic. Both stream the matrix once, unpacked.
+    // gemv_n: y[j] = beta*y[j] + sum_i a[j*lda + i] * x[i], j < n, i < d.
+    //         beta == 0 never reads y. The i sum runs in a fixed order.
+    void (*gemv_n)(size_t n, size_t d, const float *a, size_t lda,
+                   const float *x, float *y, float beta);
+    // gemv_t: y[i] += sum_j p[j] * a[j*lda + i], i < d, j < n; rows j with
+    //         p[j] == 0 are still read (callers pass only unblocked rows).
+    void (*gemv_t)(size_t n, size_t d, const float *p, const float *a,
+                   size_t lda, float *y);
 } mhsa_kernels;
 
 // Tables this build has (each defined in src/<isa>/table.c).

@@ -49,6 +49,7 @@ struct mhsa_workspace {
     float *ctx;               // (B, T, D) merged attention output
     float *dctx;              // (B, T, D) backward only
     float *lse;               // (B, H, T) log-sum-exp per query row
+    float *decode;            // one-token decode: per key chunk (m, l, o)
     float *tiles;             // max_threads * tile_floats, see attention.h
     size_t tile_floats;
     mhsa_gemm_scratch gemm;   // driver scratch (packed A per thread, B)

@@ -7,6 +7,7 @@
 #include <omp.h>
 
 #include "attention.h"
+#include "forward.h"
 #include "mhsa_internal.h"
 
 mhsa_status mhsa__check_ws(const char *fn, const mhsa_block *blk,
@@ -67,6 +68,7 @@ mhsa_status mhsa_workspace_create(const mhsa_block *blk, int max_batch,
     size_t tile = max_over_tables(dh, mhsa__attn_tile_floats);
     size_t ga = max_over_tables(0, gemm_a_need);
     size_t gb = max_over_tables(3 * D, gemm_b_need);
+    size_t dec = 0;
 
     // Overflow-checked total, before anything is allocated.
     size_t btd, total = 0;
@@ -76,6 +78,8 @@ mhsa_status mhsa_workspace_create(const mhsa_block *blk, int max_batch,
              mhsa__mul_add(&total, (size_t)nt, tile) &&
              mhsa__mul_add(&total, (size_t)nt, ga) &&
              mhsa__mul_add(&total, 1, gb) &&
+             (dec = mhsa__decode_partial_floats(bm, H, tm, dh)) != 0 &&
+             mhsa__mul_add(&total, 1, dec) &&
              total <= SIZE_MAX / sizeof(float) - 64;
     if (!ok)
         return mhsa__fail(MHSA_ERR_NO_MEMORY,
@@ -105,6 +109,7 @@ mhsa_status mhsa_workspace_create(const mhsa_block *blk, int max_batch,
     ws->ctx = p;   p += btd;
     ws->dctx = p;  p += btd;
     ws->lse = p;   p += bm * H * tm;
+    ws->decode = p; p += dec;
     ws->tiles = p; p += (size_t)nt * tile;
     ws->tile_floats = tile;
     ws->gemm.a = p; p += (size_t)nt * ga;

@@ -396,8 +396,7 @@ START_TEST(online_nan_unblocked_propagates)
     const mhsa_kernels *k = kernels_or_skip(_i);
     if (!k)
         return;
-    // n >= 2: a row whose only unblocked key is NaN counts as having no
-    // unblocked key in the scalar reference (NaN never wins the max).
+    // (A row whose only unblocked key is NaN: online_all_nan_row_is_nan.)
     for (size_t n = 2; n <= 25; n++) {
         enum { R = 3 };
         float s[R * 25], m[R], l[R], o[R];
@@ -413,6 +412,37 @@ START_TEST(online_nan_unblocked_propagates)
         ck_assert(isnan(s[1 * n + (n - 1)]));
         ck_assert(isfinite(l[0]) && isfinite(l[2]));
         ck_assert(all_finite(s, n) && all_finite(s + 2 * n, n));
+    }
+}
+END_TEST
+
+// A row whose every unblocked key is NaN (nothing finite to take the max
+// of) is still NaN, not "fully blocked" zeros; blocked keys stay 0.
+START_TEST(online_all_nan_row_is_nan)
+{
+    const mhsa_kernels *k = kernels_or_skip(_i);
+    if (!k)
+        return;
+    for (size_t n = 1; n <= 19; n++) {
+        float s[19], mask[19], m = -INFINITY, l = 0.0f, o[2] = { 0, 0 };
+        for (size_t j = 0; j < n; j++) {
+            s[j] = NAN;
+            mask[j] = j % 3 == 1 ? -INFINITY : 0.0f;
+        }
+        mhsa_softmax_args a = { 1, n, s, n, { mask, n, 0, 0, 0 }, &m, &l, o,
+                                2, 2 };
+        k->softmax_online(&a);
+        ck_assert_msg(isnan(l), "isa %s n %zu: all-NaN row not NaN", k->name,
+                      n);
+        for (size_t j = 0; j < n; j++)
+            ck_assert(j % 3 == 1 ? s[j] == 0.0f : isnan(s[j]));
+        float x[19], y[19];
+        for (size_t j = 0; j < n; j++)
+            x[j] = j % 2 ? -INFINITY : NAN;
+        k->softmax_row(n, x, y);
+        for (size_t j = 0; j < n; j++)
+            ck_assert_msg(isnan(y[j]), "isa %s n %zu: softmax_row", k->name,
+                          n);
     }
 }
 END_TEST
@@ -630,6 +660,7 @@ int main(void)
     LOOP(tc, online_single_key);
     LOOP(tc, online_extreme_scores);
     LOOP(tc, online_nan_unblocked_propagates);
+    LOOP(tc, online_all_nan_row_is_nan);
     LOOP(tc, grad_matches_reference);
     LOOP(tc, row_matches_reference);
 #if MHSA_HAVE_AVX2 && defined(__x86_64__)

@@ -18,5 +18,9 @@ void mhsa_softmax_online__avx2(const mhsa_softmax_args *a);
 void mhsa_softmax_grad__avx2(const mhsa_softmax_grad_args *a);
 void mhsa_softmax_row__avx2(size_t n, const float *x, float *y);
 void mhsa_permute_4d__avx2(const mhsa_permute_args *a);
+void mhsa_gemv_n__avx2(size_t n, size_t d, const float *a, size_t lda,
+                       const float *x, float *y, float beta);
+void mhsa_gemv_t__avx2(size_t n, size_t d, const float *p, const float *a,
+                       size_t lda, float *y);
 
 #endif

@@ -89,8 +89,19 @@ void mhsa_softmax_online__avx2(const mhsa_softmax_args *a)
         float m_old = a->m[r], m_new = mhsa_hmax_ps__avx2(vmax);
         if (!(m_new > m_old))
             m_new = m_old;
-        if (m_new == -INFINITY) {   // nothing unblocked yet in this row
-            zero_n(s, a->n);
+        if (m_new == -INFINITY) {   // nothing unblocked and finite yet
+            // Unblocked NaN scores still poison the row (NaN weights, l).
+            int nan_seen = 0;
+            for (size_t j = 0; j < nv; j++)
+                nan_seen |= s[j] != s[j];
+            if (nan_seen) {
+                for (size_t j = 0; j < nv; j++)
+                    s[j] = s[j] != s[j] ? s[j] : 0.0f;
+                zero_n(s + nv, a->n - nv);
+                a->l[r] = NAN;
+            } else {
+                zero_n(s, a->n);
+            }
             continue;
         }
 
@@ -164,8 +175,12 @@ void mhsa_softmax_row__avx2(size_t n, const float *x, float *y)
     for (size_t j = 0; j < n; j += 8)
         vmax = _mm256_max_ps(load_ninf(x + j, min8(n - j)), vmax);
     float m = mhsa_hmax_ps__avx2(vmax);
-    if (m == -INFINITY) {
-        zero_n(y, n);
+    if (m == -INFINITY) {   // all blocked (zeros), or NaN: all NaN
+        int nan_seen = 0;
+        for (size_t j = 0; j < n; j++)
+            nan_seen |= x[j] != x[j];
+        for (size_t j = 0; j < n; j++)
+            y[j] = nan_seen ? NAN : 0.0f;
         return;
     }
     __m256 vm = _mm256_set1_ps(m), vsum = _mm256_setzero_ps();

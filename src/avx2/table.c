@@ -15,4 +15,6 @@ const mhsa_kernels mhsa_kernels_avx2 = {
     .softmax_grad = mhsa_softmax_grad__avx2,
     .softmax_row = mhsa_softmax_row__avx2,
     .permute = mhsa_permute_4d__avx2,
+    .gemv_n = mhsa_gemv_n__avx2,
+    .gemv_t = mhsa_gemv_t__avx2,
 };

@@ -16,5 +16,9 @@ void mhsa_softmax_online__scalar(const mhsa_softmax_args *a);
 void mhsa_softmax_grad__scalar(const mhsa_softmax_grad_args *a);
 void mhsa_softmax_row__scalar(size_t n, const float *x, float *y);
 void mhsa_permute_4d__scalar(const mhsa_permute_args *a);
+void mhsa_gemv_n__scalar(size_t n, size_t d, const float *a, size_t lda,
+                         const float *x, float *y, float beta);
+void mhsa_gemv_t__scalar(size_t n, size_t d, const float *p, const float *a,
+                         size_t lda, float *y);
 
 #endif

@@ -35,9 +35,15 @@ void mhsa_softmax_online__scalar(const mhsa_softmax_args *a)
             if (x > m_new)        // NaN never wins: NaN reaches p below
                 m_new = x;
         }
-        if (m_new == -INFINITY) {   // nothing unblocked yet in this row
-            for (size_t j = 0; j < a->n; j++)
-                s[j] = 0.0f;
+        if (m_new == -INFINITY) {   // nothing unblocked and finite yet
+            // Unblocked NaN scores still poison the row (NaN weights, l).
+            int nan_seen = 0;
+            for (size_t j = 0; j < a->n; j++) {
+                nan_seen |= s[j] != s[j];
+                s[j] = s[j] != s[j] ? s[j] : 0.0f;
+            }
+            if (nan_seen)
+                a->l[r] = NAN;
             continue;
         }
         float sum = 0.0f;
@@ -78,9 +84,12 @@ void mhsa_softmax_row__scalar(size_t n, const float *x, float *y)
     for (size_t j = 0; j < n; j++)
         if (x[j] > m)
             m = x[j];
-    if (m == -INFINITY) {
+    if (m == -INFINITY) {   // all blocked (zeros), or NaN: all NaN
+        int nan_seen = 0;
         for (size_t j = 0; j < n; j++)
-            y[j] = 0.0f;
+            nan_seen |= x[j] != x[j];
+        for (size_t j = 0; j < n; j++)
+            y[j] = nan_seen ? NAN : 0.0f;
         return;
     }
     float sum = 0.0f;

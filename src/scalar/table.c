@@ -15,4 +15,6 @@ const mhsa_kernels mhsa_kernels_scalar = {
     .softmax_grad = mhsa_softmax_grad__scalar,
     .softmax_row = mhsa_softmax_row__scalar,
     .permute = mhsa_permute_4d__scalar,
+    .gemv_n = mhsa_gemv_n__scalar,
+    .gemv_t = mhsa_gemv_t__scalar,
 };
