@@ -25,11 +25,12 @@ done
 # Build, tests (check), benchmarks (Google Benchmark, OpenBLAS for
 # comparison), sanitizers (clang's runtime for clang builds), valgrind,
 # safetensors (jansson), image output (stb), reference-vector scripts
-# (numpy), and the x86-64 emulator for the no-AVX2 run (qemu-user).
+# (numpy), the x86-64 emulator for the no-AVX2 run (qemu-user), and make
+# and cmake for the consumer projects of .ci/test-consumers.sh.
 native_pkgs=(
     meson ninja-build pkg-config g++ check libbenchmark-dev libopenblas-dev
     valgrind clang libclang-rt-14-dev libjansson-dev libstb-dev python3-numpy
-    qemu-user
+    qemu-user make cmake
 )
 # The aarch64 cross toolchain; with --no-install-recommends the cross libc
 # headers must be named explicitly.
