@@ -12,6 +12,7 @@
 
 #include "attention.h"
 #include "forward.h"
+#include "fpenv.h"
 
 // acc[c] += sum over rows r of x[r*ld + c], rows in order.
 static void add_colsum(size_t rows, size_t cols, const float *x, size_t ld,
@@ -60,7 +61,10 @@ static void attention_backward(const mhsa_kernels *k, mhsa_workspace *ws,
     double flops = 8.0 * (double)B * (double)H * (double)T * (double)T *
                    (double)dh;
     int nt = mhsa__threads(ws, flops, B * H);
-#pragma omp parallel for schedule(static) num_threads(nt)
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+    mhsa_fpstate fp = mhsa__fp_enter();
+#pragma omp for schedule(static)
     for (size_t bh = 0; bh < B * H; bh++) {
         size_t b = bh / H, h = bh % H;
         float *tiles = ws->tiles + (size_t)omp_get_thread_num() *
@@ -92,6 +96,8 @@ static void attention_backward(const mhsa_kernels *k, mhsa_workspace *ws,
             mhsa__head_backward(k, &a, tiles);
         }
     }
+    mhsa__fp_leave(fp);
+    }
 }
 
 mhsa_status mhsa_backward(const mhsa_block *blk, mhsa_workspace *ws,
@@ -100,6 +106,7 @@ mhsa_status mhsa_backward(const mhsa_block *blk, mhsa_workspace *ws,
     mhsa_status st = check_backward(blk, ws, dy, g);
     if (st != MHSA_OK)
         return st;
+    mhsa_fpstate fp = mhsa__fp_enter();
     const mhsa_kernels *k = mhsa__kernels();
     const mhsa_gemm_scratch *s = &ws->gemm;
     size_t D = blk->D, bt = ws->fwd_b * ws->fwd_t;
@@ -123,5 +130,6 @@ mhsa_status mhsa_backward(const mhsa_block *blk, mhsa_workspace *ws,
     if (dx)
         mhsa_sgemm(k, s, 0, 0, bt, D, 3 * D, 1.0f, dqkv, 3 * D, blk->w_qkv, D,
                    NULL, 0.0f, dx, D);
+    mhsa__fp_leave(fp);
     return MHSA_OK;
 }

@@ -12,6 +12,7 @@
 
 #include "attention.h"
 #include "forward.h"
+#include "fpenv.h"
 
 int mhsa__threads(const mhsa_workspace *ws, double flops, size_t tasks)
 {
@@ -42,11 +43,16 @@ void mhsa__linear(const mhsa_kernels *k, const mhsa_workspace *ws,
         enum { CH = 64 };
         size_t chunks = (n + CH - 1) / CH;
         int nt = mhsa__threads(ws, 2.0 * (double)n * (double)kdim, chunks);
-#pragma omp parallel for schedule(static) num_threads(nt)
-        for (size_t c = 0; c < chunks; c++) {
-            size_t j0 = c * CH, m = n - j0 < CH ? n - j0 : CH;
-            k->gemv_n(m, kdim, w + j0 * kdim, kdim, x, y + j0,
-                      b ? 1.0f : 0.0f);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+        {
+            mhsa_fpstate fp = mhsa__fp_enter();
+#pragma omp for schedule(static)
+            for (size_t c = 0; c < chunks; c++) {
+                size_t j0 = c * CH, m = n - j0 < CH ? n - j0 : CH;
+                k->gemv_n(m, kdim, w + j0 * kdim, kdim, x, y + j0,
+                          b ? 1.0f : 0.0f);
+            }
+            mhsa__fp_leave(fp);
         }
         return;
     }
@@ -105,8 +111,9 @@ static void attention_decode(const mhsa_kernels *k, mhsa_workspace *ws,
     size_t tasks = bhs * nch, stride = dh + 2;
     double bytes = 2.0 * (double)bhs * (double)j->tk * (double)dh;
     int nt = mhsa__threads(ws, 2.0 * bytes, tasks);
-#pragma omp parallel num_threads(nt)
+#pragma omp parallel num_threads(nt) if (nt > 1)
     {
+        mhsa_fpstate fp = mhsa__fp_enter();
         float *s = ws->tiles + (size_t)omp_get_thread_num() * ws->tile_floats;
 #pragma omp for schedule(static)
         for (size_t task = 0; task < tasks; task++) {
@@ -154,6 +161,7 @@ static void attention_decode(const mhsa_kernels *k, mhsa_workspace *ws,
             if (j->lse)
                 j->lse[bh] = mx + logf(l);
         }
+        mhsa__fp_leave(fp);
     }
 }
 
@@ -170,7 +178,10 @@ void mhsa__attention(const mhsa_kernels *k, mhsa_workspace *ws,
     double flops = 4.0 * (double)j->batch * (double)j->H * (double)j->tq *
                    (double)j->tk * (double)dh;
     int nt = mhsa__threads(ws, flops, tasks);
-#pragma omp parallel for schedule(static) num_threads(nt)
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+    mhsa_fpstate fp = mhsa__fp_enter();
+#pragma omp for schedule(static)
     for (size_t task = 0; task < tasks; task++) {
         size_t bh = task / nqb, qb = task % nqb;
         size_t b = bh / j->H, h = bh % j->H;
@@ -196,6 +207,8 @@ void mhsa__attention(const mhsa_kernels *k, mhsa_workspace *ws,
         mhsa__head_forward(k, &a, tiles);
         if (a.attn)
             mhsa__head_weights(k, &a, tiles);
+    }
+    mhsa__fp_leave(fp);
     }
 }
 
@@ -235,6 +248,7 @@ mhsa_status mhsa_forward(const mhsa_block *blk, mhsa_workspace *ws,
     mhsa_status st = check_forward(blk, ws, x, B, T, y);
     if (st != MHSA_OK)
         return st;
+    mhsa_fpstate fp = mhsa__fp_enter();
     const mhsa_kernels *k = mhsa__kernels();
     int packed = blk->packed_for == k;
     size_t D = blk->D, b = (size_t)B, t = (size_t)T, bt = b * t;
@@ -259,6 +273,7 @@ mhsa_status mhsa_forward(const mhsa_block *blk, mhsa_workspace *ws,
     ws->fwd_mask = mask;
     ws->fwd_version = blk->version;
     ws->fwd_kern = k;
+    mhsa__fp_leave(fp);
     return MHSA_OK;
 }
 
@@ -312,6 +327,7 @@ mhsa_status mhsa_forward_cached(const mhsa_block *blk, mhsa_workspace *ws,
     mhsa_status st = check_cached(blk, ws, cache, x_new, B, t_new, y);
     if (st != MHSA_OK)
         return st;
+    mhsa_fpstate fp = mhsa__fp_enter();
     const mhsa_kernels *k = mhsa__kernels();
     int packed = blk->packed_for == k;
     size_t D = blk->D, b = (size_t)B, t = (size_t)t_new, bt = b * t;
@@ -333,5 +349,6 @@ mhsa_status mhsa_forward_cached(const mhsa_block *blk, mhsa_workspace *ws,
                  packed ? blk->w_out_packed : NULL, blk->b_out, y);
     cache->len = len + t;
     cache->batch = b;
+    mhsa__fp_leave(fp);
     return MHSA_OK;
 }

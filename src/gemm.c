@@ -15,6 +15,7 @@
 #include "gemm.h"
 
 #include "alloc.h"
+#include "fpenv.h"
 
 enum {
     KC = 256,   // depth of one packed block: kc x NR B panel = 16 KiB (L1)
@@ -161,8 +162,9 @@ void mhsa_sgemm(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
         nt = 1;
     size_t a_floats = mhsa_gemm_a_floats(k);
 
-#pragma omp parallel num_threads(nt)
+#pragma omp parallel num_threads(nt) if (nt > 1)
     {
+        mhsa_fpstate fp = mhsa__fp_enter();
         float *apack = s->a + (size_t)omp_get_thread_num() * a_floats;
         for (size_t pc = 0; pc < kdim; pc += KC) {
             size_t kc = kdim - pc < KC ? kdim - pc : KC;
@@ -178,6 +180,7 @@ void mhsa_sgemm(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
             // run_tiles' omp for ends with a barrier, so no thread repacks
             // the shared B panel while another still reads it.
         }
+        mhsa__fp_leave(fp);
     }
 }
 

@@ -1,6 +1,7 @@
 // test_block_api.c — every error path of the public API (status, message
 // naming the argument, nothing modified on failure), lifetimes, weights in
 // and out, deterministic init, workspace memory, KV-cache rules.
+#include <fenv.h>
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
@@ -8,6 +9,10 @@
 #include <string.h>
 
 #include "blockutil.h"
+
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
 
 #define EXPECT_ERR(call, status, needle)                                     \
     do {                                                                     \
@@ -343,6 +348,50 @@ START_TEST(isa_switch_after_set_weights)
 }
 END_TEST
 
+// A caller's rounding mode and flush-to-zero bits neither change the
+// results nor survive being changed: the library computes under the default
+// state on every thread and restores the caller's.
+START_TEST(fp_control_state_is_isolated_and_restored)
+{
+    rng r = { 21 };
+    problem p;
+    problem_make(&p, &r, 2, 40, 32, 4, 1, 1, MASK_NONE);
+    for (size_t i = 0; i < 2 * 40 * 32; i += 7)
+        p.x[i] *= 1e-39f;   // some subnormal inputs, where FTZ/DAZ bite
+    mhsa_block *b = problem_block(&p);
+    mhsa_workspace *ws = NULL;
+    mhsa_grads *g = NULL;
+    ck_assert_int_eq(mhsa_workspace_create(b, 2, &ws), MHSA_OK);
+    ck_assert_int_eq(mhsa_grads_create(b, &g), MHSA_OK);
+    size_t ny = 2 * 40 * 32;
+    float *y0 = malloc(ny * 4), *y1 = malloc(ny * 4);
+    float *dx0 = malloc(ny * 4), *dx1 = malloc(ny * 4);
+    ck_assert_int_eq(mhsa_forward(b, ws, p.x, 2, 40, NULL, y0, NULL), MHSA_OK);
+    ck_assert_int_eq(mhsa_backward(b, ws, p.dy, dx0, g), MHSA_OK);
+
+    ck_assert_int_eq(fesetround(FE_TOWARDZERO), 0);
+#if defined(__x86_64__)
+    unsigned int csr = _mm_getcsr() | 0x8040;   // FTZ | DAZ
+    _mm_setcsr(csr);
+#endif
+    ck_assert_int_eq(mhsa_forward(b, ws, p.x, 2, 40, NULL, y1, NULL), MHSA_OK);
+    ck_assert_int_eq(mhsa_backward(b, ws, p.dy, dx1, g), MHSA_OK);
+    ck_assert_int_eq(fegetround(), FE_TOWARDZERO);
+#if defined(__x86_64__)
+    ck_assert_uint_eq(_mm_getcsr() & ~0x3Fu, csr & ~0x3Fu);  // flags aside
+    _mm_setcsr(0x1F80);
+#endif
+    fesetround(FE_TONEAREST);
+    ck_assert(!memcmp(y0, y1, ny * 4));
+    ck_assert(!memcmp(dx0, dx1, ny * 4));
+    free(y0); free(y1); free(dx0); free(dx1);
+    mhsa_grads_destroy(g);
+    mhsa_workspace_destroy(ws);
+    mhsa_block_destroy(b);
+    problem_free(&p);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("block_api");
@@ -357,6 +406,7 @@ int main(void)
     tcase_add_test(tc, backward_state_rules);
     tcase_add_test(tc, kv_cache_rules);
     tcase_add_test(tc, isa_switch_after_set_weights);
+    tcase_add_test(tc, fp_control_state_is_isolated_and_restored);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
