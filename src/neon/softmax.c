@@ -1,0 +1,222 @@
+// softmax.c — NEON online softmax (forward step, backward, whole row).
+//
+// Same rules as src/scalar/softmax.c and kernels.h (online normaliser:
+// Milakov & Gimelshein 2018; FlashAttention), four keys per vector:
+//  - which keys are blocked is decided first, from the causal rule (a key
+//    limit per row) and -INFINITY mask entries; a blocked lane is replaced
+//    by -INFINITY with a bit select, so NaN or inf in a blocked score never
+//    reaches arithmetic that is kept, and chunks entirely past the causal
+//    limit are not read at all;
+//  - the running max uses FMAXNM, which (like the scalar `x > m`) lets a
+//    NaN score never win the max; the NaN then reaches p and the row sum,
+//    and a row whose only unblocked scores are NaN is NaN, not zeros;
+//  - e^x is mhsa_neon_expf (vmath.h, ~2 ulp), so p differs from scalar
+//    libm expf by ~1e-7 relative; sums run in 4 lanes, then across lanes.
+// Tails (n % 4 keys) go through the same vector code via small local
+// buffers, so nothing past n is read or written.
+#include <math.h>
+
+#include "kernels.h"
+#include "neon/neon.h"
+#include "neon/vmath.h"
+
+// Keys 0..limit-1 of row r pass the causal rule (and lie inside n).
+static size_t causal_limit(const mhsa_mask_view *mv, size_t r, size_t n)
+{
+    if (!mv->causal)
+        return n;
+    size_t q = mv->q0 + r;
+    if (q < mv->k0)
+        return 0;
+    size_t lim = q - mv->k0 + 1;
+    return lim < n ? lim : n;
+}
+
+// Masked scores of keys j..j+cnt-1 (cnt <= 4) of one row: s + mask, or
+// -INFINITY where blocked (lanes >= avail fail the causal rule or lie past
+// n; a mask entry of -INFINITY). Lanes >= cnt come back as -INFINITY.
+static float32x4_t masked_chunk(const float *s, const float *mrow, size_t j,
+                                size_t cnt, size_t avail)
+{
+    const float32x4_t ninf = vdupq_n_f32(-INFINITY);
+    if (avail == 0)
+        return ninf;   // blocked by the causal rule: s is not read
+    uint32x4_t blocked = mhsa_neon_lanes_from(avail);
+    float32x4_t x = cnt == 4 ? vld1q_f32(s + j)
+                             : mhsa_neon_load_tail(s + j, cnt, 0.0f);
+    if (mrow) {
+        float32x4_t add = cnt == 4 ? vld1q_f32(mrow + j)
+                                   : mhsa_neon_load_tail(mrow + j, cnt, 0.0f);
+        blocked = vorrq_u32(blocked, vceqq_f32(add, ninf));
+        x = vaddq_f32(x, add);
+    }
+    return vbslq_f32(blocked, ninf, x);
+}
+
+static void store_n(float *y, size_t cnt, float32x4_t v)
+{
+    if (cnt == 4)
+        vst1q_f32(y, v);
+    else
+        mhsa_neon_store_tail(y, cnt, v);
+}
+
+static float32x4_t load_n(const float *x, size_t cnt, float fill)
+{
+    return cnt == 4 ? vld1q_f32(x) : mhsa_neon_load_tail(x, cnt, fill);
+}
+
+static void fill_row(float *y, size_t n, float v)
+{
+    float32x4_t vv = vdupq_n_f32(v);
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4)
+        vst1q_f32(y + j, vv);
+    for (; j < n; j++)
+        y[j] = v;
+}
+
+// Sets every non-NaN element of y[0..n) to 0 and keeps the NaNs; returns
+// whether there was one.
+static int zero_keep_nan(float *y, size_t n)
+{
+    const float32x4_t zero = vdupq_n_f32(0.0f);
+    uint32x4_t seen = vdupq_n_u32(0);
+    for (size_t j = 0; j < n; j += 4) {
+        size_t cnt = n - j < 4 ? n - j : 4;
+        float32x4_t v = load_n(y + j, cnt, 0.0f);
+        uint32x4_t nan = vmvnq_u32(vceqq_f32(v, v));
+        seen = vorrq_u32(seen, nan);
+        store_n(y + j, cnt, vbslq_f32(nan, v, zero));
+    }
+    return vmaxvq_u32(seen) != 0;
+}
+
+// Whether x[0..n) holds a NaN.
+static int any_nan(const float *x, size_t n)
+{
+    uint32x4_t seen = vdupq_n_u32(0);
+    for (size_t j = 0; j < n; j += 4) {
+        float32x4_t v = load_n(x + j, n - j < 4 ? n - j : 4, 0.0f);
+        seen = vorrq_u32(seen, vmvnq_u32(vceqq_f32(v, v)));
+    }
+    return vmaxvq_u32(seen) != 0;
+}
+
+void mhsa_softmax_online__neon(const mhsa_softmax_args *a)
+{
+    const mhsa_mask_view *mv = &a->mv;
+    size_t n = a->n;
+    for (size_t r = 0; r < a->rows; r++) {
+        float *s = a->s + r * a->lds;
+        const float *mrow = mv->mask ? mv->mask + r * mv->ldmask : NULL;
+        size_t lim = causal_limit(mv, r, n);
+        float m_old = a->m[r];
+
+        // Pass 1: masked scores into s, row max over unblocked keys.
+        float32x4_t vmax = vdupq_n_f32(m_old);
+        for (size_t j = 0; j < n; j += 4) {
+            size_t cnt = n - j < 4 ? n - j : 4;
+            size_t avail = lim > j ? (lim - j < cnt ? lim - j : cnt) : 0;
+            float32x4_t x = masked_chunk(s, mrow, j, cnt, avail);
+            vmax = vmaxnmq_f32(vmax, x);
+            store_n(s + j, cnt, x);
+        }
+        float m_new = vmaxnmvq_f32(vmax);
+        if (m_new == -INFINITY) {   // nothing unblocked and finite yet
+            // Unblocked NaN scores still poison the row (NaN weights, l).
+            if (zero_keep_nan(s, n))
+                a->l[r] = NAN;
+            continue;
+        }
+
+        // Pass 2: p = e^(x - m_new); -INFINITY (blocked) gives exact 0.
+        float32x4_t vm = vdupq_n_f32(m_new), vsum = vdupq_n_f32(0.0f);
+        for (size_t j = 0; j < n; j += 4) {
+            size_t cnt = n - j < 4 ? n - j : 4;
+            float32x4_t x = load_n(s + j, cnt, -INFINITY);
+            float32x4_t p = mhsa_neon_expf(vsubq_f32(x, vm));
+            vsum = vaddq_f32(vsum, p);
+            store_n(s + j, cnt, p);
+        }
+        float sum = vaddvq_f32(vsum);
+
+        // One scalar expf per row: alpha is bitwise the scalar kernel's.
+        float alpha = expf(m_old - m_new);   // 0 on the first unblocked tile
+        a->m[r] = m_new;
+        a->l[r] = a->l[r] * alpha + sum;
+        if (alpha != 1.0f) {
+            float *o = a->o + r * a->ldo;
+            float32x4_t va = vdupq_n_f32(alpha);
+            size_t d = 0;
+            for (; d + 4 <= a->dv; d += 4)
+                vst1q_f32(o + d, vmulq_f32(vld1q_f32(o + d), va));
+            for (; d < a->dv; d++)
+                o[d] *= alpha;
+        }
+    }
+}
+
+void mhsa_softmax_grad__neon(const mhsa_softmax_grad_args *a)
+{
+    const mhsa_mask_view *mv = &a->mv;
+    size_t n = a->n;
+    const float32x4_t zero = vdupq_n_f32(0.0f);
+    for (size_t r = 0; r < a->rows; r++) {
+        float *s = a->s + r * a->lds, *dp = a->dp + r * a->lddp;
+        const float *mrow = mv->mask ? mv->mask + r * mv->ldmask : NULL;
+        float lse = a->lse[r];
+        if (lse == -INFINITY) {   // row never saw a key: p = ds = 0
+            fill_row(s, n, 0.0f);
+            fill_row(dp, n, 0.0f);
+            continue;
+        }
+        size_t lim = causal_limit(mv, r, n);
+        float32x4_t vlse = vdupq_n_f32(lse), vdelta = vdupq_n_f32(a->delta[r]);
+        const float32x4_t ninf = vdupq_n_f32(-INFINITY);
+        for (size_t j = 0; j < n; j += 4) {
+            size_t cnt = n - j < 4 ? n - j : 4;
+            size_t avail = lim > j ? (lim - j < cnt ? lim - j : cnt) : 0;
+            float32x4_t x = masked_chunk(s, mrow, j, cnt, avail);
+            // Blocked lanes are 0 whatever lse holds (even NaN).
+            uint32x4_t blocked = vceqq_f32(x, ninf);
+            float32x4_t p = mhsa_neon_expf(vsubq_f32(x, vlse));
+            p = vbslq_f32(blocked, zero, p);
+            float32x4_t g = load_n(dp + j, cnt, 0.0f);
+            float32x4_t ds = vmulq_f32(p, vsubq_f32(g, vdelta));
+            // p == 0 gives ds = 0 exactly, even if dp holds inf or NaN.
+            ds = vbslq_f32(vceqq_f32(p, zero), zero, ds);
+            store_n(s + j, cnt, p);
+            store_n(dp + j, cnt, ds);
+        }
+    }
+}
+
+void mhsa_softmax_row__neon(size_t n, const float *x, float *y)
+{
+    float32x4_t vmax = vdupq_n_f32(-INFINITY);
+    for (size_t j = 0; j < n; j += 4) {
+        size_t cnt = n - j < 4 ? n - j : 4;
+        vmax = vmaxnmq_f32(vmax, load_n(x + j, cnt, -INFINITY));
+    }
+    float m = vmaxnmvq_f32(vmax);
+    if (m == -INFINITY) {   // all blocked (zeros), or NaN: all NaN
+        fill_row(y, n, any_nan(x, n) ? NAN : 0.0f);
+        return;
+    }
+    float32x4_t vm = vdupq_n_f32(m), vsum = vdupq_n_f32(0.0f);
+    for (size_t j = 0; j < n; j += 4) {
+        size_t cnt = n - j < 4 ? n - j : 4;
+        float32x4_t p = mhsa_neon_expf(vsubq_f32(load_n(x + j, cnt,
+                                                        -INFINITY), vm));
+        vsum = vaddq_f32(vsum, p);
+        store_n(y + j, cnt, p);   // in place is fine: x[j..] already read
+    }
+    float32x4_t inv = vdupq_n_f32(1.0f / vaddvq_f32(vsum));
+    size_t j = 0;
+    for (; j + 4 <= n; j += 4)
+        vst1q_f32(y + j, vmulq_f32(vld1q_f32(y + j), inv));
+    float inv1 = vgetq_lane_f32(inv, 0);
+    for (; j < n; j++)
+        y[j] *= inv1;
+}
