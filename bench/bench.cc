@@ -1,7 +1,8 @@
 // bench.cc — main of ./bench: registers the C benchmark files' cases (see
 // shim.h) and hands the command line to Google Benchmark, so every
 // --benchmark_* flag works (--benchmark_filter=sgemm, --benchmark_min_time=0.2
-// in plain seconds for libbenchmark 1.7, --benchmark_format=json, ...).
+// in plain seconds for libbenchmark 1.7, --benchmark_format=json, ...),
+// and --summary for the table of headline figures (see shim.h).
 #include <benchmark/benchmark.h>
 
 #include "mhsa.h"
@@ -9,15 +10,12 @@
 
 int main(int argc, char **argv)
 {
-    mhsa_bench_register_kernels();
+    mhsa_bench_register_roofline();
+    mhsa_bench_register_attention();
+    mhsa_bench_register_kernels();   // last: OpenBLAS's spinning pool
 
-    benchmark::Initialize(&argc, argv);
-    if (benchmark::ReportUnrecognizedArguments(argc, argv))
-        return 1;
     benchmark::AddCustomContext("mhsa_version", mhsa_version());
     benchmark::AddCustomContext("mhsa_active_isa",
                                 mhsa_isa_name(mhsa_active_isa()));
-    benchmark::RunSpecifiedBenchmarks();
-    benchmark::Shutdown();
-    return 0;
+    return mhsa_bench_main(argc, argv);
 }

@@ -1,6 +1,10 @@
 // shim.cc — the C interface of shim.h over Google Benchmark's C++ API.
 #include "shim.h"
 
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,6 +41,237 @@ extern "C" int mhsa_bench_add(const char *name, mhsa_bench_fn fn,
     // time would miss theirs, so time and rates are per wall-clock second.
     b->UseRealTime();
     b->Unit(benchmark::kMicrosecond);
+    return 0;
+}
+
+// ---- headline rows and the summary table ----------------------------------
+
+namespace {
+
+struct Headline {
+    std::string key;   // function name/arg:value/... as Google Benchmark
+    std::string label, value, frac, ref;
+    mhsa_bench_goal goal;
+    double target;
+};
+
+std::vector<Headline> &headlines()
+{
+    static std::vector<Headline> h;
+    return h;
+}
+
+// Medians (or the single run's values) and spread of one headline case.
+struct Result {
+    bool have = false, error = false;
+    std::string error_message;
+    double time_us = 0.0;                  // median wall time per iteration
+    std::map<std::string, double> median, mean, stddev;
+    int reps = 0;
+};
+
+class SummaryReporter : public benchmark::ConsoleReporter {
+  public:
+    std::map<std::string, Result> results;
+
+    void ReportRuns(const std::vector<Run> &runs) override
+    {
+        for (const Run &r : runs) {
+            std::string key = r.run_name.function_name;
+            if (!r.run_name.args.empty())
+                key += "/" + r.run_name.args;
+            Result &res = results[key];
+            if (r.error_occurred) {
+                res.error = true;
+                res.error_message = r.error_message;
+                continue;
+            }
+            if (r.run_type == Run::RT_Iteration) {
+                res.reps++;
+                if (res.reps == 1) {   // replaced by the median if repeated
+                    res.have = true;
+                    res.time_us = r.GetAdjustedRealTime();
+                    for (const auto &c : r.counters)
+                        res.median[c.first] = c.second.value;
+                }
+                continue;
+            }
+            std::map<std::string, double> *into = nullptr;
+            if (r.aggregate_name == "median") {
+                into = &res.median;
+                res.have = true;
+                res.time_us = r.GetAdjustedRealTime();
+            } else if (r.aggregate_name == "mean") {
+                into = &res.mean;
+            } else if (r.aggregate_name == "stddev") {
+                into = &res.stddev;
+            }
+            if (into)
+                for (const auto &c : r.counters)
+                    (*into)[c.first] = c.second.value;
+        }
+        ConsoleReporter::ReportRuns(runs);
+    }
+};
+
+double get(const std::map<std::string, double> &m, const std::string &k)
+{
+    auto it = m.find(k);
+    return it == m.end() ? NAN : it->second;
+}
+
+void print_summary(const SummaryReporter &rep)
+{
+    std::map<std::string, double> value_of;   // label -> median value
+    for (const Headline &h : headlines()) {
+        auto it = rep.results.find(h.key);
+        if (it != rep.results.end() && it->second.have && !h.value.empty())
+            value_of[h.label] = get(it->second.median, h.value);
+    }
+    std::printf("\n%-44s %10s %-8s %9s %7s %6s %-12s %s\n", "figure",
+                "median", "unit", "time_us", "of_lim", "cv%", "target",
+                "met");
+    for (const Headline &h : headlines()) {
+        auto it = rep.results.find(h.key);
+        if (it == rep.results.end())
+            continue;   // filtered out
+        const Result &r = it->second;
+        if (!r.have) {
+            std::printf("%-44s %s\n", h.label.c_str(),
+                        r.error ? r.error_message.c_str() : "no result");
+            continue;
+        }
+        double v = h.value.empty() ? NAN : get(r.median, h.value);
+        double f = h.frac.empty() ? NAN : get(r.median, h.frac);
+        double cv = h.value.empty() ? NAN
+                    : 100.0 * get(r.stddev, h.value) / get(r.mean, h.value);
+        char target[32] = "", met[8] = "";
+        bool ok = true;
+        switch (h.goal) {
+        case MHSA_GOAL_NONE:
+            break;
+        case MHSA_GOAL_FRAC_MIN:
+            std::snprintf(target, sizeof target, ">= %.2f", h.target);
+            ok = f >= h.target;
+            break;
+        case MHSA_GOAL_US_MAX:
+            std::snprintf(target, sizeof target, "<= %.0f us", h.target);
+            ok = r.time_us <= h.target;
+            break;
+        case MHSA_GOAL_SPEEDUP_MIN: {
+            double base = value_of.count(h.ref) ? value_of[h.ref] : NAN;
+            f = v / base;   // shown as the fraction column: the speedup
+            std::snprintf(target, sizeof target, ">= %.2fx", h.target);
+            ok = f >= h.target;
+            break;
+        }
+        }
+        if (h.goal != MHSA_GOAL_NONE)
+            std::snprintf(met, sizeof met, "%s", ok ? "yes" : "NO");
+        std::string unit = h.value.empty() ? "" : h.value + "/s";
+        std::printf("%-44s %10.2f %-8s %9.1f %7.3f %6.1f %-12s %s\n",
+                    h.label.c_str(), v, unit.c_str(), r.time_us, f, cv,
+                    target, met);
+    }
+    std::printf("median of %d repetitions; of_lim = median of the case's "
+                "fraction-of-limit counter (speedup for scaling rows); "
+                "cv = stddev/mean of the rate over the repetitions\n",
+                rep.results.empty() ? 0 : rep.results.begin()->second.reps);
+}
+
+std::string regex_escape(const std::string &s)
+{
+    std::string o;
+    for (char c : s) {
+        if (std::strchr(".^$|()[]{}*+?\\", c))
+            o += '\\';
+        o += c;
+    }
+    return o;
+}
+
+bool has_flag(int argc, char **argv, const char *flag)
+{
+    for (int i = 1; i < argc; i++)
+        if (std::strncmp(argv[i], flag, std::strlen(flag)) == 0)
+            return true;
+    return false;
+}
+
+}  // namespace
+
+extern "C" int mhsa_bench_add_headline(const mhsa_bench_headline *h,
+                                       const char *name, mhsa_bench_fn fn,
+                                       const void *ctx, int nargs,
+                                       const int64_t *args,
+                                       const char *const *arg_names)
+{
+    if (!h || !h->label)
+        return -1;
+    int rc = mhsa_bench_add(name, fn, ctx, nargs, args, arg_names);
+    if (rc != 0)
+        return rc;
+    Headline hl;
+    hl.key = name;
+    for (int i = 0; i < nargs; i++) {
+        hl.key += "/";
+        if (arg_names)
+            hl.key += std::string(arg_names[i]) + ":";
+        hl.key += std::to_string(args[i]);
+    }
+    hl.label = h->label;
+    hl.value = h->value ? h->value : "";
+    hl.frac = h->frac ? h->frac : "";
+    hl.ref = h->ref ? h->ref : "";
+    hl.goal = h->goal;
+    hl.target = h->target;
+    headlines().push_back(hl);
+    return 0;
+}
+
+int mhsa_bench_main(int argc, char **argv)
+{
+    // --summary: only the headline cases (unless a filter is given), each
+    // repeated (5 unless given), then one table of their medians.
+    bool summary = false;
+    std::vector<char *> args;
+    for (int i = 0; i < argc; i++) {
+        if (i > 0 && std::strcmp(argv[i], "--summary") == 0)
+            summary = true;
+        else
+            args.push_back(argv[i]);
+    }
+    std::vector<std::string> extra;
+    if (summary) {
+        int n = static_cast<int>(args.size());
+        if (!has_flag(n, args.data(), "--benchmark_filter")) {
+            std::string re = "^(";
+            for (size_t i = 0; i < headlines().size(); i++)
+                re += (i ? "|" : "") + regex_escape(headlines()[i].key);
+            extra.push_back("--benchmark_filter=" + re + ")/real_time$");
+        }
+        if (!has_flag(n, args.data(), "--benchmark_repetitions"))
+            extra.push_back("--benchmark_repetitions=5");
+        if (!has_flag(n, args.data(), "--benchmark_min_time"))
+            extra.push_back("--benchmark_min_time=0.2");
+        if (!has_flag(n, args.data(), "--benchmark_report_aggregates_only"))
+            extra.push_back("--benchmark_report_aggregates_only=true");
+    }
+    for (std::string &e : extra)
+        args.push_back(&e[0]);
+    int n = static_cast<int>(args.size());
+    args.push_back(nullptr);
+    benchmark::Initialize(&n, args.data());
+    if (benchmark::ReportUnrecognizedArguments(n, args.data()))
+        return 1;
+    if (summary) {
+        SummaryReporter rep;
+        benchmark::RunSpecifiedBenchmarks(&rep);
+        print_summary(rep);
+    } else {   // keeps --benchmark_format and --benchmark_out as they are
+        benchmark::RunSpecifiedBenchmarks();
+    }
+    benchmark::Shutdown();
     return 0;
 }
 

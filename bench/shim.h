@@ -73,11 +73,45 @@ void mhsa_bench_rate(mhsa_bench_state *st, const char *name, double per_iter);
 // Keeps the compiler from dropping work whose result is never read.
 void mhsa_bench_use(const void *p);
 
-// Registration functions of the benchmark files, called by main.
+// ---- headline figures: the rows of `./bench --summary` ----------------
+
+// What a headline row is checked against (issue 5's targets).
+typedef enum mhsa_bench_goal {
+    MHSA_GOAL_NONE,          // shown only
+    MHSA_GOAL_FRAC_MIN,      // the frac counter's median >= target
+    MHSA_GOAL_US_MAX,        // median wall time per iteration <= target us
+    MHSA_GOAL_SPEEDUP_MIN,   // value / value of the row labelled ref >= target
+} mhsa_bench_goal;
+
+typedef struct mhsa_bench_headline {
+    const char *label;   // the row's title (copied)
+    const char *value;   // rate counter shown, e.g. "GFLOP" (per second)
+    const char *frac;    // fraction-of-limit counter shown, or NULL
+    mhsa_bench_goal goal;
+    double target;
+    const char *ref;     // MHSA_GOAL_SPEEDUP_MIN: label of the 1x row
+} mhsa_bench_headline;
+
+// mhsa_bench_add, and the case becomes a row of the summary table.
+int mhsa_bench_add_headline(const mhsa_bench_headline *h, const char *name,
+                            mhsa_bench_fn fn, const void *ctx, int nargs,
+                            const int64_t *args,
+                            const char *const *arg_names);
+
+// Registration functions of the benchmark files, called by main in this
+// order (the roofline first, so the limits are measured on a quiet
+// machine before anything else has warmed it).
+void mhsa_bench_register_roofline(void);
+void mhsa_bench_register_attention(void);
 void mhsa_bench_register_kernels(void);
 
 #ifdef __cplusplus
 }
+
+// main's body after registration (C++ only): Google Benchmark's flags plus
+// --summary, which runs only the headline cases, repeated, and prints one
+// table of their medians against their targets.
+int mhsa_bench_main(int argc, char **argv);
 #endif
 
 #endif

@@ -1,0 +1,35 @@
+// bench_util.h — what the benchmark files share: aligned buffers, fixed
+// random inputs, and this machine's limits (the roofline), measured in the
+// same run by bench_roofline.c, which every case divides its rate by.
+#ifndef MHSA_BENCH_UTIL_H
+#define MHSA_BENCH_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mhsa.h"
+
+// 64-byte aligned floats (at least one); free() them. NULL if out of memory.
+float *mhsa_bench_floats(size_t n);
+// Uniform in [-1, 1) from a fixed xorshift stream: the same inputs every run.
+void mhsa_bench_fill(float *x, size_t n, unsigned seed);
+
+// Peak fp32 throughput of `threads` threads, each running independent FMA
+// chains in registers with the vectors of `isa` (scalar: the baseline SSE2
+// multiply and add the scalar table is compiled to, 2 FLOP per lane-pair),
+// in GFLOP/s. 0 if this build or CPU lacks the ISA. The best of several
+// short trials, measured once per run and then remembered: noise only
+// lowers a trial, so the best is the machine's limit.
+double mhsa_bench_peak_gflops(mhsa_isa isa, int threads);
+
+// Read bandwidth of `threads` threads streaming through a buffer of `bytes`
+// in total (each its own contiguous part, over and over, so the working set
+// sits in whichever cache level it fits), in GB/s (1e9 bytes). Best of
+// several trials, remembered per (bytes, threads).
+double mhsa_bench_read_gbs(size_t bytes, int threads);
+
+// The thread counts every case runs at: 1 and, if more, all of OpenMP's.
+// Returns how many (1 or 2).
+int mhsa_bench_thread_counts(int64_t counts[2]);
+
+#endif
