@@ -24,7 +24,7 @@ int mhsa__threads(const mhsa_workspace *ws, double flops, size_t tasks)
         nt = ws->max_threads;
     if ((size_t)nt > tasks)
         nt = (int)tasks;
-    return nt < 1 ? 1 : nt;
+    return mhsa__pool_threads(nt < 1 ? 1 : nt);
 }
 
 // y (rows, n) = x (rows, kdim) W^T + b, with W (n, kdim) prepacked when the

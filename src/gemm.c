@@ -10,6 +10,7 @@
 //         for ir in the block by MR:   A block stays in L2
 //           sgemm_ukr(kc, ...)         beta on the first KC block, then 1
 #include <omp.h>
+#include <pthread.h>
 #include <string.h>
 
 #include "gemm.h"
@@ -32,6 +33,36 @@ static size_t mc_of(const mhsa_kernels *k)
 static size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
 
 size_t mhsa_gemm_a_floats(const mhsa_kernels *k) { return mc_of(k) * KC; }
+
+// fork() safety. GCC's libgomp keeps a thread pool per calling thread and
+// has no fork handler: in a child forked after a parallel region, that
+// thread's next region with more than one thread waits for pool threads
+// that do not exist there, for ever. So a thread that has started a
+// parallel region here runs serially in a forked child (the same bits: they
+// never depend on the thread count); threads created in the child get
+// fresh pools and run in parallel as usual.
+static _Thread_local int pool_started, pool_stale;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void child_after_fork(void)
+{
+    if (pool_started)   // runs in the forking thread, the child's only one
+        pool_stale = 1;
+}
+
+static void register_atfork(void)
+{
+    pthread_atfork(NULL, NULL, child_after_fork);
+}
+
+int mhsa__pool_threads(int nt)
+{
+    if (nt <= 1 || pool_stale)
+        return 1;
+    pthread_once(&atfork_once, register_atfork);
+    pool_started = 1;
+    return nt;
+}
 
 size_t mhsa_gemm_b_floats(const mhsa_kernels *k, size_t n)
 {
@@ -160,6 +191,7 @@ void mhsa_sgemm(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
         nt = (int)tiles;
     if (nt < 1)
         nt = 1;
+    nt = mhsa__pool_threads(nt);
     size_t a_floats = mhsa_gemm_a_floats(k);
 
 #pragma omp parallel num_threads(nt) if (nt > 1)
