@@ -1,0 +1,296 @@
+// test_faults.c — allocation failure injected at every allocation that
+// creating a block, workspace, KV cache, gradients or training model (and
+// reading or writing a weight file) makes: each such call then returns
+// MHSA_ERR_NO_MEMORY, leaves *out untouched, leaks nothing, and the objects
+// made before keep working with the same bits. Compute calls (forward,
+// backward, decode, training steps) allocate nothing at all.
+//
+// Failures come from the library's hook mhsa__alloc_fail_at(n). Leaks are
+// counted exactly: this test is linked with -Wl,--wrap=posix_memalign and
+// --wrap=free (tests/meson.build), so every block the library's allocator
+// takes from the C library, and every one it gives back, passes through
+// the wrappers below.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "blockutil.h"
+#include "mhsa_train.h"
+
+// ---- live allocation tracking ----------------------------------------------
+
+int  __real_posix_memalign(void **p, size_t align, size_t n);
+void __real_free(void *p);
+
+enum { MAX_TRACKED = 4096 };
+static void *tracked[MAX_TRACKED];
+static size_t n_live, n_overflow;
+
+int __wrap_posix_memalign(void **p, size_t align, size_t n);
+int __wrap_posix_memalign(void **p, size_t align, size_t n)
+{
+    int rc = __real_posix_memalign(p, align, n);
+    if (rc == 0) {
+        size_t i = 0;
+        while (i < MAX_TRACKED && tracked[i])
+            i++;
+        if (i < MAX_TRACKED)
+            tracked[i] = *p;
+        else
+            n_overflow++;
+        n_live++;
+    }
+    return rc;
+}
+
+void __wrap_free(void *p);
+void __wrap_free(void *p)
+{
+    if (p)
+        for (size_t i = 0; i < MAX_TRACKED; i++)
+            if (tracked[i] == p) {
+                tracked[i] = NULL;
+                n_live--;
+                break;
+            }
+    __real_free(p);
+}
+
+// ---- one call, failed at each of its allocations ---------------------------
+
+typedef struct env {
+    mhsa_block *blk;          // made before the faults, must keep working
+    mhsa_lm *lm;
+    const char *st_path;      // a saved weight file of blk's config
+    char tmp_path[64];
+} env;
+
+// op makes one object into *obj (or leaves obj alone when the call makes
+// none); destroy frees it.
+typedef mhsa_status (*op_fn)(env *e, void **obj);
+typedef void (*destroy_fn)(void *obj);
+
+static void fault_every(const char *name, env *e, op_fn op, destroy_fn destroy,
+                        int expect_allocs)
+{
+    size_t live0 = n_live;
+    void *obj = NULL;
+    mhsa__alloc_fail_at(0);
+    ck_assert_msg(op(e, &obj) == MHSA_OK, "%s: %s", name, mhsa_last_error());
+    size_t n = mhsa__alloc_fail_at(0);
+    if (destroy)
+        destroy(obj);
+    ck_assert_msg(n_live == live0, "%s: %zu blocks still live after destroy",
+                  name, n_live - live0);
+    if (expect_allocs)
+        ck_assert_msg(n > 0, "%s made no allocation", name);
+    int sentinel;
+    for (size_t i = 1; i <= n; i++) {
+        obj = &sentinel;
+        mhsa__alloc_fail_at(i);
+        mhsa_status st = op(e, &obj);
+        size_t made = mhsa__alloc_fail_at(0);
+        ck_assert_msg(st == MHSA_ERR_NO_MEMORY,
+                      "%s with allocation %zu of %zu failing: %s", name, i,
+                      n, mhsa_status_str(st));
+        ck_assert_msg(made >= i, "%s: stopped after %zu allocations", name,
+                      made);
+        ck_assert_msg(obj == &sentinel, "%s: *out written on failure", name);
+        ck_assert_msg(n_live == live0, "%s: allocation %zu failing leaks %zu "
+                      "blocks", name, i, n_live - live0);
+        ck_assert(mhsa_last_error()[0] != '\0');
+    }
+    ck_assert_uint_eq(n_overflow, 0);
+    printf("%-28s %2zu allocations, each failed in turn: NO_MEMORY, no "
+           "leak\n", name, n);
+}
+
+static const mhsa_config cfg = { 12, 3, 16, 1, 1 };
+
+static mhsa_status op_block(env *e, void **obj)
+{
+    (void)e;
+    return mhsa_block_create(&cfg, (mhsa_block **)obj);
+}
+
+static mhsa_status op_workspace(env *e, void **obj)
+{
+    return mhsa_workspace_create(e->blk, 3, (mhsa_workspace **)obj);
+}
+
+static mhsa_status op_cache(env *e, void **obj)
+{
+    return mhsa_kv_cache_create(e->blk, 2, 16, (mhsa_kv_cache **)obj);
+}
+
+static mhsa_status op_grads(env *e, void **obj)
+{
+    return mhsa_grads_create(e->blk, (mhsa_grads **)obj);
+}
+
+static const mhsa_lm_config lm_cfg = { 11, 8, 2, 9, 3 };
+
+static mhsa_status op_lm(env *e, void **obj)
+{
+    (void)e;
+    return mhsa_lm_create(&lm_cfg, (mhsa_lm **)obj);
+}
+
+// All of a block's weights, flat (cfg.bias == 1).
+enum { N_W = 3 * 12 * 12 + 3 * 12 + 12 * 12 + 12 };
+static void get_all(const mhsa_block *blk, float *w)
+{
+    ck_assert_int_eq(mhsa_block_get_weights(blk, w, w + 432, w + 468,
+                                            w + 612), MHSA_OK);
+}
+
+// Loading into the existing block: on failure its weights are unchanged.
+static mhsa_status op_load(env *e, void **obj)
+{
+    float before[N_W], after[N_W];
+    get_all(e->blk, before);
+    (void)obj;   // makes no object
+    mhsa_status st = mhsa_block_load_safetensors(e->blk, e->st_path, "attn.");
+    get_all(e->blk, after);
+    if (st != MHSA_OK)
+        ck_assert(!memcmp(before, after, sizeof before));
+    return st;
+}
+
+static mhsa_status op_save(env *e, void **obj)
+{
+    (void)obj;
+    return mhsa_block_save_safetensors(e->blk, e->tmp_path, "x.");
+}
+
+static void destroy_block(void *p) { mhsa_block_destroy(p); }
+static void destroy_ws(void *p) { mhsa_workspace_destroy(p); }
+static void destroy_cache(void *p) { mhsa_kv_cache_destroy(p); }
+static void destroy_grads(void *p) { mhsa_grads_destroy(p); }
+static void destroy_lm(void *p) { mhsa_lm_destroy(p); }
+
+// forward + backward + decode of fixed inputs on fresh objects.
+static void compute(mhsa_block *blk, const float *x, float *y, float *dx,
+                    float *dec)
+{
+    mhsa_workspace *ws = NULL;
+    mhsa_grads *g = NULL;
+    mhsa_kv_cache *c = NULL;
+    ck_assert_int_eq(mhsa_workspace_create(blk, 2, &ws), MHSA_OK);
+    ck_assert_int_eq(mhsa_grads_create(blk, &g), MHSA_OK);
+    ck_assert_int_eq(mhsa_kv_cache_create(blk, 2, 16, &c), MHSA_OK);
+    // The compute calls themselves allocate nothing.
+    mhsa__alloc_fail_at(0);
+    ck_assert_int_eq(mhsa_forward(blk, ws, x, 2, 16, NULL, y, NULL), MHSA_OK);
+    ck_assert_int_eq(mhsa_backward(blk, ws, x, dx, g), MHSA_OK);
+    ck_assert_int_eq(mhsa_forward_cached(blk, ws, c, x, 2, 5, dec), MHSA_OK);
+    ck_assert_uint_eq(mhsa__alloc_fail_at(0), 0);
+    mhsa_kv_cache_destroy(c);
+    mhsa_grads_destroy(g);
+    mhsa_workspace_destroy(ws);
+}
+
+static float lm_loss(mhsa_lm *lm)
+{
+    int32_t tok[3 * 9], tgt[3 * 9];
+    uint64_t st = 5;
+    ck_assert_int_eq(mhsa_task_batch(MHSA_TASK_REPEAT, &st, 3, 9, 11, tok,
+                                     tgt), MHSA_OK);
+    mhsa_optim_config oc = mhsa_optim_defaults(MHSA_OPTIM_ADAMW);
+    float loss, gn;
+    mhsa__alloc_fail_at(0);
+    ck_assert_int_eq(mhsa_lm_forward(lm, tok, tgt, 3, 9, &loss, NULL),
+                     MHSA_OK);
+    ck_assert_int_eq(mhsa_lm_backward(lm), MHSA_OK);
+    ck_assert_int_eq(mhsa_lm_step(lm, &oc, &gn), MHSA_OK);
+    ck_assert_uint_eq(mhsa__alloc_fail_at(0), 0);   // no allocation per step
+    return loss;
+}
+
+START_TEST(every_allocation_fails_in_turn)
+{
+    env e = { 0 };
+    ck_assert_int_eq(mhsa_block_create(&cfg, &e.blk), MHSA_OK);
+    ck_assert_int_eq(mhsa_block_init_random(e.blk, 7), MHSA_OK);
+    ck_assert_int_eq(mhsa_lm_create(&lm_cfg, &e.lm), MHSA_OK);
+    ck_assert_int_eq(mhsa_lm_init_random(e.lm, 3), MHSA_OK);
+    const char *tmp = getenv("TMPDIR");
+    snprintf(e.tmp_path, sizeof e.tmp_path, "%s/mhsa_faults_%ld.st",
+             tmp && strlen(tmp) < 32 ? tmp : "/tmp", (long)getpid());
+    e.st_path = e.tmp_path;
+    ck_assert_int_eq(mhsa_block_save_safetensors(e.blk, e.st_path, "attn."),
+                     MHSA_OK);
+    size_t n = 2 * 16 * 12;
+    float *x = malloc(n * sizeof(float)), *y0 = malloc(n * 4);
+    float *dx0 = malloc(n * 4), *dec0 = malloc(n * 4);
+    float *y1 = malloc(n * 4), *dx1 = malloc(n * 4), *dec1 = malloc(n * 4);
+    rng r = { 3 };
+    fill_uniform(&r, x, n, -1, 1);
+    compute(e.blk, x, y0, dx0, dec0);
+    float loss0 = lm_loss(e.lm);
+    // the second step of a model that saw no fault, for comparison
+    mhsa_lm *twin = NULL;
+    ck_assert_int_eq(mhsa_lm_create(&lm_cfg, &twin), MHSA_OK);
+    ck_assert_int_eq(mhsa_lm_init_random(twin, 3), MHSA_OK);
+    ck_assert(lm_loss(twin) == loss0);
+    float loss_twin = lm_loss(twin);
+
+    fault_every("mhsa_block_create", &e, op_block, destroy_block, 1);
+    fault_every("mhsa_workspace_create", &e, op_workspace, destroy_ws, 1);
+    fault_every("mhsa_kv_cache_create", &e, op_cache, destroy_cache, 1);
+    fault_every("mhsa_grads_create", &e, op_grads, destroy_grads, 1);
+    fault_every("mhsa_lm_create", &e, op_lm, destroy_lm, 1);
+#ifdef MHSA_TEST_SAFETENSORS
+    fault_every("mhsa_block_load_safetensors", &e, op_load, NULL, 1);
+    e.st_path = e.tmp_path;
+    fault_every("mhsa_block_save_safetensors", &e, op_save, NULL, 1);
+#else
+    (void)op_load;
+    (void)op_save;
+#endif
+    // What existed before the faults still works, with the same bits.
+    compute(e.blk, x, y1, dx1, dec1);
+    ck_assert(!memcmp(y0, y1, n * 4) && !memcmp(dx0, dx1, n * 4));
+    ck_assert(!memcmp(dec0, dec1, 2 * 5 * 12 * 4));
+    ck_assert(lm_loss(e.lm) == loss_twin);
+
+    unlink(e.tmp_path);
+    mhsa_lm_destroy(twin);
+    mhsa_lm_destroy(e.lm);
+    mhsa_block_destroy(e.blk);
+    free(x);
+    free(y0);
+    free(dx0);
+    free(dec0);
+    free(y1);
+    free(dx1);
+    free(dec1);
+    ck_assert_uint_eq(n_live, 0);
+}
+END_TEST
+
+// The counting itself: a block made and destroyed is seen coming and going
+// (so a zero above means something).
+START_TEST(tracking_sees_library_blocks)
+{
+    mhsa_block *b = NULL;
+    size_t live0 = n_live;
+    ck_assert_int_eq(mhsa_block_create(&cfg, &b), MHSA_OK);
+    ck_assert_uint_gt(n_live, live0);
+    mhsa_block_destroy(b);
+    ck_assert_uint_eq(n_live, live0);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("faults");
+    TCase *tc = tcase_create("faults");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, tracking_sees_library_blocks);
+    tcase_add_test(tc, every_allocation_fails_in_turn);
+    suite_add_tcase(s, tc);
+    return run_suite(s);
+}
