@@ -465,7 +465,7 @@ void mhsa_bench_register_roofline(void)
             char label[64];
             snprintf(label, sizeof label, "peak %s, %d thread%s",
                      mhsa_isa_name(isas[i]), (int)t, t > 1 ? "s" : "");
-            mhsa_bench_headline h = { label, "GFLOP", NULL,
+            mhsa_bench_headline h = { label, "GFLOP", "frac_peak",
                                       MHSA_GOAL_NONE, 0.0, NULL };
             mhsa_bench_add_headline(&h, name, bm_peak, &isas[i], 1, &t,
                                     t_names);
@@ -482,8 +482,8 @@ void mhsa_bench_register_roofline(void)
             else
                 snprintf(label, sizeof label, "read %d KiB, %d thread%s",
                          (int)read_kib[i], (int)t, t > 1 ? "s" : "");
-            mhsa_bench_headline h = { label, "GB", NULL, MHSA_GOAL_NONE,
-                                      0.0, NULL };
+            mhsa_bench_headline h = { label, "GB", "frac_bw",
+                                      MHSA_GOAL_NONE, 0.0, NULL };
             mhsa_bench_add_headline(&h, "roofline/read", bm_read, NULL, 2,
                                     args, r_names);
         }

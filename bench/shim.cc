@@ -53,6 +53,7 @@ struct Headline {
     std::string label, value, frac, ref;
     mhsa_bench_goal goal;
     double target;
+    int64_t threads;   // the case's "threads" argument, 0 if none
 };
 
 std::vector<Headline> &headlines()
@@ -66,6 +67,7 @@ struct Result {
     bool have = false, error = false;
     std::string error_message;
     double time_us = 0.0;                  // median wall time per iteration
+    double cpu_us = 0.0;                   // median CPU time per iteration
     std::map<std::string, double> median, mean, stddev;
     int reps = 0;
 };
@@ -91,16 +93,19 @@ class SummaryReporter : public benchmark::ConsoleReporter {
                 if (res.reps == 1) {   // replaced by the median if repeated
                     res.have = true;
                     res.time_us = r.GetAdjustedRealTime();
+                    res.cpu_us = r.GetAdjustedCPUTime();
                     for (const auto &c : r.counters)
                         res.median[c.first] = c.second.value;
                 }
                 continue;
             }
             std::map<std::string, double> *into = nullptr;
+            res.reps = static_cast<int>(r.repetitions);
             if (r.aggregate_name == "median") {
                 into = &res.median;
                 res.have = true;
                 res.time_us = r.GetAdjustedRealTime();
+                res.cpu_us = r.GetAdjustedCPUTime();
             } else if (r.aggregate_name == "mean") {
                 into = &res.mean;
             } else if (r.aggregate_name == "stddev") {
@@ -128,9 +133,9 @@ void print_summary(const SummaryReporter &rep)
         if (it != rep.results.end() && it->second.have && !h.value.empty())
             value_of[h.label] = get(it->second.median, h.value);
     }
-    std::printf("\n%-44s %10s %-8s %9s %7s %6s %-12s %s\n", "figure",
-                "median", "unit", "time_us", "of_lim", "cv%", "target",
-                "met");
+    std::printf("\n%-44s %10s %-8s %9s %7s %7s %6s %-12s %s\n", "figure",
+                "median", "unit", "time_us", "of_lim", "cpu_lim", "cv%",
+                "target", "met");
     for (const Headline &h : headlines()) {
         auto it = rep.results.find(h.key);
         if (it == rep.results.end())
@@ -169,13 +174,21 @@ void print_summary(const SummaryReporter &rep)
         if (h.goal != MHSA_GOAL_NONE)
             std::snprintf(met, sizeof met, "%s", ok ? "yes" : "NO");
         std::string unit = h.value.empty() ? "" : h.value + "/s";
-        std::printf("%-44s %10.2f %-8s %9.1f %7.3f %6.1f %-12s %s\n",
-                    h.label.c_str(), v, unit.c_str(), r.time_us, f, cv,
+        // One thread on a shared machine: the same fraction per second of
+        // CPU time the case got (wall time includes time it was not
+        // running). Not for more threads, whose CPU time adds up.
+        double fc = h.threads == 1 && h.goal != MHSA_GOAL_SPEEDUP_MIN &&
+                    !h.frac.empty() && r.cpu_us > 0.0
+                    ? f * r.time_us / r.cpu_us : NAN;
+        std::printf("%-44s %10.2f %-8s %9.1f %7.3f %7.3f %6.1f %-12s %s\n",
+                    h.label.c_str(), v, unit.c_str(), r.time_us, f, fc, cv,
                     target, met);
     }
     std::printf("median of %d repetitions; of_lim = median of the case's "
                 "fraction-of-limit counter (speedup for scaling rows); "
-                "cv = stddev/mean of the rate over the repetitions\n",
+                "cpu_lim = of_lim x wall/CPU time (1-thread rows: the "
+                "fraction while running, for a loaded machine); cv = "
+                "stddev/mean of the rate over the repetitions\n",
                 rep.results.empty() ? 0 : rep.results.begin()->second.reps);
 }
 
@@ -225,6 +238,10 @@ extern "C" int mhsa_bench_add_headline(const mhsa_bench_headline *h,
     hl.ref = h->ref ? h->ref : "";
     hl.goal = h->goal;
     hl.target = h->target;
+    hl.threads = 0;
+    for (int i = 0; i < nargs && arg_names; i++)
+        if (std::strcmp(arg_names[i], "threads") == 0)
+            hl.threads = args[i];
     headlines().push_back(hl);
     return 0;
 }
