@@ -222,6 +222,12 @@ void mhsa__head_weights(const mhsa_kernels *k, const head_args *a,
                 w[j] += a->mask[r * a->ldmask + j];
         }
         k->softmax_row(a->tk, w, w);
+        // A row that read a NaN (or +inf) is normalised by a NaN sum, and
+        // 0 * NaN would make its blocked weights NaN too: they stay +0.
+        if (!rows_finite(w, 1, a->tk, a->tk))
+            for (size_t j = 0; j < a->tk; j++)
+                if (blocked(a, r, j))
+                    w[j] = 0.0f;
     }
 }
 
