@@ -400,6 +400,16 @@ START_TEST(nonfinite_read_values_propagate)
         if (causal) {   // rows before the NaN: still the clean values
             size_t n = 9 * d;
             ck_assert(rel_err(r.y, clean.y, n) < 1e-5);
+            // A NaN row's blocked weights stay exact zeros (found by
+            // fuzz_forward: the NaN row sum used to multiply them).
+            for (int h = 0; h < H; h++)
+                for (int t = 9; t < T; t++)
+                    for (int j = t + 1; j < T; j++) {
+                        float w = r.attn[((size_t)h * T + t) * T + j];
+                        ck_assert_msg(w == 0.0f && !signbit(w),
+                                      "NaN row %d: blocked weight %d = %g",
+                                      t, j, (double)w);
+                    }
         }
         ck_assert(!memcmp(r.y + (size_t)T * d, clean.y + (size_t)T * d,
                           (size_t)T * d * sizeof(float)));
