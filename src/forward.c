@@ -144,8 +144,16 @@ static void attention_decode(const mhsa_kernels *k, mhsa_workspace *ws,
             float *o = j->ctx + b * j->H * dh + h * dh;
             memset(o, 0, dh * sizeof(float));
             if (mx == -INFINITY) {   // no finite score anywhere
+                // An unblocked NaN score leaves its chunk l = NaN (see the
+                // softmax contract): the row is NaN, not a silent zero.
+                float lsum = 0.0f;
+                for (size_t c = 0; c < nch; c++)
+                    lsum += p0[c * stride + 1];
+                if (lsum != lsum)
+                    for (size_t d = 0; d < dh; d++)
+                        o[d] = lsum;
                 if (j->lse)
-                    j->lse[bh] = -INFINITY;
+                    j->lse[bh] = lsum != lsum ? lsum : -INFINITY;
                 continue;
             }
             for (size_t c = 0; c < nch; c++) {
