@@ -441,6 +441,44 @@ START_TEST(nonfinite_read_values_propagate)
 }
 END_TEST
 
+// The one-token paths (T = 1 forward, token-by-token decode) stream K/V in
+// key chunks; a token whose every score is NaN must come out NaN there too,
+// not as the zero context of a fully masked row (found by fuzz_forward).
+START_TEST(nonfinite_token_propagates_in_decode)
+{
+    if (!use_isa(_i))
+        return;
+    int T = 9, D = 8, H = 2;
+    size_t d = (size_t)D;
+    rng rg = { 56 };
+    problem p;
+    problem_make(&p, &rg, 1, T, D, H, 1, 1, MASK_NONE);
+    for (size_t c = 0; c < d; c++)
+        p.x[3 * d + c] = NAN;
+    mhsa_block *blk = problem_block(&p);
+    mhsa_workspace *ws = NULL;
+    mhsa_kv_cache *c = NULL;
+    ck_assert_int_eq(mhsa_workspace_create(blk, 1, &ws), MHSA_OK);
+    ck_assert_int_eq(mhsa_kv_cache_create(blk, 1, T, &c), MHSA_OK);
+    float y[8];
+    for (int t = 0; t < T; t++) {
+        ck_assert_int_eq(mhsa_forward_cached(blk, ws, c, p.x + t * d, 1, 1,
+                                             y), MHSA_OK);
+        for (size_t k = 0; k < d; k++)
+            ck_assert_msg(t < 3 ? isfinite(y[k]) : isnan(y[k]),
+                          "decode token %d: y[%zu] = %g", t, k, (double)y[k]);
+    }
+    ck_assert_int_eq(mhsa_forward(blk, ws, p.x + 3 * d, 1, 1, NULL, y, NULL),
+                     MHSA_OK);
+    for (size_t k = 0; k < d; k++)
+        ck_assert(isnan(y[k]));
+    mhsa_kv_cache_destroy(c);
+    mhsa_workspace_destroy(ws);
+    mhsa_block_destroy(blk);
+    problem_free(&p);
+}
+END_TEST
+
 // ---- extreme values ---------------------------------------------------------
 
 // Identity projections (D = H * dh, no bias): q = x / sqrt(dh), k = v = x,
@@ -1057,6 +1095,7 @@ int main(void)
     tcase_add_loop_test(tc, nonfinite_blocked_token_reaches_nothing, 0,
                         N_ISAS);
     tcase_add_loop_test(tc, nonfinite_read_values_propagate, 0, N_ISAS);
+    tcase_add_loop_test(tc, nonfinite_token_propagates_in_decode, 0, N_ISAS);
     tcase_add_loop_test(tc, huge_scores_stay_finite, 0, N_ISAS);
     tcase_add_loop_test(tc, flt_max_mask_plus_negative_score, 0, N_ISAS);
     tcase_add_loop_test(tc, equal_logits_give_uniform_weights, 0, N_ISAS);
