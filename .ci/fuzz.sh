@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# .ci/fuzz.sh [SECONDS] — builds the libFuzzer targets in fuzz/ with clang
+# (-fsanitize=fuzzer,address,undefined; the library with fuzzer-no-link),
+# replays the regression inputs in fuzz/regress/<target>/, then runs each
+# target for SECONDS (default $FUZZ_SECONDS or 45) from its in-tree seeds
+# (fuzz/corpus/<target>/, read-only; new inputs go to a scratch corpus).
+# Any crash, leak, UB report, timeout or OOM fails the script; the input
+# that caused it is left in $BUILD/fuzz-artifacts/ — add it to
+# fuzz/regress/<target>/ with the fix.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+secs=${1:-${FUZZ_SECONDS:-45}}
+build=${FUZZ_BUILD_DIR:-build-fuzz}
+
+if [[ ! -f $build/build.ninja ]]; then
+    rm -rf "$build"
+    CC=clang meson setup "$build" -Dfuzz=true -Dbench=disabled \
+        -Db_sanitize=address,undefined -Db_lundef=false \
+        -Dbuildtype=debugoptimized -Dc_args=-fsanitize=fuzzer-no-link
+fi
+targets=(fuzz_forward fuzz_train_args)
+# The weight-file reader exists only when jansson was found.
+if grep -q 'fuzz/fuzz_safetensors:' "$build/build.ninja"; then
+    targets+=(fuzz_safetensors)
+fi
+ninja -C "$build" "${targets[@]/#/fuzz/}"
+
+# UBSan must abort (libFuzzer then saves the input); one OpenMP thread:
+# fuzzing wants throughput per core, not parallel regions.
+export UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+export OMP_NUM_THREADS=1
+
+mkdir -p "$build/fuzz-artifacts"
+summary=()
+for t in "${targets[@]}"; do
+    exe=$build/fuzz/$t
+    if [[ -d fuzz/regress/$t ]] && compgen -G "fuzz/regress/$t/*" >/dev/null
+    then
+        echo "== $t: regression inputs"
+        "$exe" -runs=1 fuzz/regress/$t/*
+    fi
+    work=$(mktemp -d)
+    log=$build/fuzz-artifacts/$t.log
+    echo "== $t: ${secs} s from $(ls fuzz/corpus/$t | wc -l) seeds"
+    if ! "$exe" -max_total_time="$secs" -timeout=20 -rss_limit_mb=2048 \
+            -max_len=4096 -print_final_stats=1 \
+            -artifact_prefix="$build/fuzz-artifacts/$t-" \
+            "$work" "fuzz/corpus/$t" >"$log" 2>&1; then
+        tail -n 60 "$log" >&2
+        echo "$t: FAILED (input saved under $build/fuzz-artifacts/)" >&2
+        rm -rf "$work"
+        exit 1
+    fi
+    runs=$(awk '/stat::number_of_executed_units/ { print $2 }' "$log")
+    cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1 | cut -d' ' -f2)
+    summary+=("$(printf '%-18s %10s executions, %6s coverage edges, %s s' \
+                 "$t" "$runs" "${cov:-?}" "$secs")")
+    rm -rf "$work"
+done
+printf '%s\n' "${summary[@]}"
