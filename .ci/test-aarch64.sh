@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# .ci/test-aarch64.sh — cross-builds mhsa for aarch64 and runs the whole test
+# suite under qemu-user, so the NEON kernels are tested on every CI run.
+#
+#   bash .ci/test-aarch64.sh        (from anywhere; works in the repo root)
+#
+# Build directory: build-ci-arm (wiped and configured afresh each run).
+# Needs (installed by .ci/install-deps.sh, not here): gcc-aarch64-linux-gnu,
+# libc6-dev-arm64-cross, qemu-user, and with arm64 as a foreign architecture
+# check:arm64, libgomp1:arm64 (libjansson-dev:arm64 for safetensors).
+#
+# meson exits 0 when a cross build's tests are skipped (no exe_wrapper) or
+# when there are none, so this script judges the test log itself and fails
+# unless: at least one test ran; every test passed (none skipped); every
+# test ran under qemu-aarch64 (directly, or via MESON_EXE_WRAPPER for a
+# script-driven test); the ISA-generic kernel tests were among them;
+# and no test printed "skip: isa neon" (the NEON table must have run).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+build=build-ci-arm
+cross=cross/aarch64-linux-gnu.ini
+
+for tool in meson ninja aarch64-linux-gnu-gcc qemu-aarch64 python3; do
+    if ! command -v "$tool" >/dev/null; then
+        echo "test-aarch64: $tool not found (run .ci/install-deps.sh)" >&2
+        exit 1
+    fi
+done
+
+# No C++ cross compiler is installed: the C++ benchmark driver stays off.
+setup_args=(--cross-file "$cross" -Dbench=disabled)
+if [[ -d $build/meson-private ]]; then
+    meson setup --wipe "$build" "${setup_args[@]}"
+else
+    rm -rf "$build"
+    meson setup "$build" "${setup_args[@]}"
+fi
+meson compile -C "$build"
+
+log=$build/meson-logs/testlog.json
+rm -f "$log"
+status=0
+meson test -C "$build" --print-errorlogs --timeout-multiplier 4 || status=$?
+
+if [[ ! -s $log ]]; then
+    echo "test-aarch64: meson wrote no test log ($log): no test ran" >&2
+    exit 1
+fi
+
+python3 - "$log" <<'EOF' || status=1
+import json
+import sys
+
+# Tests that loop over every ISA with kernels_or_skip(); they must have run.
+REQUIRED = {"kernel_sgemm", "kernel_softmax", "kernel_permute", "gemm"}
+
+tests = [json.loads(line) for line in open(sys.argv[1], encoding="utf-8")
+         if line.strip()]
+problems = []
+if not tests:
+    problems.append("no test ran")
+for t in tests:
+    name, result = t.get("name", "?"), t.get("result", "?")
+    if result != "OK":
+        problems.append(f"{name}: {result}")
+    # Test binaries run under the exe_wrapper; a script-driven test (e.g.
+    # interop) runs its aarch64 helper through MESON_EXE_WRAPPER.
+    cmd = t.get("command") or []
+    wrapper = (t.get("env") or {}).get("MESON_EXE_WRAPPER", "")
+    if not any("qemu-aarch64" in c for c in cmd) and \
+            "qemu-aarch64" not in wrapper:
+        problems.append(f"{name}: not run under qemu-aarch64: {cmd[:2]}")
+    out = (t.get("stdout") or "") + (t.get("stderr") or "")
+    if "skip: isa neon" in out:
+        problems.append(f"{name}: NEON kernels were skipped")
+ran = {t.get("name") for t in tests if t.get("result") == "OK"}
+for name in sorted(REQUIRED - ran):
+    problems.append(f"{name}: kernel test missing or not passed")
+
+ok = sum(t.get("result") == "OK" for t in tests)
+print(f"test-aarch64: {ok}/{len(tests)} tests OK under qemu-aarch64")
+for p in problems:
+    print(f"test-aarch64: FAIL: {p}", file=sys.stderr)
+sys.exit(1 if problems else 0)
+EOF
+
+exit "$status"
