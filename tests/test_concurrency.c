@@ -164,6 +164,14 @@ START_TEST(shared_block_many_host_threads)
 }
 END_TEST
 
+// Two OpenMP threads (even on one core) unless OMP_NUM_THREADS says
+// otherwise: the TSan run sets it to 1, since TSan does not understand
+// libgomp's barriers.
+static int two_threads(void)
+{
+    return getenv("OMP_NUM_THREADS") ? omp_get_max_threads() : 2;
+}
+
 static double now(void)
 {
     struct timespec ts;
@@ -204,7 +212,7 @@ START_TEST(fork_after_forward)
     fill_uniform(&r, x, NY, -1, 1);
     fill_uniform(&r, dy, NY, -1, 1);
     outputs *o = calloc(1, sizeof *o), *oc = calloc(1, sizeof *oc);
-    omp_set_num_threads(2);
+    omp_set_num_threads(two_threads());
     ck_assert(!compute(blk, x, dy, o));
     // a forward big enough to run its loops on both threads
     mhsa_config cfg = { 64, 4, 256, 0, 1 };
@@ -280,7 +288,7 @@ START_TEST(no_thread_spins_after_calls)
                "runtime to spin\n", policy);
         return;
     }
-    omp_set_num_threads(2);
+    omp_set_num_threads(two_threads());
     mhsa_config cfg = { 64, 4, 192, 1, 1 };
     mhsa_block *blk = NULL;
     mhsa_workspace *ws = NULL;

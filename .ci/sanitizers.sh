@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# .ci/sanitizers.sh [valgrind] [tsan] — memory and thread checkers beyond the
+# ASan+UBSan step of .ci/run (default: both).
+#
+#   valgrind  memcheck over the block, hardening, weight-file and training
+#             tests (build-vg): any error or definite leak fails
+#             (--errors-for-leak-kinds=definite: libgomp's live pool is only
+#             "possibly lost"). check runs in CK_FORK=no mode, one process.
+#             The kernel/GEMM tests are left out: they are pure arithmetic
+#             already covered by ASan and far too slow under valgrind.
+#   tsan      ThreadSanitizer build (build-tsan) of test_concurrency (8 host
+#             threads sharing a block) and test_faults, with
+#             OMP_NUM_THREADS=1: TSan does not understand libgomp's barriers.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+steps=("$@")
+[[ ${#steps[@]} -eq 0 ]] && steps=(valgrind tsan)
+
+for s in "${steps[@]}"; do
+    case $s in
+    valgrind)
+        if [[ ! -f build-vg/build.ninja ]]; then
+            rm -rf build-vg
+            meson setup build-vg -Dbuildtype=debugoptimized -Dbench=disabled
+        fi
+        vg_tests=(block_api adversarial faults concurrency refs safetensors
+                  dispatch)
+        ninja -C build-vg "${vg_tests[@]/#/tests/test_}"
+        vg="valgrind --tool=memcheck --error-exitcode=99 --leak-check=full"
+        vg+=" --errors-for-leak-kinds=definite --show-leak-kinds=definite"
+        vg+=" --track-origins=yes --quiet"
+        # Two OpenMP threads: the parallel regions still run, but valgrind
+        # serialises threads, so more only costs time.
+        CK_FORK=no OMP_NUM_THREADS=2 CK_TIMEOUT_MULTIPLIER=20 \
+            meson test -C build-vg --no-rebuild --print-errorlogs \
+            --timeout-multiplier 20 --wrapper "$vg" "${vg_tests[@]}"
+        python3 .ci/testlog-check.py "$(ls -t build-vg/meson-logs/testlog*.json |
+                                        head -n 1)" valgrind
+        ;;
+    tsan)
+        if [[ ! -f build-tsan/build.ninja ]]; then
+            rm -rf build-tsan
+            meson setup build-tsan -Db_sanitize=thread -Db_lundef=false \
+                -Dbuildtype=debugoptimized -Dbench=disabled
+        fi
+        ninja -C build-tsan tests/test_concurrency tests/test_faults
+        TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+        OMP_NUM_THREADS=1 CK_TIMEOUT_MULTIPLIER=10 \
+            meson test -C build-tsan --no-rebuild --print-errorlogs \
+            --timeout-multiplier 10 concurrency faults
+        python3 .ci/testlog-check.py build-tsan/meson-logs/testlog.json tsan
+        ;;
+    *)
+        echo "unknown step '$s' (valgrind, tsan)" >&2
+        exit 2
+        ;;
+    esac
+done
