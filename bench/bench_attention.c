@@ -397,6 +397,33 @@ static void bm_decode_done(mhsa_bench_state *st, const void *ctx)
     }
 }
 
+// ---- memory -----------------------------------------------------------------
+
+// Bytes of a workspace (B=1, D=512, H=8) for max_seq_len T, and of the
+// (B, H, T, T) weights a caller must supply to get attn back: the workspace
+// is the same either way, linear in T (issue 3).
+static void bm_workspace_bytes(mhsa_bench_state *st, const void *ctx)
+{
+    (void)ctx;
+    int T = (int)mhsa_bench_arg(st, 0);
+    mhsa_config cfg = { 512, 8, T, 1, 1 };
+    mhsa_block *blk = NULL;
+    mhsa_workspace *ws = NULL;
+    if (mhsa_block_create(&cfg, &blk) != MHSA_OK ||
+        mhsa_workspace_create(blk, 1, &ws) != MHSA_OK) {
+        mhsa_bench_skip(st, mhsa_last_error());
+    } else {
+        size_t bytes = 0;
+        while (mhsa_bench_keep_running(st))
+            bytes = mhsa_workspace_bytes(ws);
+        mhsa_bench_counter(st, "ws_MiB", (double)bytes / (1 << 20));
+        mhsa_bench_counter(st, "attn_MiB",
+                           8.0 * T * (double)T * sizeof(float) / (1 << 20));
+    }
+    mhsa_workspace_destroy(ws);
+    mhsa_block_destroy(blk);
+}
+
 // ---- registration ---------------------------------------------------------
 
 static void label_t(char *buf, size_t n, const char *what, int64_t t)
@@ -514,4 +541,10 @@ void mhsa_bench_register_attention(void)
             }
     mhsa_bench_add("decode/free_fixture", bm_decode_done, NULL, 0, NULL,
                    NULL);
+
+    static const char *const ws_names[] = { "T" };
+    static const int64_t ws_t[] = { 2048, 8192 };
+    for (size_t i = 0; i < sizeof ws_t / sizeof ws_t[0]; i++)
+        mhsa_bench_add("memory/workspace_D512_H8_B1", bm_workspace_bytes,
+                       NULL, 1, &ws_t[i], ws_names);
 }
