@@ -181,8 +181,11 @@ static void diag_scores(const mhsa_kernels *k, const head_args *a, size_t j0,
     }
 }
 
+// C (tq x dh, ldc) += P V with P (tq x n) and V (n x dh) packed at depth
+// n: O += P V in the forward, dQ += dS K in the backward.
 static void diag_pv(const mhsa_kernels *k, const head_args *a, size_t j0,
-                    size_t n, const float *pa, const float *vb)
+                    size_t n, const float *pa, const float *vb, float *c,
+                    size_t ldc)
 {
     size_t mr = (size_t)k->mr, nr = (size_t)k->nr, dh = a->dh;
     for (size_t i = 0; i < a->tq; i += mr) {
@@ -192,8 +195,31 @@ static void diag_pv(const mhsa_kernels *k, const head_args *a, size_t j0,
             continue;
         for (size_t j = 0; j < dh; j += nr) {
             size_t w = dh - j < nr ? dh - j : nr;
-            k->sgemm_ukr(ki, pa + i * n, vb + j * n, a->o + i * a->ldo + j,
-                         a->ldo, h, w, 1.0f);
+            k->sgemm_ukr(ki, pa + i * n, vb + j * n, c + i * ldc + j, ldc,
+                         h, w, 1.0f);
+        }
+    }
+}
+
+// C (n x dh, ldc) += P^T dO with P^T (n x tq) and dO (tq x dh) packed at
+// depth tq (dV, and dK from dS^T Q): a panel of mr keys starts its sum at
+// the first row that sees its first key; the rows before have p = 0 there,
+// and leaving out a sum's leading +0 products changes no bits.
+static void diag_keys(const mhsa_kernels *k, const head_args *a, size_t j0,
+                      size_t n, const float *pa, const float *bp, float *c,
+                      size_t ldc)
+{
+    size_t mr = (size_t)k->mr, nr = (size_t)k->nr, dh = a->dh, tq = a->tq;
+    for (size_t i = 0; i < n; i += mr) {
+        size_t h = n - i < mr ? n - i : mr;
+        size_t key = j0 + i;   // row r sees it when q_pos + r >= key
+        size_t r0 = key > a->q_pos ? key - a->q_pos : 0;
+        if (r0 >= tq)
+            continue;
+        for (size_t j = 0; j < dh; j += nr) {
+            size_t w = dh - j < nr ? dh - j : nr;
+            k->sgemm_ukr(tq - r0, pa + i * tq + r0 * mr, bp + j * tq + r0 * nr,
+                         c + i * ldc + j, ldc, h, w, 1.0f);
         }
     }
 }
@@ -231,7 +257,7 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
             mhsa_tile_pack_a(k, tq, n, t.s, bc, 0, 1.0f, t.pa);
             mhsa_tile_pack_b(k, n, dh, a->v + j0 * dh, dh, 0, t.vb);
             if (diag)
-                diag_pv(k, a, j0, n, t.pa, t.vb);
+                diag_pv(k, a, j0, n, t.pa, t.vb, a->o, a->ldo);
             else
                 mhsa_tile_gemm(k, tq, dh, n, t.pa, t.vb, a->o, a->ldo,
                                1.0f);
@@ -346,10 +372,19 @@ void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
     for (size_t j0 = 0; j0 < kend; j0 += bc) {
         size_t n = kend - j0 < bc ? kend - j0 : bc;
         const float *kt = a->k + j0 * dh, *vt = a->v + j0 * dh;
+        // On a tile crossing the causal diagonal every product below runs
+        // only over the (row, key) panels that see each other (see
+        // diag_scores); the softmax gradient never reads the rest.
+        int diag = safe && panel_keys(a, j0, n, 1) < n;
         mhsa_tile_pack_b(k, dh, n, kt, dh, 1, t.kb);     // K^T
-        mhsa_tile_gemm(k, tq, n, dh, t.qa, t.kb, t.s, bc, 0.0f);
         mhsa_tile_pack_b(k, dh, n, vt, dh, 1, t.vb);     // V^T
-        mhsa_tile_gemm(k, tq, n, dh, t.da, t.vb, t.dp, bc, 0.0f);
+        if (diag) {
+            diag_scores(k, a, j0, n, t.qa, t.kb, t.s, bc);
+            diag_scores(k, a, j0, n, t.da, t.vb, t.dp, bc);
+        } else {
+            mhsa_tile_gemm(k, tq, n, dh, t.qa, t.kb, t.s, bc, 0.0f);
+            mhsa_tile_gemm(k, tq, n, dh, t.da, t.vb, t.dp, bc, 0.0f);
+        }
         mhsa_softmax_grad_args ga = { tq, n, t.s, bc, t.dp, bc,
                                       mask_view(a, j0), a->lse, t.delta };
         k->softmax_grad(&ga);   // s = P, dp = dS
@@ -359,15 +394,24 @@ void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
         }
         // dV[j0:j0+n] += P^T dO
         mhsa_tile_pack_a(k, n, tq, t.s, bc, 1, 1.0f, t.pa);
-        mhsa_tile_gemm(k, n, dh, tq, t.pa, t.db, a->dv + j0 * a->ldg, a->ldg,
-                       1.0f);
+        if (diag)
+            diag_keys(k, a, j0, n, t.pa, t.db, a->dv + j0 * a->ldg, a->ldg);
+        else
+            mhsa_tile_gemm(k, n, dh, tq, t.pa, t.db, a->dv + j0 * a->ldg,
+                           a->ldg, 1.0f);
         // dK[j0:j0+n] += dS^T Q
         mhsa_tile_pack_a(k, n, tq, t.dp, bc, 1, 1.0f, t.pa);
-        mhsa_tile_gemm(k, n, dh, tq, t.pa, t.qb, a->dk + j0 * a->ldg, a->ldg,
-                       1.0f);
+        if (diag)
+            diag_keys(k, a, j0, n, t.pa, t.qb, a->dk + j0 * a->ldg, a->ldg);
+        else
+            mhsa_tile_gemm(k, n, dh, tq, t.pa, t.qb, a->dk + j0 * a->ldg,
+                           a->ldg, 1.0f);
         // dQ += scale * dS K
         mhsa_tile_pack_a(k, tq, n, t.dp, bc, 0, a->scale, t.pa);
         mhsa_tile_pack_b(k, n, dh, kt, dh, 0, t.kb);     // K
-        mhsa_tile_gemm(k, tq, dh, n, t.pa, t.kb, a->dq, a->ldg, 1.0f);
+        if (diag)
+            diag_pv(k, a, j0, n, t.pa, t.kb, a->dq, a->ldg);
+        else
+            mhsa_tile_gemm(k, tq, dh, n, t.pa, t.kb, a->dq, a->ldg, 1.0f);
     }
 }
