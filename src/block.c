@@ -8,25 +8,23 @@
 
 static _Atomic uint64_t next_block_id = 1;
 
-// The largest NR of any table this build has: packed weights are sized for
-// it so that a later mhsa_select_isa can repack without allocating.
-static size_t max_nr(void)
-{
-    size_t nr = (size_t)mhsa_kernels_scalar.nr;
-    for (mhsa_isa i = MHSA_ISA_SCALAR; i <= MHSA_ISA_NEON; i++) {
-        const mhsa_kernels *k = mhsa_kernels_for(i);
-        if (k && (size_t)k->nr > nr)
-            nr = (size_t)k->nr;
-    }
-    return nr;
-}
-
+// Packed weights are sized for the table that pads them most (each rounds
+// n up to its own NR), so a later mhsa_select_isa can repack without
+// allocating. 0 on overflow.
 static size_t packed_floats(size_t kdim, size_t n)
 {
-    size_t nr = max_nr(), f;
-    if (n > SIZE_MAX - nr || !mhsa__mul(kdim, (n + nr - 1) / nr * nr, &f))
-        return 0;
-    return f;
+    size_t most = 0;
+    for (mhsa_isa i = MHSA_ISA_SCALAR; i <= MHSA_ISA_NEON; i++) {
+        const mhsa_kernels *k = mhsa_kernels_for(i);
+        if (!k)
+            continue;
+        size_t f = mhsa_gemm_prepacked_floats(k, kdim, n);
+        if (f == 0)
+            return 0;
+        if (f > most)
+            most = f;
+    }
+    return most;
 }
 
 mhsa_status mhsa_block_create(const mhsa_config *cfg, mhsa_block **out)
