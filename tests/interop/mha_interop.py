@@ -24,6 +24,7 @@ Only the standard library and numpy are needed; exit status 77 (meson's
 """
 import json
 import os
+import shlex
 import struct
 import subprocess
 import sys
@@ -37,7 +38,8 @@ def reexec_with_numpy():
     me = os.path.realpath(sys.executable)
     for d in os.environ.get("PATH", "").split(os.pathsep):
         cand = os.path.join(d, "python3")
-        if not os.access(cand, os.X_OK) or os.path.realpath(cand) == me:
+        if (not os.path.isfile(cand) or not os.access(cand, os.X_OK)
+                or os.path.realpath(cand) == me):
             continue
         if subprocess.run([cand, "-c", "import numpy"],
                           stderr=subprocess.DEVNULL).returncode == 0:
@@ -193,8 +195,11 @@ def main():
 
         def run(weights, prefix, save=None, save_prefix=""):
             yout = os.path.join(tmp, "y.bin")
-            cmd = [driver, weights, prefix, str(D), str(H), "1", "1",
-                   str(B), str(T), xin, yout]
+            # In a cross build meson names the emulator (qemu-aarch64) in
+            # MESON_EXE_WRAPPER: the driver is a foreign binary.
+            wrapper = shlex.split(os.environ.get("MESON_EXE_WRAPPER", ""))
+            cmd = wrapper + [driver, weights, prefix, str(D), str(H), "1",
+                             "1", str(B), str(T), xin, yout]
             if save:
                 cmd += [save, save_prefix]
             subprocess.run(cmd, check=True)
