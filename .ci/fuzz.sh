@@ -13,6 +13,13 @@ cd "$(dirname "$0")/.."
 secs=${1:-${FUZZ_SECONDS:-45}}
 build=${FUZZ_BUILD_DIR:-build-fuzz}
 
+# clang links OpenMP code against LLVM's libomp, which the clang package
+# does not pull in; install the matching one if it is missing.
+if ! echo 'int main(void) { return 0; }' |
+        clang -fopenmp -x c - -o /dev/null 2>/dev/null; then
+    major=$(clang -dumpversion | cut -d. -f1)
+    apt-get install -y --no-install-recommends "libomp-$major-dev"
+fi
 if [[ ! -f $build/build.ninja ]]; then
     rm -rf "$build"
     CC=clang meson setup "$build" -Dfuzz=true -Dbench=disabled \

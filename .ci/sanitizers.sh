@@ -2,8 +2,8 @@
 # .ci/sanitizers.sh [valgrind] [tsan] — memory and thread checkers beyond the
 # ASan+UBSan step of .ci/run (default: both).
 #
-#   valgrind  memcheck over the block, hardening, weight-file and training
-#             tests (build-vg): any error or definite leak fails
+#   valgrind  memcheck over the hardening, reference, weight-file and
+#             dispatch tests (build-vg; about 7 minutes): any error or definite leak fails
 #             (--errors-for-leak-kinds=definite: libgomp's live pool is only
 #             "possibly lost"). check runs in CK_FORK=no mode, one process.
 #             The kernel/GEMM tests are left out: they are pure arithmetic
@@ -24,8 +24,9 @@ for s in "${steps[@]}"; do
             rm -rf build-vg
             meson setup build-vg -Dbuildtype=debugoptimized -Dbench=disabled
         fi
-        vg_tests=(block_api adversarial faults concurrency refs safetensors
-                  dispatch)
+        # block_api is left out: its FP-state test reads MXCSR back after
+        # setting FTZ/DAZ, which valgrind does not emulate.
+        vg_tests=(adversarial faults concurrency refs safetensors dispatch)
         ninja -C build-vg "${vg_tests[@]/#/tests/test_}"
         vg="valgrind --tool=memcheck --error-exitcode=99 --leak-check=full"
         vg+=" --errors-for-leak-kinds=definite --show-leak-kinds=definite"

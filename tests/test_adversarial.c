@@ -958,6 +958,14 @@ static void set_flush_to_zero(void)
 #endif
 }
 
+// valgrind ignores writes of FTZ/DAZ to MXCSR (and reads back the
+// default), so the FP-state tests cannot judge anything under it.
+static int under_valgrind(void)
+{
+    const char *p = getenv("LD_PRELOAD");
+    return p && strstr(p, "vgpreload");
+}
+
 static const int round_modes[] = {
     FE_TONEAREST,
 #ifdef FE_UPWARD
@@ -978,6 +986,10 @@ START_TEST(fp_control_state_is_restored)
 {
     if (!use_isa(_i / 2))
         return;
+    if (under_valgrind()) {
+        printf("skip fp_control_state_is_restored: valgrind does not emulate MXCSR FTZ/DAZ\n");
+        return;
+    }
     int ftz = _i % 2;
     int B = 1, T = 70, D = 16, H = 2;
     size_t ny = (size_t)B * T * D, d = (size_t)D;
@@ -1036,6 +1048,10 @@ START_TEST(fp_state_does_not_break_thread_determinism)
 {
     if (!use_isa(_i / 2))
         return;
+    if (under_valgrind()) {
+        printf("skip fp_state_does_not_break_thread_determinism: valgrind does not emulate MXCSR FTZ/DAZ\n");
+        return;
+    }
     int ftz = _i % 2;
     int B = 2, T = 150, D = 32, H = 4;
     size_t ny = (size_t)B * T * D;

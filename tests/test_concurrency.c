@@ -242,11 +242,33 @@ START_TEST(fork_after_forward)
         pid_t g = bad ? -1 : fork();
         if (g == 0) {
             alarm(30);
-            _exit(mhsa_forward(big, ws, bx, 2, 256, NULL, by2, NULL) !=
-                  MHSA_OK || memcmp(by, by2, nb * sizeof(float)));
+            int gbad = mhsa_forward(big, ws, bx, 2, 256, NULL, by2, NULL) !=
+                       MHSA_OK || memcmp(by, by2, nb * sizeof(float));
+            free(bx);
+            free(by);
+            free(by2);
+            mhsa_workspace_destroy(ws);
+            mhsa_block_destroy(big);
+            free(o);
+            free(oc);
+            free(x);
+            free(dy);
+            mhsa_block_destroy(blk);
+            _exit(gbad);
         }
         if (g > 0)
             bad = wait_child(g, 40) != 0;
+        // freed so that valgrind's leak check of the child stays clean
+        free(bx);
+        free(by);
+        free(by2);
+        mhsa_workspace_destroy(ws);
+        mhsa_block_destroy(big);
+        free(o);
+        free(oc);
+        free(x);
+        free(dy);
+        mhsa_block_destroy(blk);
         _exit(bad ? 1 : 0);
     }
     int rc = wait_child(pid, 90);
