@@ -41,27 +41,24 @@ size_t mhsa_gemm_a_floats(const mhsa_kernels *k) { return mc_of(k) * KC; }
 // parallel region here runs serially in a forked child (the same bits: they
 // never depend on the thread count); threads created in the child get
 // fresh pools and run in parallel as usual.
-static _Thread_local int pool_started, pool_stale;
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+// The handler is registered when the library is loaded, and marks the
+// forking thread whether or not mhsa itself ran a region before: the
+// application's own OpenMP use leaves the same stale pool behind.
+static _Thread_local int pool_stale;
 
 static void child_after_fork(void)
 {
-    if (pool_started)   // runs in the forking thread, the child's only one
-        pool_stale = 1;
+    pool_stale = 1;   // runs in the forking thread, the child's only one
 }
 
-static void register_atfork(void)
+__attribute__((constructor)) static void register_atfork(void)
 {
     pthread_atfork(NULL, NULL, child_after_fork);
 }
 
 int mhsa__pool_threads(int nt)
 {
-    if (nt <= 1 || pool_stale)
-        return 1;
-    pthread_once(&atfork_once, register_atfork);
-    pool_started = 1;
-    return nt;
+    return nt <= 1 || pool_stale ? 1 : nt;
 }
 
 size_t mhsa_gemm_b_floats(const mhsa_kernels *k, size_t n)
