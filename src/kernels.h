@@ -110,7 +110,9 @@ typedef struct mhsa_kernels {
     void (*softmax_online)(const mhsa_softmax_args *a);
     void (*softmax_grad)(const mhsa_softmax_grad_args *a);
     // y[j] = exp(x[j] - max) / sum over the n values; -INFINITY entries give
-    // an exact 0, and a row that is all -INFINITY gives all zeros. In place
+    // an exact 0, and a row that is all -INFINITY gives all zeros. A row
+    // holding a NaN may give NaN everywhere, -INFINITY entries included
+    // (callers that promise zeros for blocked keys reset them). In place
     // (y == x) is allowed.
     void (*softmax_row)(size_t n, const float *x, float *y);
 
