@@ -243,10 +243,13 @@ double mhsa_bench_peak_gflops(mhsa_isa isa, int threads)
         return 0.0;
     if (peak_memo[isa][threads] > 0.0)
         return peak_memo[isa][threads];
-    long iters = 1 << 20;   // ~10 ms per trial on a 3 GHz core
+    // Many short trials (~0.2 ms on a 4 GHz core): on a shared machine
+    // some of them still find every thread running, which long trials
+    // rarely do.
+    long iters = 1 << 17;
     double best = 0.0;
-    flop_trial(f, threads, iters / 8);   // wake the threads and the clock
-    for (int t = 0; t < 9; t++) {
+    flop_trial(f, threads, iters * 8);   // wake the threads and the clock
+    for (int t = 0; t < 100; t++) {
         double g = flop_trial(f, threads, iters);
         if (g > best)
             best = g;
@@ -365,11 +368,19 @@ double mhsa_bench_read_gbs(size_t bytes, int threads)
     uint64_t *buf = read_buffer(bytes, threads);
     if (!buf)
         return 0.0;
-    int passes = read_passes(bytes);
+    // Short trials, many of them, as for the peak. A working set that fits
+    // the caches is read whole, a few times per trial (>= 16 MiB read); a
+    // larger one a 16 MiB slice per trial, the slices in turn, so that a
+    // slice was last read 3 or more slices ago and comes from DRAM.
+    const size_t slice = (size_t)16 << 20;
+    int sliced = bytes >= 4 * slice;
+    size_t win = sliced ? slice : bytes;
+    int passes = sliced ? 1 : (int)((slice + bytes - 1) / bytes);
     double best = 0.0;
-    read_trial(buf, bytes, threads, passes);   // warm caches and TLB
-    for (int t = 0; t < 7; t++) {
-        double g = read_trial(buf, bytes, threads, passes);
+    read_trial(buf, bytes, threads, 1);   // warm caches and TLB
+    for (int t = 0; t < 100; t++) {
+        size_t off = sliced ? (size_t)t % (bytes / slice) * slice : 0;
+        double g = read_trial(buf + off / 8, win, threads, passes);
         if (g > best)
             best = g;
     }

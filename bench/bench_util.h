@@ -16,8 +16,8 @@ void mhsa_bench_fill(float *x, size_t n, unsigned seed);
 
 // Peak fp32 throughput of `threads` threads, each running independent FMA
 // chains in registers with the vectors of `isa` (scalar: the baseline SSE2
-// multiply and add the scalar table is compiled to, 2 FLOP per lane-pair),
-// in GFLOP/s. 0 if this build or CPU lacks the ISA. The best of several
+// multiplies and adds the scalar table is compiled to, 1 FLOP per lane
+// each), in GFLOP/s. 0 if this build or CPU lacks the ISA. The best of 100
 // short trials, measured once per run and then remembered: noise only
 // lowers a trial, so the best is the machine's limit.
 double mhsa_bench_peak_gflops(mhsa_isa isa, int threads);
@@ -25,7 +25,9 @@ double mhsa_bench_peak_gflops(mhsa_isa isa, int threads);
 // Read bandwidth of `threads` threads streaming through a buffer of `bytes`
 // in total (each its own contiguous part, over and over, so the working set
 // sits in whichever cache level it fits), in GB/s (1e9 bytes). Best of
-// several trials, remembered per (bytes, threads).
+// 100 short trials, remembered per (bytes, threads); a working set of
+// 64 MiB or more is read 16 MiB at a time, in turn, so it still streams
+// from DRAM.
 double mhsa_bench_read_gbs(size_t bytes, int threads);
 
 // The thread counts every case runs at: 1 and, if more, all of OpenMP's.
