@@ -29,7 +29,8 @@ done
 # and cmake for the consumer projects of .ci/test-consumers.sh.
 native_pkgs=(
     meson ninja-build pkg-config g++ check libbenchmark-dev libopenblas-dev
-    valgrind clang libclang-rt-14-dev libjansson-dev libstb-dev python3-numpy
+    valgrind clang libclang-rt-14-dev libomp-14-dev libjansson-dev libstb-dev
+    python3-numpy
     qemu-user make cmake
 )
 # The aarch64 cross toolchain; with --no-install-recommends the cross libc
