@@ -181,22 +181,26 @@ static void diag_scores(const mhsa_kernels *k, const head_args *a, size_t j0,
     }
 }
 
-// C (tq x dh, ldc) += P V with P (tq x n) and V (n x dh) packed at depth
-// n: O += P V in the forward, dQ += dS K in the backward.
+// C (tq x dh, ldc) += P V with P (tq x n) packed at depth n and V packed
+// as NR-column panels whose first n rows are used, panel j at vb + j *
+// vdepth (vdepth >= n: a tile packed once for every query block holds all
+// its keys, of which a causal block may use fewer): O += P V in the
+// forward, dQ += dS K in the backward. diag: each mr-row panel stops at
+// its last visible key (see diag_scores).
 static void diag_pv(const mhsa_kernels *k, const head_args *a, size_t j0,
-                    size_t n, const float *pa, const float *vb, float *c,
-                    size_t ldc)
+                    size_t n, int diag, const float *pa, const float *vb,
+                    size_t vdepth, float *c, size_t ldc)
 {
     size_t mr = (size_t)k->mr, nr = (size_t)k->nr, dh = a->dh;
     for (size_t i = 0; i < a->tq; i += mr) {
         size_t h = a->tq - i < mr ? a->tq - i : mr;
-        size_t ki = panel_keys(a, j0, n, i + h);
+        size_t ki = diag ? panel_keys(a, j0, n, i + h) : n;
         if (ki == 0)
             continue;
         for (size_t j = 0; j < dh; j += nr) {
             size_t w = dh - j < nr ? dh - j : nr;
-            k->sgemm_ukr(ki, pa + i * n, vb + j * n, c + i * ldc + j, ldc,
-                         h, w, 1.0f);
+            k->sgemm_ukr(ki, pa + i * n, vb + j * vdepth, c + i * ldc + j,
+                         ldc, h, w, 1.0f);
         }
     }
 }
@@ -224,6 +228,27 @@ static void diag_keys(const mhsa_kernels *k, const head_args *a, size_t j0,
     }
 }
 
+size_t mhsa__head_kpack_floats(const mhsa_kernels *k, size_t tk, size_t dh)
+{
+    return up(tk, (size_t)k->nr) * dh;   // bc is a multiple of nr
+}
+
+size_t mhsa__head_vpack_floats(const mhsa_kernels *k, size_t tk, size_t dh)
+{
+    return tk * up(dh, (size_t)k->nr);
+}
+
+void mhsa__head_pack_kv(const mhsa_kernels *k, size_t tk, size_t dh,
+                        size_t tile, const float *kd, const float *vd,
+                        float *kpack, float *vpack)
+{
+    size_t bc = mhsa__attn_bc(k), j0 = tile * bc;
+    size_t n = tk - j0 < bc ? tk - j0 : bc;
+    mhsa_tile_pack_b(k, dh, n, kd + j0 * dh, dh, 1, kpack + j0 * dh);
+    mhsa_tile_pack_b(k, n, dh, vd + j0 * dh, dh, 0,
+                     vpack + j0 * up(dh, (size_t)k->nr));
+}
+
 void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
                         float *tiles)
 {
@@ -242,11 +267,15 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
         // Every row sees the whole tile, or the tile crosses the diagonal.
         int diag = panel_keys(a, j0, n, 1) < n;
         // S = Q K^T: K tile read transposed into NR-wide panels.
-        mhsa_tile_pack_b(k, dh, n, a->k + j0 * dh, dh, 1, t.kb);
-        if (diag)
-            diag_scores(k, a, j0, n, t.qa, t.kb, t.s, bc);
+        const float *kb = t.kb;
+        if (a->kpack)
+            kb = a->kpack + j0 * dh;
         else
-            mhsa_tile_gemm(k, tq, n, dh, t.qa, t.kb, t.s, bc, 0.0f);
+            mhsa_tile_pack_b(k, dh, n, a->k + j0 * dh, dh, 1, t.kb);
+        if (diag)
+            diag_scores(k, a, j0, n, t.qa, kb, t.s, bc);
+        else
+            mhsa_tile_gemm(k, tq, n, dh, t.qa, kb, t.s, bc, 0.0f);
         mhsa_softmax_args sa = { tq, n, t.s, bc, mask_view(a, j0), t.m, t.l,
                                  a->o, a->ldo, dh };
         k->softmax_online(&sa);
@@ -255,12 +284,15 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
         // blocked key's p = 0 times a NaN in V would leak into the GEMM.
         if (rows_finite(a->v + j0 * dh, n, dh, dh)) {   // O += P V
             mhsa_tile_pack_a(k, tq, n, t.s, bc, 0, 1.0f, t.pa);
-            mhsa_tile_pack_b(k, n, dh, a->v + j0 * dh, dh, 0, t.vb);
-            if (diag)
-                diag_pv(k, a, j0, n, t.pa, t.vb, a->o, a->ldo);
-            else
-                mhsa_tile_gemm(k, tq, dh, n, t.pa, t.vb, a->o, a->ldo,
-                               1.0f);
+            const float *vb = t.vb;
+            size_t vdepth = n;
+            if (a->vpack) {   // packed with all the tile's keys
+                vb = a->vpack + j0 * up(dh, (size_t)k->nr);
+                vdepth = a->tk - j0 < bc ? a->tk - j0 : bc;
+            } else {
+                mhsa_tile_pack_b(k, n, dh, a->v + j0 * dh, dh, 0, t.vb);
+            }
+            diag_pv(k, a, j0, n, diag, t.pa, vb, vdepth, a->o, a->ldo);
         } else {      // a non-finite K/V: skip blocked pairs explicitly
             for (size_t r = 0; r < tq; r++)
                 for (size_t j = 0; j < n; j++) {
@@ -410,7 +442,7 @@ void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
         mhsa_tile_pack_a(k, tq, n, t.dp, bc, 0, a->scale, t.pa);
         mhsa_tile_pack_b(k, n, dh, kt, dh, 0, t.kb);     // K
         if (diag)
-            diag_pv(k, a, j0, n, t.pa, t.kb, a->dq, a->ldg);
+            diag_pv(k, a, j0, n, 1, t.pa, t.kb, n, a->dq, a->ldg);
         else
             mhsa_tile_gemm(k, tq, dh, n, t.pa, t.kb, a->dq, a->ldg, 1.0f);
     }

@@ -23,6 +23,10 @@ typedef struct head_args {
     float *o;  size_t ldo;    // (tq, dh) context out (merged layout row)
     float *lse;               // (tq) log-sum-exp out / in (backward)
     float *attn; size_t ldattn;  // (tq, tk) weights out, or NULL
+    // forward only: the head's K^T and V tiles packed once by
+    // mhsa__head_pack_kv for all its query blocks, or NULL (packed per
+    // block into the tile memory)
+    const float *kpack, *vpack;
     // backward only
     const float *dout; size_t lddo;  // (tq, dh) dL/dO
     float *dq, *dk, *dv; size_t ldg; // rows of dqkv: dq (tq), dk/dv (tk)
@@ -33,6 +37,16 @@ size_t mhsa__attn_br(const mhsa_kernels *k);
 size_t mhsa__attn_bc(const mhsa_kernels *k);
 // Tile floats one thread needs for heads of size dh.
 size_t mhsa__attn_tile_floats(const mhsa_kernels *k, size_t dh);
+
+// Floats of one head's packed K^T and V for tk keys (mhsa__head_pack_kv).
+size_t mhsa__head_kpack_floats(const mhsa_kernels *k, size_t tk, size_t dh);
+size_t mhsa__head_vpack_floats(const mhsa_kernels *k, size_t tk, size_t dh);
+// Packs key tile `tile` (keys tile*bc ...) of one head's k and v (tk rows of
+// dh) into kpack / vpack, where mhsa__head_forward looks for it. The same
+// bits as the per-block packing, so results do not change.
+void mhsa__head_pack_kv(const mhsa_kernels *k, size_t tk, size_t dh,
+                        size_t tile, const float *kd, const float *vd,
+                        float *kpack, float *vpack);
 
 // o = softmax(q k^T + mask) v for the block, streamed over key tiles with a
 // running max and sum (online softmax); lse saved for backward. Keys after

@@ -182,13 +182,33 @@ void mhsa__attention(const mhsa_kernels *k, mhsa_workspace *ws,
     }
     size_t br = mhsa__attn_br(k), dh = j->dh;
     size_t nqb = (j->tq + br - 1) / br;
-    size_t tasks = j->batch * j->H * nqb;
+    size_t bhs = j->batch * j->H, tasks = bhs * nqb;
     double flops = 4.0 * (double)j->batch * (double)j->H * (double)j->tq *
                    (double)j->tk * (double)dh;
     int nt = mhsa__threads(ws, flops, tasks);
+    // With several query blocks per head, each head's K^T and V tiles are
+    // packed once up front instead of once per block (at T = 512 a K tile
+    // was packed four times on average). They go into the QKV projection
+    // buffer, which split_heads has finished with; only when they fit.
+    size_t kpf = mhsa__head_kpack_floats(k, j->tk, dh);
+    size_t per_head = kpf + mhsa__head_vpack_floats(k, j->tk, dh);
+    size_t bc = mhsa__attn_bc(k), ntiles = (j->tk + bc - 1) / bc;
+    int prepack = nqb >= 2 && !j->attn &&
+                  bhs * per_head <= 3 * ws->max_batch * ws->max_t *
+                                    j->H * dh;
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
     mhsa_fpstate fp = mhsa__fp_enter();
+    if (prepack) {
+#pragma omp for schedule(static)
+        for (size_t pt = 0; pt < bhs * ntiles; pt++) {
+            size_t bh = pt / ntiles;
+            float *kp = ws->qkv + bh * per_head;
+            mhsa__head_pack_kv(k, j->tk, dh, pt % ntiles,
+                               j->k + bh * j->kv_t * dh,
+                               j->v + bh * j->kv_t * dh, kp, kp + kpf);
+        }   // the implied barrier: every head is packed before it is used
+    }
 #pragma omp for schedule(static)
     for (size_t task = 0; task < tasks; task++) {
         size_t bh = task / nqb, qb = task % nqb;
@@ -211,6 +231,8 @@ void mhsa__attention(const mhsa_kernels *k, mhsa_workspace *ws,
             .lse = j->lse ? j->lse + bh * j->tq + r0 : NULL,
             .attn = j->attn ? j->attn + (bh * j->tq + r0) * j->tk : NULL,
             .ldattn = j->tk,
+            .kpack = prepack ? ws->qkv + bh * per_head : NULL,
+            .vpack = prepack ? ws->qkv + bh * per_head + kpf : NULL,
         };
         mhsa__head_forward(k, &a, tiles);
         if (a.attn)
