@@ -238,15 +238,19 @@ size_t mhsa__head_vpack_floats(const mhsa_kernels *k, size_t tk, size_t dh)
     return tk * up(dh, (size_t)k->nr);
 }
 
-void mhsa__head_pack_kv(const mhsa_kernels *k, size_t tk, size_t dh,
-                        size_t tile, const float *kd, const float *vd,
-                        float *kpack, float *vpack)
+size_t mhsa__head_pack_kv(const mhsa_kernels *k, size_t tk, size_t dh,
+                          size_t tile, const float *kd, const float *vd,
+                          float *kpack, float *vpack)
 {
     size_t bc = mhsa__attn_bc(k), j0 = tile * bc;
     size_t n = tk - j0 < bc ? tk - j0 : bc;
     mhsa_tile_pack_b(k, dh, n, kd + j0 * dh, dh, 1, kpack + j0 * dh);
     mhsa_tile_pack_b(k, n, dh, vd + j0 * dh, dh, 0,
                      vpack + j0 * up(dh, (size_t)k->nr));
+    size_t bad = 0;
+    while (bad < n && rows_finite(vd + (j0 + bad) * dh, 1, dh, dh))
+        bad++;
+    return bad;
 }
 
 void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
@@ -282,7 +286,10 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
         // Only V matters here: a non-finite K score is never read when
         // blocked and makes its row NaN when not, as it should; but a
         // blocked key's p = 0 times a NaN in V would leak into the GEMM.
-        if (rows_finite(a->v + j0 * dh, n, dh, dh)) {   // O += P V
+        // (Checked once per head when its tiles were packed up front.)
+        int v_ok = a->vbad ? (size_t)a->vbad[j0 / bc] >= n
+                           : rows_finite(a->v + j0 * dh, n, dh, dh);
+        if (v_ok) {   // O += P V
             mhsa_tile_pack_a(k, tq, n, t.s, bc, 0, 1.0f, t.pa);
             const float *vb = t.vb;
             size_t vdepth = n;
@@ -357,6 +364,7 @@ void mhsa__head_weights(const mhsa_kernels *k, const head_args *a,
 static void backward_safe(const head_args *a, size_t j0, size_t n,
                           const float *p, const float *ds, size_t ld)
 {
+    int do_q = !a->skip_dq, do_kv = !a->skip_dkv;
     size_t dh = a->dh;
     for (size_t r = 0; r < a->tq; r++)
         for (size_t j = 0; j < n; j++) {
@@ -368,11 +376,12 @@ static void backward_safe(const head_args *a, size_t j0, size_t n,
             float *dv = a->dv + (j0 + j) * a->ldg;
             float *dk = a->dk + (j0 + j) * a->ldg;
             float *dq = a->dq + r * a->ldg;
-            for (size_t d = 0; d < dh; d++) {
+            for (size_t d = 0; d < dh && do_kv; d++) {
                 dv[d] += pr * dout[d];
                 dk[d] += dsr * q[d];
-                dq[d] += a->scale * (dsr * kj[d]);
             }
+            for (size_t d = 0; d < dh && do_q; d++)
+                dq[d] += a->scale * (dsr * kj[d]);
         }
 }
 
@@ -394,14 +403,20 @@ void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
         for (size_t d = 0; d < dh; d++)
             sum += dout[d] * o[d];
         t.delta[r] = sum;
-        memset(a->dq + r * a->ldg, 0, dh * sizeof(float));
+        if (!a->skip_dq)
+            memset(a->dq + r * a->ldg, 0, dh * sizeof(float));
     }
     mhsa_tile_pack_a(k, tq, dh, a->q, dh, 0, 1.0f, t.qa);
     mhsa_tile_pack_a(k, tq, dh, a->dout, a->lddo, 0, 1.0f, t.da);
-    mhsa_tile_pack_b(k, tq, dh, a->q, dh, 0, t.qb);
-    mhsa_tile_pack_b(k, tq, dh, a->dout, a->lddo, 0, t.db);
+    if (!a->skip_dkv) {
+        mhsa_tile_pack_b(k, tq, dh, a->q, dh, 0, t.qb);
+        mhsa_tile_pack_b(k, tq, dh, a->dout, a->lddo, 0, t.db);
+    }
 
-    for (size_t j0 = 0; j0 < kend; j0 += bc) {
+    // Each tile's products are the same whichever part a call computes, so
+    // splitting a head into a dk/dv pass and a dq pass keeps the bits.
+    size_t jend = a->key1 && a->key1 < kend ? a->key1 : kend;
+    for (size_t j0 = a->key0; j0 < jend; j0 += bc) {
         size_t n = kend - j0 < bc ? kend - j0 : bc;
         const float *kt = a->k + j0 * dh, *vt = a->v + j0 * dh;
         // On a tile crossing the causal diagonal every product below runs
@@ -424,20 +439,26 @@ void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
             backward_safe(a, j0, n, t.s, t.dp, bc);
             continue;
         }
-        // dV[j0:j0+n] += P^T dO
-        mhsa_tile_pack_a(k, n, tq, t.s, bc, 1, 1.0f, t.pa);
-        if (diag)
-            diag_keys(k, a, j0, n, t.pa, t.db, a->dv + j0 * a->ldg, a->ldg);
-        else
-            mhsa_tile_gemm(k, n, dh, tq, t.pa, t.db, a->dv + j0 * a->ldg,
-                           a->ldg, 1.0f);
-        // dK[j0:j0+n] += dS^T Q
-        mhsa_tile_pack_a(k, n, tq, t.dp, bc, 1, 1.0f, t.pa);
-        if (diag)
-            diag_keys(k, a, j0, n, t.pa, t.qb, a->dk + j0 * a->ldg, a->ldg);
-        else
-            mhsa_tile_gemm(k, n, dh, tq, t.pa, t.qb, a->dk + j0 * a->ldg,
-                           a->ldg, 1.0f);
+        if (!a->skip_dkv) {
+            // dV[j0:j0+n] += P^T dO
+            mhsa_tile_pack_a(k, n, tq, t.s, bc, 1, 1.0f, t.pa);
+            if (diag)
+                diag_keys(k, a, j0, n, t.pa, t.db, a->dv + j0 * a->ldg,
+                          a->ldg);
+            else
+                mhsa_tile_gemm(k, n, dh, tq, t.pa, t.db, a->dv + j0 * a->ldg,
+                               a->ldg, 1.0f);
+            // dK[j0:j0+n] += dS^T Q
+            mhsa_tile_pack_a(k, n, tq, t.dp, bc, 1, 1.0f, t.pa);
+            if (diag)
+                diag_keys(k, a, j0, n, t.pa, t.qb, a->dk + j0 * a->ldg,
+                          a->ldg);
+            else
+                mhsa_tile_gemm(k, n, dh, tq, t.pa, t.qb, a->dk + j0 * a->ldg,
+                               a->ldg, 1.0f);
+        }
+        if (a->skip_dq)
+            continue;
         // dQ += scale * dS K
         mhsa_tile_pack_a(k, tq, n, t.dp, bc, 0, a->scale, t.pa);
         mhsa_tile_pack_b(k, n, dh, kt, dh, 0, t.kb);     // K

@@ -27,9 +27,17 @@ typedef struct head_args {
     // mhsa__head_pack_kv for all its query blocks, or NULL (packed per
     // block into the tile memory)
     const float *kpack, *vpack;
+    // with them: per key tile, the first key (from the tile's start) whose
+    // V row holds a non-finite value, or more than the tile's keys if none
+    const float *vbad;
     // backward only
     const float *dout; size_t lddo;  // (tq, dh) dL/dO
     float *dq, *dk, *dv; size_t ldg; // rows of dqkv: dq (tq), dk/dv (tk)
+    // backward only, to split one head over threads (all 0: everything):
+    // leave dq or dk/dv alone, and only visit the key tiles that start in
+    // [key0, key1) (key1 == 0: no upper bound; key0 a multiple of bc).
+    int skip_dq, skip_dkv;
+    size_t key0, key1;
 } head_args;
 
 // Query/key block sizes for a kernel table (multiples of mr / nr).
@@ -43,10 +51,12 @@ size_t mhsa__head_kpack_floats(const mhsa_kernels *k, size_t tk, size_t dh);
 size_t mhsa__head_vpack_floats(const mhsa_kernels *k, size_t tk, size_t dh);
 // Packs key tile `tile` (keys tile*bc ...) of one head's k and v (tk rows of
 // dh) into kpack / vpack, where mhsa__head_forward looks for it. The same
-// bits as the per-block packing, so results do not change.
-void mhsa__head_pack_kv(const mhsa_kernels *k, size_t tk, size_t dh,
-                        size_t tile, const float *kd, const float *vd,
-                        float *kpack, float *vpack);
+// bits as the per-block packing, so results do not change. Returns the
+// tile's first key whose V row is not all finite (the tile's key count if
+// none), for head_args.vbad.
+size_t mhsa__head_pack_kv(const mhsa_kernels *k, size_t tk, size_t dh,
+                          size_t tile, const float *kd, const float *vd,
+                          float *kpack, float *vpack);
 
 // o = softmax(q k^T + mask) v for the block, streamed over key tiles with a
 // running max and sum (online softmax); lse saved for backward. Keys after

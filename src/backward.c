@@ -52,47 +52,95 @@ static mhsa_status check_backward(const mhsa_block *blk,
     return MHSA_OK;
 }
 
+// The arguments for query block qb of head bh (rows qb*br ...).
+static head_args block_args(const mhsa_block *blk, const mhsa_workspace *ws,
+                            size_t br, size_t bh, size_t qb)
+{
+    size_t T = ws->fwd_t, H = blk->H, dh = blk->dh, D = blk->D;
+    size_t b = bh / H, h = bh % H, r0 = qb * br;
+    size_t row = b * T + r0;
+    float *g0 = ws->qkv + b * T * 3 * D + h * dh;   // dqkv: dq of row 0
+    head_args a = {
+        .tq = T - r0 < br ? T - r0 : br, .tk = T, .dh = dh, .q_pos = r0,
+        .causal = blk->cfg.causal,
+        .mask = ws->fwd_mask ? ws->fwd_mask + r0 * T : NULL,
+        .ldmask = T,
+        .scale = 1.0f / sqrtf((float)dh),
+        .q = ws->q + (bh * T + r0) * dh,
+        .k = ws->k + bh * T * dh,
+        .v = ws->v + bh * T * dh,
+        .o = ws->ctx + row * D + h * dh, .ldo = D,
+        .lse = ws->lse + bh * T + r0,
+        .dout = ws->dctx + row * D + h * dh, .lddo = D,
+        .dq = g0 + r0 * 3 * D,
+        .dk = g0 + D, .dv = g0 + 2 * D,
+        .ldg = 3 * D,
+    };
+    return a;
+}
+
+// dk and dv of head bh accumulate from zero.
+static void zero_dkv(const mhsa_block *blk, const mhsa_workspace *ws,
+                     size_t bh)
+{
+    size_t T = ws->fwd_t, H = blk->H, dh = blk->dh, D = blk->D;
+    float *g0 = ws->qkv + (bh / H) * T * 3 * D + (bh % H) * dh;
+    for (size_t t = 0; t < T; t++) {
+        memset(g0 + t * 3 * D + D, 0, dh * sizeof(float));
+        memset(g0 + t * 3 * D + 2 * D, 0, dh * sizeof(float));
+    }
+}
+
+// One task per head when there are at least as many heads as threads.
+// With fewer (one long sequence, one head), each head is split instead: a
+// pass over (head, key tile) makes dk and dv, each tile visiting the query
+// blocks in order, and a pass over (head, query block) makes dq, each block
+// visiting the key tiles in order. Every sum runs in the order of the
+// one-task version, so the bits are the same either way; the split pays
+// for recomputing the scores twice.
 static void attention_backward(const mhsa_kernels *k, mhsa_workspace *ws,
                                const mhsa_block *blk)
 {
     size_t B = ws->fwd_b, T = ws->fwd_t, H = blk->H, dh = blk->dh;
-    size_t D = blk->D, br = mhsa__attn_br(k);
-    float *dqkv = ws->qkv;   // the projection is not needed any more
+    size_t br = mhsa__attn_br(k), bc = mhsa__attn_bc(k), bhs = B * H;
+    size_t nqb = (T + br - 1) / br, ntile = (T + bc - 1) / bc;
     double flops = 8.0 * (double)B * (double)H * (double)T * (double)T *
                    (double)dh;
-    int nt = mhsa__threads(ws, flops, B * H);
+    int nt = mhsa__threads(ws, flops, bhs * nqb);
+    int split = (size_t)nt > bhs;
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
     mhsa_fpstate fp = mhsa__fp_enter();
+    float *tiles = ws->tiles + (size_t)omp_get_thread_num() *
+                               ws->tile_floats;
+    if (!split) {
 #pragma omp for schedule(static)
-    for (size_t bh = 0; bh < B * H; bh++) {
-        size_t b = bh / H, h = bh % H;
-        float *tiles = ws->tiles + (size_t)omp_get_thread_num() *
-                                   ws->tile_floats;
-        float *g0 = dqkv + b * T * 3 * D + h * dh;   // dq of row 0
-        for (size_t t = 0; t < T; t++) {   // dk, dv accumulate: start at 0
-            memset(g0 + t * 3 * D + D, 0, dh * sizeof(float));
-            memset(g0 + t * 3 * D + 2 * D, 0, dh * sizeof(float));
+        for (size_t bh = 0; bh < bhs; bh++) {
+            zero_dkv(blk, ws, bh);
+            for (size_t qb = 0; qb < nqb; qb++) {
+                head_args a = block_args(blk, ws, br, bh, qb);
+                mhsa__head_backward(k, &a, tiles);
+            }
         }
-        for (size_t r0 = 0; r0 < T; r0 += br) {
-            size_t tq = T - r0 < br ? T - r0 : br;
-            size_t row = b * T + r0;
-            head_args a = {
-                .tq = tq, .tk = T, .dh = dh, .q_pos = r0,
-                .causal = blk->cfg.causal,
-                .mask = ws->fwd_mask ? ws->fwd_mask + r0 * T : NULL,
-                .ldmask = T,
-                .scale = 1.0f / sqrtf((float)dh),
-                .q = ws->q + (bh * T + r0) * dh,
-                .k = ws->k + bh * T * dh,
-                .v = ws->v + bh * T * dh,
-                .o = ws->ctx + row * D + h * dh, .ldo = D,
-                .lse = ws->lse + bh * T + r0,
-                .dout = ws->dctx + row * D + h * dh, .lddo = D,
-                .dq = g0 + r0 * 3 * D,
-                .dk = g0 + D, .dv = g0 + 2 * D,
-                .ldg = 3 * D,
-            };
+    } else {
+#pragma omp for schedule(static)
+        for (size_t bh = 0; bh < bhs; bh++)
+            zero_dkv(blk, ws, bh);
+#pragma omp for schedule(static)
+        for (size_t task = 0; task < bhs * ntile; task++) {
+            size_t bh = task / ntile, j0 = (task % ntile) * bc;
+            for (size_t qb = 0; qb < nqb; qb++) {
+                head_args a = block_args(blk, ws, br, bh, qb);
+                a.skip_dq = 1;
+                a.key0 = j0;
+                a.key1 = j0 + bc;
+                mhsa__head_backward(k, &a, tiles);
+            }
+        }
+#pragma omp for schedule(static)
+        for (size_t task = 0; task < bhs * nqb; task++) {
+            head_args a = block_args(blk, ws, br, task / nqb, task % nqb);
+            a.skip_dkv = 1;
             mhsa__head_backward(k, &a, tiles);
         }
     }

@@ -41,24 +41,32 @@ size_t mhsa_gemm_a_floats(const mhsa_kernels *k) { return mc_of(k) * KC; }
 // parallel region here runs serially in a forked child (the same bits: they
 // never depend on the thread count); threads created in the child get
 // fresh pools and run in parallel as usual.
-// The handler is registered when the library is loaded, and marks the
-// forking thread whether or not mhsa itself ran a region before: the
-// application's own OpenMP use leaves the same stale pool behind.
-static _Thread_local int pool_stale;
+// Only threads that ran a parallel region here before the fork are marked:
+// marking every forking thread would make every forked child (check's test
+// runner forks each test) serial. An application that ran its own OpenMP
+// regions before fork() should call mhsa with OMP_NUM_THREADS=1 in the
+// child; libgomp gives no way to see that from here.
+static _Thread_local int pool_started, pool_stale;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 static void child_after_fork(void)
 {
-    pool_stale = 1;   // runs in the forking thread, the child's only one
+    if (pool_started)   // runs in the forking thread, the child's only one
+        pool_stale = 1;
 }
 
-__attribute__((constructor)) static void register_atfork(void)
+static void register_atfork(void)
 {
     pthread_atfork(NULL, NULL, child_after_fork);
 }
 
 int mhsa__pool_threads(int nt)
 {
-    return nt <= 1 || pool_stale ? 1 : nt;
+    if (nt <= 1 || pool_stale)
+        return 1;
+    pthread_once(&atfork_once, register_atfork);
+    pool_started = 1;
+    return nt;
 }
 
 size_t mhsa_gemm_b_floats(const mhsa_kernels *k, size_t n)
