@@ -194,8 +194,9 @@ void mhsa__attention(const mhsa_kernels *k, mhsa_workspace *ws,
     size_t per_head = kpf + mhsa__head_vpack_floats(k, j->tk, dh);
     size_t bc = mhsa__attn_bc(k), ntiles = (j->tk + bc - 1) / bc;
     int prepack = nqb >= 2 && !j->attn &&
-                  bhs * per_head <= 3 * ws->max_batch * ws->max_t *
-                                    j->H * dh;
+                  bhs * (per_head + ntiles) <= 3 * ws->max_batch *
+                                               ws->max_t * j->H * dh;
+    float *vbad = ws->qkv + bhs * per_head;   // (bhs, ntiles), see head_args
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
     mhsa_fpstate fp = mhsa__fp_enter();
@@ -204,9 +205,10 @@ void mhsa__attention(const mhsa_kernels *k, mhsa_workspace *ws,
         for (size_t pt = 0; pt < bhs * ntiles; pt++) {
             size_t bh = pt / ntiles;
             float *kp = ws->qkv + bh * per_head;
-            mhsa__head_pack_kv(k, j->tk, dh, pt % ntiles,
-                               j->k + bh * j->kv_t * dh,
-                               j->v + bh * j->kv_t * dh, kp, kp + kpf);
+            vbad[pt] = (float)mhsa__head_pack_kv(k, j->tk, dh, pt % ntiles,
+                                                 j->k + bh * j->kv_t * dh,
+                                                 j->v + bh * j->kv_t * dh,
+                                                 kp, kp + kpf);
         }   // the implied barrier: every head is packed before it is used
     }
 #pragma omp for schedule(static)
@@ -233,6 +235,7 @@ void mhsa__attention(const mhsa_kernels *k, mhsa_workspace *ws,
             .ldattn = j->tk,
             .kpack = prepack ? ws->qkv + bh * per_head : NULL,
             .vpack = prepack ? ws->qkv + bh * per_head + kpf : NULL,
+            .vbad = prepack ? vbad + bh * ntiles : NULL,
         };
         mhsa__head_forward(k, &a, tiles);
         if (a.attn)
