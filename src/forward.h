@@ -28,6 +28,11 @@ void mhsa__linear(const mhsa_kernels *k, const mhsa_workspace *ws,
 void mhsa__split_heads(const mhsa_kernels *k, const mhsa_block *blk,
                        size_t batch, size_t t, const float *qkv, float *q,
                        float *kd, float *vd, size_t kv_t, size_t kv_pos);
+// decode.c: whether a job is one query row per head seeing every key, and
+// the attention for such a job.
+int mhsa__is_decode(const attn_job *j);
+void mhsa__attention_decode(const mhsa_kernels *k, mhsa_workspace *ws,
+                            const attn_job *j);
 // Floats of per-chunk partial results the one-token decode path needs.
 size_t mhsa__decode_partial_floats(size_t batch, size_t H, size_t t,
                                    size_t dh);
