@@ -701,6 +701,43 @@ static void block_shapes(size_t D, size_t dims[4][2], int ndim[4])
     dims[3][0] = D;                     ndim[3] = 1;
 }
 
+// What loading and saving a block share: the four tensor names after the
+// prefix, their shapes, and a temporary per tensor the block has (tensors
+// 0, 2 are the weights, 1, 3 the biases, absent when bias == 0).
+typedef struct block_io {
+    char *names[4], *store;
+    size_t dims[4][2];
+    int ndim[4];
+    float *w[4];
+} block_io;
+
+static void block_io_free(block_io *io)
+{
+    for (int i = 0; i < 4; i++)
+        mhsa__free(io->w[i]);
+    mhsa__free(io->store);
+}
+
+static mhsa_status block_io_make(const mhsa_config *cfg, const char *path,
+                                 const char *prefix, block_io *io)
+{
+    memset(io, 0, sizeof *io);
+    block_shapes((size_t)cfg->d_model, io->dims, io->ndim);
+    mhsa_status s = block_names(prefix ? prefix : "", io->names, &io->store);
+    for (int i = 0; s == MHSA_OK && i < 4; i++) {
+        if (!cfg->bias && (i & 1))
+            continue;
+        io->w[i] = mhsa__alloc(io->dims[i][0] *
+                               (io->ndim[i] == 2 ? io->dims[i][1] : 1) *
+                               sizeof(float));
+        if (!io->w[i])
+            s = mhsa__fail(MHSA_ERR_NO_MEMORY, "%s: no memory", path);
+    }
+    if (s != MHSA_OK)
+        block_io_free(io);
+    return s;
+}
+
 mhsa_status mhsa_block_load_safetensors(mhsa_block *blk, const char *path,
                                         const char *prefix)
 {
@@ -708,33 +745,19 @@ mhsa_status mhsa_block_load_safetensors(mhsa_block *blk, const char *path,
         return mhsa__fail(MHSA_ERR_INVALID_ARG,
                           "mhsa_block_load_safetensors: %s is NULL",
                           !blk ? "blk" : "path");
-    if (!prefix)
-        prefix = "";
-    const mhsa_config *cfg = mhsa_block_config(blk);
-    size_t D = (size_t)cfg->d_model;
-    size_t dims[4][2];
-    int ndim[4];
-    block_shapes(D, dims, ndim);
-    char *names[4], *store = NULL;
-    float *w[4] = {NULL, NULL, NULL, NULL};
+    block_io io;
     mhsa_st_file *f = NULL;
-    mhsa_status s = block_names(prefix, names, &store);
+    mhsa_status s = block_io_make(mhsa_block_config(blk), path, prefix, &io);
     if (s != MHSA_OK)
         return s;
     s = mhsa__st_open(path, &f);
-    // Tensors 0, 2 are the weights, 1, 3 the biases (absent when bias == 0).
+    // Read into the temporaries: the block changes only once all tensors
+    // have been read and checked.
     for (int i = 0; s == MHSA_OK && i < 4; i++) {
-        if (!cfg->bias && (i & 1))
+        if (!io.w[i])
             continue;
-        // Read into temporaries: the block changes only once all tensors
-        // have been read and checked.
-        w[i] = mhsa__alloc(dims[i][0] * (ndim[i] == 2 ? dims[i][1] : 1) *
-                           sizeof(float));
-        if (!w[i]) {
-            s = mhsa__fail(MHSA_ERR_NO_MEMORY, "%s: no memory", path);
-            break;
-        }
-        s = mhsa__st_read_f32(f, names[i], ndim[i], dims[i], w[i]);
+        s = mhsa__st_read_f32(f, io.names[i], io.ndim[i], io.dims[i],
+                              io.w[i]);
         if (s != MHSA_OK) {
             // Prefix the reader's message with the file name.
             char msg[200];
@@ -743,11 +766,9 @@ mhsa_status mhsa_block_load_safetensors(mhsa_block *blk, const char *path,
         }
     }
     if (s == MHSA_OK)
-        s = mhsa_block_set_weights(blk, w[0], w[1], w[2], w[3]);
+        s = mhsa_block_set_weights(blk, io.w[0], io.w[1], io.w[2], io.w[3]);
     mhsa__st_close(f);
-    for (int i = 0; i < 4; i++)
-        mhsa__free(w[i]);
-    mhsa__free(store);
+    block_io_free(&io);
     return s;
 }
 
@@ -758,39 +779,24 @@ mhsa_status mhsa_block_save_safetensors(const mhsa_block *blk,
         return mhsa__fail(MHSA_ERR_INVALID_ARG,
                           "mhsa_block_save_safetensors: %s is NULL",
                           !blk ? "blk" : "path");
-    if (!prefix)
-        prefix = "";
-    const mhsa_config *cfg = mhsa_block_config(blk);
-    size_t D = (size_t)cfg->d_model;
-    size_t dims[4][2];
-    int ndim[4];
-    block_shapes(D, dims, ndim);
-    char *names[4], *store = NULL;
-    float *w[4] = {NULL, NULL, NULL, NULL};
+    block_io io;
+    mhsa_status s = block_io_make(mhsa_block_config(blk), path, prefix, &io);
+    if (s != MHSA_OK)
+        return s;
     mhsa_st_tensor t[4];
     size_t n = 0;
-    mhsa_status s = block_names(prefix, names, &store);
-    for (int i = 0; s == MHSA_OK && i < 4; i++) {
-        if (!cfg->bias && (i & 1))
+    for (int i = 0; i < 4; i++) {
+        if (!io.w[i])
             continue;
-        w[i] = mhsa__alloc(dims[i][0] * (ndim[i] == 2 ? dims[i][1] : 1) *
-                           sizeof(float));
-        if (!w[i]) {
-            s = mhsa__fail(MHSA_ERR_NO_MEMORY, "%s: no memory", path);
-            break;
-        }
-        t[n].name = names[i];
-        t[n].ndim = ndim[i];
-        memcpy(t[n].dims, dims[i], sizeof dims[i]);
-        t[n].data = w[i];
+        t[n].name = io.names[i];
+        t[n].ndim = io.ndim[i];
+        memcpy(t[n].dims, io.dims[i], sizeof io.dims[i]);
+        t[n].data = io.w[i];
         n++;
     }
-    if (s == MHSA_OK)
-        s = mhsa_block_get_weights(blk, w[0], w[1], w[2], w[3]);
+    s = mhsa_block_get_weights(blk, io.w[0], io.w[1], io.w[2], io.w[3]);
     if (s == MHSA_OK)
         s = mhsa__st_write_f32(path, t, n);
-    for (int i = 0; i < 4; i++)
-        mhsa__free(w[i]);
-    mhsa__free(store);
+    block_io_free(&io);
     return s;
 }
