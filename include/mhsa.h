@@ -60,18 +60,22 @@ typedef enum mhsa_isa {
     MHSA_ISA_AUTO = 0,  /* best the CPU supports (the default) */
     MHSA_ISA_SCALAR,
     MHSA_ISA_AVX2,      /* AVX2 + FMA */
-    MHSA_ISA_NEON
+    MHSA_ISA_NEON,
+    MHSA_ISA_AVX512 = 4 /* AVX-512 F, BW, VL, DQ (+ FMA) */
 } mhsa_isa;
 
 /* Process-wide choice of kernels. MHSA_ERR_UNSUPPORTED (active ISA left
  * unchanged) if this build or CPU lacks it; MHSA_ERR_INVALID_ARG for a value
  * outside the enum. Call it before other threads use the library.
- * The environment variable MHSA_ISA=scalar|avx2|neon|auto sets the choice at
- * first use; an unknown or unavailable value falls back to auto. */
+ * The environment variable MHSA_ISA=scalar|avx2|avx512|neon|auto sets the
+ * choice at first use; an unknown or unavailable value falls back to auto.
+ * AVX-512 needs CPUID AVX-512 F, BW, VL and DQ and the OS saving opmask and
+ * ZMM state (XGETBV bits 1, 2, 5, 6, 7); auto prefers it where available. */
 mhsa_status mhsa_select_isa(mhsa_isa isa);
 /* The ISA in use; never MHSA_ISA_AUTO. */
 mhsa_isa    mhsa_active_isa(void);
-/* "auto", "scalar", "avx2", "neon"; "unknown" for a value outside the enum. */
+/* "auto", "scalar", "avx2", "neon", "avx512"; "unknown" for a value outside
+ * the enum. */
 const char *mhsa_isa_name(mhsa_isa isa);
 
 /* ---- The attention block ----------------------------------------------- */
@@ -82,6 +86,15 @@ typedef struct mhsa_config {
     int max_seq_len;  /* largest T (and largest KV-cache length) */
     int causal;       /* 1: position t attends to positions <= t only */
     int bias;         /* 1: b_qkv and b_out exist */
+    /* Added in 0.2; zero for each means "as in 0.1", bit for bit. */
+    int   n_kv_heads;        /* Hkv; 0 means H. H % Hkv == 0 (else
+                                MHSA_ERR_SHAPE) */
+    int   rope_dim;          /* 0: no rotary embedding; else even, 2..dh */
+    float rope_theta;        /* 0 means 10000 */
+    int   rope_interleaved;  /* 0: pairs (i, i + rope_dim/2); 1: pairs
+                                (2i, 2i+1) */
+    int   window;            /* 0: none; W > 0 (causal blocks only): key j
+                                is seen by position p only if p-W < j <= p */
 } mhsa_config;
 
 typedef struct mhsa_block mhsa_block;
@@ -227,6 +240,125 @@ mhsa_status mhsa_block_load_safetensors(mhsa_block *blk, const char *path,
  * MHSA_ERR_IO; built without safetensors support: MHSA_ERR_UNSUPPORTED. */
 mhsa_status mhsa_block_save_safetensors(const mhsa_block *blk, const char *path,
                                         const char *prefix);
+
+/* ---- Additions for 0.2: attention variants --------------------------------
+ *
+ * Grouped-query attention (n_kv_heads = Hkv < H; Hkv = 1 is multi-query):
+ * K and V have Hkv heads of dh = D / H features; query head h uses kv head
+ * h / (H / Hkv). The fused projection is w_qkv ((H + 2*Hkv)*dh, D) = rows
+ * [Wq (D rows); Wk (Hkv*dh); Wv (Hkv*dh)], b_qkv ((H + 2*Hkv)*dh); w_out
+ * (D, D). With Hkv = H this is in_proj_weight exactly. mhsa_grads,
+ * mhsa_block_init_random (Xavier bound from the whole w_qkv shape) and the
+ * KV cache (Hkv heads: H/Hkv times less memory) follow these shapes.
+ *
+ * Rotary position embedding (rope_dim = R > 0): after the projection (bias
+ * included) and before any scaling or caching, every query and key head
+ * vector x at absolute position p has its first R features rotated pair by
+ * pair: for i < R/2, a = p * theta^(-2i/R), pair (u, v) = (x[i], x[i+R/2])
+ * (rope_interleaved = 0: GPT-NeoX, Hugging Face Llama) or (x[2i], x[2i+1])
+ * (= 1: GPT-J, Meta's Llama) becomes (u cos a - v sin a, u sin a + v cos a).
+ * Angles are computed in double once per block. p is t in mhsa_forward and
+ * the sequence's cached length plus t in the cached calls.
+ *
+ * Sliding window (window = W > 0, causal blocks only): key j is blocked for
+ * query position p unless p - W < j <= p; blocked keys are never read.
+ *
+ * Invalid values (negative or odd rope_dim, rope_dim > dh, negative
+ * n_kv_heads, window or rope_theta, rope_interleaved not 0/1, a window on
+ * a non-causal block): MHSA_ERR_INVALID_ARG naming the field; H % Hkv != 0:
+ * MHSA_ERR_SHAPE. */
+
+/* ---- Additions for 0.2: ragged batches ------------------------------------ */
+
+typedef struct mhsa_forward_args {
+    const float *x;        /* (B, T, D) */
+    int B, T;
+    const float *mask;     /* (T, T) additive or NULL, as in mhsa_forward */
+    const int *seq_len;    /* (B) or NULL: 1 <= seq_len[b] <= T */
+    float *y;              /* (B, T, D) */
+    float *attn;           /* (B, H, T, T) or NULL */
+} mhsa_forward_args;
+
+/* mhsa_forward with key padding: key positions j >= seq_len[b] of sequence
+ * b are blocked for every query of b (PyTorch's key_padding_mask), on top
+ * of causal, window and mask. Query rows at padded positions are still
+ * computed over the keys they may see (a row that sees none gets a zero
+ * context). seq_len == NULL is mhsa_forward exactly (same bits).
+ * mhsa_backward works after it; the caller keeps seq_len alive and
+ * unchanged until then, like x and mask. One sequence's results never
+ * depend on what the other sequences hold. Errors as mhsa_forward, and
+ * a NULL a, or seq_len[b] outside 1..T: MHSA_ERR_INVALID_ARG naming b and
+ * the value. */
+mhsa_status mhsa_forward_ex(const mhsa_block *blk, mhsa_workspace *ws,
+                            const mhsa_forward_args *a);
+
+typedef struct mhsa_cached_args {
+    const float *x_new;    /* (B, t_new, D) */
+    int B, t_new;
+    const int *n_new;      /* (B) or NULL (= t_new for all):
+                              0 <= n_new[b] <= t_new */
+    float *y;              /* (B, t_new, D) */
+} mhsa_cached_args;
+
+/* Each sequence b of the cache has its own length. Appends the first
+ * n_new[b] rows of x_new[b] to sequence b at positions seq_len(b) ...;
+ * those rows of y are what one causal forward over that sequence's whole
+ * history gives (to fp32 rounding); rows >= n_new[b] of y[b] are set to 0,
+ * and n_new[b] = 0 leaves sequence b untouched. Sequences >= B are
+ * untouched. B may differ between calls (up to max_batch). If any sequence
+ * would exceed the capacity: MHSA_ERR_SHAPE naming it, nothing changed. An
+ * n_new[b] outside 0..t_new: MHSA_ERR_INVALID_ARG naming b and the value,
+ * nothing changed. One sequence's results never depend on what the other
+ * sequences of the batch hold. */
+mhsa_status mhsa_forward_cached_ex(const mhsa_block *blk, mhsa_workspace *ws,
+                                   mhsa_kv_cache *cache,
+                                   const mhsa_cached_args *a);
+/* Positions cached for sequence b; 0 for NULL or b out of range. */
+int         mhsa_kv_cache_seq_len(const mhsa_kv_cache *c, int b);
+/* Empties slot b only: it then behaves bit for bit like a fresh one (for
+ * continuous batching). b out of range or c NULL: MHSA_ERR_INVALID_ARG. */
+mhsa_status mhsa_kv_cache_reset_seq(mhsa_kv_cache *c, int b);
+
+/* ---- Additions for 0.2: KV cache storage type ----------------------------- */
+
+typedef enum mhsa_dtype { MHSA_F32 = 0, MHSA_F16, MHSA_BF16 } mhsa_dtype;
+
+typedef struct mhsa_kv_config {
+    int max_batch;
+    int capacity;
+    mhsa_dtype dtype;      /* of the stored K and V */
+} mhsa_kv_config;
+
+/* K and V are rounded to dtype (IEEE binary16 or bfloat16, round to
+ * nearest even; values beyond the F16 range become +-inf) when stored, and
+ * attention is computed in fp32 from the stored values: the results equal
+ * those of an fp32 cache whose K and V were first rounded so.
+ * mhsa_kv_cache_bytes reflects the smaller storage. cfg NULL, an unknown
+ * dtype: MHSA_ERR_INVALID_ARG; other errors as mhsa_kv_cache_create, which
+ * is this call with MHSA_F32. */
+mhsa_status mhsa_kv_cache_create_ex(const mhsa_block *blk,
+                                    const mhsa_kv_config *cfg,
+                                    mhsa_kv_cache **out);
+
+/* ---- Additions for 0.2: weight names -------------------------------------- *
+ *
+ * mhsa_block_load_safetensors accepts, after the prefix, any one complete
+ * set of: PyTorch (in_proj_weight, in_proj_bias, out_proj.weight,
+ * out_proj.bias), Hugging Face (q_proj, k_proj, v_proj, o_proj, each
+ * .weight and, with bias, .bias) or GPT (c_q, c_k, c_v, c_proj, the same
+ * suffixes), tried in that order. Shapes: in_proj_weight ((H+2*Hkv)*dh, D),
+ * q (D, D), k and v (Hkv*dh, D), out (D, D). */
+
+typedef enum mhsa_names {
+    MHSA_NAMES_TORCH = 0, MHSA_NAMES_HF, MHSA_NAMES_C
+} mhsa_names;
+
+/* mhsa_block_save_safetensors with the chosen set of names; an unknown
+ * names value: MHSA_ERR_INVALID_ARG. */
+mhsa_status mhsa_block_save_safetensors_ex(const mhsa_block *blk,
+                                           const char *path,
+                                           const char *prefix,
+                                           mhsa_names names);
 
 /* ---- Additions beyond the contract -------------------------------------- */
 
