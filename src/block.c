@@ -14,7 +14,7 @@ static _Atomic uint64_t next_block_id = 1;
 static size_t packed_floats(size_t kdim, size_t n)
 {
     size_t most = 0;
-    for (mhsa_isa i = MHSA_ISA_SCALAR; i <= MHSA_ISA_NEON; i++) {
+    for (mhsa_isa i = MHSA_ISA_SCALAR; i <= MHSA_ISA_LAST; i++) {
         const mhsa_kernels *k = mhsa_kernels_for(i);
         if (!k)
             continue;

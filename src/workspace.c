@@ -29,7 +29,7 @@ static size_t max_over_tables(size_t dh, size_t (*need)(const mhsa_kernels *,
                                                        size_t))
 {
     size_t most = 0;
-    for (mhsa_isa i = MHSA_ISA_SCALAR; i <= MHSA_ISA_NEON; i++) {
+    for (mhsa_isa i = MHSA_ISA_SCALAR; i <= MHSA_ISA_LAST; i++) {
         const mhsa_kernels *k = mhsa_kernels_for(i);
         if (k && need(k, dh) > most)
             most = need(k, dh);
