@@ -1,8 +1,6 @@
-// kv.c — decode products over cached K/V rows and the storage-type
-// conversions for the neon table. Plain C for now, the same arithmetic as
-// the scalar reference; vectorised versions replace these.
-#include <string.h>
-
+// kv.c — decode products over cached K/V rows for the neon table. Plain C
+// for now, the same arithmetic as the scalar reference; vectorised versions
+// replace these.
 #include "half.h"
 #include "neon/neon.h"
 
@@ -43,28 +41,4 @@ void mhsa_kv_acc__neon(size_t m, size_t n, size_t d, const float *p,
             for (size_t i = 0; i < d; i++)
                 o[r * ldo + i] += p[r * ldp + j] * mhsa_load_as_f32(row, i, dt);
     }
-}
-
-void mhsa_cvt_from_f32__neon(size_t n, const float *src, void *dst,
-                             mhsa_dtype dt)
-{
-    uint16_t *h = dst;
-    if (dt == MHSA_F32)
-        memcpy(dst, src, n * sizeof(float));
-    else if (dt == MHSA_F16)
-        for (size_t i = 0; i < n; i++)
-            h[i] = mhsa_f32_to_f16(src[i]);
-    else
-        for (size_t i = 0; i < n; i++)
-            h[i] = mhsa_f32_to_bf16(src[i]);
-}
-
-void mhsa_cvt_to_f32__neon(size_t n, const void *src, mhsa_dtype dt,
-                           float *dst)
-{
-    if (dt == MHSA_F32)
-        memcpy(dst, src, n * sizeof(float));
-    else
-        for (size_t i = 0; i < n; i++)
-            dst[i] = mhsa_load_as_f32(src, i, dt);
 }
