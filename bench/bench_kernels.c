@@ -338,8 +338,10 @@ static void bm_kv(mhsa_bench_state *st, const void *ctx)
         return;
     kv_op op = (kv_op)mhsa_bench_arg(st, 0);
     mhsa_dtype dt = (mhsa_dtype)mhsa_bench_arg(st, 1);
-    size_t H = (size_t)mhsa_bench_arg(st, 2), m = (size_t)mhsa_bench_arg(st, 3);
-    size_t dh = (size_t)mhsa_bench_arg(st, 4), L = (size_t)mhsa_bench_arg(st, 5);
+    size_t H = (size_t)mhsa_bench_arg(st, 2);
+    size_t m = (size_t)mhsa_bench_arg(st, 3);
+    size_t dh = (size_t)mhsa_bench_arg(st, 4);
+    size_t L = (size_t)mhsa_bench_arg(st, 5);
     size_t es = mhsa_dtype_size(dt), elems = H * L * dh;
     int two = op == KV_BOTH;
     // F32 values, stored through the table's own conversion.
