@@ -71,9 +71,26 @@ MHSA_AVX2_INLINE __m256 hsum8(const __m256 a[8])
                                                          3, 7));
 }
 
+// Row jb (< 8) of a tile: two bases 4 rows apart and the offsets 0, 1, 2
+// and 3 rows, so that eight rows need four registers (base + index*scale
+// addressing) instead of eight pointers, which would spill.
+MHSA_AVX2_INLINE const char *tile_row(const char *k0, const char *k4,
+                                      size_t r1, size_t r3, size_t jb)
+{
+    const char *base = jb < 4 ? k0 : k4;
+    switch (jb & 3) {
+    case 0: return base;
+    case 1: return base + r1;
+    case 2: return base + 2 * r1;
+    default: return base + r3;
+    }
+}
+
 // s[r*lds + jb] = q_r . K_{jb} for jb < JB keys (rows of k, row_bytes apart)
-// and r < RB query rows: JB*RB chains, the i sum in gemv_n's order.
-MHSA_AVX2_INLINE void dot_tile(size_t JB, size_t RB, size_t d,
+// and r < RB query rows: JB*RB chains, the i sum in gemv_n's order. TAIL
+// (d % 8 != 0) is a constant too: without it the accumulators stay in
+// registers up to the reduction.
+MHSA_AVX2_INLINE void dot_tile(size_t JB, size_t RB, int TAIL, size_t d,
                                const float *q, size_t ldq, const char *k,
                                size_t row_bytes, mhsa_dtype dt, float *s,
                                size_t lds)
@@ -82,18 +99,20 @@ MHSA_AVX2_INLINE void dot_tile(size_t JB, size_t RB, size_t d,
     for (size_t jb = 0; jb < JB; jb++)
         for (size_t rb = 0; rb < RB; rb++)
             acc[jb][rb] = _mm256_setzero_ps();
-    size_t d8 = d & ~(size_t)7;
+    size_t d8 = d & ~(size_t)7, r1 = row_bytes, r3 = 3 * row_bytes;
+    const char *k4 = k + 4 * row_bytes;
     for (size_t i = 0; i < d8; i += 8) {
         __m256 qv[4];
         for (size_t rb = 0; rb < RB; rb++)
             qv[rb] = _mm256_loadu_ps(q + rb * ldq + i);
         for (size_t jb = 0; jb < JB; jb++) {
-            __m256 kv = mhsa_load8_as_ps__avx2(k + jb * row_bytes, i, dt);
+            __m256 kv = mhsa_load8_as_ps__avx2(tile_row(k, k4, r1, r3, jb),
+                                               i, dt);
             for (size_t rb = 0; rb < RB; rb++)
                 acc[jb][rb] = _mm256_fmadd_ps(kv, qv[rb], acc[jb][rb]);
         }
     }
-    if (d8 < d) {
+    if (TAIL && d8 < d) {
         __m256i mk = mhsa_tail_mask__avx2(d - d8);
         __m256 qv[4];
         for (size_t rb = 0; rb < RB; rb++)
@@ -129,11 +148,17 @@ MHSA_AVX2_INLINE void dot_rows(size_t JB, size_t RB, size_t jn, size_t d,
                                size_t lds)
 {
     size_t j = 0;
-    for (; j + JB <= jn; j += JB)
-        dot_tile(JB, RB, d, q, ldq, k + j * row_bytes, row_bytes, dt, s + j,
-                 lds);
+    if (d & 7) {
+        for (; j + JB <= jn; j += JB)
+            dot_tile(JB, RB, 1, d, q, ldq, k + j * row_bytes, row_bytes, dt,
+                     s + j, lds);
+    } else {
+        for (; j + JB <= jn; j += JB)
+            dot_tile(JB, RB, 0, d, q, ldq, k + j * row_bytes, row_bytes, dt,
+                     s + j, lds);
+    }
     for (; j < jn; j++)
-        dot_tile(1, RB, d, q, ldq, k + j * row_bytes, row_bytes, dt, s + j,
+        dot_tile(1, RB, 1, d, q, ldq, k + j * row_bytes, row_bytes, dt, s + j,
                  lds);
 }
 
