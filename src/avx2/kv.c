@@ -228,13 +228,15 @@ MHSA_AVX2_INLINE void acc_tile(size_t RB, size_t NV, size_t jn,
     for (size_t rb = 0; rb < RB; rb++)
         for (size_t nv = 0; nv < NV; nv++)
             acc[rb][nv] = _mm256_loadu_ps(o + rb * ldo + i + 8 * nv);
+    // Column i of row 0: the NV loads of a row are then at constant offsets.
+    const char *vi = v + i * (dt == MHSA_F32 ? 4 : 2);
     for (size_t j = 0; j < jn; j++) {
-        const char *row = v + j * row_bytes;
+        const char *row = vi + j * row_bytes;
         __m256 pb[4];
         for (size_t rb = 0; rb < RB; rb++)
             pb[rb] = _mm256_broadcast_ss(p + rb * ldp + j);
         for (size_t nv = 0; nv < NV; nv++) {
-            __m256 x = mhsa_load8_as_ps__avx2(row, i + 8 * nv, dt);
+            __m256 x = mhsa_load8_as_ps__avx2(row, 8 * nv, dt);
             for (size_t rb = 0; rb < RB; rb++)
                 acc[rb][nv] = _mm256_fmadd_ps(pb[rb], x, acc[rb][nv]);
         }
