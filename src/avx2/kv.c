@@ -9,13 +9,21 @@
 // shift for BF16), while enough independent FMA chains keep the few
 // operations per byte off the critical path:
 //  - the n rows are taken in blocks (8 keys for kv_dot, 32 rows for
-//    kv_acc) small enough to stay in L1, with the next block prefetched;
-//    within a block all m query rows are served, up to 4 at a time, so a
-//    block comes from memory once whatever m is (a GQA group of query
-//    heads shares its kv head's rows);
+//    kv_acc) small enough to stay in L1; within a block all m query rows
+//    are served, up to 4 at a time, so a block comes from memory once
+//    whatever m is (a GQA group of query heads shares its kv head's rows);
 //  - kv_dot holds keys x query rows accumulators (8x1, 4x2, 2x3, 2x4),
 //    kv_acc holds query rows x column vectors (1x8, 2x4, 3x3, 4x2): 8 to
-//    9 independent chains, enough to cover the FMA latency.
+//    9 independent chains, enough to cover the FMA latency;
+//  - kv_dot reads 8 rows side by side, which the hardware prefetchers
+//    follow poorly from DRAM: it prefetches the block after next (+20%
+//    from DRAM on Zen 3, no change from L3). kv_acc reads its rows one
+//    after another and is left to the hardware: prefetching its next
+//    block cost a quarter of its speed from L3 and a fifth from DRAM;
+//  - F16 costs one vcvtph2ps per 8 elements, about one per cycle on Zen 3:
+//    24 G elements/s at 3 GHz, i.e. 48 GB/s, is the ceiling of F16 from
+//    any level of the memory hierarchy (BF16 and F32 have none below the
+//    FMA rate).
 // Bits: every (query row, key) dot product of kv_dot is one chain over i in
 // steps of 8 plus a masked tail, reduced by mhsa_hsum_ps__avx2, exactly as
 // gemv_n does it; every output element of kv_acc is one FMA chain over j in
@@ -35,14 +43,23 @@ enum {
     ACC_BLOCK = 32,    // rows per block of kv_acc (8 KiB of F16 at d 128)
 };
 
-// Prefetches rows [j0, j1) of a row-major cache (row_bytes apart, `bytes`
-// used per row) into L1, one line at a time.
+// Prefetches rows [j0, j1) (row_bytes apart, `bytes` used per row) into
+// L1, one 64-byte line per instruction: the rows of a block lie back to
+// back when the cache row holds just the d elements used (its layout), so
+// that is one plain loop; otherwise each row's used bytes.
 MHSA_AVX2_INLINE void prefetch_rows(const char *base, size_t row_bytes,
                                     size_t bytes, size_t j0, size_t j1)
 {
+    if (row_bytes == bytes) {
+        const char *p = base + j0 * row_bytes, *e = base + j1 * row_bytes;
+        for (; p < e; p += 64)
+            _mm_prefetch(p, _MM_HINT_T0);
+        return;
+    }
     for (size_t j = j0; j < j1; j++)
-        for (size_t b = 0; b < bytes; b += 64)
-            _mm_prefetch(base + j * row_bytes + b, _MM_HINT_T0);
+        for (const char *p = base + j * row_bytes,
+                        *e = base + j * row_bytes + bytes; p < e; p += 64)
+            _mm_prefetch(p, _MM_HINT_T0);
 }
 
 // ---- kv_dot ---------------------------------------------------------------
@@ -290,10 +307,6 @@ MHSA_AVX2_INLINE void kv_acc_dt(size_t m, size_t n, size_t d, const float *p,
     size_t es = dt == MHSA_F32 ? 4 : 2, row_bytes = ldv * es;
     for (size_t j = 0; j < n; j += ACC_BLOCK) {
         size_t jn = n - j < ACC_BLOCK ? n - j : ACC_BLOCK;
-        size_t pf = j + ACC_BLOCK;   // the next block, while this one runs
-        if (pf < n)
-            prefetch_rows(v, row_bytes, d * es, pf,
-                          pf + ACC_BLOCK < n ? pf + ACC_BLOCK : n);
         const char *vb = v + j * row_bytes;
         size_t r = 0;
         for (; r + 4 <= m; r += 4)

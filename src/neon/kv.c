@@ -5,11 +5,14 @@
 // Same plan as src/avx2/kv.c: decoding one token streams the whole cache
 // once with one FMA per element per query row, so the kernels are built
 // for memory bandwidth: rows in blocks small enough for L1 (8 keys for
-// kv_dot, 32 rows for kv_acc), the next block prefetched, every query row
-// of the group served from the block while it is in L1 (up to 4 at a time,
-// so a GQA group reads its kv head once), F16 converted by FCVTL and BF16
-// by a widening shift in registers, and 8 to 16 independent FMA chains
-// (AArch64 has 32 vector registers).
+// kv_dot, 32 rows for kv_acc), every query row of the group served from
+// the block while it is in L1 (up to 4 at a time, so a GQA group reads its
+// kv head once), F16 converted by FCVTL and BF16 by a widening shift in
+// registers, and 8 to 16 independent FMA chains (AArch64 has 32 vector
+// registers). As on x86, kv_dot (8 rows side by side) prefetches the block
+// after next and kv_acc (rows one after another) leaves it to the hardware
+// prefetchers; that choice was measured on Zen 3 only (no Arm hardware
+// here: these kernels are checked under qemu, not timed).
 // Bits: every (query row, key) dot product of kv_dot is one 4-lane chain
 // over i in steps of 4, reduced by FADDP (vaddvq_f32), then the d % 4 last
 // elements added one by one (multiply, then add: no contraction), exactly
@@ -30,14 +33,23 @@ enum {
     ACC_BLOCK = 32,    // rows per block of kv_acc (8 KiB of F16 at d 128)
 };
 
-// Prefetches rows [j0, j1) (row_bytes apart, `bytes` used per row) for
-// reading, one 64-byte line at a time.
+// Prefetches rows [j0, j1) (row_bytes apart, `bytes` used per row) into
+// L1, one 64-byte line per instruction: the rows of a block lie back to
+// back when the cache row holds just the d elements used (its layout), so
+// that is one plain loop; otherwise each row's used bytes.
 MHSA_NEON_INLINE void prefetch_rows(const char *base, size_t row_bytes,
                                     size_t bytes, size_t j0, size_t j1)
 {
+    if (row_bytes == bytes) {
+        const char *p = base + j0 * row_bytes, *e = base + j1 * row_bytes;
+        for (; p < e; p += 64)
+            __builtin_prefetch(p, 0, 3);
+        return;
+    }
     for (size_t j = j0; j < j1; j++)
-        for (size_t b = 0; b < bytes; b += 64)
-            __builtin_prefetch(base + j * row_bytes + b, 0, 3);
+        for (const char *p = base + j * row_bytes,
+                        *e = base + j * row_bytes + bytes; p < e; p += 64)
+            __builtin_prefetch(p, 0, 3);
 }
 
 // ---- kv_dot ---------------------------------------------------------------
@@ -223,10 +235,6 @@ MHSA_NEON_INLINE void kv_acc_dt(size_t m, size_t n, size_t d, const float *p,
     size_t es = dt == MHSA_F32 ? 4 : 2, row_bytes = ldv * es;
     for (size_t j = 0; j < n; j += ACC_BLOCK) {
         size_t jn = n - j < ACC_BLOCK ? n - j : ACC_BLOCK;
-        size_t pf = j + ACC_BLOCK;   // the next block, while this one runs
-        if (pf < n)
-            prefetch_rows(v, row_bytes, d * es, pf,
-                          pf + ACC_BLOCK < n ? pf + ACC_BLOCK : n);
         const char *vb = v + j * row_bytes;
         size_t r = 0;
         for (; r + 4 <= m; r += 4)
