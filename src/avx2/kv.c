@@ -17,9 +17,11 @@
 //    9 independent chains, enough to cover the FMA latency;
 //  - kv_dot reads 8 rows side by side, which the hardware prefetchers
 //    follow poorly from DRAM: it prefetches the block after next (+20%
-//    from DRAM on Zen 3, no change from L3). kv_acc reads its rows one
-//    after another and is left to the hardware: prefetching its next
-//    block cost a quarter of its speed from L3 and a fifth from DRAM;
+//    from DRAM on Zen 3, no change from L3). kv_acc with 1 or 2 rows per
+//    group reads whole lines in order and is left to the hardware
+//    (prefetching cost a fifth of its speed from L3); with 3 or 4 its
+//    narrow tiles read a block in many passes, and it prefetches the next
+//    16-row block (+50% from memory at m = 4);
 //  - F16 costs one vcvtph2ps per 8 elements, about one per cycle on Zen 3:
 //    24 G elements/s at 3 GHz, i.e. 48 GB/s, is the ceiling of F16 from
 //    any level of the memory hierarchy (BF16 and F32 have none below the
@@ -41,6 +43,9 @@
 enum {
     DOT_BLOCK = 8,     // keys per block of kv_dot
     ACC_BLOCK = 32,    // rows per block of kv_acc (8 KiB of F16 at d 128)
+    // kv_acc with 3 or more rows per group: narrow tiles, so each block is
+    // read in many passes; smaller blocks, the next one prefetched
+    ACC_BLOCK_NARROW = 16,
 };
 
 // Prefetches rows [j0, j1) (row_bytes apart, `bytes` used per row) into
@@ -305,8 +310,17 @@ MHSA_AVX2_INLINE void kv_acc_dt(size_t m, size_t n, size_t d, const float *p,
                                 mhsa_dtype dt, float *o, size_t ldo)
 {
     size_t es = dt == MHSA_F32 ? 4 : 2, row_bytes = ldv * es;
-    for (size_t j = 0; j < n; j += ACC_BLOCK) {
-        size_t jn = n - j < ACC_BLOCK ? n - j : ACC_BLOCK;
+    // Groups of 3 or 4 rows take 16 to 24 columns per pass over a block,
+    // so a block's lines arrive over many passes: there the next block is
+    // prefetched (+50% from memory at m = 4); with 1 or 2 rows a pass
+    // takes whole lines in order, and prefetching only costs.
+    int narrow = m >= 3;
+    size_t blk = narrow ? ACC_BLOCK_NARROW : ACC_BLOCK;
+    for (size_t j = 0; j < n; j += blk) {
+        size_t jn = n - j < blk ? n - j : blk;
+        if (narrow && j + blk < n)
+            prefetch_rows(v, row_bytes, d * es, j + blk,
+                          j + 2 * blk < n ? j + 2 * blk : n);
         const char *vb = v + j * row_bytes;
         size_t r = 0;
         for (; r + 4 <= m; r += 4)

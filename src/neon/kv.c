@@ -10,9 +10,10 @@
 // kv head once), F16 converted by FCVTL and BF16 by a widening shift in
 // registers, and 8 to 16 independent FMA chains (AArch64 has 32 vector
 // registers). As on x86, kv_dot (8 rows side by side) prefetches the block
-// after next and kv_acc (rows one after another) leaves it to the hardware
-// prefetchers; that choice was measured on Zen 3 only (no Arm hardware
-// here: these kernels are checked under qemu, not timed).
+// after next, and kv_acc prefetches its next block only for groups of 3 or
+// 4 rows (narrow tiles, many passes per block); those choices were measured
+// on Zen 3 only (no Arm hardware here: these kernels are checked under
+// qemu, not timed).
 // Bits: every (query row, key) dot product of kv_dot is one 4-lane chain
 // over i in steps of 4, reduced by FADDP (vaddvq_f32), then the d % 4 last
 // elements added one by one (multiply, then add: no contraction), exactly
@@ -31,6 +32,9 @@
 enum {
     DOT_BLOCK = 8,     // keys per block of kv_dot
     ACC_BLOCK = 32,    // rows per block of kv_acc (8 KiB of F16 at d 128)
+    // kv_acc with 3 or more rows per group: narrow tiles, so each block is
+    // read in many passes; smaller blocks, the next one prefetched
+    ACC_BLOCK_NARROW = 16,
 };
 
 // Prefetches rows [j0, j1) (row_bytes apart, `bytes` used per row) into
@@ -233,8 +237,17 @@ MHSA_NEON_INLINE void kv_acc_dt(size_t m, size_t n, size_t d, const float *p,
                                 mhsa_dtype dt, float *o, size_t ldo)
 {
     size_t es = dt == MHSA_F32 ? 4 : 2, row_bytes = ldv * es;
-    for (size_t j = 0; j < n; j += ACC_BLOCK) {
-        size_t jn = n - j < ACC_BLOCK ? n - j : ACC_BLOCK;
+    // Groups of 3 or 4 rows take 16 to 24 columns per pass over a block,
+    // so a block's lines arrive over many passes: there the next block is
+    // prefetched (+50% from memory at m = 4); with 1 or 2 rows a pass
+    // takes whole lines in order, and prefetching only costs.
+    int narrow = m >= 3;
+    size_t blk = narrow ? ACC_BLOCK_NARROW : ACC_BLOCK;
+    for (size_t j = 0; j < n; j += blk) {
+        size_t jn = n - j < blk ? n - j : blk;
+        if (narrow && j + blk < n)
+            prefetch_rows(v, row_bytes, d * es, j + blk,
+                          j + 2 * blk < n ? j + 2 * blk : n);
         const char *vb = v + j * row_bytes;
         size_t r = 0;
         for (; r + 4 <= m; r += 4)
