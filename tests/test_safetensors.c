@@ -670,18 +670,24 @@ START_TEST(block_loads_f16_bf16)
 }
 END_TEST
 
-// A valid file whose in_proj_weight has an integer dtype, and corrupt files:
-// FORMAT, block unchanged.
+// A valid file holding the whole PyTorch set whose in_proj_weight has an
+// integer dtype, and corrupt files: FORMAT, block unchanged.
 START_TEST(block_load_errors_leave_weights)
 {
     const int D = 2;
     mhsa_block *b = random_block(D, 1, 1, 9);
     weights w0 = weights_alloc(D), w1 = weights_alloc(D);
     weights_get(b, &w0);
-    static const unsigned char z[64];
+    static const unsigned char z[96];
     const char *p = write_raw("i.safetensors", UINT64_MAX,
         "{\"in_proj_weight\":{\"dtype\":\"I32\",\"shape\":[6,2],"
-        "\"data_offsets\":[0,48]}}", z, 48);
+        "\"data_offsets\":[0,48]},"
+        "\"in_proj_bias\":{\"dtype\":\"F32\",\"shape\":[6],"
+        "\"data_offsets\":[48,72]},"
+        "\"out_proj.weight\":{\"dtype\":\"F32\",\"shape\":[2,2],"
+        "\"data_offsets\":[72,88]},"
+        "\"out_proj.bias\":{\"dtype\":\"F32\",\"shape\":[2],"
+        "\"data_offsets\":[88,96]}}", z, 96);
     ck_assert_int_eq(mhsa_block_load_safetensors(b, p, ""), MHSA_ERR_FORMAT);
     ck_assert_ptr_nonnull(strstr(mhsa_last_error(), "I32"));
     p = write_raw("t.safetensors", UINT64_MAX,
