@@ -65,6 +65,8 @@ typedef struct env {
     mhsa_lm *lm;
     const char *st_path;      // a saved weight file of blk's config
     char tmp_path[64];
+    mhsa_names names;         // the set of names op_load_ex / op_save_ex use
+    char names_path[3][80];   // blk saved under each set of names
 } env;
 
 // op makes one object into *obj (or leaves obj alone when the call makes
@@ -165,6 +167,21 @@ static mhsa_status op_save(env *e, void **obj)
     return mhsa_block_save_safetensors(e->blk, e->tmp_path, "x.");
 }
 
+// The same with the Hugging Face and c_* names: a file holding the set
+// e->names is loaded (its tensors split into the fused w_qkv), or saved.
+static mhsa_status op_load_ex(env *e, void **obj)
+{
+    e->st_path = e->names_path[e->names];
+    return op_load(e, obj);
+}
+
+static mhsa_status op_save_ex(env *e, void **obj)
+{
+    (void)obj;
+    return mhsa_block_save_safetensors_ex(e->blk, e->tmp_path, "x.",
+                                          e->names);
+}
+
 static void destroy_block(void *p) { mhsa_block_destroy(p); }
 static void destroy_ws(void *p) { mhsa_workspace_destroy(p); }
 static void destroy_cache(void *p) { mhsa_kv_cache_destroy(p); }
@@ -222,6 +239,12 @@ START_TEST(every_allocation_fails_in_turn)
     e.st_path = e.tmp_path;
     ck_assert_int_eq(mhsa_block_save_safetensors(e.blk, e.st_path, "attn."),
                      MHSA_OK);
+    for (int k = 0; k < 3; k++) {
+        snprintf(e.names_path[k], sizeof e.names_path[k], "%s.%d",
+                 e.tmp_path, k);
+        ck_assert_int_eq(mhsa_block_save_safetensors_ex(e.blk,
+                         e.names_path[k], "attn.", (mhsa_names)k), MHSA_OK);
+    }
     size_t n = 2 * 16 * 12;
     float *x = malloc(n * sizeof(float)), *y0 = malloc(n * 4);
     float *dx0 = malloc(n * 4), *dec0 = malloc(n * 4);
@@ -246,9 +269,21 @@ START_TEST(every_allocation_fails_in_turn)
     fault_every("mhsa_block_load_safetensors", &e, op_load, NULL, 1);
     e.st_path = e.tmp_path;
     fault_every("mhsa_block_save_safetensors", &e, op_save, NULL, 1);
+    static const char *const set_name[3] = {"torch", "hf", "c"};
+    for (int k = 0; k < 3; k++) {
+        char what[64];
+        e.names = (mhsa_names)k;
+        snprintf(what, sizeof what, "load_safetensors (%s)", set_name[k]);
+        fault_every(what, &e, op_load_ex, NULL, 1);
+        snprintf(what, sizeof what, "save_safetensors_ex (%s)",
+                 set_name[k]);
+        fault_every(what, &e, op_save_ex, NULL, 1);
+    }
 #else
     (void)op_load;
     (void)op_save;
+    (void)op_load_ex;
+    (void)op_save_ex;
 #endif
     // What existed before the faults still works, with the same bits.
     compute(e.blk, x, y1, dx1, dec1);
@@ -257,6 +292,8 @@ START_TEST(every_allocation_fails_in_turn)
     ck_assert(lm_loss(e.lm) == loss_twin);
 
     unlink(e.tmp_path);
+    for (int k = 0; k < 3; k++)
+        unlink(e.names_path[k]);
     mhsa_lm_destroy(twin);
     mhsa_lm_destroy(e.lm);
     mhsa_block_destroy(e.blk);
