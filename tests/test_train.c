@@ -194,6 +194,14 @@ START_TEST(model_errors_and_state)
     c.n_heads = 0;
     ck_assert_int_eq(mhsa_lm_create(&c, &lm), MHSA_ERR_INVALID_ARG);
     ck_assert_ptr_nonnull(strstr(mhsa_last_error(), "n_heads"));
+    // The K/V heads decide the parameter shapes: checked before the block.
+    c = (mhsa_lm_config){ 8, 8, 4, 4, 2, .n_kv_heads = -1 };
+    ck_assert_int_eq(mhsa_lm_create(&c, &lm), MHSA_ERR_INVALID_ARG);
+    ck_assert_ptr_nonnull(strstr(mhsa_last_error(), "n_kv_heads = -1"));
+    c.n_kv_heads = 3;
+    ck_assert_int_eq(mhsa_lm_create(&c, &lm), MHSA_ERR_SHAPE);
+    ck_assert_ptr_nonnull(strstr(mhsa_last_error(), "n_kv_heads = 3"));
+    ck_assert_ptr_null(lm);
     mhsa_lm_destroy(NULL);
 
     lm = make_lm(8, 6, 3, 4, 2, 1);
