@@ -14,7 +14,7 @@
 #include "ref_variants.h"
 #include "util.h"
 
-enum { N_RANDOM = 24 };
+enum { N_RANDOM = 16 };
 
 typedef struct vprob {
     mhsa_config cfg;
@@ -110,6 +110,10 @@ static mhsa_config random_cfg(rng *r, int T)
     static const int groups[] = { 1, 1, 2, 3, 4, 8 };
     int dh = dhs[rng_int(r, 0, 8)], Hkv = rng_int(r, 1, 3);
     int H = Hkv * groups[rng_int(r, 0, 5)];
+    while (H * dh > 128 && H > Hkv)   // keeps the reference quick
+        H -= Hkv;
+    while (H * dh > 128 && Hkv > 1)
+        H = --Hkv;
     mhsa_config c = { 0 };
     c.d_model = H * dh;
     c.n_heads = H;
@@ -243,8 +247,10 @@ START_TEST(backward_matches_finite_differences)
         return;
     rng r = { 2000 + (uint64_t)_i };
     for (int it = 0; it < N_RANDOM / 2; it++) {
-        static const int ts[] = { 1, 3, 9, 40, 75, 140 };
+        static const int ts[] = { 1, 3, 9, 40, 75, 131 };
         int T = ts[rng_int(&r, 0, 5)], B = rng_int(&r, 1, 2);
+        if (T > 40)
+            B = 1;
         mhsa_config cfg = random_cfg(&r, T);
         vprob p;
         vprob_make(&p, &r, cfg, B, T, rng_int(&r, 0, 3) == 0,
@@ -283,9 +289,9 @@ START_TEST(backward_matches_finite_differences)
             double gmax = 1e-3;
             for (size_t i = 0; i < t[ti].n; i++)
                 gmax = fabs(t[ti].g[i]) > gmax ? fabs(t[ti].g[i]) : gmax;
-            for (int probe = 0; probe < 12; probe++) {
+            for (int probe = 0; probe < 8; probe++) {
                 size_t i = (size_t)rng_int(&r, 0, (int)t[ti].n - 1);
-                if (ti == 0 && probe < 6)   // the k and v rows (groups)
+                if (ti == 0 && probe < 5)   // the k and v rows (groups)
                     i = (size_t)D * D + (size_t)rng_int(
                             &r, 0, (int)(nq - (size_t)D * D) - 1);
                 double want = fd(&p, &t[ti].v[i]);
