@@ -892,11 +892,18 @@ static int set_specs(mhsa_names set, const weights *w, int with_bias,
     return n;
 }
 
-// The configs the name tests run over: without GQA (n_kv_heads 0 and H).
+// The configs the name tests run over: without GQA (n_kv_heads 0 and H),
+// grouped-query (H/Hkv = 2, 4) and multi-query (Hkv = 1).
 static const mhsa_config name_cfgs[] = {
     {.d_model = 16, .n_heads = 4, .max_seq_len = 8, .causal = 1},
     {.d_model = 12, .n_heads = 3, .max_seq_len = 8, .causal = 1,
      .n_kv_heads = 3},
+    {.d_model = 16, .n_heads = 4, .max_seq_len = 8, .causal = 1,
+     .n_kv_heads = 2},
+    {.d_model = 24, .n_heads = 8, .max_seq_len = 8, .causal = 1,
+     .n_kv_heads = 2},
+    {.d_model = 12, .n_heads = 3, .max_seq_len = 8, .causal = 1,
+     .n_kv_heads = 1},
 };
 enum { N_NAME_CFGS = sizeof name_cfgs / sizeof name_cfgs[0] };
 
@@ -1181,6 +1188,30 @@ START_TEST(names_wrong_shape_names_tensor)
     p = write_specs("w.safetensors", "attn.", t, n);
     expect_load_error(blk, p, "tensor 'attn.out_proj.weight': expected "
                       "shape [16, 16], found [256]");
+
+    // A multi-head file into a grouped-query block (H = 4, Hkv = 1 and 2:
+    // K and V of 4 and 8 rows), for every set: the first tensor whose
+    // shape differs is named.
+    for (int hkv = 1; hkv <= 2; hkv++) {
+        mhsa_config g = c;
+        g.n_kv_heads = hkv;
+        mhsa_block *gb = random_block_cfg(&g, 701);
+        char want[128];
+        n = set_specs(MHSA_NAMES_TORCH, &w, 1, t);
+        p = write_specs("w.safetensors", "attn.", t, n);
+        snprintf(want, sizeof want, "tensor 'attn.in_proj_weight': expected "
+                 "shape [%d, 16], found [48, 16]", 16 + 2 * 4 * hkv);
+        expect_load_error(gb, p, want);
+        for (int set = 1; set < 3; set++) {
+            n = set_specs((mhsa_names)set, &w, 1, t);
+            p = write_specs("w.safetensors", "attn.", t, n);
+            snprintf(want, sizeof want, "tensor 'attn.%s': expected shape "
+                     "[%d, 16], found [16, 16]", split_names[set - 1][2],
+                     4 * hkv);
+            expect_load_error(gb, p, want);
+        }
+        mhsa_block_destroy(gb);
+    }
     weights_free(&w);
     mhsa_block_destroy(blk);
     cleanup();
