@@ -1,11 +1,13 @@
 // interop_driver.c — the C half of the PyTorch interoperability test,
 // driven by mha_interop.py. Uses only the public API, as an embedder would.
 //
-//   interop_driver [--kv-heads HKV] [--names torch|hf|c]
+//   interop_driver [--kv-heads HKV] [--rope DIM] [--rope-theta X]
+//                  [--names torch|hf|c]
 //                  WEIGHTS PREFIX D H CAUSAL BIAS B T X_IN Y_OUT
 //                  [SAVE_PATH SAVE_PREFIX]
 //
-// Loads the block (HKV key/value heads, default H) from WEIGHTS (tensors
+// Loads the block (HKV key/value heads, default H; rotary embedding of
+// DIM features, Hugging Face's pairing, base X) from WEIGHTS (tensors
 // named PREFIX + any one set of names mhsa knows), runs mhsa_forward on
 // X_IN (raw little-endian fp32, (B, T, D)), writes Y_OUT the same way and,
 // if asked, saves the block's weights to SAVE_PATH under the set of names
@@ -31,6 +33,10 @@ int main(int argc, char **argv)
     while (argc > 2 && strncmp(argv[1], "--", 2) == 0) {
         if (strcmp(argv[1], "--kv-heads") == 0) {
             cfg.n_kv_heads = atoi(argv[2]);
+        } else if (strcmp(argv[1], "--rope") == 0) {
+            cfg.rope_dim = atoi(argv[2]);
+        } else if (strcmp(argv[1], "--rope-theta") == 0) {
+            cfg.rope_theta = strtof(argv[2], NULL);
         } else if (strcmp(argv[1], "--names") == 0) {
             names = strcmp(argv[2], "hf") == 0  ? MHSA_NAMES_HF
                   : strcmp(argv[2], "c") == 0   ? MHSA_NAMES_C
@@ -42,9 +48,9 @@ int main(int argc, char **argv)
         argc -= 2;
     }
     if (argc != 11 && argc != 13) {
-        fprintf(stderr, "usage: %s [--kv-heads HKV] [--names torch|hf|c] "
-                "WEIGHTS PREFIX D H CAUSAL BIAS B T X_IN Y_OUT [SAVE_PATH "
-                "SAVE_PREFIX]\n", prog);
+        fprintf(stderr, "usage: %s [--kv-heads HKV] [--rope DIM] "
+                "[--rope-theta X] [--names torch|hf|c] WEIGHTS PREFIX D H "
+                "CAUSAL BIAS B T X_IN Y_OUT [SAVE_PATH SAVE_PREFIX]\n", prog);
         return 2;
     }
     cfg.d_model = atoi(argv[3]);

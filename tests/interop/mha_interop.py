@@ -15,15 +15,16 @@ Usage: mha_interop.py INTEROP_DRIVER [--torch]
    shapes and bits must be what PyTorch's load_state_dict() expects.
 4. Does the same with the projections stored one by one, under Hugging
    Face names (q_proj, k_proj, v_proj, o_proj after a Llama-style prefix,
-   F32 and BF16) and the GPT's c_q, c_k, c_v, c_proj, with key/value head
-   counts GQA_CASES; mhsa saves them back under the same names.
+   F32 and BF16, with RoPE as transformers applies it to Llama) and the
+   GPT's c_q, c_k, c_v, c_proj, with key/value head counts GQA_CASES; mhsa
+   saves them back under the same names.
 
 With --torch (or when torch is importable and MHSA_INTEROP_TORCH=1), the
 same files also go through real torch.nn.MultiheadAttention: the module
 exported from torch loads into mhsa, and mhsa's file loads into torch with
 load_state_dict(strict=True), both reproducing torch's outputs; and the
 same both ways for a Llama-style attention module (q_proj ... o_proj, no
-biases) written in torch.
+biases, grouped-query, transformers' RoPE) written in torch.
 
 Only the standard library and numpy are needed; exit status 77 (meson's
 "skipped") when numpy is missing.
@@ -62,8 +63,9 @@ except ImportError:
     sys.exit(77)
 
 TOL = 1e-4
-# Key/value head counts the split-name checks run with (H = 4).
-GQA_CASES = (4,)
+# Key/value head counts the split-name checks run with (H = 4): multi-head,
+# grouped-query and multi-query.
+GQA_CASES = (4, 2, 1)
 
 # safetensors' dtype names, sizes, and its enum order (the writer sorts the
 # data by dtype in descending enum order, then by name).
@@ -151,20 +153,39 @@ def load_file(path):
     return meta, out
 
 
-def mha_numpy(x, w_qkv, b_qkv, w_out, b_out, H, causal, Hkv=None):
+def rope_numpy(a, R, theta):
+    """Rotary embedding as transformers applies it to Llama (rotate_half):
+    a (B, heads, T, dh), the first R features of position t rotated in
+    pairs (i, i + R/2) by the angle t * theta^(-2i/R)."""
+    if not R:
+        return a
+    T = a.shape[2]
+    ang = np.arange(T)[:, None] * theta ** (-np.arange(0, R, 2) / R)
+    cos = np.cos(np.concatenate([ang, ang], -1))
+    sin = np.sin(np.concatenate([ang, ang], -1))
+    r = a[..., :R]
+    half = np.concatenate([-r[..., R // 2:], r[..., :R // 2]], -1)
+    return np.concatenate([r * cos + half * sin, a[..., R:]], -1)
+
+
+def mha_numpy(x, w_qkv, b_qkv, w_out, b_out, H, causal, Hkv=None, rope=0,
+              theta=10000.0):
     """torch.nn.MultiheadAttention(D, H, batch_first=True) in float64; with
     Hkv < H, grouped-query attention: w_qkv rows [Wq (D); Wk, Wv (Hkv*dh
-    each)], query head h reading kv head h // (H // Hkv)."""
+    each)], query head h reading kv head h // (H // Hkv); with rope, Q and
+    K rotated as rope_numpy does."""
     x = x.astype(np.float64)
     B, T, D = x.shape
     dh = D // H
     Hkv = Hkv or H
     kv = Hkv * dh
     qkv = x @ w_qkv.astype(np.float64).T + b_qkv
-    q = qkv[..., :D].reshape(B, T, H, dh).transpose(0, 2, 1, 3)
+    q = rope_numpy(qkv[..., :D].reshape(B, T, H, dh).transpose(0, 2, 1, 3),
+                   rope, theta)
     k, v = (np.repeat(qkv[..., D + i * kv:D + (i + 1) * kv]
                       .reshape(B, T, Hkv, dh).transpose(0, 2, 1, 3),
                       H // Hkv, axis=1) for i in range(2))
+    k = rope_numpy(k, rope, theta)
     s = q @ k.transpose(0, 1, 3, 2) / np.sqrt(dh)
     if causal:
         s = s + np.triu(np.full((T, T), -np.inf), 1)
@@ -229,13 +250,14 @@ def main():
         x.tofile(xin)
 
         def run(weights, prefix, save=None, save_prefix="", names="torch",
-                hkv=0, bias=1):
+                hkv=0, bias=1, rope=0, theta=0.0):
             yout = os.path.join(tmp, "y.bin")
             # In a cross build meson names the emulator (qemu-aarch64) in
             # MESON_EXE_WRAPPER: the driver is a foreign binary.
             wrapper = shlex.split(os.environ.get("MESON_EXE_WRAPPER", ""))
-            cmd = wrapper + [driver, "--kv-heads", str(hkv), "--names",
-                             names, weights, prefix, str(D), str(H), "1",
+            cmd = wrapper + [driver, "--kv-heads", str(hkv), "--rope",
+                             str(rope), "--rope-theta", repr(theta),
+                             "--names", names, weights, prefix, str(D), str(H), "1",
                              str(bias), str(B), str(T), xin, yout]
             if save:
                 cmd += [save, save_prefix]
@@ -325,10 +347,14 @@ def main():
                     path = os.path.join(tmp, "split.safetensors")
                     save_file(path, t, {"format": "pt"})
                     saved = os.path.join(tmp, "split_mhsa.safetensors")
-                    y = run(path, prefix, saved, prefix, names, hkv)
-                    check("%s %s names, Hkv=%d -> mhsa vs numpy"
-                          % (dt, names, hkv), y,
-                          mha_numpy(x, *rw, H, True, hkv))
+                    # Llama-style: the Hugging Face layers with RoPE over
+                    # the whole head (dh = 8), theta as Llama 3's.
+                    rope = D // H if names == "hf" else 0
+                    y = run(path, prefix, saved, prefix, names, hkv,
+                            rope=rope, theta=500000.0)
+                    check("%s %s names, Hkv=%d, RoPE %d -> mhsa vs numpy"
+                          % (dt, names, hkv, rope), y,
+                          mha_numpy(x, *rw, H, True, hkv, rope, 500000.0))
                     _, back = load_file(saved)
                     want = split_state(names, prefix, *rw, D)
                     good = sorted(back) == sorted(want) and all(
@@ -382,9 +408,17 @@ def torch_checks(run, x, D, H, T, tmp, check):
 
 def llama_checks(run, x, D, H, hkv, T, tmp, check, mask):
     """A Llama-style attention in torch (q_proj, k_proj, v_proj, o_proj,
-    no biases, Hkv key/value heads), both ways under Hugging Face names."""
+    no biases, Hkv key/value heads, RoPE as transformers' LlamaAttention
+    applies it), both ways under Hugging Face names."""
     import torch
-    dh = D // H
+    dh, theta = D // H, 500000.0
+    inv_freq = 1.0 / (theta ** (torch.arange(0, dh, 2).float() / dh))
+    freqs = torch.outer(torch.arange(T).float(), inv_freq)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    cos, sin = emb.cos(), emb.sin()
+
+    def rotate_half(a):
+        return torch.cat((-a[..., dh // 2:], a[..., :dh // 2]), dim=-1)
 
     class Attention(torch.nn.Module):
         def __init__(self):
@@ -400,6 +434,8 @@ def llama_checks(run, x, D, H, hkv, T, tmp, check, mask):
             k, v = (p(x).view(B, T, hkv, dh).transpose(1, 2)
                     .repeat_interleave(H // hkv, dim=1)
                     for p in (self.k_proj, self.v_proj))
+            q = q * cos + rotate_half(q) * sin
+            k = k * cos + rotate_half(k) * sin
             s = q @ k.transpose(-1, -2) / dh ** 0.5 + mask
             o = (s.softmax(-1) @ v).transpose(1, 2).reshape(B, T, D)
             return self.o_proj(o)
@@ -414,8 +450,9 @@ def llama_checks(run, x, D, H, hkv, T, tmp, check, mask):
     path = os.path.join(tmp, "llama.safetensors")
     save_file(path, tensors, {"format": "pt"})
     saved = os.path.join(tmp, "mhsa_for_llama.safetensors")
-    check("torch Llama-style (Hkv=%d) -> mhsa vs torch" % hkv,
-          run(path, "self_attn.", saved, "self_attn.", "hf", hkv, 0), y_t)
+    check("torch Llama-style (Hkv=%d, RoPE) -> mhsa vs torch" % hkv,
+          run(path, "self_attn.", saved, "self_attn.", "hf", hkv, 0, dh,
+              theta), y_t)
     _, back = load_file(saved)
     layer2 = torch.nn.Module()
     layer2.self_attn = Attention()
