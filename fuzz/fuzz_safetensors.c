@@ -34,7 +34,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 // (0: H), biases or not, a prefix. Which name set a file holds decides
 // which tensors are read and split into the fused w_qkv.
 static const struct { int H, Hkv, bias; const char *prefix; } blocks[] = {
-    {2, 0, 1, ""}, {2, 0, 0, "attn."},
+    {2, 0, 1, ""}, {2, 0, 0, "attn."}, {2, 1, 1, ""}, {4, 2, 0, "attn."},
 };
 enum { D = 4, MAX_W = 3 * D * D + 3 * D + D * D + D };
 
