@@ -339,6 +339,51 @@ START_TEST(save_then_load_round_trips)
 }
 END_TEST
 
+// With the attention flags the model trains (differently from the
+// default), --save / --load round trip its grouped-query shapes, and a
+// model saved with other K/V heads does not load.
+START_TEST(attention_flags_train_save_load)
+{
+    char st[256];
+    tmp_name(st, sizeof st, ".safetensors");
+    const char *a1[] = { "mhsa-train", "--epochs", "1", "--steps-per-epoch",
+                         "20", "--kv-heads", "2", "--rope", "8",
+                         "--rope-theta", "500", "--rope-interleaved",
+                         "--window", "4", "--save", st };
+    char *out, *err;
+    int rc = run(&out, &err, (int)(sizeof a1 / sizeof *a1), a1);
+    if (rc == 1 && strstr(err, "--save")) {
+        printf("skip: built without safetensors support: %s", err);
+        remove(st);
+        return;
+    }
+    ck_assert_msg(rc == 0, "%s", err);
+    double l1 = final_loss(out);
+    free(out);
+    free(err);
+    ck_assert_int_eq(run(&out, &err, 5, a1), 0);   // the same, plain
+    ck_assert(final_loss(out) != l1);
+    free(out);
+    free(err);
+    const char *a2[] = { "mhsa-train", "--epochs", "1", "--steps-per-epoch",
+                         "1", "--lr", "1e-30", "--kv-heads", "2", "--rope",
+                         "8", "--rope-theta", "500", "--rope-interleaved",
+                         "--window", "4", "--load", st };
+    ck_assert_int_eq(run(&out, &err, (int)(sizeof a2 / sizeof *a2), a2),
+                     0);
+    ck_assert_double_eq(final_loss(out), l1);
+    free(out);
+    free(err);
+    const char *a3[] = { "mhsa-train", "--kv-heads", "1", "--load", st };
+    ck_assert_int_eq(run(&out, &err, 5, a3), 1);
+    ck_assert_ptr_nonnull(strstr(err, "--load"));
+    ck_assert_ptr_nonnull(strstr(err, "attn.in_proj_weight"));
+    free(out);
+    free(err);
+    remove(st);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("train_cli");
@@ -352,6 +397,7 @@ static Suite *suite(void)
     tcase_add_test(tc, png_decodes_with_the_right_size);
     tcase_add_test(tc, unwritable_png_fails_cleanly);
     tcase_add_test(tc, save_then_load_round_trips);
+    tcase_add_test(tc, attention_flags_train_save_load);
     suite_add_tcase(s, tc);
     return s;
 }
