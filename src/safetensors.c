@@ -790,11 +790,15 @@ static mhsa_status block_io_make(const mhsa_config *cfg, const char *path,
     char *p = io->store = mhsa__alloc(cap);
     if (!p)
         st = mhsa__fail(MHSA_ERR_NO_MEMORY, "%s: no memory", path);
-    for (int s = 0; p && s < N_SETS; s++)
-        for (int i = 0; i < name_sets[s].n; i++) {
-            io->name[s][i] = p;
-            p += sprintf(p, "%s%s", prefix, name_sets[s].t[i].suffix) + 1;
-        }
+    else
+        for (int s = 0; s < N_SETS; s++)
+            for (int i = 0; i < name_sets[s].n; i++) {
+                size_t n = strlen(name_sets[s].t[i].suffix) + 1;
+                io->name[s][i] = p;
+                memcpy(p, prefix, plen);
+                memcpy(p + plen, name_sets[s].t[i].suffix, n);
+                p += plen + n;
+            }
     for (int b = 0; st == MHSA_OK && b < N_BUFS; b++) {
         if (!cfg->bias && (b == B_QKV || b == B_OUT))
             continue;
