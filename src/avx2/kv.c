@@ -57,6 +57,12 @@ MHSA_AVX2_INLINE void prefetch_rows(const char *base, size_t row_bytes,
 {
     if (row_bytes == bytes) {
         const char *p = base + j0 * row_bytes, *e = base + j1 * row_bytes;
+        for (; p + 256 <= e; p += 256) {   // unrolled: the loop cost 9%
+            _mm_prefetch(p, _MM_HINT_T0);
+            _mm_prefetch(p + 64, _MM_HINT_T0);
+            _mm_prefetch(p + 128, _MM_HINT_T0);
+            _mm_prefetch(p + 192, _MM_HINT_T0);
+        }
         for (; p < e; p += 64)
             _mm_prefetch(p, _MM_HINT_T0);
         return;
@@ -65,6 +71,25 @@ MHSA_AVX2_INLINE void prefetch_rows(const char *base, size_t row_bytes,
         for (const char *p = base + j * row_bytes,
                         *e = base + j * row_bytes + bytes; p < e; p += 64)
             _mm_prefetch(p, _MM_HINT_T0);
+}
+
+// The even and odd elements of x[0..16) as two vectors, and back. BF16
+// rows read 16 at a time come apart that way: the even values are the
+// 32-bit lanes shifted up, the odd ones the lanes masked.
+MHSA_AVX2_INLINE void split_even_odd(const float *x, __m256 *ev, __m256 *od)
+{
+    __m256 a = _mm256_loadu_ps(x), b = _mm256_loadu_ps(x + 8);
+    *ev = _mm256_castpd_ps(_mm256_permute4x64_pd(
+        _mm256_castps_pd(_mm256_shuffle_ps(a, b, 0x88)), 0xd8));
+    *od = _mm256_castpd_ps(_mm256_permute4x64_pd(
+        _mm256_castps_pd(_mm256_shuffle_ps(a, b, 0xdd)), 0xd8));
+}
+
+MHSA_AVX2_INLINE void merge_even_odd(float *x, __m256 ev, __m256 od)
+{
+    __m256 lo = _mm256_unpacklo_ps(ev, od), hi = _mm256_unpackhi_ps(ev, od);
+    _mm256_storeu_ps(x, _mm256_permute2f128_ps(lo, hi, 0x20));
+    _mm256_storeu_ps(x + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
 }
 
 // ---- kv_dot ---------------------------------------------------------------
@@ -111,19 +136,42 @@ MHSA_AVX2_INLINE const char *tile_row(const char *k0, const char *k4,
 // s[r*lds + jb] = q_r . K_{jb} for jb < JB keys (rows of k, row_bytes apart)
 // and r < RB query rows: JB*RB chains, the i sum in gemv_n's order. TAIL
 // (d % 8 != 0) is a constant too: without it the accumulators stay in
-// registers up to the reduction.
-MHSA_AVX2_INLINE void dot_tile(size_t JB, size_t RB, int TAIL, size_t d,
-                               const float *q, size_t ldq, const char *k,
-                               size_t row_bytes, mhsa_dtype dt, float *s,
-                               size_t lds)
+// registers up to the reduction. SPLIT (BF16 only): q holds each 16
+// elements as their 8 even then 8 odd ones (split_q), and K is read 16
+// at a time, its even and odd values one integer operation each, as in
+// acc_tile_bf16; the last d % 16 elements go the usual way.
+MHSA_AVX2_INLINE void dot_tile(size_t JB, size_t RB, int TAIL, int SPLIT,
+                               size_t d, const float *q, size_t ldq,
+                               const char *k, size_t row_bytes,
+                               mhsa_dtype dt, float *s, size_t lds)
 {
     __m256 acc[8][4];
     for (size_t jb = 0; jb < JB; jb++)
         for (size_t rb = 0; rb < RB; rb++)
             acc[jb][rb] = _mm256_setzero_ps();
-    size_t d8 = d & ~(size_t)7, r1 = row_bytes, r3 = 3 * row_bytes;
+    size_t d8 = d & ~(size_t)7, r1 = row_bytes, r3 = 3 * row_bytes, i = 0;
     const char *k4 = k + 4 * row_bytes;
-    for (size_t i = 0; i < d8; i += 8) {
+    if (SPLIT) {
+        const __m256i top = _mm256_set1_epi32((int)0xffff0000u);
+        for (; i + 16 <= d; i += 16) {
+            __m256 qe[4], qo[4];
+            for (size_t rb = 0; rb < RB; rb++) {
+                qe[rb] = _mm256_loadu_ps(q + rb * ldq + i);
+                qo[rb] = _mm256_loadu_ps(q + rb * ldq + i + 8);
+            }
+            for (size_t jb = 0; jb < JB; jb++) {
+                __m256i x = _mm256_loadu_si256((const __m256i *)(
+                    tile_row(k, k4, r1, r3, jb) + 2 * i));
+                __m256 e = _mm256_castsi256_ps(_mm256_slli_epi32(x, 16));
+                __m256 o = _mm256_castsi256_ps(_mm256_and_si256(x, top));
+                for (size_t rb = 0; rb < RB; rb++) {
+                    acc[jb][rb] = _mm256_fmadd_ps(e, qe[rb], acc[jb][rb]);
+                    acc[jb][rb] = _mm256_fmadd_ps(o, qo[rb], acc[jb][rb]);
+                }
+            }
+        }
+    }
+    for (; i < d8; i += 8) {
         __m256 qv[4];
         for (size_t rb = 0; rb < RB; rb++)
             qv[rb] = _mm256_loadu_ps(q + rb * ldq + i);
@@ -147,15 +195,26 @@ MHSA_AVX2_INLINE void dot_tile(size_t JB, size_t RB, int TAIL, size_t d,
         }
     }
     if (JB * RB == 8) {
-        // Query row by query row, JB consecutive keys each.
+        // Query row by query row, JB consecutive keys each, stored straight
+        // from the register (through memory, a store-forwarding stall).
         __m256 a[8];
-        float sums[8];
         for (size_t rb = 0; rb < RB; rb++)
             for (size_t jb = 0; jb < JB; jb++)
                 a[rb * JB + jb] = acc[jb][rb];
-        _mm256_storeu_ps(sums, hsum8(a));
-        for (size_t rb = 0; rb < RB; rb++)
-            memcpy(s + rb * lds, sums + rb * JB, JB * sizeof(float));
+        __m256 sum = hsum8(a);
+        if (JB == 8) {
+            _mm256_storeu_ps(s, sum);
+        } else if (JB == 4) {
+            _mm_storeu_ps(s, _mm256_castps256_ps128(sum));
+            _mm_storeu_ps(s + lds, _mm256_extractf128_ps(sum, 1));
+        } else {   // JB == 2, RB == 4
+            __m128 lo = _mm256_castps256_ps128(sum);
+            __m128 hi = _mm256_extractf128_ps(sum, 1);
+            _mm_storel_pi((__m64 *)s, lo);
+            _mm_storeh_pi((__m64 *)(s + lds), lo);
+            _mm_storel_pi((__m64 *)(s + 2 * lds), hi);
+            _mm_storeh_pi((__m64 *)(s + 3 * lds), hi);
+        }
         return;
     }
     for (size_t rb = 0; rb < RB; rb++)
@@ -164,29 +223,30 @@ MHSA_AVX2_INLINE void dot_tile(size_t JB, size_t RB, int TAIL, size_t d,
 }
 
 // Keys [0, jn) of a block for RB query rows, JB keys at a time.
-MHSA_AVX2_INLINE void dot_rows(size_t JB, size_t RB, size_t jn, size_t d,
-                               const float *q, size_t ldq, const char *k,
-                               size_t row_bytes, mhsa_dtype dt, float *s,
-                               size_t lds)
+MHSA_AVX2_INLINE void dot_rows(size_t JB, size_t RB, int SPLIT, size_t jn,
+                               size_t d, const float *q, size_t ldq,
+                               const char *k, size_t row_bytes, mhsa_dtype dt,
+                               float *s, size_t lds)
 {
     size_t j = 0;
     if (d & 7) {
         for (; j + JB <= jn; j += JB)
-            dot_tile(JB, RB, 1, d, q, ldq, k + j * row_bytes, row_bytes, dt,
-                     s + j, lds);
+            dot_tile(JB, RB, 1, SPLIT, d, q, ldq, k + j * row_bytes,
+                     row_bytes, dt, s + j, lds);
     } else {
         for (; j + JB <= jn; j += JB)
-            dot_tile(JB, RB, 0, d, q, ldq, k + j * row_bytes, row_bytes, dt,
-                     s + j, lds);
+            dot_tile(JB, RB, 0, SPLIT, d, q, ldq, k + j * row_bytes,
+                     row_bytes, dt, s + j, lds);
     }
     for (; j < jn; j++)
-        dot_tile(1, RB, 1, d, q, ldq, k + j * row_bytes, row_bytes, dt, s + j,
-                 lds);
+        dot_tile(1, RB, 1, SPLIT, d, q, ldq, k + j * row_bytes, row_bytes,
+                 dt, s + j, lds);
 }
 
-MHSA_AVX2_INLINE void kv_dot_dt(size_t m, size_t n, size_t d, const float *q,
-                                size_t ldq, const char *k, size_t ldk,
-                                mhsa_dtype dt, float *s, size_t lds)
+MHSA_AVX2_INLINE void kv_dot_blocks(int SPLIT, size_t m, size_t n, size_t d,
+                                    const float *q, size_t ldq,
+                                    const char *k, size_t ldk, mhsa_dtype dt,
+                                    float *s, size_t lds)
 {
     size_t es = dt == MHSA_F32 ? 4 : 2, row_bytes = ldk * es;
     for (size_t j = 0; j < n; j += DOT_BLOCK) {
@@ -199,19 +259,19 @@ MHSA_AVX2_INLINE void kv_dot_dt(size_t m, size_t n, size_t d, const float *q,
         const char *kb = k + j * row_bytes;
         size_t r = 0;
         for (; r + 4 <= m; r += 4)
-            dot_rows(2, 4, jn, d, q + r * ldq, ldq, kb, row_bytes, dt,
+            dot_rows(2, 4, SPLIT, jn, d, q + r * ldq, ldq, kb, row_bytes, dt,
                      s + r * lds + j, lds);
         switch (m - r) {
         case 3:
-            dot_rows(2, 3, jn, d, q + r * ldq, ldq, kb, row_bytes, dt,
+            dot_rows(2, 3, SPLIT, jn, d, q + r * ldq, ldq, kb, row_bytes, dt,
                      s + r * lds + j, lds);
             break;
         case 2:
-            dot_rows(4, 2, jn, d, q + r * ldq, ldq, kb, row_bytes, dt,
+            dot_rows(4, 2, SPLIT, jn, d, q + r * ldq, ldq, kb, row_bytes, dt,
                      s + r * lds + j, lds);
             break;
         case 1:
-            dot_rows(8, 1, jn, d, q + r * ldq, ldq, kb, row_bytes, dt,
+            dot_rows(8, 1, SPLIT, jn, d, q + r * ldq, ldq, kb, row_bytes, dt,
                      s + r * lds + j, lds);
             break;
         default:
@@ -220,21 +280,53 @@ MHSA_AVX2_INLINE void kv_dot_dt(size_t m, size_t n, size_t d, const float *q,
     }
 }
 
+// q's rows (m of them, ld ldq) into qs (ld d): every 16 elements as their
+// 8 even then 8 odd ones, the last d % 16 as they are.
+static void split_q(size_t m, size_t d, const float *q, size_t ldq,
+                    float *qs)
+{
+    for (size_t r = 0; r < m; r++) {
+        const float *qr = q + r * ldq;
+        float *out = qs + r * d;
+        size_t i = 0;
+        for (; i + 16 <= d; i += 16) {
+            __m256 ev, od;
+            split_even_odd(qr + i, &ev, &od);
+            _mm256_storeu_ps(out + i, ev);
+            _mm256_storeu_ps(out + i + 8, od);
+        }
+        for (; i < d; i++)
+            out[i] = qr[i];
+    }
+}
+
+enum { SPLIT_Q_MAX = 2048 };   // floats of split q on the stack (8 KiB)
+
 void mhsa_kv_dot__avx2(size_t m, size_t n, size_t d, const float *q,
                        size_t ldq, const void *k, size_t ldk, mhsa_dtype dt,
                        float *s, size_t lds)
 {
     switch (dt) {
     case MHSA_F16:
-        kv_dot_dt(m, n, d, q, ldq, k, ldk, MHSA_F16, s, lds);
+        kv_dot_blocks(0, m, n, d, q, ldq, k, ldk, MHSA_F16, s, lds);
         return;
     case MHSA_BF16:
-        kv_dot_dt(m, n, d, q, ldq, k, ldk, MHSA_BF16, s, lds);
+        // BF16 is read 16 at a time against a split copy of q (a group of
+        // query rows, a few KiB); a q too large for the stack buffer takes
+        // the 8-wide path. Either way each row's arithmetic does not
+        // depend on m.
+        if (m * d <= SPLIT_Q_MAX && d >= 16) {
+            float qs[SPLIT_Q_MAX];
+            split_q(m, d, q, ldq, qs);
+            kv_dot_blocks(1, m, n, d, qs, d, k, ldk, MHSA_BF16, s, lds);
+        } else {
+            kv_dot_blocks(0, m, n, d, q, ldq, k, ldk, MHSA_BF16, s, lds);
+        }
         return;
     case MHSA_F32:
         break;
     }
-    kv_dot_dt(m, n, d, q, ldq, k, ldk, MHSA_F32, s, lds);
+    kv_dot_blocks(0, m, n, d, q, ldq, k, ldk, MHSA_F32, s, lds);
 }
 
 // ---- kv_acc ---------------------------------------------------------------
@@ -268,6 +360,45 @@ MHSA_AVX2_INLINE void acc_tile(size_t RB, size_t NV, size_t jn,
             _mm256_storeu_ps(o + rb * ldo + i + 8 * nv, acc[rb][nv]);
 }
 
+// BF16 rows 16 columns at a time: one 256-bit load holds 16 values, and
+// the even ones shifted up and the odd ones masked are two fp32 vectors,
+// one integer operation each (instead of a widening load and a shift per
+// 8). The accumulators hold o's even and odd columns, split when loaded and
+// merged when stored; each element's chain is the FMA sequence acc_tile
+// gives it, so the bits are the same.
+MHSA_AVX2_INLINE void acc_tile_bf16(size_t RB, size_t NP, size_t jn,
+                                    const float *p, size_t ldp,
+                                    const char *v, size_t row_bytes,
+                                    size_t i, float *o, size_t ldo)
+{
+    __m256 ev[4][4], od[4][4];
+    for (size_t rb = 0; rb < RB; rb++)
+        for (size_t np = 0; np < NP; np++)
+            split_even_odd(o + rb * ldo + i + 16 * np, &ev[rb][np],
+                           &od[rb][np]);
+    const __m256i top = _mm256_set1_epi32((int)0xffff0000u);
+    const char *vi = v + i * 2;
+    for (size_t j = 0; j < jn; j++) {
+        const char *row = vi + j * row_bytes;
+        __m256 pb[4];
+        for (size_t rb = 0; rb < RB; rb++)
+            pb[rb] = _mm256_broadcast_ss(p + rb * ldp + j);
+        for (size_t np = 0; np < NP; np++) {
+            __m256i x = _mm256_loadu_si256((const __m256i *)(row + 32 * np));
+            __m256 e = _mm256_castsi256_ps(_mm256_slli_epi32(x, 16));
+            __m256 d = _mm256_castsi256_ps(_mm256_and_si256(x, top));
+            for (size_t rb = 0; rb < RB; rb++) {
+                ev[rb][np] = _mm256_fmadd_ps(pb[rb], e, ev[rb][np]);
+                od[rb][np] = _mm256_fmadd_ps(pb[rb], d, od[rb][np]);
+            }
+        }
+    }
+    for (size_t rb = 0; rb < RB; rb++)
+        for (size_t np = 0; np < NP; np++)
+            merge_even_odd(o + rb * ldo + i + 16 * np, ev[rb][np],
+                           od[rb][np]);
+}
+
 // The last t < 8 columns from i: masked loads and stores of o.
 MHSA_AVX2_INLINE void acc_tail(size_t RB, size_t jn, const float *p,
                                size_t ldp, const char *v, size_t row_bytes,
@@ -297,6 +428,11 @@ MHSA_AVX2_INLINE void acc_rows(size_t RB, size_t NV, size_t jn, size_t d,
                                size_t ldo)
 {
     size_t i = 0;
+    if (dt == MHSA_BF16) {
+        size_t NP = NV / 2 ? NV / 2 : 1;   // 16-column pairs, as registers allow
+        for (; i + 16 * NP <= d; i += 16 * NP)
+            acc_tile_bf16(RB, NP, jn, p, ldp, v, row_bytes, i, o, ldo);
+    }
     for (; i + 8 * NV <= d; i += 8 * NV)
         acc_tile(RB, NV, jn, p, ldp, v, row_bytes, i, dt, o, ldo);
     for (; i + 8 <= d; i += 8)

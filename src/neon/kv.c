@@ -46,6 +46,12 @@ MHSA_NEON_INLINE void prefetch_rows(const char *base, size_t row_bytes,
 {
     if (row_bytes == bytes) {
         const char *p = base + j0 * row_bytes, *e = base + j1 * row_bytes;
+        for (; p + 256 <= e; p += 256) {   // unrolled: the loop cost 9%
+            __builtin_prefetch(p, 0, 3);
+            __builtin_prefetch(p + 64, 0, 3);
+            __builtin_prefetch(p + 128, 0, 3);
+            __builtin_prefetch(p + 192, 0, 3);
+        }
         for (; p < e; p += 64)
             __builtin_prefetch(p, 0, 3);
         return;
