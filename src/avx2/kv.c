@@ -311,14 +311,20 @@ void mhsa_kv_dot__avx2(size_t m, size_t n, size_t d, const float *q,
         kv_dot_blocks(0, m, n, d, q, ldq, k, ldk, MHSA_F16, s, lds);
         return;
     case MHSA_BF16:
-        // BF16 is read 16 at a time against a split copy of q (a group of
-        // query rows, a few KiB); a q too large for the stack buffer takes
-        // the 8-wide path. Either way each row's arithmetic does not
-        // depend on m.
-        if (m * d <= SPLIT_Q_MAX && d >= 16) {
+        // BF16 is read 16 at a time against a split copy of q, as many
+        // query rows at a time as the stack buffer holds (all of a GQA
+        // group for head sizes up to 512/m); rows longer than the buffer
+        // take the 8-wide path. Which method a row gets depends on d only,
+        // never on m, so its bits do not either.
+        if (d >= 16 && d <= SPLIT_Q_MAX) {
             float qs[SPLIT_Q_MAX];
-            split_q(m, d, q, ldq, qs);
-            kv_dot_blocks(1, m, n, d, qs, d, k, ldk, MHSA_BF16, s, lds);
+            size_t mc = SPLIT_Q_MAX / d;
+            for (size_t r = 0; r < m; r += mc) {
+                size_t rn = m - r < mc ? m - r : mc;
+                split_q(rn, d, q + r * ldq, ldq, qs);
+                kv_dot_blocks(1, rn, n, d, qs, d, k, ldk, MHSA_BF16,
+                              s + r * lds, lds);
+            }
         } else {
             kv_dot_blocks(0, m, n, d, q, ldq, k, ldk, MHSA_BF16, s, lds);
         }
