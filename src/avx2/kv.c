@@ -435,7 +435,8 @@ MHSA_AVX2_INLINE void acc_rows(size_t RB, size_t NV, size_t jn, size_t d,
 {
     size_t i = 0;
     if (dt == MHSA_BF16) {
-        size_t NP = NV / 2 ? NV / 2 : 1;   // 16-column pairs, as registers allow
+        // 16-column pairs, as many as the registers allow
+        size_t NP = NV / 2 ? NV / 2 : 1;
         for (; i + 16 * NP <= d; i += 16 * NP)
             acc_tile_bf16(RB, NP, jn, p, ldp, v, row_bytes, i, o, ldo);
     }
