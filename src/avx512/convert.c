@@ -2,7 +2,9 @@
 // storage types, 16 values per step with masked tails; bit for bit the
 // scalar reference of half.h (kernels.h gives the rules).
 //  - F16: vcvtps2ph / vcvtph2ps (round to nearest even, F16 subnormals,
-//    NaN made quiet with its sign and top payload bits: exactly half.h).
+//    NaN made quiet with its sign and top payload bits: exactly half.h;
+//    from F16, NaN lanes are rebuilt from the bits, since the instruction
+//    would make a signalling NaN quiet and the contract keeps it exact).
 //  - BF16: no AVX512_BF16 is assumed (F/BW/VL/DQ only), so rounding is
 //    integer arithmetic on the bits, as in half.h: (u + 0x7fff + lsb) >> 16,
 //    NaN -> (u >> 16) | 0x0040; narrowed by vpmovdw. bf16 -> fp32 is a
@@ -56,7 +58,22 @@ void MHSA_AVX512_FN(cvt_to_f32)(size_t n, const void *src, mhsa_dtype dt,
     }
     for (size_t i = 0; i < n; i += 16) {
         __mmask16 mk = mhsa_mask16__avx512(n - i);
-        _mm512_mask_storeu_ps(dst + i, mk,
-                              mhsa_load_as_f32__avx512(src, i, dt, mk));
+        __m512 y = mhsa_load_as_f32__avx512(src, i, dt, mk);
+        __mmask16 nan = _mm512_cmp_ps_mask(y, y, _CMP_UNORD_Q);
+        if (dt == MHSA_F16 && nan) {
+            // vcvtph2ps makes a signalling NaN quiet; the contract keeps
+            // every F16 value exact, so NaN lanes are rebuilt from their
+            // bits: sign, all-ones exponent, payload << 13 (as half.h).
+            __m512i h = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(
+                mk, (const uint16_t *)src + i));
+            __m512i sign = _mm512_slli_epi32(
+                _mm512_and_si512(h, _mm512_set1_epi32(0x8000)), 16);
+            __m512i pay = _mm512_slli_epi32(
+                _mm512_and_si512(h, _mm512_set1_epi32(0x3ff)), 13);
+            __m512i bits = _mm512_or_si512(
+                _mm512_or_si512(sign, pay), _mm512_set1_epi32(0x7f800000));
+            y = _mm512_mask_mov_ps(y, nan, _mm512_castsi512_ps(bits));
+        }
+        _mm512_mask_storeu_ps(dst + i, mk, y);
     }
 }
