@@ -189,9 +189,9 @@ float *read_f32(const char *rel, size_t n)
     return x;
 }
 
-int run_suite(Suite *s)
+static int run(Suite *s, int emulate)
 {
-    if (install_emulated_isas())
+    if (emulate && install_emulated_isas())
         printf("note: ISAs this CPU lacks run emulated (kernels_or_skip "
                "names them)\n");
     SRunner *sr = srunner_create(s);
@@ -200,3 +200,7 @@ int run_suite(Suite *s)
     srunner_free(sr);
     return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
+
+int run_suite(Suite *s) { return run(s, 1); }
+
+int run_suite_native(Suite *s) { return run(s, 0); }

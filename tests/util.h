@@ -63,5 +63,7 @@ const char *data_path(const char *rel);
 // Installs the emulated ISAs (above), runs a suite in check's fork mode
 // and returns the process exit code.
 int run_suite(Suite *s);
+// The same without installing emulated ISAs (dispatch tests).
+int run_suite_native(Suite *s);
 
 #endif
