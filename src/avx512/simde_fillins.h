@@ -17,50 +17,68 @@
 #include <stdint.h>
 #include <string.h>
 
+// Lane loops stay lane loops: without this, GCC turns the conditional
+// copies below into AVX2 vmaskmov, whose fault suppression is then the
+// only thing keeping masked-off lanes untouched (and qemu-user 7.2 does not
+// suppress faults there). Test-only code, so the optimize attribute is
+// fine.
+#if defined(__clang__)
+#define MHSA_EMUL_FN static inline
+#define MHSA_EMUL_LANES _Pragma("clang loop vectorize(disable)")
+#else
+#define MHSA_EMUL_FN \
+    static inline __attribute__((optimize("no-tree-vectorize")))
+#define MHSA_EMUL_LANES
+#endif
+
 // ---- masked loads and stores (vmovups / vmovdqu16 with a mask) ----------
 
 // Lane i of the result: p[i] where bit i of k is set, else src's lane i.
-static inline __m512 mhsa_emul_mask_loadu_ps(__m512 src, __mmask16 k,
+MHSA_EMUL_FN __m512 mhsa_emul_mask_loadu_ps(__m512 src, __mmask16 k,
                                              const void *p)
 {
     float v[16];
     _mm512_storeu_ps(v, src);
+    MHSA_EMUL_LANES
     for (int i = 0; i < 16; i++)
         if ((k >> i) & 1)
             memcpy(&v[i], (const char *)p + 4 * i, 4);
     return _mm512_loadu_ps(v);
 }
 
-static inline __m512 mhsa_emul_maskz_loadu_ps(__mmask16 k, const void *p)
+MHSA_EMUL_FN __m512 mhsa_emul_maskz_loadu_ps(__mmask16 k, const void *p)
 {
     return mhsa_emul_mask_loadu_ps(_mm512_setzero_ps(), k, p);
 }
 
 // Writes lane i of v to p[i] only where bit i of k is set.
-static inline void mhsa_emul_mask_storeu_ps(void *p, __mmask16 k, __m512 v)
+MHSA_EMUL_FN void mhsa_emul_mask_storeu_ps(void *p, __mmask16 k, __m512 v)
 {
     float x[16];
     _mm512_storeu_ps(x, v);
+    MHSA_EMUL_LANES
     for (int i = 0; i < 16; i++)
         if ((k >> i) & 1)
             memcpy((char *)p + 4 * i, &x[i], 4);
 }
 
 // 16 x 16-bit lanes: p[i] where bit i of k is set, else 0.
-static inline __m256i mhsa_emul_maskz_loadu_epi16(__mmask16 k, const void *p)
+MHSA_EMUL_FN __m256i mhsa_emul_maskz_loadu_epi16(__mmask16 k, const void *p)
 {
     uint16_t v[16] = { 0 };
+    MHSA_EMUL_LANES
     for (int i = 0; i < 16; i++)
         if ((k >> i) & 1)
             memcpy(&v[i], (const char *)p + 2 * i, 2);
     return _mm256_loadu_si256((const __m256i *)v);
 }
 
-static inline void mhsa_emul_mask_storeu_epi16(void *p, __mmask16 k,
+MHSA_EMUL_FN void mhsa_emul_mask_storeu_epi16(void *p, __mmask16 k,
                                                __m256i v)
 {
     uint16_t x[16];
     _mm256_storeu_si256((__m256i *)x, v);
+    MHSA_EMUL_LANES
     for (int i = 0; i < 16; i++)
         if ((k >> i) & 1)
             memcpy((char *)p + 2 * i, &x[i], 2);
