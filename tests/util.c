@@ -191,9 +191,16 @@ float *read_f32(const char *rel, size_t n)
 
 static int run(Suite *s, int emulate)
 {
-    if (emulate && install_emulated_isas())
+    if (emulate && install_emulated_isas()) {
         printf("note: ISAs this CPU lacks run emulated (kernels_or_skip "
                "names them)\n");
+        const char *e = getenv("MHSA_ISA");
+        for (int i = 0; e && i < N_ISAS; i++)
+            if (!strcmp(e, mhsa_isa_name(all_isas[i])) &&
+                mhsa_kernels_for(all_isas[i]) == emulated_table(all_isas[i]))
+                printf("note: MHSA_ISA=%s: the default table is the "
+                       "SIMDe-emulated one\n", e);
+    }
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
