@@ -45,7 +45,7 @@ void print_help(FILE *f)
 "  --seed S                 seed of weights and data; same seed, same bits (1)\n"
 "runtime:\n"
 "  --threads N              OpenMP threads (default: OMP_NUM_THREADS or all)\n"
-"  --isa auto|scalar|avx2|neon  kernels to use (auto)\n"
+"  --isa NAME               kernels: auto, scalar, avx2, avx512 or neon (auto)\n"
 "output:\n"
 "  --heatmap-png FILE       write the per-head attention heatmaps as PNG\n"
 "  --loss-csv FILE          write step,loss for every step\n"
