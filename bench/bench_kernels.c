@@ -458,7 +458,7 @@ static void register_kv(void)
     };
     static const char *const names[] = { "op", "dtype", "H", "m", "dh", "L" };
     static const mhsa_isa kv_isas[] = { MHSA_ISA_SCALAR, MHSA_ISA_AVX2,
-                                        MHSA_ISA_NEON };
+                                        MHSA_ISA_NEON, MHSA_ISA_AVX512 };
     char name[64];
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int op = KV_DOT; op <= KV_BOTH; op++)
