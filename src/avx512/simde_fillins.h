@@ -161,19 +161,29 @@ static inline __m512 mhsa_emul_scalef_ps(__m512 a, __m512 b)
 }
 
 // ---- names ---------------------------------------------------------------
-
+// (#undef first: some compilers' headers define these names as macros.)
+#undef _mm512_mask_loadu_ps
 #define _mm512_mask_loadu_ps(src, k, p) mhsa_emul_mask_loadu_ps(src, k, p)
+#undef _mm512_maskz_loadu_ps
 #define _mm512_maskz_loadu_ps(k, p) mhsa_emul_maskz_loadu_ps(k, p)
+#undef _mm512_mask_storeu_ps
 #define _mm512_mask_storeu_ps(p, k, v) mhsa_emul_mask_storeu_ps(p, k, v)
+#undef _mm256_maskz_loadu_epi16
 #define _mm256_maskz_loadu_epi16(k, p) mhsa_emul_maskz_loadu_epi16(k, p)
+#undef _mm256_mask_storeu_epi16
 #define _mm256_mask_storeu_epi16(p, k, v) mhsa_emul_mask_storeu_epi16(p, k, v)
+#undef _mm512_cvtph_ps
 #define _mm512_cvtph_ps(h) mhsa_emul_cvtph_ps(h)
+#undef _mm512_cvtps_ph
 #define _mm512_cvtps_ph(a, imm) mhsa_emul_cvtps_ph(a, imm)
+#undef _mm512_cvtepu16_epi32
 #define _mm512_cvtepu16_epi32(h) mhsa_emul_cvtepu16_epi32(h)
+#undef _mm512_cvtepi32_epi16
 #define _mm512_cvtepi32_epi16(a) mhsa_emul_cvtepi32_epi16(a)
 #undef _mm512_scalef_ps
 #define _mm512_scalef_ps(a, b) mhsa_emul_scalef_ps(a, b)
 // SIMDe has these, but without the native-alias names.
+#undef _mm512_shuffle_f32x4
 #define _mm512_shuffle_f32x4(a, b, imm) simde_mm512_shuffle_f32x4(a, b, imm)
 
 #endif
