@@ -1,7 +1,8 @@
 // bench_kernels.c — kernel benchmarks: the SGEMM driver on every ISA at 1
-// and 2 threads next to OpenBLAS's cblas_sgemm, the online-softmax kernel,
-// the head split/merge permute, and the decode products kv_dot / kv_acc
-// over K/V caches stored as F32, F16 and BF16.
+// and 2 threads next to OpenBLAS's cblas_sgemm and oneDNN's dnnl_sgemm
+// (each when the build found it), the online-softmax kernel, the head
+// split/merge permute, and the decode products kv_dot / kv_acc over K/V
+// caches stored as F32, F16 and BF16.
 //
 // Every case runs on the table mhsa_kernels_for(isa) gives, so one run
 // compares all ISAs; an ISA this build or CPU lacks shows as an error line
@@ -23,9 +24,12 @@
 #if MHSA_BENCH_OPENBLAS
 #include <cblas.h>
 #endif
+#if MHSA_BENCH_DNNL
+#include <oneapi/dnnl/dnnl.h>
+#endif
 
 static const mhsa_isa isas[] = { MHSA_ISA_SCALAR, MHSA_ISA_AVX2,
-                                 MHSA_ISA_NEON };
+                                 MHSA_ISA_NEON, MHSA_ISA_AVX512 };
 enum { N_ISAS = sizeof isas / sizeof isas[0] };
 
 static float *alloc_floats(size_t n)
@@ -171,6 +175,22 @@ static void bm_sgemm(mhsa_bench_state *st, const void *ctx)
     gemm_bufs_free(&g);
 }
 
+#if MHSA_BENCH_OPENBLAS || MHSA_BENCH_DNNL
+// The fraction a library's SGEMM reaches is of the peak of the best ISA
+// mhsa has here (the library may use AVX-512 where the CPU has it).
+static double best_peak(int threads)
+{
+    static const mhsa_isa best_first[] = { MHSA_ISA_AVX512, MHSA_ISA_AVX2,
+                                           MHSA_ISA_NEON, MHSA_ISA_SCALAR };
+    for (int i = 0; i < 4; i++) {
+        double p = mhsa_bench_peak_gflops(best_first[i], threads);
+        if (p > 0.0)
+            return p;
+    }
+    return 0.0;
+}
+#endif
+
 #if MHSA_BENCH_OPENBLAS
 static void bm_sgemm_openblas(mhsa_bench_state *st, const void *ctx)
 {
@@ -181,11 +201,7 @@ static void bm_sgemm_openblas(mhsa_bench_state *st, const void *ctx)
         gemm_bufs_free(&g);
         return;
     }
-    // OpenBLAS may use AVX-512 where the CPU has it; its fraction is still
-    // of the AVX2 peak, the limit our kernels are measured against.
-    double peak = mhsa_bench_peak_gflops(MHSA_ISA_AVX2, threads);
-    if (peak <= 0.0)
-        peak = mhsa_bench_peak_gflops(MHSA_ISA_SCALAR, threads);
+    double peak = best_peak(threads);
     openblas_set_num_threads(threads);
     int m = (int)g.m, n = (int)g.n, k = (int)g.k;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f,
@@ -201,6 +217,42 @@ static void bm_sgemm_openblas(mhsa_bench_state *st, const void *ctx)
         mhsa_bench_rate(st, "frac_peak", gf / peak);
         mhsa_bench_set_items(st, mhsa_bench_iterations(st));
     }
+    gemm_bufs_free(&g);
+}
+#endif
+
+#if MHSA_BENCH_DNNL
+// oneDNN's dnnl_sgemm (row-major, like ours), on OpenMP like mhsa: the
+// thread count is OpenMP's. It picks its own kernels for the CPU (AVX-512
+// where present, AVX2 on this project's Zen 3 machine).
+static void bm_sgemm_dnnl(mhsa_bench_state *st, const void *ctx)
+{
+    (void)ctx;
+    int threads = (int)mhsa_bench_arg(st, 3);
+    gemm_bufs g;
+    if (!gemm_bufs_init(&g, st)) {
+        gemm_bufs_free(&g);
+        return;
+    }
+    double peak = best_peak(threads);
+    int saved_threads = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    dnnl_dim_t m = (dnnl_dim_t)g.m, n = (dnnl_dim_t)g.n, k = (dnnl_dim_t)g.k;
+    if (dnnl_sgemm('N', 'N', m, n, k, 1.0f, g.a, k, g.b, n, 0.0f, g.c, n) !=
+        dnnl_success) {
+        mhsa_bench_skip(st, "dnnl_sgemm failed");
+    } else if (gemm_spot_check(&g, st)) {
+        while (mhsa_bench_keep_running(st)) {
+            dnnl_sgemm('N', 'N', m, n, k, 1.0f, g.a, k, g.b, n, 0.0f, g.c,
+                       n);
+            mhsa_bench_use(g.c);
+        }
+        double gf = 2.0 * (double)g.m * g.n * g.k * 1e-9;
+        mhsa_bench_rate(st, "GFLOP", gf);
+        mhsa_bench_rate(st, "frac_peak", gf / peak);
+        mhsa_bench_set_items(st, mhsa_bench_iterations(st));
+    }
+    omp_set_num_threads(saved_threads);
     gemm_bufs_free(&g);
 }
 #endif
@@ -406,7 +458,7 @@ static void register_kv(void)
     };
     static const char *const names[] = { "op", "dtype", "H", "m", "dh", "L" };
     static const mhsa_isa kv_isas[] = { MHSA_ISA_SCALAR, MHSA_ISA_AVX2,
-                                        MHSA_ISA_NEON };
+                                        MHSA_ISA_NEON, MHSA_ISA_AVX512 };
     char name[64];
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (int op = KV_DOT; op <= KV_BOTH; op++)
@@ -448,8 +500,9 @@ void mhsa_bench_register_kernels(void)
                          (int)args[2], (int)t, t > 1 ? "s" : "");
                 mhsa_bench_headline h = {
                     label, "GFLOP", "frac_peak",
-                    t == 1 && isas[i] == MHSA_ISA_AVX2 ? MHSA_GOAL_FRAC_MIN
-                                                       : MHSA_GOAL_NONE,
+                    t == 1 && (isas[i] == MHSA_ISA_AVX2 ||
+                               isas[i] == MHSA_ISA_AVX512)
+                        ? MHSA_GOAL_FRAC_MIN : MHSA_GOAL_NONE,
                     0.88, NULL };
                 mhsa_bench_add_headline(&h, name, bm_sgemm, &isas[i], 4,
                                         args, gemm_arg_names);
@@ -482,6 +535,28 @@ void mhsa_bench_register_kernels(void)
             mhsa_bench_add(name, bm_permute, &isas[i], 5, pm_shapes[s],
                            pm_names);
     }
+
+#if MHSA_BENCH_DNNL
+    for (int s = 0; s < N_GEMM_SHAPES; s++) {
+        for (int64_t t = 1; t <= 2; t++) {
+            int64_t args[4] = { gemm_shapes[s][0], gemm_shapes[s][1],
+                                gemm_shapes[s][2], t };
+            if (s < 3) {
+                mhsa_bench_add("sgemm/onednn", bm_sgemm_dnnl, NULL, 4, args,
+                               gemm_arg_names);
+                continue;
+            }
+            char label[96];
+            snprintf(label, sizeof label, "sgemm onednn %dx%dx%d, %d thread%s",
+                     (int)args[0], (int)args[1], (int)args[2], (int)t,
+                     t > 1 ? "s" : "");
+            mhsa_bench_headline h = { label, "GFLOP", "frac_peak",
+                                      MHSA_GOAL_NONE, 0.0, NULL };
+            mhsa_bench_add_headline(&h, "sgemm/onednn", bm_sgemm_dnnl, NULL,
+                                    4, args, gemm_arg_names);
+        }
+    }
+#endif
 
 #if MHSA_BENCH_OPENBLAS
     // OpenBLAS last: its pthread pool spins for a while after each call,
