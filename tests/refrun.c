@@ -31,7 +31,7 @@ void outs_same(const outs *a, const outs *b, const char *tag)
         ck_assert(a->count[i] == b->count[i]);
         for (size_t k = 0; k < a->count[i]; k++)
             ck_assert_msg(!memcmp(&a->v[i][k], &b->v[i][k], sizeof(float)),
-                          "%s: %s differs between 1 and 2 threads at "
+                          "%s: %s differs between thread counts at "
                           "element %zu (%.9g vs %.9g)", tag, a->name[i], k,
                           a->v[i][k], b->v[i][k]);
     }
@@ -617,6 +617,135 @@ void run_case_threads(const char *name, int isa_i)
     outs_free(&o1);
     outs_free(&o2);
     refcase_free(&rc);
+}
+
+// ---- thread counts on shapes large enough to run in parallel ------------------
+
+// Decode for thread_run: a prefill chunk, then single tokens (the decode
+// path) and an odd chunk now and then, up to Tdec positions.
+static void thread_decode(const thread_spec *ts, const mhsa_block *blk,
+                          mhsa_workspace *ws, const float *x, outs *o)
+{
+    const mhsa_config *cfg = &ts->cfg;
+    int B = 2, Tdec = cfg->max_seq_len;
+    size_t D = (size_t)cfg->d_model, nx = (size_t)B * Tdec * D;
+    mhsa_kv_cache *c = NULL;
+    if (ts->kv_dtype) {
+        REQUIRE_API(mhsa_kv_cache_create_ex);
+        mhsa_kv_config kc = { B, Tdec, (mhsa_dtype)ts->kv_dtype };
+        ck_assert_int_eq(mhsa_kv_cache_create_ex(blk, &kc, &c), MHSA_OK);
+    } else {
+        ck_assert_int_eq(mhsa_kv_cache_create(blk, B, Tdec, &c), MHSA_OK);
+    }
+    float *xin = malloc((size_t)B * Tdec * D * 4);
+    float *yo = malloc((size_t)B * Tdec * D * 4);
+    float *yall = calloc(nx, 4);
+    int len[2] = { Tdec, Tdec - 97 }, pos[2] = { 0, 0 };
+    for (int step = 0;; step++) {
+        int want = step == 0 ? 261 : step % 50 == 7 ? 13 : 1, n[2], t_new = 0;
+        for (int b = 0; b < B; b++) {
+            int lb = ts->ragged == 2 ? len[b] : Tdec;
+            int w2 = ts->ragged == 2 && b == 1 && step == 0 ? 100 : want;
+            n[b] = w2 < lb - pos[b] ? w2 : lb - pos[b];
+            t_new = n[b] > t_new ? n[b] : t_new;
+        }
+        if (!t_new)
+            break;
+        for (int b = 0; b < B; b++)
+            for (int t = 0; t < t_new; t++)
+                memcpy(xin + ((size_t)b * t_new + t) * D,
+                       x + ((size_t)b * Tdec + (t < n[b] ? pos[b] + t : 0)) * D,
+                       D * 4);
+        if (ts->ragged == 2) {
+            REQUIRE_API(mhsa_forward_cached_ex);
+            mhsa_cached_args ca = { xin, B, t_new, n, yo };
+            ck_assert_int_eq(mhsa_forward_cached_ex(blk, ws, c, &ca), MHSA_OK);
+        } else {
+            ck_assert_int_eq(mhsa_forward_cached(blk, ws, c, xin, B, t_new,
+                                                 yo), MHSA_OK);
+        }
+        for (int b = 0; b < B; b++) {
+            memcpy(yall + ((size_t)b * Tdec + pos[b]) * D,
+                   yo + (size_t)b * t_new * D, (size_t)n[b] * D * 4);
+            pos[b] += n[b];
+        }
+    }
+    ck_assert(all_finite(yall, nx));
+    outs_add(o, "threads decode", yall, nx);
+    free(xin);
+    free(yo);
+    free(yall);
+    mhsa_kv_cache_destroy(c);
+}
+
+// Everything the 0.2 paths produce for one configuration at the current
+// thread count: forward (or forward_ex) with attn, backward, and decode of a
+// longer sequence through the cache in chunks (cached_ex with per-sequence
+// lengths when ragged).
+static void thread_run(const thread_spec *ts, outs *o)
+{
+    const mhsa_config *cfg = &ts->cfg;
+    int B = 2, T = ts->T_fwd, Tdec = cfg->max_seq_len;
+    size_t D = (size_t)cfg->d_model, H = (size_t)cfg->n_heads;
+    mhsa_block *blk = NULL;
+    ck_assert_msg(mhsa_block_create(cfg, &blk) == MHSA_OK, "%s",
+                  mhsa_last_error());
+    ck_assert_int_eq(mhsa_block_init_random(blk, 77), MHSA_OK);
+    size_t nx = (size_t)B * Tdec * D, ny = (size_t)B * T * D;
+    size_t na = (size_t)B * H * T * T;
+    float *x = malloc(nx * 4), *dy = malloc(ny * 4), *y = malloc(ny * 4);
+    float *a = malloc(na * 4), *dx = malloc(ny * 4);
+    rng r = { 1234 };
+    fill_uniform(&r, x, nx, -1, 1);
+    fill_uniform(&r, dy, ny, -1, 1);
+    mhsa_workspace *ws = NULL;
+    mhsa_grads *g = NULL;
+    ck_assert_int_eq(mhsa_workspace_create(blk, B, &ws), MHSA_OK);
+    ck_assert_int_eq(mhsa_grads_create(blk, &g), MHSA_OK);
+    int sl[2] = { T, T * 2 / 3 };
+    if (ts->ragged) {   // key padding in the forward
+        REQUIRE_API(mhsa_forward_ex);
+        mhsa_forward_args fa = { x, B, T, NULL, sl, y, a };
+        ck_assert_int_eq(mhsa_forward_ex(blk, ws, &fa), MHSA_OK);
+    } else {
+        ck_assert_int_eq(mhsa_forward(blk, ws, x, B, T, NULL, y, a), MHSA_OK);
+    }
+    ck_assert_int_eq(mhsa_backward(blk, ws, dy, dx, g), MHSA_OK);
+    size_t rows = (size_t)(cfg->n_heads + 2 * (cfg->n_kv_heads
+                   ? cfg->n_kv_heads : cfg->n_heads)) * (D / H);
+    outs_add(o, "threads y", y, ny);
+    outs_add(o, "threads attn", a, na);
+    outs_add(o, "threads dx", dx, ny);
+    outs_add(o, "threads g_w_qkv", g->w_qkv, rows * D);
+    outs_add(o, "threads g_b_qkv", g->b_qkv, rows);
+    outs_add(o, "threads g_w_out", g->w_out, D * D);
+    if (cfg->causal)   // a cache needs a causal block
+        thread_decode(ts, blk, ws, x, o);
+    free(x); free(dy); free(y); free(a); free(dx);
+    mhsa_grads_destroy(g);
+    mhsa_workspace_destroy(ws);
+    mhsa_block_destroy(blk);
+}
+
+void check_thread_counts(const thread_spec *ts, int isa_i)
+{
+    if (!kernels_or_skip(isa_i))
+        return;
+    ck_assert_int_eq(mhsa_select_isa(all_isas[isa_i]), MHSA_OK);
+    outs o[3] = { { 0 }, { 0 }, { 0 } };
+    for (int nt = 1; nt <= 3; nt++) {
+        omp_set_num_threads(refrun_threads = nt);
+        thread_run(ts, &o[nt - 1]);
+    }
+    for (int nt = 2; nt <= 3; nt++) {
+        char tag[96];
+        snprintf(tag, sizeof tag, "%s [%s] (%d threads vs 1)", ts->name,
+                 mhsa_isa_name(all_isas[isa_i]), nt);
+        // outs_same says "1 and 2 threads"; the tag says which
+        outs_same(&o[0], &o[nt - 1], tag);
+    }
+    for (int i = 0; i < 3; i++)
+        outs_free(&o[i]);
 }
 
 // ---- main ----------------------------------------------------------------------

@@ -53,6 +53,22 @@ void run_case(const refcase *rc, outs *o);
 // case and runs it at 1 and 2 threads: both must pass and agree bitwise.
 void run_case_threads(const char *name, int isa_i);
 
+// Bitwise equality at 1, 2 and 3 threads on all_isas[isa_i] for a shape
+// large enough that the library runs its loops in parallel (about 17
+// MFLOP of attention at T_fwd = 300, decode steps over 512+ cached keys):
+// forward with attn (forward_ex with padding when ragged), backward, and
+// decode in chunks up to cfg.max_seq_len positions (cached_ex with two
+// lengths when ragged == 2; a kv_dtype cache when set), B = 2. Random
+// weights.
+typedef struct thread_spec {
+    const char *name;
+    mhsa_config cfg;
+    int T_fwd;
+    int kv_dtype;        // mhsa_dtype
+    int ragged;          // 1: forward_ex with padding; 2: also cached_ex
+} thread_spec;
+void check_thread_counts(const thread_spec *ts, int isa_i);
+
 // A test executable's main: a check suite of the named test cases (each
 // `add` puts its tests into the TCase). With arguments, only the test cases
 // named there run (meson registers one test per feature that way); an

@@ -195,12 +195,25 @@ START_TEST(invalid_dtype)
 }
 END_TEST
 
+START_TEST(threads_dtype)
+{
+    thread_spec t = { "F16 cache, GQA, RoPE", { 64, 8, 600, 1, 1 }, 300,
+                      MHSA_F16, 0 };
+    t.cfg.n_kv_heads = 2;
+    t.cfg.rope_dim = 8;
+    check_thread_counts(&t, _i);
+    thread_spec u = { "BF16 cache", { 64, 8, 600, 1, 1 }, 300, MHSA_BF16, 0 };
+    check_thread_counts(&u, _i);
+}
+END_TEST
+
 static void add_dtype(TCase *tc)
 {
     tcase_add_loop_test(tc, dtype_case, 0, N_OF(dtype_cases) * N_ISAS);
     tcase_add_test(tc, dtype_cache_bytes);
     tcase_add_loop_test(tc, dtype_blocked_positions_never_read, 0, N_ISAS);
     tcase_add_loop_test(tc, dtype_f32_is_create, 0, N_ISAS);
+    tcase_add_loop_test(tc, threads_dtype, 0, N_ISAS);
 }
 
 static void add_errors(TCase *tc)

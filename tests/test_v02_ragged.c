@@ -509,6 +509,27 @@ START_TEST(invalid_slot)
 }
 END_TEST
 
+// ---- thread counts -------------------------------------------------------------
+
+START_TEST(threads_seq_len)
+{
+    thread_spec t = { "padding", { 64, 8, 600, 0, 1 }, 300, 0, 1 };
+    t.cfg.causal = 0;
+    check_thread_counts(&t, _i);   // non-causal: decode is not run
+}
+END_TEST
+
+START_TEST(threads_ragged)
+{
+    thread_spec t = { "ragged, GQA, RoPE, window", { 64, 8, 600, 1, 1 }, 300,
+                      0, 2 };
+    t.cfg.n_kv_heads = 2;
+    t.cfg.rope_dim = 8;
+    t.cfg.window = 200;
+    check_thread_counts(&t, _i);
+}
+END_TEST
+
 // ---- the suite ------------------------------------------------------------------------
 
 static void add_seq_len(TCase *tc)
@@ -517,11 +538,13 @@ static void add_seq_len(TCase *tc)
     tcase_add_loop_test(tc, forward_ex_without_seq_len_is_forward, 0,
                         N_ISAS);
     tcase_add_loop_test(tc, fully_padded_edges, 0, N_ISAS);
+    tcase_add_loop_test(tc, threads_seq_len, 0, N_ISAS);
 }
 
 static void add_ragged(TCase *tc)
 {
     tcase_add_loop_test(tc, ragged_case, 0, N_OF(ragged_cases) * N_ISAS);
+    tcase_add_loop_test(tc, threads_ragged, 0, N_ISAS);
 }
 
 static void add_reset(TCase *tc)

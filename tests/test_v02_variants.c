@@ -542,11 +542,61 @@ START_TEST(invalid_variant_fields)
 }
 END_TEST
 
+// ---- thread counts -------------------------------------------------------------
+
+static thread_spec spec(const char *name, int hkv, int rope, int il,
+                        int window)
+{
+    thread_spec t = { name, { 64, 8, 600, 1, 1 }, 300, 0, 0 };
+    t.cfg.n_kv_heads = hkv;
+    t.cfg.rope_dim = rope;
+    t.cfg.rope_interleaved = il;
+    t.cfg.window = window;
+    return t;
+}
+
+START_TEST(threads_baseline)
+{
+    thread_spec t = spec("MHA", 0, 0, 0, 0);
+    check_thread_counts(&t, _i);
+}
+END_TEST
+
+START_TEST(threads_gqa)
+{
+    thread_spec t = spec("GQA Hkv 2", 2, 0, 0, 0);
+    check_thread_counts(&t, _i);
+    t = spec("MQA", 1, 0, 0, 0);
+    t.cfg.bias = 0;
+    check_thread_counts(&t, _i);
+}
+END_TEST
+
+START_TEST(threads_rope)
+{
+    thread_spec t = spec("RoPE 8/8 halves, GQA", 2, 8, 0, 0);
+    check_thread_counts(&t, _i);
+    t = spec("RoPE 6/8 pairs", 0, 6, 1, 0);
+    t.cfg.rope_theta = 500000.0f;
+    check_thread_counts(&t, _i);
+}
+END_TEST
+
+START_TEST(threads_window)
+{
+    thread_spec t = spec("window 100, RoPE, GQA", 2, 8, 1, 100);
+    check_thread_counts(&t, _i);
+    t = spec("window 129", 0, 0, 0, 129);
+    check_thread_counts(&t, _i);
+}
+END_TEST
+
 // ---- the suite -------------------------------------------------------------------
 
 static void add_baseline(TCase *tc)
 {
     tcase_add_loop_test(tc, baseline_case, 0, N_OF(baseline_cases) * N_ISAS);
+    tcase_add_loop_test(tc, threads_baseline, 0, N_ISAS);
 }
 
 static void add_gqa(TCase *tc)
@@ -556,11 +606,13 @@ static void add_gqa(TCase *tc)
     tcase_add_loop_test(tc, kv_heads_equal_to_h_is_mha, 0, N_ISAS);
     tcase_add_test(tc, gqa_cache_holds_hkv_heads);
     tcase_add_test(tc, gqa_weight_shapes);
+    tcase_add_loop_test(tc, threads_gqa, 0, N_ISAS);
 }
 
 static void add_rope(TCase *tc)
 {
     tcase_add_loop_test(tc, rope_case, 0, N_OF(rope_cases) * N_ISAS);
+    tcase_add_loop_test(tc, threads_rope, 0, N_ISAS);
 }
 
 static void add_rope_long(TCase *tc)
@@ -573,6 +625,7 @@ static void add_window(TCase *tc)
 {
     tcase_add_loop_test(tc, window_case, 0, N_OF(window_cases) * N_ISAS);
     tcase_add_loop_test(tc, window_never_reads_blocked_keys, 0, N_ISAS);
+    tcase_add_loop_test(tc, threads_window, 0, N_ISAS);
 }
 
 static void add_grads(TCase *tc)
