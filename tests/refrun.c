@@ -717,7 +717,8 @@ static void thread_run(const thread_spec *ts, outs *o)
     outs_add(o, "threads attn", a, na);
     outs_add(o, "threads dx", dx, ny);
     outs_add(o, "threads g_w_qkv", g->w_qkv, rows * D);
-    outs_add(o, "threads g_b_qkv", g->b_qkv, rows);
+    if (cfg->bias)
+        outs_add(o, "threads g_b_qkv", g->b_qkv, rows);
     outs_add(o, "threads g_w_out", g->w_out, D * D);
     if (cfg->causal)   // a cache needs a causal block
         thread_decode(ts, blk, ws, x, o);
