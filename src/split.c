@@ -55,8 +55,8 @@ static void store_row(const mhsa_kernels *k, const mhsa_block *blk,
         memcpy(dst, row, dh * sizeof(float));
 }
 
-// One sequence's q (H heads) and first `rows` k, v rows (Hkv heads) at
-// positions p0 + r.
+// One sequence's first `rows` rows: q (H heads) and k, v (Hkv heads) at
+// positions p0 + r (the permute path also fills q's other rows).
 static void split_seq(const mhsa_kernels *k, const mhsa_block *blk,
                       const split_args *a, size_t b, size_t p0, size_t rows)
 {
@@ -81,8 +81,11 @@ static void split_seq(const mhsa_kernels *k, const mhsa_block *blk,
         k->permute(&pv);
         return;
     }
+    // Rows past `rows` are not tokens of the sequence (ragged cached
+    // calls): nothing reads their q, and their positions may lie past the
+    // rotation tables.
     size_t half = blk->rope_half;
-    for (size_t r = 0; r < t; r++) {
+    for (size_t r = 0; r < rows; r++) {
         const float *row = src + r * nqkv;
         size_t p = p0 + r;
         for (size_t h = 0; h < H; h++) {
@@ -94,8 +97,6 @@ static void split_seq(const mhsa_kernels *k, const mhsa_block *blk,
                 for (size_t i = 0; i < dh; i++)
                     dst[i] = scale * row[h * dh + i];
         }
-        if (r >= rows)
-            continue;
         for (size_t h = 0; h < Hkv; h++) {
             size_t off = (h * a->kv_t + r) * dh * es;
             store_row(k, blk, p, row + D + h * dh, kd + off, a->dt, half != 0,
