@@ -29,11 +29,15 @@ void outs_same(const outs *a, const outs *b, const char *tag)
     for (int i = 0; i < a->n; i++) {
         ck_assert_str_eq(a->name[i], b->name[i]);
         ck_assert(a->count[i] == b->count[i]);
-        for (size_t k = 0; k < a->count[i]; k++)
-            ck_assert_msg(!memcmp(&a->v[i][k], &b->v[i][k], sizeof(float)),
-                          "%s: %s differs between thread counts at "
-                          "element %zu (%.9g vs %.9g)", tag, a->name[i], k,
-                          a->v[i][k], b->v[i][k]);
+        // (check records every ck_assert in the forked test's message
+        // file: one per element would take minutes; find the first first)
+        size_t k = 0;
+        while (k < a->count[i] &&
+               !memcmp(&a->v[i][k], &b->v[i][k], sizeof(float)))
+            k++;
+        ck_assert_msg(k == a->count[i], "%s: %s differs between thread "
+                      "counts at element %zu (%.9g vs %.9g)", tag,
+                      a->name[i], k, a->v[i][k], b->v[i][k]);
     }
 }
 
@@ -162,16 +166,17 @@ static void check_dead_rows(const refcase *rc, const float *y,
     size_t T = (size_t)rc->T, D = (size_t)rc->D;
     for (int i = 0; i < rc->n_dead_rows; i++) {
         size_t b = (size_t)rc->dead_rows[i] / T, t = rc->dead_rows[i] % T;
+        int zero = 1, is_bout = 1;
         for (size_t h = 0; attn && h < (size_t)rc->H; h++)
             for (size_t j = 0; j < T; j++)
-                ck_assert_msg(attn[((b * rc->H + h) * T + t) * T + j] == 0.0f,
-                              "%s: dead row b %zu t %zu head %zu key %zu "
-                              "has weight %g", rc->name, b, t, h, j,
-                              attn[((b * rc->H + h) * T + t) * T + j]);
+                zero &= attn[((b * rc->H + h) * T + t) * T + j] == 0.0f;
         for (size_t d = 0; d < D; d++)
-            ck_assert_msg(fabsf(y[(b * T + t) * D + d] - (bo ? bo[d] : 0.0f))
-                          <= 1e-6f, "%s: dead row b %zu t %zu: y is not "
-                          "b_out", rc->name, b, t);
+            is_bout &= fabsf(y[(b * T + t) * D + d] - (bo ? bo[d] : 0.0f))
+                       <= 1e-6f;
+        ck_assert_msg(zero, "%s: dead row b %zu t %zu has a nonzero "
+                      "weight", rc->name, b, t);
+        ck_assert_msg(is_bout, "%s: dead row b %zu t %zu: y is not b_out",
+                      rc->name, b, t);
     }
 }
 
@@ -364,14 +369,15 @@ static void decode_chunks(const refcase *rc, const mhsa_block *blk,
                    n * D * sizeof(float));
         mhsa_status s = mhsa_forward_cached(blk, ws, c, xin, (int)B, (int)n,
                                             yout);
-        ck_assert_msg(s == MHSA_OK, "%s: forward_cached at %zu (+%zu): %s",
-                      rc->name, pos, n, mhsa_last_error());
+        REQUIRE(s == MHSA_OK, "%s: forward_cached at %zu (+%zu): %s",
+                rc->name, pos, n, mhsa_last_error());
         if (pos >= p0)
             for (size_t b = 0; b < B; b++)
                 memcpy(yt + (b * tail + pos - p0) * D, yout + b * n * D,
                        n * D * sizeof(float));
         pos += n;
-        ck_assert_int_eq(mhsa_kv_cache_len(c), (int)pos);
+        REQUIRE(mhsa_kv_cache_len(c) == (int)pos, "%s: cache length %d, "
+                "not %zu", rc->name, mhsa_kv_cache_len(c), pos);
     }
     free(xin);
     free(yout);
@@ -391,14 +397,15 @@ static void run_decode(const refcase *rc, outs *o)
     size_t ny = (size_t)rc->B * (rc->T - rc->pos0) * rc->D;
     float *yt = malloc(ny * sizeof(float));
     for (size_t s = 0; s < sizeof sch / sizeof sch[0]; s++) {
-        if (rc->pos0 && s == 1)
+        if (rc->pos0 && (s == 1 || s == 2))
             continue;   // each schedule refills the long prefix
         decode_chunks(rc, blk, sch[s].c, sch[s].n, yt);
         rc_expect(rc, sch[s].name, yt, refcase_get(rc, "y"), ny);
         outs_add(o, sch[s].name, yt, ny);
     }
-    if (rc->kv_dtype == 0) {
-        // The same rows from one causal forward over the whole sequence.
+    if (rc->kv_dtype == 0 && (!rc->pos0 || rc->window)) {
+        // The same rows from one causal forward over the whole sequence
+        // (not for a long prefix without a window: O(T^2) once more).
         size_t nfull = (size_t)rc->B * rc->T * rc->D, D = (size_t)rc->D;
         float *y = malloc(nfull * sizeof(float));
         mhsa_workspace *ws = NULL;
@@ -487,29 +494,44 @@ static void ragged_chunks(const refcase *rc, const mhsa_block *blk,
         fill_nan(yout, (size_t)bcall * t_new * D);
         mhsa_cached_args a = { xin, bcall, t_new, n_new, yout };
         mhsa_status s = mhsa_forward_cached_ex(blk, ws, c, &a);
-        ck_assert_msg(s == MHSA_OK, "%s: forward_cached_ex step %d: %s",
-                      rc->name, step, mhsa_last_error());
-        int longest = 0;
+        REQUIRE(s == MHSA_OK, "%s: forward_cached_ex step %d: %s", rc->name,
+                step, mhsa_last_error());
         for (int i = 0; i < bcall; i++) {
             int b = r->solo >= 0 ? r->solo : i;
             const float *yr = yout + (size_t)i * t_new * D;
             memcpy(yfull + ((size_t)b * T + pos[b]) * D, yr,
                    (size_t)n_new[i] * D * sizeof(float));
-            for (size_t k = (size_t)n_new[i] * D; k < (size_t)t_new * D; k++)
-                ck_assert_msg(yr[k] == 0.0f,
-                              "%s step %d: y row %zu of sequence %d is not "
-                              "zero past n_new = %d", rc->name, step, k / D,
-                              b, n_new[i]);
-            pos[b] += n_new[i];
-            calls[b] += n_new[i] > 0;
-            ck_assert_int_eq(mhsa_kv_cache_seq_len(c, i), pos[b]);
+            size_t k = (size_t)n_new[i] * D;
+            while (k < (size_t)t_new * D && yr[k] == 0.0f)
+                k++;
+            REQUIRE(k == (size_t)t_new * D, "%s step %d: y row %zu of "
+                    "sequence %d is not zero past n_new = %d", rc->name, step,
+                    k / D, b, n_new[i]);
+        }
+        // every sequence of the schedule moves on (a solo run follows the
+        // batch's calls, so its t_new stays the batch's)
+        int longest = 0;
+        for (int b = 0; b < B; b++) {
+            pos[b] += n_all[b];
+            calls[b] += n_all[b] > 0;
+        }
+        for (int i = 0; i < bcall; i++) {
+            int b = r->solo >= 0 ? r->solo : i;
+            REQUIRE(mhsa_kv_cache_seq_len(c, i) == pos[b], "%s step %d: "
+                    "slot %d has length %d, not %d", rc->name, step, i,
+                    mhsa_kv_cache_seq_len(c, i), pos[b]);
             if (pos[b] > longest)
                 longest = pos[b];
         }
-        ck_assert_int_eq(mhsa_kv_cache_len(c), longest);
+        if (r->solo < 0)
+            for (int b = 0; b < B; b++)
+                longest = pos[b] > longest ? pos[b] : longest;
+        REQUIRE(mhsa_kv_cache_len(c) == longest, "%s step %d: cache length "
+                "%d, not %d", rc->name, step, mhsa_kv_cache_len(c), longest);
         if (r->solo < 0)   // those beyond the call's B kept their length
             for (int b = bcall; b < B; b++)
-                ck_assert_int_eq(mhsa_kv_cache_seq_len(c, b), pos[b]);
+                REQUIRE(mhsa_kv_cache_seq_len(c, b) == pos[b], "%s step %d: "
+                        "slot %d beyond B changed", rc->name, step, b);
     }
     free(xalt);
     free(xin);
@@ -640,12 +662,15 @@ static void thread_decode(const thread_spec *ts, const mhsa_block *blk,
     float *xin = malloc((size_t)B * Tdec * D * 4);
     float *yo = malloc((size_t)B * Tdec * D * 4);
     float *yall = calloc(nx, 4);
+    if (ts->ragged == 2)
+        REQUIRE_API(mhsa_forward_cached_ex);
     int len[2] = { Tdec, Tdec - 97 }, pos[2] = { 0, 0 };
     for (int step = 0;; step++) {
-        int want = step == 0 ? 261 : step % 50 == 7 ? 13 : 1, n[2], t_new = 0;
+        int want = step == 0 ? Tdec - 63 : step % 20 == 7 ? 13 : 1;
+        int n[2], t_new = 0;
         for (int b = 0; b < B; b++) {
             int lb = ts->ragged == 2 ? len[b] : Tdec;
-            int w2 = ts->ragged == 2 && b == 1 && step == 0 ? 100 : want;
+            int w2 = ts->ragged == 2 && b == 1 && step == 0 ? 150 : want;
             n[b] = w2 < lb - pos[b] ? w2 : lb - pos[b];
             t_new = n[b] > t_new ? n[b] : t_new;
         }
@@ -656,14 +681,15 @@ static void thread_decode(const thread_spec *ts, const mhsa_block *blk,
                 memcpy(xin + ((size_t)b * t_new + t) * D,
                        x + ((size_t)b * Tdec + (t < n[b] ? pos[b] + t : 0)) * D,
                        D * 4);
+        mhsa_status st;
         if (ts->ragged == 2) {
-            REQUIRE_API(mhsa_forward_cached_ex);
             mhsa_cached_args ca = { xin, B, t_new, n, yo };
-            ck_assert_int_eq(mhsa_forward_cached_ex(blk, ws, c, &ca), MHSA_OK);
+            st = mhsa_forward_cached_ex(blk, ws, c, &ca);
         } else {
-            ck_assert_int_eq(mhsa_forward_cached(blk, ws, c, xin, B, t_new,
-                                                 yo), MHSA_OK);
+            st = mhsa_forward_cached(blk, ws, c, xin, B, t_new, yo);
         }
+        REQUIRE(st == MHSA_OK, "%s: decode step %d: %s", ts->name, step,
+                mhsa_last_error());
         for (int b = 0; b < B; b++) {
             memcpy(yall + ((size_t)b * Tdec + pos[b]) * D,
                    yo + (size_t)b * t_new * D, (size_t)n[b] * D * 4);

@@ -14,6 +14,15 @@
 #include "refcase.h"
 #include "util.h"
 
+// ck_assert_msg for loops: check sends the parent a message (a write and
+// an fflush) for every ck_assert that holds; this one says nothing unless
+// it fails.
+#define REQUIRE(cond, ...)                                                  \
+    do {                                                                    \
+        if (!(cond))                                                        \
+            ck_abort_msg(__VA_ARGS__);                                      \
+    } while (0)
+
 // What one run produced, by name, to compare thread counts bit for bit.
 enum { OUTS_MAX = 48 };
 typedef struct outs {
@@ -54,12 +63,12 @@ void run_case(const refcase *rc, outs *o);
 void run_case_threads(const char *name, int isa_i);
 
 // Bitwise equality at 1, 2 and 3 threads on all_isas[isa_i] for a shape
-// large enough that the library runs its loops in parallel (about 17
-// MFLOP of attention at T_fwd = 300, decode steps over 512+ cached keys):
-// forward with attn (forward_ex with padding when ragged), backward, and
-// decode in chunks up to cfg.max_seq_len positions (cached_ex with two
-// lengths when ragged == 2; a kv_dtype cache when set), B = 2. Random
-// weights.
+// large enough that the library runs its loops in parallel: forward with
+// attn (forward_ex with padding when ragged), backward, and decode of
+// cfg.max_seq_len positions, the last 63 in single tokens and chunks of 13
+// (cached_ex with two lengths when ragged == 2; a kv_dtype cache when set),
+// B = 2, random weights. The library goes parallel above ~0.25 MFLOP per
+// call: decode needs B * Hkv * cached keys * dh >= 32768.
 typedef struct thread_spec {
     const char *name;
     mhsa_config cfg;

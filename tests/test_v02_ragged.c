@@ -137,12 +137,13 @@ START_TEST(fully_padded_edges)
             for (int h = 0; h < H; h++)
                 for (int t = 0; t < T; t++) {
                     const float *row = a + (((size_t)b * H + h) * T + t) * T;
-                    int sees = !causal || t < 2;
-                    ck_assert_msg(row[0] == (sees ? 1.0f : 0.0f),
-                                  "causal %d b %d h %d t %d: weight of key "
-                                  "0 is %g", causal, b, h, t, row[0]);
+                    int sees = !causal || t < 2, others = 1;
                     for (int j = 1; j < T; j++)
-                        ck_assert(row[j] == 0.0f);
+                        others &= row[j] == 0.0f;
+                    ck_assert_msg(row[0] == (sees ? 1.0f : 0.0f) && others,
+                                  "causal %d b %d h %d t %d: weight of key "
+                                  "0 is %g, others %s", causal, b, h, t,
+                                  row[0], others ? "0" : "not 0");
                 }
         ck_assert_int_eq(mhsa_backward(blk, ws, dy, dx, g), MHSA_OK);
         ck_assert(all_finite(dx, n));
@@ -513,7 +514,7 @@ END_TEST
 
 START_TEST(threads_seq_len)
 {
-    thread_spec t = { "padding", { 64, 8, 600, 0, 1 }, 300, 0, 1 };
+    thread_spec t = { "padding", { 128, 8, 320, 0, 1 }, 200, 0, 1 };
     t.cfg.causal = 0;
     check_thread_counts(&t, _i);   // non-causal: decode is not run
 }
@@ -521,7 +522,7 @@ END_TEST
 
 START_TEST(threads_ragged)
 {
-    thread_spec t = { "ragged, GQA, RoPE, window", { 64, 8, 600, 1, 1 }, 300,
+    thread_spec t = { "ragged, GQA, RoPE, window", { 256, 8, 576, 1, 1 }, 200,
                       0, 2 };
     t.cfg.n_kv_heads = 2;
     t.cfg.rope_dim = 8;
