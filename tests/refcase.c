@@ -54,7 +54,7 @@ static int tensor_index(refcase *rc, const char *name)
     if (rc->n_tensors == REF_MAX_TENSORS)
         return -1;
     int i = rc->n_tensors++;
-    snprintf(rc->tensor_name[i], sizeof rc->tensor_name[i], "%s", name);
+    snprintf(rc->tensor_name[i], sizeof rc->tensor_name[i], "%.15s", name);
     return i;
 }
 
