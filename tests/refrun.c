@@ -670,7 +670,7 @@ static void thread_decode(const thread_spec *ts, const mhsa_block *blk,
         int n[2], t_new = 0;
         for (int b = 0; b < B; b++) {
             int lb = ts->ragged == 2 ? len[b] : Tdec;
-            int w2 = ts->ragged == 2 && b == 1 && step == 0 ? 150 : want;
+            int w2 = ts->ragged == 2 && b == 1 && step == 0 ? 250 : want;
             n[b] = w2 < lb - pos[b] ? w2 : lb - pos[b];
             t_new = n[b] > t_new ? n[b] : t_new;
         }

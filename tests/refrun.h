@@ -68,7 +68,7 @@ void run_case_threads(const char *name, int isa_i);
 // cfg.max_seq_len positions, the last 63 in single tokens and chunks of 13
 // (cached_ex with two lengths when ragged == 2; a kv_dtype cache when set),
 // B = 2, random weights. The library goes parallel above ~0.25 MFLOP per
-// call: decode needs B * Hkv * cached keys * dh >= 32768.
+// call: decode needs 4 * B * H * cached keys * dh >= 262144.
 typedef struct thread_spec {
     const char *name;
     mhsa_config cfg;

@@ -8,7 +8,8 @@
 //   baseline        0.1 features in the 0.2 case format (checks the harness)
 //   gqa             n_kv_heads: H/Hkv = 2, 4, 8, forward/backward/decode
 //   rope            rope_dim/theta/interleaved (cases also use GQA)
-//   rope_long       RoPE at positions up to 32769 (also needs window)
+//   rope_long       RoPE at positions up to 32769 (also needs window) and
+//                   4099 without one
 //   window          window 1, tile-1, tile, tile+1, > T (also GQA, RoPE)
 //   variant_grads   finite differences and the GQA group sums
 //   variant_errors  invalid n_kv_heads, rope_*, window; GQA shapes
@@ -40,7 +41,7 @@ static const char *const rope_cases[] = {
 };
 static const char *const rope_long_cases[] = {
     "rope_long_half_w48_32770", "rope_long_inter_w40_32770",
-    "rope_8k_nowin_part_8200",
+    "rope_4k_nowin_part_4100",
 };
 static const char *const window_cases[] = {
     "win_fwd_w1_1x140x8x2",   "win_fwd_w127_1x140x8x2",
@@ -560,14 +561,12 @@ END_TEST
 
 // ---- thread counts -------------------------------------------------------------
 
-// D = 128 with H = Hkv = 8, or D = 256 with fewer K/V heads, so that the
-// decode steps (over 257 or 513 cached keys) are big enough to split.
+// D = 128, H = 8, B = 2: attention of 128 tokens and decode steps over
+// 257..320 cached keys are big enough for the library to split them.
 static thread_spec spec(const char *name, int hkv, int rope, int il,
                         int window)
 {
-    int big = hkv && hkv < 8;
-    thread_spec t = { name, { big ? 256 : 128, 8, big ? 576 : 320, 1, 1 },
-                      200, 0, 0 };
+    thread_spec t = { name, { 128, 8, 320, 1, 1 }, 128, 0, 0 };
     t.cfg.n_kv_heads = hkv;
     t.cfg.rope_dim = rope;
     t.cfg.rope_interleaved = il;
@@ -594,7 +593,7 @@ END_TEST
 
 START_TEST(threads_rope)
 {
-    thread_spec t = spec("RoPE 8/32 halves, GQA", 2, 8, 0, 0);
+    thread_spec t = spec("RoPE 8/16 halves, GQA", 2, 8, 0, 0);
     check_thread_counts(&t, _i);
     t = spec("RoPE 6/16 pairs", 0, 6, 1, 0);
     t.cfg.rope_theta = 500000.0f;
@@ -602,11 +601,14 @@ START_TEST(threads_rope)
 }
 END_TEST
 
+// A window of 100 splits the forward and backward but leaves decode steps
+// too small to split (100 keys); 300 of 400 positions splits those.
 START_TEST(threads_window)
 {
     thread_spec t = spec("window 100, RoPE, GQA", 2, 8, 1, 100);
     check_thread_counts(&t, _i);
-    t = spec("window 129", 0, 0, 0, 129);
+    t = spec("window 300 (decode)", 2, 0, 0, 300);
+    t.cfg.max_seq_len = 400;
     check_thread_counts(&t, _i);
 }
 END_TEST
