@@ -427,16 +427,21 @@ static void run_decode(const refcase *rc, outs *o)
 
 // ---- decode, each sequence its own length (mhsa_forward_cached_ex) ----------
 
-enum sched_kind { SCHED_TOKENS, SCHED_MIXED, SCHED_WHOLE, SCHED_SHRINK };
+enum sched_kind { SCHED_TOKENS, SCHED_MIXED, SCHED_WHOLE, SCHED_SHRINK,
+                  SCHED_PAUSE };
 
-// How many tokens sequence b appends at its k-th call: mixing prefill
-// chunks and single tokens across the batch in one call.
+// How many tokens sequence b appends at its k-th call (SCHED_PAUSE: at
+// step k): mixing prefill chunks and single tokens across the batch in one
+// call, or pausing sequences (n_new = 0) between their tokens (the first
+// call appends nothing at all).
 static int sched_n(enum sched_kind s, int b, int k, int left)
 {
     static const int pat[4][4] = { { 7, 1 }, { 1, 3 }, { 2 }, { 1, 1, 5 } };
     static const int plen[4] = { 2, 2, 1, 3 };
     int n = s == SCHED_MIXED ? pat[b % 4][k % plen[b % 4]]
-          : s == SCHED_WHOLE ? left : 1;
+          : s == SCHED_WHOLE ? left
+          : s == SCHED_PAUSE ? (k == 0 || (k + b) % 3 == 0 ? 0 : 1 + b % 2)
+          : 1;
     return n < left ? n : left;
 }
 
@@ -469,16 +474,22 @@ static void ragged_chunks(const refcase *rc, const mhsa_block *blk,
     int pos[REF_MAX_B] = { 0 }, calls[REF_MAX_B] = { 0 };
     memset(yfull, 0, (size_t)B * T * D * sizeof(float));
     for (int step = 0;; step++) {
-        int n_all[REF_MAX_B], t_new = 0, last = -1;
+        int n_all[REF_MAX_B], t_new = 0, last = -1, left = 0;
         for (int b = 0; b < B; b++) {
-            n_all[b] = sched_n(r->sched, b, calls[b], rc->seq_len[b] - pos[b]);
+            int k = r->sched == SCHED_PAUSE ? step : calls[b];
+            n_all[b] = sched_n(r->sched, b, k, rc->seq_len[b] - pos[b]);
             if (n_all[b] > t_new)
                 t_new = n_all[b];
             if (n_all[b])
                 last = b;
+            left += rc->seq_len[b] - pos[b];
         }
-        if (!t_new)
+        if (!left)
             break;
+        if (!t_new) {   // everyone pauses: a call that appends nothing
+            t_new = 1;
+            last = B - 1;
+        }
         // SCHED_SHRINK: the batch ends at the last sequence still going.
         int bcall = r->solo >= 0 ? 1 : r->sched == SCHED_SHRINK ? last + 1 : B;
         int n_new[REF_MAX_B];
@@ -545,6 +556,7 @@ static void run_decode_ragged(const refcase *rc, outs *o)
     static const struct { const char *name; enum sched_kind s; } sch[] = {
         { "ragged tokens", SCHED_TOKENS }, { "ragged mixed", SCHED_MIXED },
         { "ragged whole", SCHED_WHOLE },   { "ragged shrink-B", SCHED_SHRINK },
+        { "ragged pauses", SCHED_PAUSE },
     };
     mhsa_block *blk = rc_block(rc);
     size_t D = (size_t)rc->D, T = (size_t)rc->T, ny = (size_t)rc->B * T * D;

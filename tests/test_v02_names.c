@@ -390,7 +390,11 @@ START_TEST(save_ex_round_trips)
         ck_assert_int_eq(mhsa_block_save_safetensors_ex(a, tpath("c.st"), "",
                                                         (mhsa_names)3),
                          MHSA_ERR_INVALID_ARG);
-        printf("names 3: %s\n", mhsa_last_error());
+        const char *msg = mhsa_last_error();
+        printf("names 3: %s\n", msg);
+        ck_assert_msg(strstr(msg, "names") && strstr(msg, "3"), "names 3: "
+                      "message \"%s\" should name the argument and value",
+                      msg);
         ck_assert(access(tpath("c.st"), F_OK) != 0);
         ck_assert_int_eq(mhsa_block_save_safetensors_ex(a, tpath("c.st"), "",
                                                         (mhsa_names)-1),
