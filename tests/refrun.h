@@ -59,16 +59,18 @@ mhsa_kv_cache *rc_cache(const refcase *rc, const mhsa_block *blk,
 // One whole case by its kind and keys, at the current thread count.
 void run_case(const refcase *rc, outs *o);
 // Selects all_isas[isa_i] (returns when this machine lacks it), loads the
-// case and runs it at 1 and 2 threads: both must pass and agree bitwise.
+// case and runs it at 1 and 2 threads: both must pass and agree bitwise
+// (a case with a long prefix, pos0, runs once, at 2 threads).
 void run_case_threads(const char *name, int isa_i);
 
 // Bitwise equality at 1, 2 and 3 threads on all_isas[isa_i] for a shape
 // large enough that the library runs its loops in parallel: forward with
 // attn (forward_ex with padding when ragged), backward, and decode of
 // cfg.max_seq_len positions, the last 63 in single tokens and chunks of 13
-// (cached_ex with two lengths when ragged == 2; a kv_dtype cache when set),
-// B = 2, random weights. The library goes parallel above ~0.25 MFLOP per
-// call: decode needs 4 * B * H * cached keys * dh >= 262144.
+// (cached_ex with four lengths when ragged == 2; a kv_dtype cache when
+// set), B = 4, random weights. The library goes parallel above ~0.25 MFLOP
+// per call: a decode step needs 4 * H * dh * (keys summed over the batch)
+// >= 262144, e.g. D 64, H 4 and 4 sequences of 257+ keys.
 typedef struct thread_spec {
     const char *name;
     mhsa_config cfg;

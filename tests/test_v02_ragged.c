@@ -514,7 +514,7 @@ END_TEST
 
 START_TEST(threads_seq_len)
 {
-    thread_spec t = { "padding", { 128, 8, 320, 0, 1 }, 128, 0, 1 };
+    thread_spec t = { "padding", { 64, 4, 330, 0, 1 }, 96, 0, 1 };
     t.cfg.causal = 0;
     check_thread_counts(&t, _i);   // non-causal: decode is not run
 }
@@ -522,11 +522,11 @@ END_TEST
 
 START_TEST(threads_ragged)
 {
-    thread_spec t = { "ragged, GQA, RoPE, window", { 128, 8, 400, 1, 1 }, 128,
+    thread_spec t = { "ragged, GQA, RoPE, window", { 64, 4, 400, 1, 1 }, 96,
                       0, 2 };
     t.cfg.n_kv_heads = 2;
     t.cfg.rope_dim = 8;
-    t.cfg.window = 300;   // decode steps over 550+ keys: split
+    t.cfg.window = 300;   // decode steps over 4 x 150+ keys: split
     check_thread_counts(&t, _i);
 }
 END_TEST
