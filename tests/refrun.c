@@ -670,8 +670,8 @@ void run_case_threads(const char *name, int isa_i)
 enum { THREAD_B = 4 };
 
 // Decode for thread_run: a prefill chunk, then single tokens (the decode
-// path) and a chunk of 13 now and then, up to Tdec positions. Ragged:
-// sequence b holds Tdec - 29 b tokens and prefills 20 b fewer.
+// path) and a chunk of 7 now and then, up to Tdec positions. Ragged:
+// sequence b holds Tdec - 7 b tokens and prefills 5 b fewer.
 static void thread_decode(const thread_spec *ts, const mhsa_block *blk,
                           mhsa_workspace *ws, const float *x, outs *o)
 {
@@ -691,12 +691,12 @@ static void thread_decode(const thread_spec *ts, const mhsa_block *blk,
         REQUIRE_API(mhsa_forward_cached_ex);
     int len[THREAD_B], pos[THREAD_B] = { 0 };
     for (int b = 0; b < B; b++)
-        len[b] = ts->ragged == 2 ? Tdec - 29 * b : Tdec;
+        len[b] = ts->ragged == 2 ? Tdec - 7 * b : Tdec;
     for (int step = 0;; step++) {
         int n[THREAD_B], t_new = 0;
         for (int b = 0; b < B; b++) {
-            int want = step == 0 ? Tdec - 63 - (ts->ragged == 2) * 20 * b
-                     : step % 20 == 7 ? 13 : 1;
+            int want = step == 0 ? Tdec - 25 - (ts->ragged == 2) * 5 * b
+                     : step % 10 == 7 ? 7 : 1;
             n[b] = want < len[b] - pos[b] ? want : len[b] - pos[b];
             t_new = n[b] > t_new ? n[b] : t_new;
         }

@@ -66,7 +66,7 @@ void run_case_threads(const char *name, int isa_i);
 // Bitwise equality at 1, 2 and 3 threads on all_isas[isa_i] for a shape
 // large enough that the library runs its loops in parallel: forward with
 // attn (forward_ex with padding when ragged), backward, and decode of
-// cfg.max_seq_len positions, the last 63 in single tokens and chunks of 13
+// cfg.max_seq_len positions, the last 25 in single tokens and a chunk of 7
 // (cached_ex with four lengths when ragged == 2; a kv_dtype cache when
 // set), B = 4, random weights. The library goes parallel above ~0.25 MFLOP
 // per call: a decode step needs 4 * H * dh * (keys summed over the batch)

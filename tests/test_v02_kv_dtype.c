@@ -198,12 +198,12 @@ END_TEST
 
 START_TEST(threads_dtype)
 {
-    thread_spec t = { "F16 cache, GQA, RoPE", { 64, 4, 330, 1, 1 }, 96,
+    thread_spec t = { "F16 cache, GQA, RoPE", { 64, 4, 292, 1, 1 }, 64,
                       MHSA_F16, 0 };
     t.cfg.n_kv_heads = 2;
     t.cfg.rope_dim = 8;
     check_thread_counts(&t, _i);
-    thread_spec u = { "BF16 cache", { 64, 4, 330, 1, 1 }, 96, MHSA_BF16, 0 };
+    thread_spec u = { "BF16 cache", { 64, 4, 292, 1, 1 }, 64, MHSA_BF16, 0 };
     check_thread_counts(&u, _i);
 }
 END_TEST

@@ -514,7 +514,7 @@ END_TEST
 
 START_TEST(threads_seq_len)
 {
-    thread_spec t = { "padding", { 64, 4, 330, 0, 1 }, 96, 0, 1 };
+    thread_spec t = { "padding", { 64, 4, 292, 0, 1 }, 64, 0, 1 };
     t.cfg.causal = 0;
     check_thread_counts(&t, _i);   // non-causal: decode is not run
 }
@@ -522,7 +522,7 @@ END_TEST
 
 START_TEST(threads_ragged)
 {
-    thread_spec t = { "ragged, GQA, RoPE, window", { 64, 4, 400, 1, 1 }, 96,
+    thread_spec t = { "ragged, GQA, RoPE, window", { 64, 4, 362, 1, 1 }, 64,
                       0, 2 };
     t.cfg.n_kv_heads = 2;
     t.cfg.rope_dim = 8;

@@ -561,12 +561,12 @@ END_TEST
 
 // ---- thread counts -------------------------------------------------------------
 
-// D = 64, H = 4, B = 4: attention of 96 tokens and decode steps over
-// 267..330 cached keys are big enough for the library to split them.
+// D = 64, H = 4, B = 4: attention of 64 tokens and decode steps over
+// 267..292 cached keys are big enough for the library to split them.
 static thread_spec spec(const char *name, int hkv, int rope, int il,
                         int window)
 {
-    thread_spec t = { name, { 64, 4, 330, 1, 1 }, 96, 0, 0 };
+    thread_spec t = { name, { 64, 4, 292, 1, 1 }, 64, 0, 0 };
     t.cfg.n_kv_heads = hkv;
     t.cfg.rope_dim = rope;
     t.cfg.rope_interleaved = il;
@@ -602,12 +602,12 @@ START_TEST(threads_rope)
 END_TEST
 
 // A window of 100 splits the forward and backward but leaves decode steps
-// too small to split (4 x 100 keys); 300 of 330 positions splits those.
+// too small to split (4 x 100 keys); 260 of up to 292 splits those.
 START_TEST(threads_window)
 {
     thread_spec t = spec("window 100, RoPE, GQA", 2, 8, 1, 100);
     check_thread_counts(&t, _i);
-    t = spec("window 300 (decode)", 2, 0, 0, 300);
+    t = spec("window 260 (decode)", 2, 0, 0, 260);
     check_thread_counts(&t, _i);
 }
 END_TEST
