@@ -113,7 +113,6 @@ mhsa_kv_cache *rc_cache(const refcase *rc, const mhsa_block *blk,
         ck_assert_int_eq(mhsa_kv_cache_create(blk, max_batch, rc->T, &c),
                          MHSA_OK);
     } else {
-        REQUIRE_API(mhsa_kv_cache_create_ex);
         mhsa_kv_config kc = { max_batch, rc->T,
                               rc->kv_dtype == 1 ? MHSA_F16 : MHSA_BF16 };
         ck_assert_msg(mhsa_kv_cache_create_ex(blk, &kc, &c) == MHSA_OK,
@@ -133,7 +132,6 @@ static void forward_call(const refcase *rc, const mhsa_block *blk,
     const float *mask = refcase_get(rc, "mask");
     mhsa_status s;
     if (seq_len) {
-        REQUIRE_API(mhsa_forward_ex);
         mhsa_forward_args a = { x, rc->B, rc->T, mask, seq_len, y, attn };
         s = mhsa_forward_ex(blk, ws, &a);
     } else {
@@ -465,8 +463,6 @@ typedef struct ragged_run {
 static void ragged_chunks(const refcase *rc, const mhsa_block *blk,
                           const ragged_run *r, float *yfull)
 {
-    REQUIRE_API(mhsa_forward_cached_ex);
-    REQUIRE_API(mhsa_kv_cache_seq_len);
     int B = rc->B, nb = r->solo >= 0 ? 1 : B;
     size_t D = (size_t)rc->D, T = (size_t)rc->T;
     mhsa_workspace *ws = NULL;
@@ -680,15 +676,12 @@ static void thread_decode(const thread_spec *ts, const mhsa_block *blk,
     size_t D = (size_t)cfg->d_model, nx = (size_t)B * Tdec * D;
     mhsa_kv_cache *c = NULL;
     if (ts->kv_dtype) {
-        REQUIRE_API(mhsa_kv_cache_create_ex);
         mhsa_kv_config kc = { B, Tdec, (mhsa_dtype)ts->kv_dtype };
         ck_assert_int_eq(mhsa_kv_cache_create_ex(blk, &kc, &c), MHSA_OK);
     } else {
         ck_assert_int_eq(mhsa_kv_cache_create(blk, B, Tdec, &c), MHSA_OK);
     }
     float *xin = malloc(nx * 4), *yo = malloc(nx * 4), *yall = calloc(nx, 4);
-    if (ts->ragged == 2)
-        REQUIRE_API(mhsa_forward_cached_ex);
     int len[THREAD_B], pos[THREAD_B] = { 0 };
     for (int b = 0; b < B; b++)
         len[b] = ts->ragged == 2 ? Tdec - 7 * b : Tdec;
@@ -756,7 +749,6 @@ static void thread_run(const thread_spec *ts, outs *o)
     ck_assert_int_eq(mhsa_grads_create(blk, &g), MHSA_OK);
     int sl[THREAD_B] = { T, T * 2 / 3, 1, T - 1 };
     if (ts->ragged) {   // key padding in the forward
-        REQUIRE_API(mhsa_forward_ex);
         mhsa_forward_args fa = { x, B, T, NULL, sl, y, a };
         ck_assert_int_eq(mhsa_forward_ex(blk, ws, &fa), MHSA_OK);
     } else {

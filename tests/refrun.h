@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "api_v02.h"
+#include "mhsa.h"
 #include "refcase.h"
 #include "util.h"
 

@@ -45,7 +45,6 @@ END_TEST
 // the backward after it the same gradients.
 static void forward_ex_null(const char *name)
 {
-    REQUIRE_API(mhsa_forward_ex);
     refcase rc;
     rc_load(name, &rc);
     mhsa_block *blk = rc_block(&rc);
@@ -108,7 +107,6 @@ END_TEST
 // and get a zero context; no NaN anywhere, also in the backward.
 START_TEST(fully_padded_edges)
 {
-    REQUIRE_API(mhsa_forward_ex);
     if (!kernels_or_skip(_i))
         return;
     ck_assert_int_eq(mhsa_select_isa(all_isas[_i]), MHSA_OK);
@@ -245,9 +243,6 @@ static void reset_run(const refcase *rc, const mhsa_block *blk, int at,
 // of a fresh cache fed sequence 3 the same way from the first call.
 START_TEST(reset_seq_mid_run_is_fresh)
 {
-    REQUIRE_API(mhsa_forward_cached_ex);
-    REQUIRE_API(mhsa_kv_cache_reset_seq);
-    REQUIRE_API(mhsa_kv_cache_seq_len);
     if (!kernels_or_skip(_i))
         return;
     ck_assert_int_eq(mhsa_select_isa(all_isas[_i]), MHSA_OK);
@@ -341,7 +336,6 @@ static int all_equal(const float *p, size_t n, float v)
 
 START_TEST(invalid_seq_len)
 {
-    REQUIRE_API(mhsa_forward_ex);
     refcase rc;
     rc_load("pad_bwd_3x17x16x2_nc_mask", &rc);   // B 3, T 17
     mhsa_block *blk = rc_block(&rc);
@@ -404,8 +398,6 @@ END_TEST
 // never made the failed call).
 START_TEST(invalid_n_new_and_overflow)
 {
-    REQUIRE_API(mhsa_forward_cached_ex);
-    REQUIRE_API(mhsa_kv_cache_seq_len);
     refcase rc;
     rc_load("ragged_dec_4x40x16x2", &rc);
     mhsa_block *blk = rc_block(&rc);
@@ -488,8 +480,6 @@ END_TEST
 
 START_TEST(invalid_slot)
 {
-    REQUIRE_API(mhsa_kv_cache_reset_seq);
-    REQUIRE_API(mhsa_kv_cache_seq_len);
     mhsa_config cfg = { 16, 2, 8, 1, 1 };
     mhsa_block *blk = NULL;
     ck_assert_int_eq(mhsa_block_create(&cfg, &blk), MHSA_OK);
