@@ -40,7 +40,7 @@ static const char *const rope_cases[] = {
     "rope_dec_part_inter_1x29x48x4_t1e6",
 };
 static const char *const rope_long_cases[] = {
-    "rope_long_half_w48_32770", "rope_long_inter_w40_32770",
+    "rope_long_half_w48_32770",
     "rope_4k_nowin_part_4100",
 };
 static const char *const window_cases[] = {
