@@ -110,6 +110,480 @@ static int untouched(const float *p, size_t n)
     return 1;
 }
 
+// Is key j blocked for query row i of a sequence of seq_len keys (the
+// rules of API.md, written out apart from the library's)? positional_only:
+// the causal mask and the window, not padding or the mask.
+static int blocked_by(const mhsa_config *c, const float *mask, int T,
+                      int seq_len, int i, int j, int positional_only)
+{
+    if (c->causal && j > i)
+        return 1;
+    if (c->window && j <= i - c->window)
+        return 1;
+    if (positional_only)
+        return 0;
+    if (j >= seq_len)
+        return 1;
+    return mask && mask[(size_t)i * T + j] == -INFINITY;
+}
+
+// Within a rounding of b: |a - b| <= tol * (1 + |b|) everywhere, both
+// finite.
+static int close_to(const float *a, const float *b, size_t n, float tol)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(a[i]) || !(fabsf(a[i] - b[i]) <= tol * (1 + fabsf(b[i]))))
+            return 0;
+    return 1;
+}
+
+static int all_nan(const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isnan(x[i]))
+            return 0;
+    return 1;
+}
+
+static int none_finite(const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (isfinite(x[i]))
+            return 0;
+    return 1;
+}
+
+// ---- combinations: mhsa_forward_ex ----------------------------------------
+
+// Grouped-query heads with RoPE (whole head, partial, both pairings) under
+// a window (small, and one key short of a key tile) or none, with key
+// padding and a hostile mask; T crosses a key tile and has several query
+// blocks (so without weights the K/V tiles are packed once per head).
+static mhsa_config forward_combo(int which, int T)
+{
+    int bc = (int)mhsa__attn_bc(mhsa__kernels());
+    mhsa_config c[3] = {
+        { 24, 6, T, 1, 1, 2, 4, 0.0f, 0, 5 },          // GQA 3:1, RoPE all
+        { 32, 4, T, 1, 0, 1, 4, 5e5f, 1, bc - 1 },     // MQA, half, GPT-J
+        { 16, 4, T, 0, 1, 2, 2, 1e6f, 1, 0 },          // non-causal
+    };
+    return c[which];
+}
+
+// Random finite values in [-3, 2], one in eight -inf and one in eight
+// -1e30; row 2 wholly -inf, row 5 open on key 0 only (outside a window of
+// 5), row 7 on its own key only.
+static void combo_mask(float *mask, int T, rng *r)
+{
+    for (size_t i = 0; i < (size_t)T * T; i++) {
+        int c = rng_int(r, 0, 7);
+        mask[i] = c == 0 ? -INFINITY : c == 1 ? -1e30f
+                : rng_uniform(r, -3.0f, 2.0f);
+    }
+    for (int j = 0; j < T; j++) {
+        mask[2 * T + j] = -INFINITY;
+        mask[5 * T + j] = j == 0 ? 0.5f : -INFINITY;
+        mask[7 * T + j] = j == 7 ? 0.0f : -INFINITY;
+    }
+}
+
+typedef struct fwd_out {
+    float *y, *attn, *dx;
+    mhsa_grads *g;
+} fwd_out;
+
+static void fwd_out_free(fwd_out *o)
+{
+    free(o->y);
+    free(o->attn);
+    free(o->dx);
+    mhsa_grads_destroy(o->g);
+    memset(o, 0, sizeof *o);
+}
+
+// forward_ex (with weights when want_attn), then backward with dy when dy
+// is not NULL.
+static fwd_out fwd_run(const vblock *v, mhsa_workspace *ws, const float *x,
+                       int B, int T, const float *mask, const int *seq_len,
+                       int want_attn, const float *dy)
+{
+    size_t ny = (size_t)B * T * v->cfg.d_model;
+    size_t na = (size_t)B * v->cfg.n_heads * T * T;
+    fwd_out o = { malloc(ny * sizeof(float)),
+                  want_attn ? malloc(na * sizeof(float)) : NULL, NULL,
+                  NULL };
+    fill_nan(o.y, ny);
+    if (o.attn)
+        fill_nan(o.attn, na);
+    mhsa_forward_args a = { x, B, T, mask, seq_len, o.y, o.attn };
+    ck_assert_msg(mhsa_forward_ex(v->blk, ws, &a) == MHSA_OK, "%s",
+                  mhsa_last_error());
+    if (dy) {
+        o.dx = malloc(ny * sizeof(float));
+        ck_assert_int_eq(mhsa_grads_create(v->blk, &o.g), MHSA_OK);
+        ck_assert_int_eq(mhsa_backward(v->blk, ws, dy, o.dx, o.g), MHSA_OK);
+    }
+    return o;
+}
+
+static int same_grads(const vblock *v, const mhsa_grads *a,
+                      const mhsa_grads *b)
+{
+    size_t D = (size_t)v->cfg.d_model;
+    int ok = !memcmp(a->w_qkv, b->w_qkv, v->nqkv * D * sizeof(float)) &&
+             !memcmp(a->w_out, b->w_out, D * D * sizeof(float));
+    if (v->cfg.bias)
+        ok = ok && !memcmp(a->b_qkv, b->b_qkv, v->nqkv * sizeof(float)) &&
+             !memcmp(a->b_out, b->b_out, D * sizeof(float));
+    return ok;
+}
+
+// Every combination against the double reference (y and weights), blocked
+// weights exact +0, rows that see no key exactly b_out, the same y bits
+// without weights; then what is never read is poisoned and must change
+// nothing: NaN and +inf mask entries under the causal mask and outside
+// the window (same bits forward and backward), NaN and inf tokens in
+// padded positions (the unpadded rows and the other sequences keep their
+// bits; a padded row reads its own NaN query, unless it sees no key), and
+// a NaN token that leaves the window (rows that read it are NaN, the
+// others finite and close, other sequences the same bits).
+START_TEST(combo_forward_ex)
+{
+    if (!use_isa(_i))
+        return;
+    int T = (int)mhsa__attn_bc(mhsa__kernels()) + 40, B = 3;
+    int seq_len[3] = { T, 1, T / 2 + 3 };
+    for (int which = 0; which < 3; which++) {
+        mhsa_config cfg = forward_combo(which, T);
+        vblock v = vblock_make(cfg, 100 + (uint64_t)which);
+        int D = cfg.d_model, H = cfg.n_heads;
+        size_t d = (size_t)D, ny = (size_t)B * T * D;
+        size_t tt = (size_t)T * T, na = (size_t)B * H * tt;
+        rng r = { 200 + (uint64_t)which };
+        float *x = rand_buf(&r, ny, -1.0f, 1.0f);
+        float *dy = rand_buf(&r, ny, -1.0f, 1.0f);
+        float *mask = malloc(tt * sizeof(float));
+        combo_mask(mask, T, &r);
+        mhsa_workspace *ws = NULL;
+        ck_assert_int_eq(mhsa_workspace_create(v.blk, B, &ws), MHSA_OK);
+
+        fwd_out o = fwd_run(&v, ws, x, B, T, mask, seq_len, 1, dy);
+        refv m = vblock_ref(&v, B, T, x);
+        m.mask = mask;
+        m.seq_len = seq_len;
+        double *ry = malloc(ny * sizeof(double));
+        double *ra = malloc(na * sizeof(double));
+        refv_forward(&m, ry, ra);
+        double ey = rel_err_d(o.y, ry, ny), ea = rel_err_d(o.attn, ra, na);
+        ck_assert_msg(ey < 1e-4 && ea < 1e-4, "%s combo %d: y %.3g attn "
+                      "%.3g", isa_now(), which, ey, ea);
+        for (int b = 0; b < B; b++)
+            for (int i = 0; i < T; i++) {
+                int dead = 1;
+                for (int j = 0; j < T; j++) {
+                    int blk = blocked_by(&cfg, mask, T, seq_len[b], i, j, 0);
+                    dead &= blk;
+                    for (int h = 0; h < H && blk; h++) {
+                        float w = o.attn[(((size_t)b * H + h) * T + i) * T +
+                                         j];
+                        ck_assert_msg(bits_of(w) == 0, "%s combo %d: "
+                                      "blocked weight b%d h%d (%d, %d) = %g",
+                                      isa_now(), which, b, h, i, j,
+                                      (double)w);
+                    }
+                }
+                const float *yr = o.y + ((size_t)b * T + i) * d;
+                for (size_t c = 0; dead && c < d; c++)
+                    ck_assert_msg(bits_of(yr[c]) ==
+                                  bits_of(cfg.bias ? v.b_out[c] : 0.0f),
+                                  "%s combo %d: row %d of %d sees no key "
+                                  "but y != b_out", isa_now(), which, i, b);
+            }
+        fwd_out o2 = fwd_run(&v, ws, x, B, T, mask, seq_len, 0, NULL);
+        ck_assert_msg(!memcmp(o.y, o2.y, ny * sizeof(float)),
+                      "%s combo %d: y bits differ without weights",
+                      isa_now(), which);
+        fwd_out_free(&o2);
+
+        // NaN and +inf mask entries where the causal mask or the window
+        // blocks the key: never read, so the same bits everywhere.
+        float *pmask = malloc(tt * sizeof(float));
+        memcpy(pmask, mask, tt * sizeof(float));
+        int n_poisoned = 0;
+        for (int i = 0; i < T; i++)
+            for (int j = 0; j < T; j++)
+                if (blocked_by(&cfg, NULL, T, T, i, j, 1)) {
+                    pmask[(size_t)i * T + j] = (i + j) % 2 ? NAN : INFINITY;
+                    n_poisoned++;
+                }
+        ck_assert(cfg.causal == 0 || n_poisoned > 0);
+        fwd_out p = fwd_run(&v, ws, x, B, T, pmask, seq_len, 1, dy);
+        ck_assert_msg(!memcmp(o.y, p.y, ny * sizeof(float)) &&
+                      !memcmp(o.attn, p.attn, na * sizeof(float)),
+                      "%s combo %d: a mask entry under a positional block "
+                      "was read (forward)", isa_now(), which);
+        ck_assert_msg(!memcmp(o.dx, p.dx, ny * sizeof(float)) &&
+                      same_grads(&v, o.g, p.g), "%s combo %d: a mask entry "
+                      "under a positional block was read (backward)",
+                      isa_now(), which);
+        fwd_out_free(&p);
+
+        // NaN / inf tokens at the padded positions.
+        float *px = malloc(ny * sizeof(float));
+        memcpy(px, x, ny * sizeof(float));
+        for (int b = 0; b < B; b++)
+            for (int t = seq_len[b]; t < T; t++)
+                for (size_t c = 0; c < d; c++)
+                    px[((size_t)b * T + t) * d + c] =
+                        (t + (int)c) % 3 == 0 ? NAN
+                        : (t + (int)c) % 3 == 1 ? INFINITY : -INFINITY;
+        for (int wa = 0; wa <= 1; wa++) {
+            p = fwd_run(&v, ws, px, B, T, mask, seq_len, wa, NULL);
+            for (int b = 0; b < B; b++)
+                for (int i = 0; i < T; i++) {
+                    size_t row = ((size_t)b * T + i) * d;
+                    if (i < seq_len[b]) {
+                        ck_assert_msg(!memcmp(o.y + row, p.y + row,
+                                              d * sizeof(float)),
+                                      "%s combo %d attn %d: row %d of %d "
+                                      "read a padded key", isa_now(), which,
+                                      wa, i, b);
+                        for (int h = 0; h < H && wa; h++) {
+                            size_t w0 = (((size_t)b * H + h) * T + i) * T;
+                            ck_assert(!memcmp(o.attn + w0, p.attn + w0,
+                                              (size_t)T * sizeof(float)));
+                        }
+                        continue;
+                    }
+                    int dead = 1;
+                    for (int j = 0; j < T; j++)
+                        dead &= blocked_by(&cfg, mask, T, seq_len[b], i, j,
+                                           0);
+                    ck_assert_msg(dead ? !memcmp(o.y + row, p.y + row,
+                                                 d * sizeof(float))
+                                       : all_nan(p.y + row, d),
+                                  "%s combo %d: padded row %d of %d (sees "
+                                  "%s)", isa_now(), which, i, b,
+                                  dead ? "no key" : "keys");
+                    for (int h = 0; h < H && wa; h++)
+                        for (int j = seq_len[b]; j < T; j++)
+                            ck_assert(bits_of(p.attn[(((size_t)b * H + h) *
+                                                      T + i) * T + j]) == 0);
+                }
+            fwd_out_free(&p);
+        }
+
+        // A NaN token (position 3 of sequence 0) that rows see only within
+        // their window (and where the mask lets them).
+        memcpy(px, x, ny * sizeof(float));
+        for (size_t c = 0; c < d; c++)
+            px[3 * d + c] = NAN;
+        p = fwd_run(&v, ws, px, B, T, mask, seq_len, 0, NULL);
+        int n_reads = 0, n_clean = 0;
+        for (int i = 0; i < T; i++) {
+            const float *got = p.y + (size_t)i * d, *want = o.y + (size_t)i * d;
+            int reads = !blocked_by(&cfg, mask, T, T, i, 3, 0);
+            int dead = 1;
+            for (int j = 0; j < T && i != 3; j++)
+                dead &= blocked_by(&cfg, mask, T, T, i, j, 0);
+            if (i == 3 && !reads) {   // its own query is NaN
+                for (int j = 0; j < T; j++)
+                    dead &= blocked_by(&cfg, mask, T, T, i, j, 0);
+                reads = !dead;
+            }
+            if (reads) {
+                n_reads++;
+                ck_assert_msg(all_nan(got, d), "%s combo %d: row %d reads "
+                              "the NaN token", isa_now(), which, i);
+            } else {
+                n_clean++;
+                ck_assert_msg(dead ? !memcmp(got, want, d * sizeof(float))
+                                   : close_to(got, want, d, 1e-5f),
+                              "%s combo %d: row %d does not read the NaN "
+                              "token but changed", isa_now(), which, i);
+            }
+        }
+        ck_assert(n_reads > 0 && (cfg.causal == 0 || n_clean > 0));
+        ck_assert_msg(!memcmp(o.y + (size_t)T * d, p.y + (size_t)T * d,
+                              2 * (size_t)T * d * sizeof(float)),
+                      "%s combo %d: the other sequences changed", isa_now(),
+                      which);
+        fwd_out_free(&p);
+
+        fwd_out_free(&o);
+        free(px);
+        free(pmask);
+        free(ry);
+        free(ra);
+        free(x);
+        free(dy);
+        free(mask);
+        mhsa_workspace_destroy(ws);
+        vblock_free(&v);
+    }
+}
+END_TEST
+
+// ---- combinations: ragged cached steps -------------------------------------
+
+enum { CB = 4 };   // cache slots of the cached combinations
+
+// A grouped-query block (3 query heads per kv head, RoPE over the head,
+// window 7) and a multi-query one (8 query heads on one kv head, RoPE on
+// half the head in GPT-J pairs, a window one key past a key tile).
+static mhsa_config cached_combo(int which, int T)
+{
+    int bc = (int)mhsa__attn_bc(mhsa__kernels());
+    mhsa_config c[2] = {
+        { 24, 6, T, 1, 1, 2, 4, 0.0f, 0, 7 },
+        { 16, 8, T, 1, 0, 1, 2, 5e5f, 1, bc + 1 },
+    };
+    return c[which];
+}
+
+// Feeds x (CB, T, D) through a cache of dtype dt in ragged steps (the same
+// schedule for the same seed): a prefill of 80 rows for some slots (two
+// query blocks: the K/V tiles are packed once per head), then steps of 1
+// to 9 rows with n_new[b] from 0 to t_new, slot 2 reset at step 6 and fed
+// again from its start. x_new rows that are no token hold NaN and inf;
+// y rows past n_new[b] must be exact +0. Row t of slot b lands at
+// y[b][t] (the second pass of slot 2 overwrites its first).
+static void cached_run(const vblock *v, mhsa_workspace *ws, mhsa_dtype dt,
+                       const float *x, int T, uint64_t seed, float *y)
+{
+    int D = v->cfg.d_model;
+    size_t d = (size_t)D, step = (size_t)CB * 80 * d;
+    mhsa_kv_cache *c = NULL;
+    mhsa_kv_config kc = { CB, T, dt };
+    ck_assert_int_eq(mhsa_kv_cache_create_ex(v->blk, &kc, &c), MHSA_OK);
+    float *xs = malloc(step * sizeof(float)), *ys = malloc(step * 4);
+    int done[CB] = { 0 }, n_new[CB];
+    rng r = { seed };
+    for (int it = 0;; it++) {
+        int t_new = it == 0 ? 80 : rng_int(&r, 0, 2) ? 1 : rng_int(&r, 2, 9);
+        int any = 0;
+        if (it == 6) {
+            ck_assert_int_eq(mhsa_kv_cache_reset_seq(c, 2), MHSA_OK);
+            done[2] = 0;
+        }
+        for (int b = 0; b < CB; b++) {
+            int left = T - done[b];
+            int n = it == 0 ? (b == 1 ? 0 : b == 2 ? 37 : 80)
+                            : rng_int(&r, 0, t_new);
+            n_new[b] = n < left ? n : left;
+            any |= left > 0;
+            for (int t = 0; t < t_new; t++)
+                for (size_t k = 0; k < d; k++) {
+                    size_t o = ((size_t)b * t_new + t) * d + k;
+                    xs[o] = t < n_new[b]
+                            ? x[((size_t)b * T + done[b] + t) * d + k]
+                            : k % 2 ? NAN : -INFINITY;
+                }
+        }
+        if (!any)
+            break;
+        mhsa_cached_args a = { xs, CB, t_new, n_new, ys };
+        ck_assert_msg(mhsa_forward_cached_ex(v->blk, ws, c, &a) == MHSA_OK,
+                      "%s", mhsa_last_error());
+        for (int b = 0; b < CB; b++) {
+            for (int t = 0; t < t_new; t++) {
+                const float *yr = ys + ((size_t)b * t_new + t) * d;
+                if (t < n_new[b]) {
+                    memcpy(y + ((size_t)b * T + done[b] + t) * d, yr,
+                           d * sizeof(float));
+                    continue;
+                }
+                for (size_t k = 0; k < d; k++)
+                    ck_assert_msg(bits_of(yr[k]) == 0, "%s: y row %d of "
+                                  "slot %d past n_new = %d is not +0",
+                                  isa_now(), t, b, n_new[b]);
+            }
+            done[b] += n_new[b];
+            ck_assert_int_eq(mhsa_kv_cache_seq_len(c, b), done[b]);
+        }
+    }
+    ck_assert_int_eq(mhsa_kv_cache_len(c), T);
+    free(xs);
+    free(ys);
+    mhsa_kv_cache_destroy(c);
+}
+
+// GQA / MQA + RoPE + window + ragged steps + F32, F16 and BF16 caches:
+// every slot against the double reference over its whole history (K and V
+// rounded as the cache stores them). Then a second run where slot 2 holds
+// other tokens and slot 3 a poisoned one at position 20 (NaN for F32, inf
+// for BF16, and for F16 a finite token large enough that its K and V
+// overflow to inf when stored): slots 0 and 1 keep their bits, slot 2
+// matches its own reference, and in slot 3 exactly the rows whose window
+// holds position 20 are non-finite, the others finite and close.
+START_TEST(combo_cached_ragged)
+{
+    if (!use_isa(_i))
+        return;
+    int T = 150;
+    for (int which = 0; which < 2; which++)
+        for (int dt = MHSA_F32; dt <= MHSA_BF16; dt++) {
+            mhsa_config cfg = cached_combo(which, T);
+            vblock v = vblock_make(cfg, 300 + (uint64_t)which);
+            size_t d = (size_t)cfg.d_model, ny = (size_t)CB * T * d;
+            size_t per = (size_t)T * d;
+            rng r = { 400 + (uint64_t)(3 * which + dt) };
+            float *x = rand_buf(&r, ny, -1.0f, 1.0f);
+            float *ya = malloc(ny * sizeof(float));
+            float *yb = malloc(ny * sizeof(float));
+            mhsa_workspace *ws = NULL;
+            ck_assert_int_eq(mhsa_workspace_create(v.blk, CB, &ws), MHSA_OK);
+            uint64_t sched = 500 + (uint64_t)which;
+            cached_run(&v, ws, (mhsa_dtype)dt, x, T, sched, ya);
+            refv m = vblock_ref(&v, CB, T, x);
+            m.kv_round = dt;
+            double *ry = malloc(ny * sizeof(double));
+            refv_forward(&m, ry, NULL);
+            for (int b = 0; b < CB; b++) {
+                double e = rel_err_d(ya + b * per, ry + b * per, per);
+                ck_assert_msg(e < 1e-4, "%s combo %d dtype %d slot %d: "
+                              "error %.3g", isa_now(), which, dt, b, e);
+            }
+            // The second run.
+            float *xb = malloc(ny * sizeof(float));
+            memcpy(xb, x, ny * sizeof(float));
+            fill_uniform(&r, xb + 2 * per, per, -2.0f, 2.0f);
+            float *tok = xb + 3 * per + 20 * d;
+            for (size_t k = 0; k < d; k++)
+                tok[k] = dt == MHSA_F32 ? NAN
+                       : dt == MHSA_BF16 ? (k % 2 ? INFINITY : -INFINITY)
+                       : tok[k] * 1e6f + (k % 2 ? 1e6f : -1e6f);
+            cached_run(&v, ws, (mhsa_dtype)dt, xb, T, sched, yb);
+            ck_assert_msg(!memcmp(ya, yb, 2 * per * sizeof(float)),
+                          "%s combo %d dtype %d: slots 0-1 changed with "
+                          "slots 2-3", isa_now(), which, dt);
+            m.x = xb;
+            refv_forward(&m, ry, NULL);
+            double e = rel_err_d(yb + 2 * per, ry + 2 * per, per);
+            ck_assert_msg(e < 1e-4, "%s combo %d dtype %d: slot 2 with "
+                          "other tokens: error %.3g", isa_now(), which, dt,
+                          e);
+            for (int t = 0; t < T; t++) {
+                const float *got = yb + 3 * per + t * d;
+                const float *want = ya + 3 * per + t * d;
+                int reads = t >= 20 && t < 20 + cfg.window;
+                ck_assert_msg(reads ? none_finite(got, d)
+                                    : close_to(got, want, d, 1e-5f),
+                              "%s combo %d dtype %d: slot 3 row %d (%s the "
+                              "poisoned token)", isa_now(), which, dt, t,
+                              reads ? "reads" : "does not read");
+            }
+            free(x);
+            free(xb);
+            free(ya);
+            free(yb);
+            free(ry);
+            mhsa_workspace_destroy(ws);
+            vblock_free(&v);
+        }
+}
+END_TEST
+
 // ---- refused calls -------------------------------------------------------
 
 // With n_new given, t_new is no longer bounded by the cache's capacity
@@ -160,6 +634,8 @@ int main(void)
     Suite *s = suite_create("adversarial_v02");
     TCase *tc = tcase_create("adversarial_v02");
     tcase_set_timeout(tc, 600);
+    tcase_add_loop_test(tc, combo_forward_ex, 0, N_ISAS);
+    tcase_add_loop_test(tc, combo_cached_ragged, 0, N_ISAS);
     tcase_add_loop_test(tc, cached_t_new_past_max_seq_len_is_refused, 0,
                         N_ISAS);
     suite_add_tcase(s, tc);
