@@ -584,6 +584,281 @@ START_TEST(combo_cached_ragged)
 }
 END_TEST
 
+// ---- extremes -------------------------------------------------------------
+
+// Rows [r0, r1) of the reference of one sequence's tokens x (T, D) seen
+// from position pos0 on (RoPE angles, window and causal mask at absolute
+// positions); K and V rounded to kv_round. Returns the rows (r1 - r0, D).
+static double *ref_rows(const vblock *v, const float *x, int T, int pos0,
+                        int kv_round, int r0, int r1)
+{
+    size_t d = (size_t)v->cfg.d_model;
+    double *all = malloc((size_t)T * d * sizeof(double));
+    refv m = vblock_ref(v, 1, T, x);
+    m.pos0 = pos0;
+    m.kv_round = kv_round;
+    refv_forward(&m, all, NULL);
+    double *out = malloc((size_t)(r1 - r0) * d * sizeof(double));
+    memcpy(out, all + (size_t)r0 * d, (size_t)(r1 - r0) * d * sizeof(double));
+    free(all);
+    return out;
+}
+
+// RoPE at the last position of max_seq_len = 32768 (angles exact to
+// float64): the forward of all 32768 tokens and the cached calls (an F16
+// cache filled to capacity in one prefill of 32767 rows beside a short
+// ragged slot, then the last token), against the reference of the last
+// 2W tokens at their absolute positions (whose rows from W - 1 on see
+// exactly their window). Scores depend on the positions' difference only,
+// so what this checks is the tables' accuracy there: angles p * theta^-i
+// rounded to float are off by up to 1e-3 radians at p = 32767 where
+// theta^-i is near 1, and fail it (checked by planting that). Then the full
+// slot refuses a token and changes nothing, the other slot goes on, and
+// the full slot, reset, is a fresh one at position 0.
+START_TEST(rope_at_position_32767)
+{
+    if (!use_isa(_i))
+        return;
+    enum { TL = 32768 };
+    const mhsa_config cfgs[2] = {
+        // NeoX pairs over a head of 32 (angles up to 32767 * 10000^-1/16)
+        { 32, 1, TL, 1, 1, 0, 32, 0.0f, 0, 8 },
+        // GPT-J pairs over heads of 8 sharing one kv head, theta 2
+        { 16, 2, TL, 1, 0, 1, 8, 2.0f, 1, 3 },
+    };
+    for (int which = 0; which < 2; which++) {
+        mhsa_config cfg = cfgs[which];
+        vblock v = vblock_make(cfg, 600 + (uint64_t)which);
+        int W = cfg.window, n = 2 * W, pos0 = TL - n;
+        size_t d = (size_t)cfg.d_model, nx = (size_t)TL * d;
+        // Larger q and k (scores of a few units) make the weights feel
+        // an angle's error.
+        size_t qk = d + (size_t)v.Hkv * (d / (size_t)cfg.n_heads);
+        for (size_t i = 0; i < qk * d; i++)
+            v.w_qkv[i] *= 4.0f;
+        ck_assert_int_eq(mhsa_block_set_weights(v.blk, v.w_qkv, v.b_qkv,
+                                                v.w_out, v.b_out), MHSA_OK);
+        rng r = { 700 + (uint64_t)which };
+        float *x = rand_buf(&r, nx, -1.0f, 1.0f);
+        float *y = malloc(nx * sizeof(float));
+        mhsa_workspace *ws = NULL;
+        ck_assert_int_eq(mhsa_workspace_create(v.blk, 2, &ws), MHSA_OK);
+        ck_assert_int_eq(mhsa_forward(v.blk, ws, x, 1, TL, NULL, y, NULL),
+                         MHSA_OK);
+        size_t nr = (size_t)(n - (W - 1)) * d;   // rows pos0 + W - 1 ..
+        const float *tail = y + (size_t)(pos0 + W - 1) * d;
+        double *want = ref_rows(&v, x + (size_t)pos0 * d, n, pos0, 0, W - 1,
+                                n);
+        double e = rel_err_d(tail, want, nr);
+        ck_assert_msg(e < 1e-4, "%s rope %d: forward at 32767: error %.3g",
+                      isa_now(), which, e);
+        free(want);
+
+        // The cached calls: slot 0 to capacity, slot 1 three tokens.
+        mhsa_kv_cache *c = NULL;
+        mhsa_kv_config kc = { 2, TL, MHSA_F16 };
+        ck_assert_int_eq(mhsa_kv_cache_create_ex(v.blk, &kc, &c), MHSA_OK);
+        size_t ns = 2 * (size_t)(TL - 1) * d;
+        float *xs = malloc(ns * sizeof(float)), *ys = malloc(ns * 4);
+        memcpy(xs, x, (size_t)(TL - 1) * d * sizeof(float));
+        fill_nan(xs + (size_t)(TL - 1) * d, (size_t)(TL - 1) * d);
+        memcpy(xs + (size_t)(TL - 1) * d, x, 3 * d * sizeof(float));
+        int n_new[2] = { TL - 1, 3 };
+        mhsa_cached_args a = { xs, 2, TL - 1, n_new, ys };
+        ck_assert_msg(mhsa_forward_cached_ex(v.blk, ws, c, &a) == MHSA_OK,
+                      "%s", mhsa_last_error());
+        want = ref_rows(&v, x + (size_t)pos0 * d, n, pos0, 1, W - 1, n);
+        e = rel_err_d(ys + (size_t)(pos0 + W - 1) * d, want, nr - d);
+        ck_assert_msg(e < 1e-4, "%s rope %d: F16 prefill to 32766: error "
+                      "%.3g", isa_now(), which, e);
+        float step_x[2 * 32], step_y[2 * 32];
+        memcpy(step_x, x + (size_t)(TL - 1) * d, d * sizeof(float));
+        memcpy(step_x + d, x + 3 * d, d * sizeof(float));
+        n_new[0] = n_new[1] = 1;
+        mhsa_cached_args s1 = { step_x, 2, 1, n_new, step_y };
+        ck_assert_int_eq(mhsa_forward_cached_ex(v.blk, ws, c, &s1), MHSA_OK);
+        e = rel_err_d(step_y, want + (size_t)(n - W) * d, d);
+        ck_assert_msg(e < 1e-4, "%s rope %d: F16 decode at 32767: error "
+                      "%.3g", isa_now(), which, e);
+        free(want);
+        ck_assert_int_eq(mhsa_kv_cache_seq_len(c, 0), TL);
+        ck_assert_int_eq(mhsa_kv_cache_seq_len(c, 1), 4);
+        // Full: slot 0 refuses a token, nothing changes.
+        n_new[1] = 0;
+        memset(step_y, 0x5a, sizeof step_y);
+        ck_assert_int_eq(mhsa_forward_cached_ex(v.blk, ws, c, &s1),
+                         MHSA_ERR_SHAPE);
+        ck_assert(untouched(step_y, 2 * d));
+        ck_assert_int_eq(mhsa_kv_cache_seq_len(c, 0), TL);
+        ck_assert_int_eq(mhsa_kv_cache_seq_len(c, 1), 4);
+        n_new[0] = 0;
+        n_new[1] = 1;
+        ck_assert_int_eq(mhsa_forward_cached_ex(v.blk, ws, c, &s1), MHSA_OK);
+        ck_assert_int_eq(mhsa_kv_cache_seq_len(c, 1), 5);
+        // Reset: position 0 again.
+        ck_assert_int_eq(mhsa_kv_cache_reset_seq(c, 0), MHSA_OK);
+        memcpy(step_x, x, d * sizeof(float));
+        n_new[0] = 1;
+        n_new[1] = 0;
+        ck_assert_int_eq(mhsa_forward_cached_ex(v.blk, ws, c, &s1), MHSA_OK);
+        want = ref_rows(&v, x, 1, 0, 1, 0, 1);
+        ck_assert(rel_err_d(step_y, want, d) < 1e-4);
+        free(want);
+        mhsa_kv_cache_destroy(c);
+        free(xs);
+        free(ys);
+        free(x);
+        free(y);
+        mhsa_workspace_destroy(ws);
+        vblock_free(&v);
+    }
+}
+END_TEST
+
+// A window of one key: every row sees its own key only, so its weight is
+// exactly 1 and the context is its own V exactly; rows in the padding see
+// nothing (y = b_out, zero gradients). q and k do not reach y at all:
+// their weight gradients vanish to rounding beside V's. Decoding the same
+// sequence token by token gives the same rows.
+START_TEST(window_of_one)
+{
+    if (!use_isa(_i))
+        return;
+    int T = 2 * (int)mhsa__attn_bc(mhsa__kernels()) + 3, B = 2;
+    int seq_len[2] = { T, 5 };
+    mhsa_config cfg = { 12, 3, T, 1, 1, 1, 4, 0.0f, 0, 1 };
+    vblock v = vblock_make(cfg, 800);
+    int D = cfg.d_model, H = cfg.n_heads;
+    size_t d = (size_t)D, ny = (size_t)B * T * D;
+    rng r = { 801 };
+    float *x = rand_buf(&r, ny, -1.0f, 1.0f);
+    float *dy = rand_buf(&r, ny, -1.0f, 1.0f);
+    mhsa_workspace *ws = NULL;
+    ck_assert_int_eq(mhsa_workspace_create(v.blk, B, &ws), MHSA_OK);
+    fwd_out o = fwd_run(&v, ws, x, B, T, NULL, seq_len, 1, dy);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int i = 0; i < T; i++)
+                for (int j = 0; j < T; j++) {
+                    float w = o.attn[(((size_t)b * H + h) * T + i) * T + j];
+                    float want = i == j && i < seq_len[b] ? 1.0f : 0.0f;
+                    ck_assert_msg(bits_of(w) == bits_of(want), "%s: weight "
+                                  "b%d h%d (%d, %d) = %.9g", isa_now(), b,
+                                  h, i, j, (double)w);
+                }
+    refv m = vblock_ref(&v, B, T, x);
+    m.seq_len = seq_len;
+    double *ry = malloc(ny * sizeof(double));
+    refv_forward(&m, ry, NULL);
+    ck_assert_msg(rel_err_d(o.y, ry, ny) < 1e-4, "%s: y error %.3g",
+                  isa_now(), rel_err_d(o.y, ry, ny));
+    for (int i = seq_len[1]; i < T; i++) {
+        size_t row = ((size_t)T + i) * d;
+        ck_assert(!memcmp(o.y + row, v.b_out, d * sizeof(float)));
+        for (size_t c = 0; c < d; c++)
+            ck_assert(o.dx[row + c] == 0.0f);
+    }
+    fwd_out o2 = fwd_run(&v, ws, x, B, T, NULL, seq_len, 0, NULL);
+    ck_assert(!memcmp(o.y, o2.y, ny * sizeof(float)));
+    fwd_out_free(&o2);
+    // Gradients of the q and k rows of w_qkv (and b_qkv) against V's.
+    size_t qk = d + (size_t)v.Hkv * (d / (size_t)H);   // rows of q and k
+    float gqk = 0, gv = 0;
+    for (size_t i = 0; i < v.nqkv * d; i++) {
+        float g = fabsf(o.g->w_qkv[i]);
+        ck_assert(isfinite(g));
+        if (i < qk * d)
+            gqk = g > gqk ? g : gqk;
+        else
+            gv = g > gv ? g : gv;
+    }
+    for (size_t i = 0; i < qk; i++)
+        gqk = fabsf(o.g->b_qkv[i]) > gqk ? fabsf(o.g->b_qkv[i]) : gqk;
+    ck_assert_msg(gv > 1.0f && gqk <= 1e-5f * gv, "%s: |dWq, dWk| %.3g "
+                  "beside |dWv| %.3g", isa_now(), (double)gqk, (double)gv);
+    // Decode sequence 0 token by token.
+    mhsa_kv_cache *c = NULL;
+    ck_assert_int_eq(mhsa_kv_cache_create(v.blk, 1, T, &c), MHSA_OK);
+    for (int t = 0; t < T; t++) {
+        float yt[12];
+        ck_assert_int_eq(mhsa_forward_cached(v.blk, ws, c, x + t * d, 1, 1,
+                                             yt), MHSA_OK);
+        ck_assert_msg(close_to(yt, o.y + t * d, d, 1e-5f), "%s: decode row "
+                      "%d", isa_now(), t);
+    }
+    mhsa_kv_cache_destroy(c);
+    fwd_out_free(&o);
+    free(ry);
+    free(x);
+    free(dy);
+    mhsa_workspace_destroy(ws);
+    vblock_free(&v);
+}
+END_TEST
+
+// Every sequence one key long (seq_len = 1): non-causal, every row's only
+// key is key 0 (weight exactly 1, all rows of a sequence the same bits);
+// causal with a window of 4, rows 0..3 see key 0 and the rest nothing
+// (zero weights, y = b_out, dx = 0). Against the reference, backward
+// finite.
+START_TEST(sequences_of_one_key)
+{
+    if (!use_isa(_i))
+        return;
+    int T = (int)mhsa__attn_bc(mhsa__kernels()) + 5, B = 3;
+    int seq_len[3] = { 1, 1, 1 };
+    const mhsa_config cfgs[2] = {
+        { 16, 4, T, 0, 1, 2, 4, 0.0f, 1, 0 },
+        { 16, 4, T, 1, 1, 1, 2, 0.0f, 0, 4 },
+    };
+    for (int which = 0; which < 2; which++) {
+        mhsa_config cfg = cfgs[which];
+        vblock v = vblock_make(cfg, 900 + (uint64_t)which);
+        int D = cfg.d_model, H = cfg.n_heads;
+        size_t d = (size_t)D, ny = (size_t)B * T * D;
+        rng r = { 901 + (uint64_t)which };
+        float *x = rand_buf(&r, ny, -1.0f, 1.0f);
+        float *dy = rand_buf(&r, ny, -1.0f, 1.0f);
+        mhsa_workspace *ws = NULL;
+        ck_assert_int_eq(mhsa_workspace_create(v.blk, B, &ws), MHSA_OK);
+        fwd_out o = fwd_run(&v, ws, x, B, T, NULL, seq_len, 1, dy);
+        for (int b = 0; b < B; b++)
+            for (int i = 0; i < T; i++) {
+                int sees = !cfg.causal || i < cfg.window;
+                for (int h = 0; h < H; h++)
+                    for (int j = 0; j < T; j++) {
+                        float w = o.attn[(((size_t)b * H + h) * T + i) * T +
+                                         j];
+                        float want = sees && j == 0 ? 1.0f : 0.0f;
+                        ck_assert_msg(bits_of(w) == bits_of(want),
+                                      "%s case %d: weight (%d, %d) = %g",
+                                      isa_now(), which, i, j, (double)w);
+                    }
+                size_t row = ((size_t)b * T + i) * d;
+                const float *want = sees ? o.y + (size_t)b * T * d : v.b_out;
+                ck_assert_msg(!memcmp(o.y + row, want, d * sizeof(float)),
+                              "%s case %d: row %d of %d", isa_now(), which,
+                              i, b);
+                for (size_t c = 0; !sees && c < d; c++)
+                    ck_assert(o.dx[row + c] == 0.0f);
+            }
+        ck_assert(all_finite(o.dx, ny) && all_finite(o.g->w_qkv,
+                                                     v.nqkv * d));
+        refv m = vblock_ref(&v, B, T, x);
+        m.seq_len = seq_len;
+        double *ry = malloc(ny * sizeof(double));
+        refv_forward(&m, ry, NULL);
+        ck_assert(rel_err_d(o.y, ry, ny) < 1e-4);
+        free(ry);
+        fwd_out_free(&o);
+        free(x);
+        free(dy);
+        mhsa_workspace_destroy(ws);
+        vblock_free(&v);
+    }
+}
+END_TEST
+
 // ---- refused calls -------------------------------------------------------
 
 // With n_new given, t_new is no longer bounded by the cache's capacity
@@ -636,6 +911,9 @@ int main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_loop_test(tc, combo_forward_ex, 0, N_ISAS);
     tcase_add_loop_test(tc, combo_cached_ragged, 0, N_ISAS);
+    tcase_add_loop_test(tc, rope_at_position_32767, 0, N_ISAS);
+    tcase_add_loop_test(tc, window_of_one, 0, N_ISAS);
+    tcase_add_loop_test(tc, sequences_of_one_key, 0, N_ISAS);
     tcase_add_loop_test(tc, cached_t_new_past_max_seq_len_is_refused, 0,
                         N_ISAS);
     suite_add_tcase(s, tc);
