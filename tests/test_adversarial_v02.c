@@ -859,6 +859,134 @@ START_TEST(sequences_of_one_key)
 }
 END_TEST
 
+// ---- guard pages ------------------------------------------------------------
+
+// bytes (a multiple of 4) copied into a buffer against a guard page, then
+// made read-only (an input written to faults too).
+static void *guarded_copy(const void *src, size_t bytes, guard_side side)
+{
+    ck_assert(bytes % sizeof(float) == 0);
+    float *p = guard_alloc(bytes / sizeof(float), side);
+    memcpy(p, src, bytes);
+    guard_readonly(p);
+    return p;
+}
+
+// One cached step of a guard-page run: the same on guarded buffers (and a
+// guarded argument struct) and on ordinary ones, for the same bits.
+static void guarded_step(const vblock *v, mhsa_workspace *ws,
+                         mhsa_kv_cache *cg, mhsa_kv_cache *cp,
+                         const float *x_new, int B, int t_new,
+                         const int *n_new, guard_side side)
+{
+    size_t n = (size_t)B * t_new * v->cfg.d_model;
+    float *gx = guarded_copy(x_new, n * sizeof(float), side);
+    int *gn = guarded_copy(n_new, (size_t)B * sizeof(int), side);
+    float *gy = guard_alloc(n, side), *py = malloc(n * sizeof(float));
+    mhsa_cached_args a = { gx, B, t_new, gn, gy };
+    mhsa_cached_args *ga = guarded_copy(&a, sizeof a, side);
+    ck_assert_msg(mhsa_forward_cached_ex(v->blk, ws, cg, ga) == MHSA_OK,
+                  "%s", mhsa_last_error());
+    mhsa_cached_args pa = { x_new, B, t_new, n_new, py };
+    ck_assert_int_eq(mhsa_forward_cached_ex(v->blk, ws, cp, &pa), MHSA_OK);
+    ck_assert_msg(!memcmp(gy, py, n * sizeof(float)), "%s: guarded cached "
+                  "step differs", isa_now());
+    guard_free(gx);
+    guard_free((float *)gn);
+    guard_free(gy);
+    guard_free((float *)ga);
+    free(py);
+}
+
+// Every buffer the 0.2 calls take, against a guard page at either end
+// (inputs read-only), the argument structs too: mhsa_forward_ex (x, mask,
+// seq_len of exactly B ints, y, attn) and the backward after it (dy, dx),
+// then ragged F16 cached steps (x_new, n_new, y) until every slot of the
+// cache is full, so that its last stored row is written and read through
+// the public API (ASan watches the cache's own allocation); the same bits
+// as with ordinary buffers.
+START_TEST(guard_pages_new_calls)
+{
+    if (!use_isa(_i / 2))
+        return;
+    guard_side side = _i % 2 ? GUARD_BEFORE : GUARD_AFTER;
+    int B = 3, T = 13;
+    mhsa_config cfg = { 24, 6, T, 1, 1, 2, 4, 0.0f, 1, 5 };
+    vblock v = vblock_make(cfg, 1000);
+    int D = cfg.d_model, H = cfg.n_heads;
+    size_t ny = (size_t)B * T * D, na = (size_t)B * H * T * T;
+    rng r = { 1001 };
+    float *x = rand_buf(&r, ny, -1.0f, 1.0f);
+    float *dy = rand_buf(&r, ny, -1.0f, 1.0f);
+    float *mask = rand_buf(&r, (size_t)T * T, -2.0f, 1.0f);
+    mask[3 * T + 1] = -INFINITY;
+    int seq_len[3] = { T, 4, 1 };
+    mhsa_workspace *ws = NULL;
+    ck_assert_int_eq(mhsa_workspace_create(v.blk, B, &ws), MHSA_OK);
+    fwd_out o = fwd_run(&v, ws, x, B, T, mask, seq_len, 1, dy);
+
+    float *gx = guarded_copy(x, ny * sizeof(float), side);
+    float *gm = guarded_copy(mask, (size_t)T * T * sizeof(float), side);
+    int *gs = guarded_copy(seq_len, sizeof seq_len, side);
+    float *gdy = guarded_copy(dy, ny * sizeof(float), side);
+    float *gy = guard_alloc(ny, side), *ga = guard_alloc(na, side);
+    float *gdx = guard_alloc(ny, side);
+    mhsa_forward_args fa = { gx, B, T, gm, gs, gy, ga };
+    mhsa_forward_args *gfa = guarded_copy(&fa, sizeof fa, side);
+    mhsa_grads *g = NULL;
+    ck_assert_int_eq(mhsa_grads_create(v.blk, &g), MHSA_OK);
+    ck_assert_int_eq(mhsa_forward_ex(v.blk, ws, gfa), MHSA_OK);
+    ck_assert_int_eq(mhsa_backward(v.blk, ws, gdy, gdx, g), MHSA_OK);
+    ck_assert(!memcmp(gy, o.y, ny * sizeof(float)));
+    ck_assert(!memcmp(ga, o.attn, na * sizeof(float)));
+    ck_assert(!memcmp(gdx, o.dx, ny * sizeof(float)));
+    ck_assert(same_grads(&v, g, o.g));
+    float *bufs[] = { gx, gm, (float *)gs, gdy, gy, ga, gdx, (float *)gfa };
+    for (size_t i = 0; i < sizeof bufs / sizeof *bufs; i++)
+        guard_free(bufs[i]);
+    mhsa_grads_destroy(g);
+
+    // Ragged cached steps to capacity in every slot.
+    mhsa_kv_cache *cg = NULL, *cp = NULL;
+    mhsa_kv_config kc = { B, T, MHSA_F16 };
+    ck_assert_int_eq(mhsa_kv_cache_create_ex(v.blk, &kc, &cg), MHSA_OK);
+    ck_assert_int_eq(mhsa_kv_cache_create_ex(v.blk, &kc, &cp), MHSA_OK);
+    const int steps[][4] = {   // t_new, n_new[0..2]
+        { 5, 5, 0, 1 }, { 1, 1, 1, 1 }, { 7, 7, 4, 0 }, { 1, 0, 1, 1 },
+        { 8, 0, 7, 8 }, { 2, 0, 0, 2 },
+    };
+    int done[3] = { 0 };
+    size_t d = (size_t)D;
+    float *xs = malloc((size_t)B * 8 * d * sizeof(float));
+    for (size_t s = 0; s < sizeof steps / sizeof *steps; s++) {
+        int t_new = steps[s][0];
+        for (int b = 0; b < B; b++)
+            for (int t = 0; t < t_new; t++)
+                memcpy(xs + ((size_t)b * t_new + t) * d,
+                       x + ((size_t)b * T + (done[b] + t) % T) * d,
+                       d * sizeof(float));
+        guarded_step(&v, ws, cg, cp, xs, B, t_new, &steps[s][1], side);
+        for (int b = 0; b < B; b++)
+            done[b] += steps[s][1 + b];
+    }
+    for (int b = 0; b < B; b++)
+        ck_assert_int_eq(mhsa_kv_cache_seq_len(cg, b), T);
+    ck_assert_int_eq(mhsa_kv_cache_seq_len(cg, -1), 0);
+    ck_assert_int_eq(mhsa_kv_cache_seq_len(cg, B), 0);
+    ck_assert_int_eq(mhsa_kv_cache_seq_len(cg, INT_MAX), 0);
+    ck_assert_int_eq(mhsa_kv_cache_seq_len(NULL, 0), 0);
+    mhsa_kv_cache_destroy(cg);
+    mhsa_kv_cache_destroy(cp);
+    free(xs);
+    fwd_out_free(&o);
+    free(x);
+    free(dy);
+    free(mask);
+    mhsa_workspace_destroy(ws);
+    vblock_free(&v);
+}
+END_TEST
+
 // ---- refused calls -------------------------------------------------------
 
 // With n_new given, t_new is no longer bounded by the cache's capacity
@@ -904,6 +1032,300 @@ START_TEST(cached_t_new_past_max_seq_len_is_refused)
 }
 END_TEST
 
+// The refused forward_ex calls of refused_calls_change_nothing (ws holds
+// up to B + 1 sequences): each with its own seq_len (the recorded
+// forward's stays alive, unchanged).
+static void refuse_forward(const vblock *v, mhsa_workspace *ws,
+                           mhsa_workspace *other_ws, const float *x, int B,
+                           int T, const float *mask, float *y, float *attn,
+                           size_t ny, size_t na)
+{
+    int bad[4][3] = { { T, 4, 0 }, { T, T + 1, 1 }, { INT_MIN, 1, 1 },
+                      { T, -1, 2 } };
+    int good[5] = { T, 4, 1, 1, 1 };   // B + 2 entries
+    struct { mhsa_forward_args a; mhsa_workspace *ws; mhsa_status st;
+             const char *names; } c[] = {
+        { { x, B, T, mask, bad[0], y, attn }, ws, MHSA_ERR_INVALID_ARG,
+          "seq_len[2] = 0" },
+        { { x, B, T, mask, bad[1], y, attn }, ws, MHSA_ERR_INVALID_ARG,
+          "seq_len[1] = 14" },
+        { { x, B, T, mask, bad[2], y, attn }, ws, MHSA_ERR_INVALID_ARG,
+          "seq_len[0]" },
+        { { x, B, T, mask, bad[3], y, attn }, ws, MHSA_ERR_INVALID_ARG,
+          "seq_len[1] = -1" },
+        { { x, B + 2, T, mask, good, y, attn }, ws, MHSA_ERR_SHAPE, "B" },
+        { { x, B, T + 1, mask, good, y, attn }, ws, MHSA_ERR_SHAPE, "T" },
+        { { x, 0, T, mask, good, y, attn }, ws, MHSA_ERR_INVALID_ARG, "B" },
+        { { x, B, -T, mask, good, y, attn }, ws, MHSA_ERR_INVALID_ARG, "T" },
+        { { NULL, B, T, mask, good, y, attn }, ws, MHSA_ERR_INVALID_ARG,
+          "x" },
+        { { x, B, T, mask, good, NULL, attn }, ws, MHSA_ERR_INVALID_ARG,
+          "y" },
+        { { x, B, T, mask, good, y, attn }, other_ws, MHSA_ERR_INVALID_ARG,
+          "ws" },
+    };
+    ck_assert(T == 13);
+    for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
+        memset(y, 0x5a, ny * sizeof(float));
+        memset(attn, 0x5a, na * sizeof(float));
+        mhsa_status st = mhsa_forward_ex(v->blk, c[i].ws, &c[i].a);
+        ck_assert_msg(st == c[i].st && strstr(mhsa_last_error(), c[i].names),
+                      "%s refused forward %zu: %s: %s", isa_now(), i,
+                      mhsa_status_str(st), mhsa_last_error());
+        ck_assert_msg(untouched(y, ny) && untouched(attn, na), "%s refused "
+                      "forward %zu wrote y or attn", isa_now(), i);
+    }
+    ck_assert_int_eq(mhsa_forward_ex(v->blk, ws, NULL),
+                     MHSA_ERR_INVALID_ARG);
+}
+
+// A cached step on a cache and its twin (which never sees a refused call):
+// the same y bits and lengths.
+static void twin_step(const vblock *v, mhsa_workspace *ws, mhsa_kv_cache *c,
+                      mhsa_kv_cache *twin, const float *x_new, int B,
+                      int t_new, const int *n_new, float *y, float *y2)
+{
+    mhsa_cached_args a = { x_new, B, t_new, n_new, y };
+    ck_assert_msg(mhsa_forward_cached_ex(v->blk, ws, c, &a) == MHSA_OK, "%s",
+                  mhsa_last_error());
+    a.y = y2;
+    ck_assert_int_eq(mhsa_forward_cached_ex(v->blk, ws, twin, &a), MHSA_OK);
+    size_t n = (size_t)B * t_new * v->cfg.d_model;
+    ck_assert_msg(!memcmp(y, y2, n * sizeof(float)), "%s: the cache that "
+                  "saw refused calls gives other bits than its twin",
+                  isa_now());
+    for (int b = 0; b < 4; b++)
+        ck_assert_int_eq(mhsa_kv_cache_seq_len(c, b),
+                         mhsa_kv_cache_seq_len(twin, b));
+}
+
+// A refused cached call: its status and message, y untouched, every
+// slot's length as before.
+static void refuse_cached(const vblock *v, mhsa_workspace *ws,
+                          mhsa_kv_cache *c, const mhsa_cached_args *a,
+                          mhsa_status want, const char *names, size_t ny,
+                          const char *what)
+{
+    int len[4];
+    for (int b = 0; b < 4; b++)
+        len[b] = mhsa_kv_cache_seq_len(c, b);
+    memset(a->y, 0x5a, ny * sizeof(float));
+    mhsa_status st = mhsa_forward_cached_ex(v->blk, ws, c, a);
+    ck_assert_msg(st == want && strstr(mhsa_last_error(), names),
+                  "%s refused cached call (%s): %s: %s", isa_now(), what,
+                  mhsa_status_str(st), mhsa_last_error());
+    ck_assert_msg(untouched(a->y, ny), "%s refused cached call (%s) wrote "
+                  "y", isa_now(), what);
+    for (int b = 0; b < 4; b++)
+        ck_assert_msg(mhsa_kv_cache_seq_len(c, b) == len[b], "%s refused "
+                      "cached call (%s) changed slot %d's length",
+                      isa_now(), what, b);
+}
+
+// On a GQA + RoPE + window block with an F16 cache: every refused call
+// (invalid seq_len, n_new, B, T, t_new, NULL pointers, objects of another
+// block, overflow of one slot among fitting ones, slots out of range)
+// returns its status naming the argument, writes nothing to y or attn,
+// keeps the workspace's recorded forward (the backward after the refusals
+// gives the bits of the one before them) and the cache's lengths and
+// contents (the cache goes on with the bits of a twin that never saw a
+// refused call). A slot that was full and refused a token, then reset, is
+// a fresh one: the bits of slot 1 of a fresh cache fed the same tokens
+// while its other slots hold other ones. Failed creations leave *out
+// alone.
+START_TEST(refused_calls_change_nothing)
+{
+    if (!use_isa(_i))
+        return;
+    int B = 3, T = 13;
+    mhsa_config cfg = { 24, 6, T, 1, 1, 2, 4, 1e6f, 0, 6 };
+    vblock v = vblock_make(cfg, 1100);
+    mhsa_config ocfg = cfg;
+    vblock other = vblock_make(ocfg, 1101);   // same shapes, another block
+    int D = cfg.d_model, H = cfg.n_heads;
+    size_t d = (size_t)D, ny = (size_t)B * T * D;
+    size_t na = (size_t)B * H * T * T;
+    rng r = { 1102 };
+    float *x = rand_buf(&r, 2 * ny, -1.0f, 1.0f);
+    float *dy = rand_buf(&r, ny, -1.0f, 1.0f);
+    float *mask = rand_buf(&r, (size_t)T * T, -2.0f, 1.0f);
+    int seq_len[3] = { T, 4, 1 };
+    mhsa_workspace *ws = NULL, *ows = NULL;
+    ck_assert_int_eq(mhsa_workspace_create(v.blk, B + 1, &ws), MHSA_OK);
+    ck_assert_int_eq(mhsa_workspace_create(other.blk, B, &ows), MHSA_OK);
+
+    // forward_ex refusals between a forward and its backward.
+    fwd_out o = fwd_run(&v, ws, x, B, T, mask, seq_len, 1, dy);
+    fwd_out f = fwd_run(&v, ws, x, B, T, mask, seq_len, 1, NULL);
+    refuse_forward(&v, ws, ows, x, B, T, mask, f.y, f.attn, ny, na);
+    mhsa_grads *g = NULL;
+    float *dx = malloc(ny * sizeof(float));
+    ck_assert_int_eq(mhsa_grads_create(v.blk, &g), MHSA_OK);
+    ck_assert_int_eq(mhsa_backward(v.blk, ws, dy, dx, g), MHSA_OK);
+    ck_assert_msg(!memcmp(dx, o.dx, ny * sizeof(float)) &&
+                  same_grads(&v, g, o.g), "%s: the backward after refused "
+                  "forwards differs", isa_now());
+    mhsa_grads_destroy(g);
+    free(dx);
+    fwd_out_free(&f);
+    fwd_out_free(&o);
+
+    // Cached refusals on a cache with a twin.
+    mhsa_kv_cache *c = NULL, *twin = NULL, *oc = NULL;
+    mhsa_kv_config kc = { B, T, MHSA_F16 };
+    ck_assert_int_eq(mhsa_kv_cache_create_ex(v.blk, &kc, &c), MHSA_OK);
+    ck_assert_int_eq(mhsa_kv_cache_create_ex(v.blk, &kc, &twin), MHSA_OK);
+    ck_assert_int_eq(mhsa_kv_cache_create_ex(other.blk, &kc, &oc), MHSA_OK);
+    size_t nstep = (size_t)(B + 1) * (T + 1) * d;
+    float *y = malloc(nstep * sizeof(float)), *y2 = malloc(nstep * 4);
+    // Legacy calls fix B = 3 until a reset; a legacy call with B = 2 is
+    // refused (the _ex calls may change B).
+    ck_assert_int_eq(mhsa_forward_cached(v.blk, ws, c, x, B, 2, y), MHSA_OK);
+    ck_assert_int_eq(mhsa_forward_cached(v.blk, ws, twin, x, B, 2, y2),
+                     MHSA_OK);
+    ck_assert(!memcmp(y, y2, (size_t)B * 2 * d * sizeof(float)));
+    memset(y, 0x5a, nstep * sizeof(float));
+    ck_assert_int_eq(mhsa_forward_cached(v.blk, ws, c, x, 2, 1, y),
+                     MHSA_ERR_SHAPE);
+    ck_assert(untouched(y, nstep));
+    ck_assert_int_eq(mhsa_kv_cache_seq_len(c, 0), 2);
+    int n1[3] = { 3, 0, 2 };
+    twin_step(&v, ws, c, twin, x + ny, B, 3, n1, y, y2);   // lengths 5 2 4
+    int nb_neg[3] = { 1, -1, 1 }, nb_big[3] = { 1, 1, 4 };
+    int nb_over[3] = { 1, 1, 10 }, nb_ok[4] = { 1, 1, 1, 1 };
+    struct { mhsa_cached_args a; mhsa_kv_cache *c; mhsa_workspace *ws;
+             mhsa_status st; const char *names, *what; } rc[] = {
+        { { x, B, 3, nb_neg, y }, c, ws, MHSA_ERR_INVALID_ARG,
+          "n_new[1] = -1", "negative n_new" },
+        { { x, B, 3, nb_big, y }, c, ws, MHSA_ERR_INVALID_ARG,
+          "n_new[2] = 4", "n_new > t_new" },
+        { { x, B, 10, nb_over, y }, c, ws, MHSA_ERR_SHAPE, "sequence 2",
+          "slot 2 overflows, 0 and 1 fit" },
+        { { x, B, T + 1, nb_ok, y }, c, ws, MHSA_ERR_SHAPE, "t_new",
+          "t_new > max_seq_len" },
+        { { x, B + 1, 1, nb_ok, y }, c, ws, MHSA_ERR_SHAPE, "max_batch",
+          "B > the cache's max_batch" },
+        { { x, B + 2, 1, NULL, y }, c, ws, MHSA_ERR_SHAPE, "max_batch",
+          "B > the workspace's max_batch" },
+        { { x, B, 0, NULL, y }, c, ws, MHSA_ERR_INVALID_ARG, "t_new",
+          "t_new = 0" },
+        { { NULL, B, 1, NULL, y }, c, ws, MHSA_ERR_INVALID_ARG, "x_new",
+          "x_new NULL" },
+        { { x, B, 1, NULL, y }, oc, ws, MHSA_ERR_INVALID_ARG, "cache",
+          "a cache of another block" },
+        { { x, B, 1, NULL, y }, c, ows, MHSA_ERR_INVALID_ARG, "ws",
+          "a workspace of another block" },
+    };
+    for (size_t i = 0; i < sizeof rc / sizeof *rc; i++)
+        refuse_cached(&v, rc[i].ws, rc[i].c, &rc[i].a, rc[i].st,
+                      rc[i].names, nstep, rc[i].what);
+    mhsa_cached_args ynull = { x, B, 1, NULL, NULL };
+    ck_assert_int_eq(mhsa_forward_cached_ex(v.blk, ws, c, &ynull),
+                     MHSA_ERR_INVALID_ARG);
+    ck_assert_int_eq(mhsa_forward_cached_ex(v.blk, ws, c, NULL),
+                     MHSA_ERR_INVALID_ARG);
+    const int bad_slots[] = { -1, B, INT_MAX, INT_MIN };
+    for (size_t i = 0; i < sizeof bad_slots / sizeof *bad_slots; i++) {
+        ck_assert_int_eq(mhsa_kv_cache_reset_seq(c, bad_slots[i]),
+                         MHSA_ERR_INVALID_ARG);
+        ck_assert(strstr(mhsa_last_error(), "b = "));
+    }
+    ck_assert_int_eq(mhsa_kv_cache_reset_seq(NULL, 0), MHSA_ERR_INVALID_ARG);
+    int n2[3] = { 2, 2, 2 };
+    twin_step(&v, ws, c, twin, x + 2 * d, B, 2, n2, y, y2);   // 7 4 6
+
+    // Slot 1 to capacity, a token refused, reset, then a new sequence.
+    int fill[3] = { 0, T - 4, 0 };
+    twin_step(&v, ws, c, twin, x, B, T - 4, fill, y, y2);
+    int one[3] = { 0, 1, 0 };
+    mhsa_cached_args full = { x, B, 1, one, y };
+    refuse_cached(&v, ws, c, &full, MHSA_ERR_SHAPE, "sequence 1", nstep,
+                  "full slot 1");
+    ck_assert_int_eq(mhsa_kv_cache_reset_seq(c, 1), MHSA_OK);
+    ck_assert_int_eq(mhsa_kv_cache_reset_seq(twin, 1), MHSA_OK);
+    ck_assert_int_eq(mhsa_kv_cache_seq_len(c, 0), 7);
+    ck_assert_int_eq(mhsa_kv_cache_seq_len(c, 2), 6);
+    mhsa_kv_cache *fresh = NULL;
+    ck_assert_int_eq(mhsa_kv_cache_create_ex(v.blk, &kc, &fresh), MHSA_OK);
+    const int reuse[][4] = { { 5, 1, 5, 0 }, { 1, 1, 1, 1 }, { 4, 0, 3, 2 } };
+    float *y3 = malloc(nstep * sizeof(float));
+    const float *xnew = x + 5 * d;   // slot 1's new tokens
+    for (size_t s = 0; s < sizeof reuse / sizeof *reuse; s++) {
+        int t_new = reuse[s][0];
+        twin_step(&v, ws, c, twin, xnew, B, t_new, &reuse[s][1], y, y2);
+        // The fresh cache: slot 1 the same, the other slots other tokens.
+        float *xf = malloc((size_t)B * t_new * d * sizeof(float));
+        memcpy(xf, xnew, (size_t)B * t_new * d * sizeof(float));
+        fill_uniform(&r, xf, (size_t)t_new * d, -3.0f, 3.0f);
+        fill_uniform(&r, xf + 2 * (size_t)t_new * d, (size_t)t_new * d,
+                     -3.0f, 3.0f);
+        mhsa_cached_args fa = { xf, B, t_new, reuse[s] + 1, y3 };
+        ck_assert_int_eq(mhsa_forward_cached_ex(v.blk, ws, fresh, &fa),
+                         MHSA_OK);
+        size_t row = (size_t)t_new * d;
+        ck_assert_msg(!memcmp(y + row, y3 + row,
+                              (size_t)reuse[s][2] * d * sizeof(float)),
+                      "%s: the reset slot differs from a fresh one (step "
+                      "%zu)", isa_now(), s);
+        free(xf);
+        xnew += (size_t)B * t_new * d;
+    }
+    mhsa_kv_cache_destroy(fresh);
+    free(y3);
+
+    // Failed creations leave *out alone.
+    mhsa_kv_cache *sentinel = (mhsa_kv_cache *)&kc, *cout = sentinel;
+    const mhsa_kv_config bad_kc[] = {
+        { B, T, (mhsa_dtype)3 }, { B, T, (mhsa_dtype)-1 }, { 0, T, MHSA_F16 },
+        { B, 0, MHSA_BF16 }, { B, T + 1, MHSA_F32 }, { -1, -1, MHSA_F16 },
+    };
+    for (size_t i = 0; i < sizeof bad_kc / sizeof *bad_kc; i++) {
+        ck_assert_int_ne(mhsa_kv_cache_create_ex(v.blk, &bad_kc[i], &cout),
+                         MHSA_OK);
+        ck_assert_ptr_eq(cout, sentinel);
+    }
+    ck_assert_int_ne(mhsa_kv_cache_create_ex(v.blk, NULL, &cout), MHSA_OK);
+    ck_assert_int_ne(mhsa_kv_cache_create_ex(NULL, &kc, &cout), MHSA_OK);
+    ck_assert_ptr_eq(cout, sentinel);
+    mhsa_block *bsent = (mhsa_block *)&kc, *bout = bsent;
+    const mhsa_config bad_cfg[] = {
+        { 24, 6, T, 1, 1, -1, 4, 0.0f, 0, 0 },   // n_kv_heads < 0
+        { 24, 6, T, 1, 1, 4, 4, 0.0f, 0, 0 },    // 6 % 4
+        { 24, 6, T, 1, 1, 7, 4, 0.0f, 0, 0 },    // Hkv > H
+        { 24, 6, T, 1, 1, 2, 3, 0.0f, 0, 0 },    // odd rope_dim
+        { 24, 6, T, 1, 1, 2, 6, 0.0f, 0, 0 },    // rope_dim > dh
+        { 24, 6, T, 1, 1, 2, -2, 0.0f, 0, 0 },
+        { 24, 6, T, 1, 1, 2, 4, -1.0f, 0, 0 },   // negative theta
+        { 24, 6, T, 1, 1, 2, 4, NAN, 0, 0 },
+        { 24, 6, T, 1, 1, 2, 4, INFINITY, 0, 0 },
+        { 24, 6, T, 1, 1, 2, 4, 0.0f, 2, 0 },    // rope_interleaved 2
+        { 24, 6, T, 1, 1, 2, 4, 0.0f, -1, 0 },
+        { 24, 6, T, 1, 1, 2, 4, 0.0f, 0, -1 },   // window < 0
+        { 24, 6, T, 0, 1, 2, 4, 0.0f, 0, 3 },    // window, not causal
+        { 24, 6, T, 1, 1, INT_MIN, 4, 0.0f, 0, INT_MIN },
+    };
+    for (size_t i = 0; i < sizeof bad_cfg / sizeof *bad_cfg; i++) {
+        mhsa_status st = mhsa_block_create(&bad_cfg[i], &bout);
+        ck_assert_msg(st == MHSA_ERR_INVALID_ARG || st == MHSA_ERR_SHAPE,
+                      "bad config %zu: %s", i, mhsa_status_str(st));
+        ck_assert_ptr_eq(bout, bsent);
+    }
+
+    mhsa_kv_cache_destroy(c);
+    mhsa_kv_cache_destroy(twin);
+    mhsa_kv_cache_destroy(oc);
+    free(y);
+    free(y2);
+    free(x);
+    free(dy);
+    free(mask);
+    mhsa_workspace_destroy(ws);
+    mhsa_workspace_destroy(ows);
+    vblock_free(&other);
+    vblock_free(&v);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("adversarial_v02");
@@ -914,8 +1336,10 @@ int main(void)
     tcase_add_loop_test(tc, rope_at_position_32767, 0, N_ISAS);
     tcase_add_loop_test(tc, window_of_one, 0, N_ISAS);
     tcase_add_loop_test(tc, sequences_of_one_key, 0, N_ISAS);
+    tcase_add_loop_test(tc, guard_pages_new_calls, 0, 2 * N_ISAS);
     tcase_add_loop_test(tc, cached_t_new_past_max_seq_len_is_refused, 0,
                         N_ISAS);
+    tcase_add_loop_test(tc, refused_calls_change_nothing, 0, N_ISAS);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
