@@ -859,6 +859,88 @@ START_TEST(sequences_of_one_key)
 }
 END_TEST
 
+// ---- inf that scores -inf ---------------------------------------------------
+
+// A query or key holding inf is no score that overflowed: the rows that
+// read it are NaN (kernels.h), also when its score comes out -inf, which
+// alone would look like a key of weight 0. D = 4, one head, no bias:
+// q = W_q x / 2, k = W_k x, v = W_v x, y = v's context. Found by
+// fuzz_forward: the one-row decode path gave a -inf score from an inf
+// query weight 0 (a finite row, or a zero context) where the tiled path
+// gave NaN.
+START_TEST(inf_that_scores_minus_inf_propagates)
+{
+    if (!use_isa(_i))
+        return;
+    mhsa_config cfg = { 4, 1, 4, 1, 0 };
+    float w_qkv[48] = { 0 }, w_out[16] = { 0 };
+    for (int i = 0; i < 4; i++) {
+        w_qkv[i * 4 + i] = 1.0f;              // W_q = I
+        w_qkv[(4 + i) * 4 + i] = 1.0f;        // W_k = I
+        w_qkv[(8 + i) * 4 + i] = i ? 1.0f : 0.0f;   // W_v = diag(0,1,1,1)
+        w_out[i * 4 + i] = 1.0f;
+    }
+    // 1. An inf query weight: q[0] = inf * x[0] = -inf against k[0] > 0
+    // (W_k[0][0] = -1, x[0] = -1): the score is -inf.
+    float wq_inf[48];
+    memcpy(wq_inf, w_qkv, sizeof wq_inf);
+    wq_inf[0] = INFINITY;
+    wq_inf[4 * 4] = -1.0f;
+    mhsa_block *blk = NULL;
+    mhsa_workspace *ws = NULL;
+    ck_assert_int_eq(mhsa_block_create(&cfg, &blk), MHSA_OK);
+    ck_assert_int_eq(mhsa_block_set_weights(blk, wq_inf, NULL, w_out, NULL),
+                     MHSA_OK);
+    ck_assert_int_eq(mhsa_workspace_create(blk, 1, &ws), MHSA_OK);
+    float x[8] = { -1.0f, 0.5f, 0.25f, 0.75f, 1.0f, 0.5f, -0.5f, 0.25f };
+    float y[8], attn[4];
+    for (int wa = 0; wa <= 1; wa++) {   // decode path, then tiled path
+        ck_assert_int_eq(mhsa_forward(blk, ws, x, 1, 1, NULL, y,
+                                      wa ? attn : NULL), MHSA_OK);
+        ck_assert_msg(all_nan(y, 4), "%s (%s path): a query holding -inf "
+                      "gave y = %g %g %g %g", isa_now(),
+                      wa ? "tiled" : "decode", (double)y[0], (double)y[1],
+                      (double)y[2], (double)y[3]);
+    }
+    mhsa_kv_cache *c = NULL;
+    ck_assert_int_eq(mhsa_kv_cache_create(blk, 1, 4, &c), MHSA_OK);
+    ck_assert_int_eq(mhsa_forward_cached(blk, ws, c, x, 1, 1, y), MHSA_OK);
+    ck_assert_msg(all_nan(y, 4), "%s: decode of a query holding -inf",
+                  isa_now());
+    mhsa_kv_cache_destroy(c);
+    mhsa_workspace_destroy(ws);
+    mhsa_block_destroy(blk);
+
+    // 2. A finite key beyond the F16 range is stored as inf; the next
+    // token's query scores it -inf (q[0] < 0), its V is finite.
+    ck_assert_int_eq(mhsa_block_create(&cfg, &blk), MHSA_OK);
+    ck_assert_int_eq(mhsa_block_set_weights(blk, w_qkv, NULL, w_out, NULL),
+                     MHSA_OK);
+    ck_assert_int_eq(mhsa_workspace_create(blk, 1, &ws), MHSA_OK);
+    float xk[8] = { 1e5f, 0.5f, 0.5f, 0.5f, -1.0f, 0.1f, 0.2f, 0.3f };
+    for (int split = 0; split <= 1; split++) {   // 1 + 1 rows, or 2 at once
+        mhsa_kv_config kc = { 1, 4, MHSA_F16 };
+        ck_assert_int_eq(mhsa_kv_cache_create_ex(blk, &kc, &c), MHSA_OK);
+        if (split) {
+            ck_assert_int_eq(mhsa_forward_cached(blk, ws, c, xk, 1, 1, y),
+                             MHSA_OK);
+            ck_assert_int_eq(mhsa_forward_cached(blk, ws, c, xk + 4, 1, 1,
+                                                 y + 4), MHSA_OK);
+        } else {
+            ck_assert_int_eq(mhsa_forward_cached(blk, ws, c, xk, 1, 2, y),
+                             MHSA_OK);
+        }
+        ck_assert_msg(all_nan(y + 4, 4), "%s (%s): a row reading a key "
+                      "stored as inf gave y = %g %g %g %g", isa_now(),
+                      split ? "decode" : "two rows at once", (double)y[4],
+                      (double)y[5], (double)y[6], (double)y[7]);
+        mhsa_kv_cache_destroy(c);
+    }
+    mhsa_workspace_destroy(ws);
+    mhsa_block_destroy(blk);
+}
+END_TEST
+
 // ---- guard pages ------------------------------------------------------------
 
 // bytes (a multiple of 4) copied into a buffer against a guard page, then
@@ -1336,6 +1418,7 @@ int main(void)
     tcase_add_loop_test(tc, rope_at_position_32767, 0, N_ISAS);
     tcase_add_loop_test(tc, window_of_one, 0, N_ISAS);
     tcase_add_loop_test(tc, sequences_of_one_key, 0, N_ISAS);
+    tcase_add_loop_test(tc, inf_that_scores_minus_inf_propagates, 0, N_ISAS);
     tcase_add_loop_test(tc, guard_pages_new_calls, 0, 2 * N_ISAS);
     tcase_add_loop_test(tc, cached_t_new_past_max_seq_len_is_refused, 0,
                         N_ISAS);
