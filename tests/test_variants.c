@@ -359,6 +359,8 @@ START_TEST(cached_calls_match_reference)
                 int t_new = rng_int(&rs, 1, 6), any = 0;
                 if (rng_int(&rs, 0, 2) == 0)
                     t_new = 1;
+                if (t_new > cfg.max_seq_len)   // the workspace's rows
+                    t_new = cfg.max_seq_len;
                 for (int b = 0; b < B; b++) {
                     int left = T - done[b];
                     int n = rng_int(&rs, 0, t_new);
