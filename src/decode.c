@@ -37,10 +37,12 @@ static int all_finite(const float *x, size_t n)
     return 1;
 }
 
-// A score of +inf made from a query or key holding inf or NaN is not a
-// score that overflowed (kernels.h): what a row reads propagates, so such
-// scores become NaN. Only looked at when a +inf score shows up: a finite
-// cache costs nothing here.
+// A score of +inf or -inf made from a query or key holding inf or NaN is
+// not a score that overflowed (kernels.h): what a row reads propagates, so
+// such scores become NaN (a -inf one would otherwise pass for a key of
+// weight 0). An inf or NaN in q or the key always makes the score NaN or
+// infinite, so only infinite scores are looked at: a finite cache costs
+// nothing here.
 static void nanify_inf(const mhsa_kernels *k, const attn_job *j,
                        const float *q, size_t ldq, size_t m, const void *kc,
                        size_t n, float *s, size_t lds, float *row)
@@ -48,7 +50,7 @@ static void nanify_inf(const mhsa_kernels *k, const attn_job *j,
     size_t dh = j->dh, es = mhsa_dtype_size(j->kv_dtype);
     for (size_t r = 0; r < m; r++)
         for (size_t c = 0; c < n; c++) {
-            if (s[r * lds + c] != INFINITY)
+            if (!isinf(s[r * lds + c]))
                 continue;
             k->cvt_to_f32(dh, (const char *)kc + c * dh * es, j->kv_dtype,
                           row);
@@ -76,7 +78,7 @@ static void decode_chunk(const mhsa_kernels *k, const attn_job *j, size_t b,
         float *pr = part + r * stride;   // m, l, o[dh]
         float *sr = s + r * n;
         for (size_t c = 0; c < n; c++)
-            if (sr[c] == INFINITY) {   // o (dh floats) serves as scratch
+            if (isinf(sr[c])) {   // o (dh floats) serves as scratch
                 nanify_inf(k, j, q + r * ldq, ldq, 1, kc, n, sr, n, pr + 2);
                 break;
             }
