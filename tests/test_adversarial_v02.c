@@ -584,6 +584,66 @@ START_TEST(combo_cached_ragged)
 }
 END_TEST
 
+// A long prefill in chunks of several query blocks under a window, far
+// past the first key tile (the K/V tiles are packed once per head, those
+// before every row's window are not needed), with a plain forward on the
+// same workspace between chunks scribbling over the packing buffer; F16
+// cache, GQA, RoPE. Each chunk's rows equal token-by-token decoding to
+// rounding and the reference.
+START_TEST(chunked_prefill_under_a_window)
+{
+    if (!use_isa(_i))
+        return;
+    int bc = (int)mhsa__attn_bc(mhsa__kernels());
+    int T = 3 * bc + 100, chunk = 2 * (int)mhsa__attn_br(mhsa__kernels());
+    // The second chunk's first row sees the last key of the first tile
+    // and no earlier one: the tile boundary is hit exactly.
+    int W = chunk + 2 - bc;
+    ck_assert(W >= 1);
+    mhsa_config cfg = { 16, 4, T, 1, 1, 2, 4, 0.0f, 0, W };
+    vblock v = vblock_make(cfg, 1200);
+    size_t d = (size_t)cfg.d_model, ny = (size_t)T * d;
+    rng r = { 1201 };
+    float *x = rand_buf(&r, ny, -1.0f, 1.0f);
+    float *yc = malloc(ny * sizeof(float)), *yd = malloc(ny * sizeof(float));
+    float *scribble = malloc(ny * sizeof(float));
+    mhsa_workspace *ws = NULL;
+    ck_assert_int_eq(mhsa_workspace_create(v.blk, 1, &ws), MHSA_OK);
+    mhsa_kv_config kc = { 1, T, MHSA_F16 };
+    mhsa_kv_cache *c = NULL;
+    ck_assert_int_eq(mhsa_kv_cache_create_ex(v.blk, &kc, &c), MHSA_OK);
+    for (int p = 0; p < T; p += chunk) {
+        int n = T - p < chunk ? T - p : chunk;
+        mhsa_cached_args a = { x + (size_t)p * d, 1, n, NULL,
+                               yc + (size_t)p * d };
+        ck_assert_int_eq(mhsa_forward_cached_ex(v.blk, ws, c, &a), MHSA_OK);
+        ck_assert_int_eq(mhsa_forward(v.blk, ws, x, 1, T, NULL, scribble,
+                                      NULL), MHSA_OK);
+    }
+    mhsa_kv_cache_reset(c);
+    for (int t = 0; t < T; t++)
+        ck_assert_int_eq(mhsa_forward_cached(v.blk, ws, c, x + t * d, 1, 1,
+                                             yd + t * d), MHSA_OK);
+    for (int t = 0; t < T; t++)
+        ck_assert_msg(close_to(yc + t * d, yd + t * d, d, 1e-5f), "%s: "
+                      "chunked prefill row %d differs from decoding",
+                      isa_now(), t);
+    refv m = vblock_ref(&v, 1, T, x);
+    m.kv_round = MHSA_F16;
+    double *ry = malloc(ny * sizeof(double));
+    refv_forward(&m, ry, NULL);
+    ck_assert(rel_err_d(yc, ry, ny) < 1e-4);
+    free(ry);
+    free(x);
+    free(yc);
+    free(yd);
+    free(scribble);
+    mhsa_kv_cache_destroy(c);
+    mhsa_workspace_destroy(ws);
+    vblock_free(&v);
+}
+END_TEST
+
 // ---- extremes -------------------------------------------------------------
 
 // Rows [r0, r1) of the reference of one sequence's tokens x (T, D) seen
@@ -1415,6 +1475,7 @@ int main(void)
     tcase_set_timeout(tc, 600);
     tcase_add_loop_test(tc, combo_forward_ex, 0, N_ISAS);
     tcase_add_loop_test(tc, combo_cached_ragged, 0, N_ISAS);
+    tcase_add_loop_test(tc, chunked_prefill_under_a_window, 0, N_ISAS);
     tcase_add_loop_test(tc, rope_at_position_32767, 0, N_ISAS);
     tcase_add_loop_test(tc, window_of_one, 0, N_ISAS);
     tcase_add_loop_test(tc, sequences_of_one_key, 0, N_ISAS);
