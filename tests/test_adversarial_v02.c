@@ -1468,22 +1468,30 @@ START_TEST(refused_calls_change_nothing)
 }
 END_TEST
 
+// One test case per test, each named after it, so that one can run alone
+// (CK_RUN_CASE=rope_at_position_32767).
+static void add(Suite *s, const char *name, const TTest *t, int n)
+{
+    TCase *tc = tcase_create(name);
+    tcase_set_timeout(tc, 600);
+    tcase_add_loop_test(tc, t, 0, n);
+    suite_add_tcase(s, tc);
+}
+
+#define ADD(s, t, n) add(s, #t, t, n)
+
 int main(void)
 {
     Suite *s = suite_create("adversarial_v02");
-    TCase *tc = tcase_create("adversarial_v02");
-    tcase_set_timeout(tc, 600);
-    tcase_add_loop_test(tc, combo_forward_ex, 0, N_ISAS);
-    tcase_add_loop_test(tc, combo_cached_ragged, 0, N_ISAS);
-    tcase_add_loop_test(tc, chunked_prefill_under_a_window, 0, N_ISAS);
-    tcase_add_loop_test(tc, rope_at_position_32767, 0, N_ISAS);
-    tcase_add_loop_test(tc, window_of_one, 0, N_ISAS);
-    tcase_add_loop_test(tc, sequences_of_one_key, 0, N_ISAS);
-    tcase_add_loop_test(tc, inf_that_scores_minus_inf_propagates, 0, N_ISAS);
-    tcase_add_loop_test(tc, guard_pages_new_calls, 0, 2 * N_ISAS);
-    tcase_add_loop_test(tc, cached_t_new_past_max_seq_len_is_refused, 0,
-                        N_ISAS);
-    tcase_add_loop_test(tc, refused_calls_change_nothing, 0, N_ISAS);
-    suite_add_tcase(s, tc);
+    ADD(s, combo_forward_ex, N_ISAS);
+    ADD(s, combo_cached_ragged, N_ISAS);
+    ADD(s, chunked_prefill_under_a_window, N_ISAS);
+    ADD(s, rope_at_position_32767, N_ISAS);
+    ADD(s, window_of_one, N_ISAS);
+    ADD(s, sequences_of_one_key, N_ISAS);
+    ADD(s, inf_that_scores_minus_inf_propagates, N_ISAS);
+    ADD(s, guard_pages_new_calls, 2 * N_ISAS);
+    ADD(s, cached_t_new_past_max_seq_len_is_refused, N_ISAS);
+    ADD(s, refused_calls_change_nothing, N_ISAS);
     return run_suite(s);
 }
