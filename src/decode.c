@@ -37,12 +37,11 @@ static int all_finite(const float *x, size_t n)
     return 1;
 }
 
-// A score of +inf or -inf made from a query or key holding inf or NaN is
-// not a score that overflowed (kernels.h): what a row reads propagates, so
-// such scores become NaN (a -inf one would otherwise pass for a key of
-// weight 0). An inf or NaN in q or the key always makes the score NaN or
-// infinite, so only infinite scores are looked at: a finite cache costs
-// nothing here.
+// A score of +-inf made from a query or key holding inf or NaN is not a
+// score that overflowed (kernels.h): what a row reads propagates, so such
+// scores become NaN. (A key holding inf gives +-inf or NaN, never a finite
+// score.) Only looked at when an infinite score shows up: a finite cache
+// costs nothing here.
 static void nanify_inf(const mhsa_kernels *k, const attn_job *j,
                        const float *q, size_t ldq, size_t m, const void *kc,
                        size_t n, float *s, size_t lds, float *row)
