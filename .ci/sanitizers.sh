@@ -3,7 +3,8 @@
 # ASan+UBSan step of .ci/run (default: both).
 #
 #   valgrind  memcheck over the hardening, reference, weight-file and
-#             dispatch tests (build-vg; about 7 minutes): any error or definite leak fails
+#             dispatch tests (build-vg; about 7 minutes; test cases tagged
+#             slow left out): any error or definite leak fails
 #             (--errors-for-leak-kinds=definite: libgomp's live pool is only
 #             "possibly lost"). check runs in CK_FORK=no mode, one process.
 #             The kernel/GEMM tests are left out: they are pure arithmetic
@@ -26,7 +27,10 @@ for s in "${steps[@]}"; do
         fi
         # block_api is left out: its FP-state test reads MXCSR back after
         # setting FTZ/DAZ, which valgrind does not emulate.
-        vg_tests=(adversarial faults concurrency refs safetensors dispatch)
+        # adversarial_v02 without the cases tagged slow (minutes each under
+        # valgrind; ASan, qemu and the native run take them).
+        vg_tests=(adversarial adversarial_v02 overflow faults concurrency refs
+                  safetensors dispatch)
         ninja -C build-vg "${vg_tests[@]/#/tests/test_}"
         vg="valgrind --tool=memcheck --error-exitcode=99 --leak-check=full"
         vg+=" --errors-for-leak-kinds=definite --show-leak-kinds=definite"
@@ -37,6 +41,7 @@ for s in "${steps[@]}"; do
         # valgrind would lengthen this step, and ASan checks that code.
         MHSA_TEST_EMULATION=0 \
         CK_FORK=no OMP_NUM_THREADS=2 CK_TIMEOUT_MULTIPLIER=20 \
+        CK_EXCLUDE_TAGS=slow \
             meson test -C build-vg --no-rebuild --print-errorlogs \
             --timeout-multiplier 20 --wrapper "$vg" "${vg_tests[@]}"
         python3 .ci/testlog-check.py "$(ls -t build-vg/meson-logs/testlog*.json |

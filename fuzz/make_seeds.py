@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Writes the in-tree seed corpora (fuzz/corpus/<target>/), deterministically.
-Run from anywhere: python3 fuzz/make_seeds.py. The files are committed; this
-script only documents how they were made."""
+"""Writes the in-tree seed corpora (fuzz/corpus/<target>/) and the crafted
+regression inputs of fuzz_forward (fuzz/regress/fuzz_forward/),
+deterministically. Run from anywhere: python3 fuzz/make_seeds.py. The files
+are committed; this script only documents how they were made."""
 import json
 import os
 import random
@@ -15,6 +16,55 @@ def put(target, name, data):
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, name), 'wb') as f:
         f.write(data)
+
+
+def put_regress(target, name, data):
+    d = os.path.join(HERE, 'regress', target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), 'wb') as f:
+        f.write(data)
+
+
+def ff_header(isa, D, H, T, B, causal=1, bias=1, attn=0, mask_kind=0,
+              extra=0, seq_len=None, others=0, kv=0, rope=None, theta=0,
+              window=0, dtype=0, probe=0):
+    """The first bytes of a fuzz_forward input (see read_setup there): isa
+    0 auto, 1 scalar, 2 avx2; kv the index of Hkv among H's divisors
+    (ascending); rope (R, interleaved) or None; theta and window the
+    indices of the target's tables; seq_len a list of B lengths or None."""
+    assert 1 <= D <= 24 and 1 <= H <= D and D % H == 0 and 1 <= B <= 3
+    if T <= 24:
+        t = T - 1
+    else:
+        assert 70 <= T <= 115 and (T - 70) % 3 == 0
+        t = 240 + (T - 70) // 3
+    flags = (causal | bias << 1 | attn << 2 | mask_kind << 3 | extra << 5 |
+             (seq_len is not None) << 6 | others << 7)
+    r = 0
+    if rope:
+        R, inter = rope
+        assert R % 2 == 0 and 2 <= R <= D // H
+        r = 1 | (R // 2 - 1) << 2 | inter << 7
+    b = [isa, D - 1, H - 1, t, B - 1, flags, kv, r, theta, window,
+         dtype | probe << 4]
+    if seq_len is not None:
+        assert len(seq_len) == B
+        b += [n - 1 for n in seq_len]
+    return bytes(b)
+
+
+def ff_values(vals):
+    """Value bytes of fuzz_forward: NaN, or multiples of 1/32 in
+    [-3.75, 3.69] (selector (v * 32) + 136)."""
+    out = []
+    for v in vals:
+        if v != v:
+            out.append(4)
+        else:
+            sel = int(round(v * 32)) + 136
+            assert 16 <= sel <= 254 and (sel - 136) / 32 == v
+            out.append(sel)
+    return bytes(out)
 
 
 def safetensors(tensors, metadata=None):
@@ -94,6 +144,42 @@ def main():
     # special values only (selector bytes 0..15), causal + bias + attn + mask
     put('fuzz_forward', 'specials',
         bytes([1, 7, 1, 9, 1, 0x0f]) + bytes(i % 16 for i in range(3000)))
+    # The 0.2 fields: short inputs (the values and the cached steps past
+    # the input come from the target's own stream of small values).
+    put('fuzz_forward', 'gqa_rope_window_f16', ff_header(
+        0, D=24, H=6, T=20, B=3, attn=1, kv=1, rope=(4, 0), window=5,
+        dtype=1, seq_len=[20, 1, 9], others=1))
+    put('fuzz_forward', 'mqa_bf16_prefill', ff_header(
+        0, D=16, H=8, T=100, B=2, kv=0, rope=(2, 1), theta=2, window=6,
+        dtype=2, others=1))
+    put('fuzz_forward', 'noncausal_padding', ff_header(
+        1, D=12, H=4, T=17, B=3, causal=0, attn=1, mask_kind=1, kv=1,
+        rope=(2, 0), theta=3, seq_len=[17, 4, 1], others=1))
+    put('fuzz_forward', 'window1_seq1', ff_header(
+        2, D=8, H=2, T=9, B=2, attn=1, kv=0, rope=(4, 1), window=2,
+        seq_len=[1, 1], dtype=1))
+    put('fuzz_forward', 'probe_theta', ff_header(
+        0, D=8, H=4, T=5, B=1, kv=1, rope=(2, 0), theta=5, window=3,
+        probe=5))
+    # Regression inputs, rewritten for the 0.2 layout of the target (the
+    # 0.1 files meant other things once the header grew): each reproduces
+    # its original finding, on scalar and on AVX2.
+    for isa, name in ((1, 'scalar'), (2, 'avx2')):
+        # A row that reads a NaN query: its blocked weights stay +0 (the
+        # NaN row sum used to multiply them).
+        vals = [v * 0.25 for v in range(-8, 8)] * 5   # w_qkv 48, w_out 16
+        x = [0.5, -0.25, 1.0, 0.75] * 5
+        x[2 * 4 + 1] = float('nan')
+        put_regress('fuzz_forward', 'nan-row-blocked-weight-' + name,
+                    ff_header(isa, D=4, H=1, T=5, B=1, bias=0, attn=1) +
+                    ff_values(vals[:64] + x))
+        # T = 1 with a NaN query: the one-row decode path gives NaN, as the
+        # tiled path does (it used to give a fully masked row's zeros).
+        x1 = [float('nan'), 0.5, -0.5, 1.0]
+        put_regress('fuzz_forward', 'nan-query-decode-path-' + name,
+                    ff_header(isa, D=4, H=2, T=1, B=1, bias=0, attn=1,
+                              kv=1) +
+                    ff_values(vals[:64] + x1))
 
     # fuzz_safetensors: valid files in each dtype, with and without a
     # prefix, metadata, an extra tensor, and a zero-size tensor.

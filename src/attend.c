@@ -51,6 +51,18 @@ typedef struct prepack {
     float *vbad, *kbad;             // (batch * Hkv, ntiles) each
 } prepack;
 
+// The first key any query row of the sequence can see: with a sliding
+// window, none before the first row's window. Tiles wholly before it are
+// never read (head_forward starts each block at its own first row's
+// tile), so they are not packed either: a chunk of a long prefill under a
+// window packs its window, not the whole history.
+static size_t first_key(const attn_job *j, const seq_view *v)
+{
+    if (!j->window || v->q_pos + 1 <= j->window)
+        return 0;
+    return v->q_pos + 1 - j->window;
+}
+
 static size_t seq_blocks(const seq_view *v, size_t br)
 {
     return (v->rows + br - 1) / br;
@@ -109,7 +121,8 @@ void mhsa__attention(const mhsa_kernels *k, mhsa_workspace *ws,
         for (size_t pt = 0; pt < heads * pp.ntiles; pt++) {
             size_t hd = pt / pp.ntiles, tile = pt % pp.ntiles;
             seq_view v = mhsa__seq_view(j, hd / j->Hkv);
-            if (mhsa__seq_decodes(j, &v) || tile * bc >= v.tk)
+            if (mhsa__seq_decodes(j, &v) || tile * bc >= v.tk ||
+                (tile + 1) * bc <= first_key(j, &v))
                 continue;
             size_t es = mhsa_dtype_size(j->kv_dtype);
             const char *kd = (const char *)j->k + hd * j->kv_t * dh * es;

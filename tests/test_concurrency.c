@@ -1,6 +1,8 @@
 // test_concurrency.c — one block shared read-only by 8 host threads (each
 // with its own workspace, gradients and KV cache) running forward,
-// backward and decode at once: the bits equal the single-threaded ones.
+// backward and decode at once: the bits equal the single-threaded ones;
+// the same with a grouped-query + RoPE + window block, key padding and
+// ragged F16 cached steps with a slot reset.
 // fork() after a multi-threaded forward, then calls in the child, complete.
 // After calls return no library thread keeps a core busy.
 //
@@ -152,6 +154,150 @@ START_TEST(shared_block_many_host_threads)
     for (int i = 0; i < N_HOST; i++) {
         ck_assert_msg(jobs[i].err == 0, "thread %d: error %d", i,
                       jobs[i].err);
+        ck_assert_msg(jobs[i].mismatches == 0,
+                      "thread %d: %d of %d runs differ from the "
+                      "single-threaded bits", i, jobs[i].mismatches, ITERS);
+    }
+    free(want);
+    free(got);
+    free(x);
+    free(dy);
+    mhsa_block_destroy(blk);
+}
+END_TEST
+
+// ---- the 0.2 variants, shared the same way ----------------------------------
+
+// A grouped-query block (8 query heads on 2 kv heads) with RoPE (GPT-J
+// pairs, theta 5e5) and a window of 9, each host thread with its own
+// workspace, gradients and F16 cache: forward_ex with key padding,
+// backward, and ragged cached steps (prefill chunks, n_new of 0, a slot
+// reset and refilled) — the ragged decode ThreadSanitizer watches.
+enum { VH = 8, VHKV = 2, VDH = D / VH, VQKV = (VH + 2 * VHKV) * VDH };
+
+typedef struct outputs_v02 {
+    float y[NY], dx[NY], dec[NY];
+    float gw[VQKV * D], gb[VQKV], gwo[D * D], gbo[D];
+} outputs_v02;
+
+// t_new, then n_new of each of the B slots; t_new = 0: reset slot 1.
+static const int ragged_steps[][1 + B] = {
+    { 10, 10, 3 }, { 1, 1, 1 }, { 4, 2, 4 }, { 1, 0, 1 }, { 0, 0, 0 },
+    { 9, 9, 9 }, { 1, 1, 0 }, { 6, 6, 6 }, { 3, 0, 2 }, { 1, 1, 1 },
+};
+
+static int compute_v02(const mhsa_block *blk, const float *x,
+                       const float *dy, outputs_v02 *o)
+{
+    mhsa_workspace *ws = NULL;
+    mhsa_grads *g = NULL;
+    mhsa_kv_cache *c = NULL;
+    mhsa_kv_config kc = { B, T, MHSA_F16 };
+    int bad = mhsa_workspace_create(blk, B, &ws) != MHSA_OK ||
+              mhsa_grads_create(blk, &g) != MHSA_OK ||
+              mhsa_kv_cache_create_ex(blk, &kc, &c) != MHSA_OK;
+    static const int seq_len[B] = { T, 17 };
+    mhsa_forward_args fa = { x, B, T, NULL, seq_len, o->y, NULL };
+    bad = bad || mhsa_forward_ex(blk, ws, &fa) != MHSA_OK;
+    bad = bad || mhsa_backward(blk, ws, dy, o->dx, g) != MHSA_OK;
+    if (!bad) {
+        memcpy(o->gw, g->w_qkv, sizeof o->gw);
+        memcpy(o->gb, g->b_qkv, sizeof o->gb);
+        memcpy(o->gwo, g->w_out, sizeof o->gwo);
+        memcpy(o->gbo, g->b_out, sizeof o->gbo);
+    }
+    float xs[B * 10 * D], ys[B * 10 * D];
+    int done[B] = { 0 };
+    size_t n_steps = sizeof ragged_steps / sizeof *ragged_steps;
+    for (size_t s = 0; s < n_steps && !bad; s++) {
+        int t_new = ragged_steps[s][0];
+        const int *n_new = ragged_steps[s] + 1;
+        if (t_new == 0) {
+            bad = mhsa_kv_cache_reset_seq(c, 1) != MHSA_OK;
+            done[1] = 0;
+            continue;
+        }
+        for (int b = 0; b < B; b++)
+            for (int t = 0; t < t_new; t++)
+                memcpy(xs + ((size_t)b * t_new + t) * D,
+                       x + ((size_t)b * T + (done[b] + t) % T) * D,
+                       D * sizeof(float));
+        mhsa_cached_args ca = { xs, B, t_new, n_new, ys };
+        bad = mhsa_forward_cached_ex(blk, ws, c, &ca) != MHSA_OK;
+        for (int b = 0; b < B && !bad; b++) {
+            memcpy(o->dec + ((size_t)b * T + done[b]) * D,
+                   ys + (size_t)b * t_new * D,
+                   (size_t)n_new[b] * D * sizeof(float));
+            done[b] += n_new[b];
+            bad = mhsa_kv_cache_seq_len(c, b) != done[b];
+        }
+    }
+    mhsa_kv_cache_destroy(c);
+    mhsa_grads_destroy(g);
+    mhsa_workspace_destroy(ws);
+    return bad;
+}
+
+typedef struct job_v02 {
+    const mhsa_block *blk;
+    const float *x, *dy;
+    const outputs_v02 *want;
+    outputs_v02 *got;
+    int mismatches, err;
+} job_v02;
+
+static void *host_thread_v02(void *arg)
+{
+    job_v02 *j = arg;
+    for (int it = 0; it < ITERS; it++) {
+        if (compute_v02(j->blk, j->x, j->dy, j->got)) {
+            j->err = 1;
+            return NULL;
+        }
+        if (memcmp(j->got, j->want, sizeof *j->got))
+            j->mismatches++;
+    }
+    return NULL;
+}
+
+START_TEST(shared_gqa_rope_block_many_host_threads)
+{
+    mhsa_config cfg = { D, VH, T, 1, 1, VHKV, 4, 5e5f, 1, 9 };
+    mhsa_block *blk = NULL;
+    ck_assert_int_eq(mhsa_block_create(&cfg, &blk), MHSA_OK);
+    float *w = malloc(VQKV * D * sizeof(float)), *wo = malloc(D * D * 4);
+    float bq[VQKV], bo[D];
+    rng r = { 4321 };
+    fill_uniform(&r, w, VQKV * D, -0.3f, 0.3f);
+    fill_uniform(&r, wo, D * D, -0.3f, 0.3f);
+    fill_uniform(&r, bq, VQKV, -0.3f, 0.3f);
+    fill_uniform(&r, bo, D, -0.3f, 0.3f);
+    ck_assert_int_eq(mhsa_block_set_weights(blk, w, bq, wo, bo), MHSA_OK);
+    free(w);
+    free(wo);
+    float *x = malloc(N_HOST * NY * sizeof(float));
+    float *dy = malloc(N_HOST * NY * sizeof(float));
+    fill_uniform(&r, x, N_HOST * NY, -1, 1);
+    fill_uniform(&r, dy, N_HOST * NY, -1, 1);
+    outputs_v02 *want = calloc(N_HOST, sizeof *want);
+    outputs_v02 *got = calloc(N_HOST, sizeof *got);
+    int nt = omp_get_max_threads();
+    omp_set_num_threads(1);
+    for (int i = 0; i < N_HOST; i++)
+        ck_assert(!compute_v02(blk, x + i * NY, dy + i * NY, &want[i]));
+    omp_set_num_threads(nt);
+    pthread_t th[N_HOST];
+    job_v02 jobs[N_HOST];
+    for (int i = 0; i < N_HOST; i++) {
+        jobs[i] = (job_v02){ blk, x + i * NY, dy + i * NY, &want[i],
+                             &got[i], 0, 0 };
+        ck_assert_int_eq(pthread_create(&th[i], NULL, host_thread_v02,
+                                        &jobs[i]), 0);
+    }
+    for (int i = 0; i < N_HOST; i++)
+        ck_assert_int_eq(pthread_join(th[i], NULL), 0);
+    for (int i = 0; i < N_HOST; i++) {
+        ck_assert_msg(jobs[i].err == 0, "thread %d: a call failed", i);
         ck_assert_msg(jobs[i].mismatches == 0,
                       "thread %d: %d of %d runs differ from the "
                       "single-threaded bits", i, jobs[i].mismatches, ITERS);
@@ -347,6 +493,7 @@ int main(void)
     TCase *tc = tcase_create("concurrency");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, shared_block_many_host_threads);
+    tcase_add_test(tc, shared_gqa_rope_block_many_host_threads);
     tcase_add_test(tc, fork_after_forward);
     tcase_add_test(tc, no_thread_spins_after_calls);
     suite_add_tcase(s, tc);

@@ -62,6 +62,7 @@ void __wrap_free(void *p)
 
 typedef struct env {
     mhsa_block *blk;          // made before the faults, must keep working
+    mhsa_block *gqa;          // a GQA + RoPE block (cfg_v02), the same
     mhsa_lm *lm;
     const char *st_path;      // a saved weight file of blk's config
     char tmp_path[64];
@@ -105,7 +106,7 @@ static void fault_every(const char *name, env *e, op_fn op, destroy_fn destroy,
         ck_assert(mhsa_last_error()[0] != '\0');
     }
     ck_assert_uint_eq(n_overflow, 0);
-    printf("%-32s %2zu allocations, each failed in turn: NO_MEMORY, no "
+    printf("%-37s %2zu allocations, each failed in turn: NO_MEMORY, no "
            "leak\n", name, n);
 }
 
@@ -140,6 +141,24 @@ static mhsa_status op_cache_f16(env *e, void **obj)
 {
     mhsa_kv_config kc = { 2, 16, MHSA_F16 };
     return mhsa_kv_cache_create_ex(e->blk, &kc, (mhsa_kv_cache **)obj);
+}
+
+// A workspace, gradients and a BF16 cache of a GQA + RoPE block (other
+// sizes than the multi-head block's: K/V heads, fewer w_qkv rows).
+static mhsa_status op_workspace_v02(env *e, void **obj)
+{
+    return mhsa_workspace_create(e->gqa, 3, (mhsa_workspace **)obj);
+}
+
+static mhsa_status op_grads_v02(env *e, void **obj)
+{
+    return mhsa_grads_create(e->gqa, (mhsa_grads **)obj);
+}
+
+static mhsa_status op_cache_bf16_v02(env *e, void **obj)
+{
+    mhsa_kv_config kc = { 3, 16, MHSA_BF16 };
+    return mhsa_kv_cache_create_ex(e->gqa, &kc, (mhsa_kv_cache **)obj);
 }
 
 static mhsa_status op_grads(env *e, void **obj)
@@ -211,7 +230,8 @@ static void destroy_cache(void *p) { mhsa_kv_cache_destroy(p); }
 static void destroy_grads(void *p) { mhsa_grads_destroy(p); }
 static void destroy_lm(void *p) { mhsa_lm_destroy(p); }
 
-// forward + backward + decode of fixed inputs on fresh objects.
+// forward + backward + decode of fixed inputs on fresh objects (blk is
+// cfg's block or the GQA + RoPE one, d_model 12, max_seq_len 16).
 static void compute(mhsa_block *blk, const float *x, float *y, float *dx,
                     float *dec)
 {
@@ -220,7 +240,10 @@ static void compute(mhsa_block *blk, const float *x, float *y, float *dx,
     mhsa_kv_cache *c = NULL;
     ck_assert_int_eq(mhsa_workspace_create(blk, 2, &ws), MHSA_OK);
     ck_assert_int_eq(mhsa_grads_create(blk, &g), MHSA_OK);
-    ck_assert_int_eq(mhsa_kv_cache_create(blk, 2, 16, &c), MHSA_OK);
+    // The GQA block decodes through an F16 cache.
+    mhsa_kv_config kc = { 2, 16, mhsa_block_config(blk)->n_kv_heads
+                                 ? MHSA_F16 : MHSA_F32 };
+    ck_assert_int_eq(mhsa_kv_cache_create_ex(blk, &kc, &c), MHSA_OK);
     // The compute calls themselves allocate nothing, the ragged ones
     // included.
     mhsa__alloc_fail_at(0);
@@ -263,6 +286,8 @@ START_TEST(every_allocation_fails_in_turn)
     env e = { 0 };
     ck_assert_int_eq(mhsa_block_create(&cfg, &e.blk), MHSA_OK);
     ck_assert_int_eq(mhsa_block_init_random(e.blk, 7), MHSA_OK);
+    ck_assert_int_eq(mhsa_block_create(&cfg_v02, &e.gqa), MHSA_OK);
+    ck_assert_int_eq(mhsa_block_init_random(e.gqa, 8), MHSA_OK);
     ck_assert_int_eq(mhsa_lm_create(&lm_cfg, &e.lm), MHSA_OK);
     ck_assert_int_eq(mhsa_lm_init_random(e.lm, 3), MHSA_OK);
     const char *tmp = getenv("TMPDIR");
@@ -283,6 +308,9 @@ START_TEST(every_allocation_fails_in_turn)
     rng r = { 3 };
     fill_uniform(&r, x, n, -1, 1);
     compute(e.blk, x, y0, dx0, dec0);
+    float *gy0 = malloc(n * 4), *gdx0 = malloc(n * 4), *gdec0 = malloc(n * 4);
+    float *gy1 = malloc(n * 4), *gdx1 = malloc(n * 4), *gdec1 = malloc(n * 4);
+    compute(e.gqa, x, gy0, gdx0, gdec0);
     float loss0 = lm_loss(e.lm);
     // the second step of a model that saw no fault, for comparison
     mhsa_lm *twin = NULL;
@@ -297,6 +325,12 @@ START_TEST(every_allocation_fails_in_turn)
     fault_every("mhsa_block_create (GQA, RoPE)", &e, op_block_v02,
                 destroy_block, 1);
     fault_every("mhsa_kv_cache_create_ex (F16)", &e, op_cache_f16,
+                destroy_cache, 1);
+    fault_every("mhsa_workspace_create (GQA, RoPE)", &e, op_workspace_v02,
+                destroy_ws, 1);
+    fault_every("mhsa_grads_create (GQA)", &e, op_grads_v02, destroy_grads,
+                1);
+    fault_every("mhsa_kv_cache_create_ex (GQA, BF16)", &e, op_cache_bf16_v02,
                 destroy_cache, 1);
     fault_every("mhsa_grads_create", &e, op_grads, destroy_grads, 1);
     fault_every("mhsa_lm_create", &e, op_lm, destroy_lm, 1);
@@ -337,6 +371,9 @@ START_TEST(every_allocation_fails_in_turn)
     compute(e.blk, x, y1, dx1, dec1);
     ck_assert(!memcmp(y0, y1, n * 4) && !memcmp(dx0, dx1, n * 4));
     ck_assert(!memcmp(dec0, dec1, 2 * 5 * 12 * 4));
+    compute(e.gqa, x, gy1, gdx1, gdec1);
+    ck_assert(!memcmp(gy0, gy1, n * 4) && !memcmp(gdx0, gdx1, n * 4));
+    ck_assert(!memcmp(gdec0, gdec1, 2 * 5 * 12 * 4));
     ck_assert(lm_loss(e.lm) == loss_twin);
 
     unlink(e.tmp_path);
@@ -345,6 +382,10 @@ START_TEST(every_allocation_fails_in_turn)
     mhsa_lm_destroy(twin);
     mhsa_lm_destroy(e.lm);
     mhsa_block_destroy(e.blk);
+    mhsa_block_destroy(e.gqa);
+    float *more[] = { gy0, gdx0, gdec0, gy1, gdx1, gdec1 };
+    for (size_t i = 0; i < sizeof more / sizeof *more; i++)
+        free(more[i]);
     free(x);
     free(y0);
     free(dx0);
