@@ -190,38 +190,52 @@ void print_pivot(const SummaryReporter &rep)
                 "time over the first column's\n");
 }
 
-// The ratio rows: time of one row over another's, against a maximum.
-void print_ratios(const std::map<std::string, double> &time_of)
+// The ratio rows: time of one row over another's, against a maximum. For
+// two 1-thread rows also the ratio of their CPU times, which holds on a
+// loaded machine (wall time then includes time the case was not running).
+struct Times {
+    double wall, cpu;
+    int64_t threads;
+};
+
+void print_ratios(const std::map<std::string, Times> &time_of)
 {
     if (ratios().empty())
         return;
-    std::printf("\n%-60s %10s %10s %7s %-8s %s\n", "time ratio", "num_us",
-                "den_us", "ratio", "target", "met");
+    std::printf("\n%-60s %10s %10s %7s %7s %-8s %s\n", "time ratio",
+                "num_us", "den_us", "ratio", "cpu", "target", "met");
     for (const Ratio &r : ratios()) {
         auto n = time_of.find(r.num), d = time_of.find(r.den);
         if (n == time_of.end() || d == time_of.end())
             continue;   // filtered out or failed
-        double q = n->second / d->second;
+        double q = n->second.wall / d->second.wall;
+        double qc = n->second.threads == 1 && d->second.threads == 1
+                    ? n->second.cpu / d->second.cpu : NAN;
         char target[16] = "", met[8] = "";
         if (r.max > 0.0) {
             std::snprintf(target, sizeof target, "<= %.2f", r.max);
             std::snprintf(met, sizeof met, "%s", q <= r.max ? "yes" : "NO");
         }
-        std::printf("%-60s %10.1f %10.1f %7.3f %-8s %s\n", r.label.c_str(),
-                    n->second, d->second, q, target, met);
+        std::printf("%-60s %10.1f %10.1f %7.3f %7.3f %-8s %s\n",
+                    r.label.c_str(), n->second.wall, d->second.wall, q, qc,
+                    target, met);
     }
+    std::printf("ratio = median wall time over median wall time (met is "
+                "judged on it); cpu = the same of CPU time, 1-thread rows "
+                "only\n");
 }
 
 void print_summary(const SummaryReporter &rep)
 {
     std::map<std::string, double> value_of;   // label -> median value
-    std::map<std::string, double> time_of;    // label -> median time
+    std::map<std::string, Times> time_of;     // label -> median times
     for (const Headline &h : headlines()) {
         auto it = rep.results.find(h.key);
         if (it != rep.results.end() && it->second.have && !h.value.empty())
             value_of[h.label] = get(it->second.median, h.value);
         if (it != rep.results.end() && it->second.have)
-            time_of[h.label] = it->second.time_us;
+            time_of[h.label] = Times{it->second.time_us, it->second.cpu_us,
+                                     h.threads};
     }
     std::printf("\n%-58s %10s %-8s %9s %7s %7s %6s %-20s %s\n", "figure",
                 "median", "unit", "time_us", "of_lim", "cpu_lim", "cv%",
