@@ -1,8 +1,9 @@
 // bench_attention.c — the attention block as issue 3 and issue 5 list it:
 // whole-block forward, the fused causal attention core next to a naive
-// materialised T x T attention, forward+backward, and one-token decode
-// against a KV cache; each at 1 and all threads, each as a fraction of this
-// run's measured limit (bench_roofline.c).
+// materialised T x T attention, and forward+backward; each at 1 and all
+// threads, each as a fraction of this run's measured limit
+// (bench_roofline.c). One-token decode against a KV cache is in
+// bench_decode.c.
 //
 // FLOP conventions (causal throughout; masked half not counted):
 //   attention core        2*B*H*T*T*dh   (Q K^T and P V, each T*T*dh/2 MACs)
@@ -12,7 +13,6 @@
 //                         no credit for recomputing P)
 // The naive attention is counted with the same useful FLOPs, so its
 // GFLOP/s compares directly (it does twice that work: the whole T x T).
-// Decode reports GB/s of the K and V it must read (2*B*H*L*dh floats).
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -274,130 +274,6 @@ static void bm_attn_naive(mhsa_bench_state *st, const void *ctx)
     fixture_free(&f);
 }
 
-// ---- one-token decode -------------------------------------------------------
-
-// One block, workspace and cache per decode shape, kept while consecutive
-// cases use it (cores and whole-block cases at 1 and all threads share it).
-typedef struct decode_fixture {
-    int H, dh, L;
-    fixture f;
-    mhsa_kv_cache *cache;
-} decode_fixture;
-
-static decode_fixture dec;
-
-static void decode_free(void)
-{
-    mhsa_kv_cache_destroy(dec.cache);
-    fixture_free(&dec.f);
-    memset(&dec, 0, sizeof dec);
-}
-
-// The cache holds L - 1 positions of random K and V (written directly: the
-// decode reads them the same whatever their values), so a timed call
-// appends position L - 1 and attends over L keys.
-static int decode_init(mhsa_bench_state *st, int H, int dh, int L)
-{
-    if (dec.f.blk && dec.H == H && dec.dh == dh && dec.L == L)
-        return 1;
-    decode_free();
-    if (!fixture_init(&dec.f, st, 1, L, H * dh, H, 1))
-        return 0;
-    if (mhsa_kv_cache_create(dec.f.blk, 1, L, &dec.cache) != MHSA_OK) {
-        mhsa_bench_skip(st, mhsa_last_error());
-        decode_free();
-        return 0;
-    }
-    dec.H = H;
-    dec.dh = dh;
-    dec.L = L;
-    size_t n = (size_t)H * L * dh;
-    mhsa_bench_fill(dec.cache->k, n, 31);
-    mhsa_bench_fill(dec.cache->v, n, 32);
-    dec.cache->len[0] = (size_t)L - 1;
-    dec.cache->batch = 1;
-    mhsa_bench_fill(dec.f.ws->q, (size_t)H * dh, 33);
-    return 1;
-}
-
-static const char *const dec_names[] = { "H", "dh", "L", "threads" };
-
-// The decode core: one query row per head against L cached keys, as
-// mhsa_forward_cached runs it between the projections.
-static void bm_decode_core(mhsa_bench_state *st, const void *ctx)
-{
-    (void)ctx;
-    int H = (int)mhsa_bench_arg(st, 0), dh = (int)mhsa_bench_arg(st, 1);
-    int L = (int)mhsa_bench_arg(st, 2), threads = (int)mhsa_bench_arg(st, 3);
-    if (!decode_init(st, H, dh, L))
-        return;
-    double kv = 2.0 * H * (double)L * dh * sizeof(float);
-    double bw = mhsa_bench_read_gbs((size_t)kv, threads);
-    attn_job j = {
-        .batch = 1, .H = (size_t)H, .Hkv = (size_t)H, .dh = (size_t)dh,
-        .tq = 1,
-        .tk = (size_t)L, .kv_t = (size_t)L, .q_pos = (size_t)L - 1,
-        .causal = 1, .mask = NULL, .q = dec.f.ws->q, .k = dec.cache->k,
-        .v = dec.cache->v, .ctx = dec.f.ws->ctx, .lse = NULL, .attn = NULL,
-    };
-    const mhsa_kernels *k = mhsa__kernels();
-    thread_scope ts = threads_begin(threads);
-    int64_t batch = kv < 4e6 ? 8 : 1;
-    while (mhsa_bench_keep_running_batch(st, batch)) {
-        for (int64_t i = 0; i < batch; i++)
-            mhsa__attention(k, dec.f.ws, &j);
-        mhsa_bench_use(j.ctx);
-    }
-    threads_end(ts);
-    mhsa_bench_rate(st, "KV_GB", kv * 1e-9);
-    mhsa_bench_rate(st, "frac_bw", kv * 1e-9 / bw);
-    mhsa_bench_counter(st, "bw_limit_GB/s", bw);
-}
-
-// The whole block, mhsa_forward_cached with t_new = 1: projections (one
-// row: gemv over W_qkv and W_out) and the decode core. Each iteration first
-// sets the cache back to L - 1 positions (an assignment, not timed
-// separately: it costs nothing), so every call is the same append of
-// position L - 1 reading L keys; without it the cache would fill up.
-static void bm_decode_block(mhsa_bench_state *st, const void *ctx)
-{
-    (void)ctx;
-    int H = (int)mhsa_bench_arg(st, 0), dh = (int)mhsa_bench_arg(st, 1);
-    int L = (int)mhsa_bench_arg(st, 2), threads = (int)mhsa_bench_arg(st, 3);
-    if (!decode_init(st, H, dh, L))
-        return;
-    double D = (double)H * dh;
-    double kv = 2.0 * H * (double)L * dh * sizeof(float);
-    double wts = 4.0 * D * D * sizeof(float);
-    double bw = mhsa_bench_read_gbs((size_t)(kv + wts), threads);
-    fixture *f = &dec.f;
-    thread_scope ts = threads_begin(threads);
-    if (mhsa_forward_cached(f->blk, f->ws, dec.cache, f->x, 1, 1, f->y) !=
-        MHSA_OK) {
-        mhsa_bench_skip(st, mhsa_last_error());
-    } else {
-        while (mhsa_bench_keep_running(st)) {
-            dec.cache->len[0] = (size_t)L - 1;
-            mhsa_forward_cached(f->blk, f->ws, dec.cache, f->x, 1, 1, f->y);
-            mhsa_bench_use(f->y);
-        }
-        mhsa_bench_rate(st, "KV_GB", kv * 1e-9);
-        mhsa_bench_rate(st, "GB", (kv + wts) * 1e-9);
-        mhsa_bench_rate(st, "frac_bw", (kv + wts) * 1e-9 / bw);
-    }
-    dec.cache->len[0] = (size_t)L - 1;
-    threads_end(ts);
-}
-
-// The last decode case frees its fixture: registered after all of them.
-static void bm_decode_done(mhsa_bench_state *st, const void *ctx)
-{
-    (void)ctx;
-    decode_free();
-    while (mhsa_bench_keep_running(st)) {
-    }
-}
-
 // ---- memory -----------------------------------------------------------------
 
 // Bytes of a workspace (B=1, D=512, H=8) for max_seq_len T, and of the
@@ -509,39 +385,6 @@ void mhsa_bench_register_attention(void)
                                               : bm_attn_fused,
                                         NULL, 5, args, core_names);
             }
-
-    // One-token decode: core and whole block per cache shape.
-    static const int64_t dec_shapes[][3] = {   // H, dh, L
-        { 8, 64, 512 },   { 8, 64, 2048 },   { 8, 64, 8192 },
-        { 32, 128, 512 }, { 32, 128, 2048 }, { 32, 128, 8192 },
-    };
-    for (size_t s = 0; s < sizeof dec_shapes / sizeof dec_shapes[0]; s++)
-        for (int whole = 0; whole <= 1; whole++)
-            for (int c = 0; c < ntc; c++) {
-                const int64_t *a = dec_shapes[s];
-                int64_t args[4] = { a[0], a[1], a[2], tc[c] };
-                snprintf(what, sizeof what, "decode %s H=%d dh=%d L=%d",
-                         whole ? "block" : "core", (int)a[0], (int)a[1],
-                         (int)a[2]);
-                label_t(label, sizeof label, what, tc[c]);
-                mhsa_bench_headline h = { label, whole ? "GB" : "KV_GB",
-                                          "frac_bw", MHSA_GOAL_NONE, 0.0,
-                                          NULL };
-                if (!whole && a[0] == 8 && a[2] == 2048) {
-                    h.goal = MHSA_GOAL_FRAC_MIN;
-                    h.target = 0.80;
-                } else if (!whole && a[0] == 32 && a[2] == 8192) {
-                    h.goal = MHSA_GOAL_FRAC_MIN;
-                    h.target = 0.90;
-                }
-                mhsa_bench_add_headline(&h, whole ? "decode/block"
-                                                  : "decode/core",
-                                        whole ? bm_decode_block
-                                              : bm_decode_core,
-                                        NULL, 4, args, dec_names);
-            }
-    mhsa_bench_add("decode/free_fixture", bm_decode_done, NULL, 0, NULL,
-                   NULL);
 
     static const char *const ws_names[] = { "T" };
     static const int64_t ws_t[] = { 2048, 8192 };

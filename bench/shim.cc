@@ -1,6 +1,7 @@
 // shim.cc — the C interface of shim.h over Google Benchmark's C++ API.
 #include "shim.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -50,7 +51,7 @@ namespace {
 
 struct Headline {
     std::string key;   // function name/arg:value/... as Google Benchmark
-    std::string label, value, frac, ref;
+    std::string label, value, frac, ref, pivot, column;
     mhsa_bench_goal goal;
     double target;
     int64_t threads;   // the case's "threads" argument, 0 if none
@@ -60,6 +61,17 @@ std::vector<Headline> &headlines()
 {
     static std::vector<Headline> h;
     return h;
+}
+
+struct Ratio {
+    std::string label, num, den;
+    double max;
+};
+
+std::vector<Ratio> &ratios()
+{
+    static std::vector<Ratio> r;
+    return r;
 }
 
 // Medians (or the single run's values) and spread of one headline case.
@@ -125,15 +137,107 @@ double get(const std::map<std::string, double> &m, const std::string &k)
     return it == m.end() ? NAN : it->second;
 }
 
+// The pivot table: rows sharing a pivot side by side, one group of
+// columns (rate, fraction of limit, time over the first column's) per
+// column name, in order of first appearance.
+void print_pivot(const SummaryReporter &rep)
+{
+    std::vector<std::string> pivots, columns;
+    std::map<std::pair<std::string, std::string>, const Headline *> cell;
+    for (const Headline &h : headlines()) {
+        if (h.pivot.empty() || !rep.results.count(h.key))
+            continue;
+        if (std::find(pivots.begin(), pivots.end(), h.pivot) == pivots.end())
+            pivots.push_back(h.pivot);
+        if (std::find(columns.begin(), columns.end(), h.column) ==
+            columns.end())
+            columns.push_back(h.column);
+        cell[{h.pivot, h.column}] = &h;
+    }
+    if (pivots.empty())
+        return;
+    std::printf("\n%-50s", "side by side");
+    for (const std::string &c : columns)
+        std::printf(" | %-6s %8s %6s %6s", c.c_str(), "rate", "of_lim",
+                    "time");
+    std::printf("\n");
+    for (const std::string &p : pivots) {
+        std::printf("%-50s", p.c_str());
+        double t0 = NAN;
+        for (const std::string &c : columns) {
+            auto it = cell.find({p, c});
+            const Result *r = nullptr;
+            if (it != cell.end()) {
+                auto rr = rep.results.find(it->second->key);
+                if (rr != rep.results.end() && rr->second.have)
+                    r = &rr->second;
+            }
+            if (!r) {
+                std::printf(" | %-6s %8s %6s %6s", "", "-", "-", "-");
+                continue;
+            }
+            const Headline &h = *it->second;
+            if (std::isnan(t0))
+                t0 = r->time_us;
+            std::printf(" | %-6s %8.2f %6.3f %5.2fx", "",
+                        get(r->median, h.value),
+                        h.frac.empty() ? NAN : get(r->median, h.frac),
+                        r->time_us / t0);
+        }
+        std::printf("\n");
+    }
+    std::printf("rate in each row's own unit per second; time = median "
+                "time over the first column's\n");
+}
+
+// The ratio rows: time of one row over another's, against a maximum. For
+// two 1-thread rows also the ratio of their CPU times, which holds on a
+// loaded machine (wall time then includes time the case was not running).
+struct Times {
+    double wall, cpu;
+    int64_t threads;
+};
+
+void print_ratios(const std::map<std::string, Times> &time_of)
+{
+    if (ratios().empty())
+        return;
+    std::printf("\n%-60s %10s %10s %7s %7s %-8s %s\n", "time ratio",
+                "num_us", "den_us", "ratio", "cpu", "target", "met");
+    for (const Ratio &r : ratios()) {
+        auto n = time_of.find(r.num), d = time_of.find(r.den);
+        if (n == time_of.end() || d == time_of.end())
+            continue;   // filtered out or failed
+        double q = n->second.wall / d->second.wall;
+        double qc = n->second.threads == 1 && d->second.threads == 1
+                    ? n->second.cpu / d->second.cpu : NAN;
+        char target[16] = "", met[8] = "";
+        if (r.max > 0.0) {
+            std::snprintf(target, sizeof target, "<= %.2f", r.max);
+            std::snprintf(met, sizeof met, "%s", q <= r.max ? "yes" : "NO");
+        }
+        std::printf("%-60s %10.1f %10.1f %7.3f %7.3f %-8s %s\n",
+                    r.label.c_str(), n->second.wall, d->second.wall, q, qc,
+                    target, met);
+    }
+    std::printf("ratio = median wall time over median wall time (met is "
+                "judged on it); cpu = the same of CPU time, 1-thread rows "
+                "only\n");
+}
+
 void print_summary(const SummaryReporter &rep)
 {
     std::map<std::string, double> value_of;   // label -> median value
+    std::map<std::string, Times> time_of;     // label -> median times
     for (const Headline &h : headlines()) {
         auto it = rep.results.find(h.key);
         if (it != rep.results.end() && it->second.have && !h.value.empty())
             value_of[h.label] = get(it->second.median, h.value);
+        if (it != rep.results.end() && it->second.have)
+            time_of[h.label] = Times{it->second.time_us, it->second.cpu_us,
+                                     h.threads};
     }
-    std::printf("\n%-44s %10s %-8s %9s %7s %7s %6s %-12s %s\n", "figure",
+    std::printf("\n%-58s %10s %-8s %9s %7s %7s %6s %-20s %s\n", "figure",
                 "median", "unit", "time_us", "of_lim", "cpu_lim", "cv%",
                 "target", "met");
     for (const Headline &h : headlines()) {
@@ -142,7 +246,7 @@ void print_summary(const SummaryReporter &rep)
             continue;   // filtered out
         const Result &r = it->second;
         if (!r.have) {
-            std::printf("%-44s %s\n", h.label.c_str(),
+            std::printf("%-58s %s\n", h.label.c_str(),
                         r.error ? r.error_message.c_str() : "no result");
             continue;
         }
@@ -150,7 +254,7 @@ void print_summary(const SummaryReporter &rep)
         double f = h.frac.empty() ? NAN : get(r.median, h.frac);
         double cv = h.value.empty() ? NAN
                     : 100.0 * get(r.stddev, h.value) / get(r.mean, h.value);
-        char target[32] = "", met[8] = "";
+        char target[48] = "", met[8] = "";
         bool ok = true;
         switch (h.goal) {
         case MHSA_GOAL_NONE:
@@ -166,7 +270,12 @@ void print_summary(const SummaryReporter &rep)
         case MHSA_GOAL_SPEEDUP_MIN: {
             double base = value_of.count(h.ref) ? value_of[h.ref] : NAN;
             f = v / base;   // shown as the fraction column: the speedup
-            std::snprintf(target, sizeof target, ">= %.2fx", h.target);
+            double lim = get(r.median, "lim_speedup");
+            if (std::isnan(lim))
+                std::snprintf(target, sizeof target, ">= %.2fx", h.target);
+            else   // what the limit itself scales by
+                std::snprintf(target, sizeof target, ">= %.2fx (lim %.2fx)",
+                              h.target, lim);
             ok = f >= h.target;
             break;
         }
@@ -180,7 +289,7 @@ void print_summary(const SummaryReporter &rep)
         double fc = h.threads == 1 && h.goal != MHSA_GOAL_SPEEDUP_MIN &&
                     !h.frac.empty() && r.cpu_us > 0.0
                     ? f * r.time_us / r.cpu_us : NAN;
-        std::printf("%-44s %10.2f %-8s %9.1f %7.3f %7.3f %6.1f %-12s %s\n",
+        std::printf("%-58s %10.2f %-8s %9.1f %7.3f %7.3f %6.1f %-20s %s\n",
                     h.label.c_str(), v, unit.c_str(), r.time_us, f, fc, cv,
                     target, met);
     }
@@ -190,6 +299,8 @@ void print_summary(const SummaryReporter &rep)
                 "fraction while running, for a loaded machine); cv = "
                 "stddev/mean of the rate over the repetitions\n",
                 rep.results.empty() ? 0 : rep.results.begin()->second.reps);
+    print_pivot(rep);
+    print_ratios(time_of);
 }
 
 std::string regex_escape(const std::string &s)
@@ -236,6 +347,8 @@ extern "C" int mhsa_bench_add_headline(const mhsa_bench_headline *h,
     hl.value = h->value ? h->value : "";
     hl.frac = h->frac ? h->frac : "";
     hl.ref = h->ref ? h->ref : "";
+    hl.pivot = h->pivot ? h->pivot : "";
+    hl.column = h->column ? h->column : "";
     hl.goal = h->goal;
     hl.target = h->target;
     hl.threads = 0;
@@ -243,6 +356,15 @@ extern "C" int mhsa_bench_add_headline(const mhsa_bench_headline *h,
         if (std::strcmp(arg_names[i], "threads") == 0)
             hl.threads = args[i];
     headlines().push_back(hl);
+    return 0;
+}
+
+extern "C" int mhsa_bench_add_ratio(const char *label, const char *num,
+                                    const char *den, double max)
+{
+    if (!label || !num || !den)
+        return -1;
+    ratios().push_back(Ratio{label, num, den, max});
     return 0;
 }
 

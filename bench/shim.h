@@ -90,6 +90,10 @@ typedef struct mhsa_bench_headline {
     mhsa_bench_goal goal;
     double target;
     const char *ref;     // MHSA_GOAL_SPEEDUP_MIN: label of the 1x row
+    // Optional: rows with the same pivot (e.g. one decode shape and thread
+    // count) are shown again side by side, one column group per `column`
+    // (e.g. the cache dtype), after the main table; NULL for none.
+    const char *pivot, *column;
 } mhsa_bench_headline;
 
 // mhsa_bench_add, and the case becomes a row of the summary table.
@@ -98,11 +102,23 @@ int mhsa_bench_add_headline(const mhsa_bench_headline *h, const char *name,
                             const int64_t *args,
                             const char *const *arg_names);
 
+// A row of the "side by side" table printed after the summary: median time
+// of the headline row labelled num over that of den (both must run);
+// met when <= max (max 0: shown only). Labels are copied.
+int mhsa_bench_add_ratio(const char *label, const char *num,
+                         const char *den, double max);
+
+// A case may set the counter "lim_speedup" (the ratio of its limit at its
+// thread count to the limit at 1 thread, e.g. DRAM bandwidth at 2 threads
+// over 1): MHSA_GOAL_SPEEDUP_MIN rows show it beside their target.
+
 // Registration functions of the benchmark files, called by main in this
 // order (the roofline first, so the limits are measured on a quiet
 // machine before anything else has warmed it).
 void mhsa_bench_register_roofline(void);
 void mhsa_bench_register_attention(void);
+void mhsa_bench_register_decode(void);
+void mhsa_bench_register_variants(void);
 void mhsa_bench_register_kernels(void);
 
 #ifdef __cplusplus

@@ -1,7 +1,7 @@
 // decode.c — embedding mhsa the way a latency-sensitive server would.
 //
 //   decode [-w WEIGHTS] [-p PREFIX] [-d D_MODEL] [-H HEADS] [-n TOKENS]
-//          [-b BATCH]
+//          [-b BATCH] [--dtype f32|f16|bf16]
 //
 // 1. Weights come from a .safetensors file, named as PyTorch's
 //    nn.MultiheadAttention state_dict() names them (PREFIX + in_proj_weight,
@@ -17,6 +17,11 @@
 // 4. As a self-check, one causal mhsa_forward over the whole sequence must
 //    reproduce the token-by-token outputs (the exit status says whether it
 //    did), which is what CI runs.
+// 5. --dtype f16 or bf16 stores the cache's K and V in 16 bits: half the
+//    memory per token, and half the bytes each decode step reads. The
+//    forward works in fp32 throughout, so with a 16-bit cache the check
+//    allows the rounding of K and V: relative error 1e-3 for F16 (11
+//    significant bits), 1e-2 for BF16 (8), instead of 1e-4.
 //
 // Threads: mhsa uses OpenMP inside each call. For one small decode step the
 // work is tiny, so OMP_NUM_THREADS=1 often gives the lowest latency; a server
@@ -28,8 +33,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <getopt.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "mhsa.h"
 
@@ -75,7 +80,14 @@ int main(int argc, char **argv)
 {
     const char *weights = NULL, *prefix = "";
     int D = 256, H = 8, n_tok = 128, B = 1, opt;
-    while ((opt = getopt(argc, argv, "w:p:d:H:n:b:h")) != -1) {
+    mhsa_dtype dtype = MHSA_F32;
+    static const struct option longs[] = {
+        { "dtype", required_argument, NULL, 't' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
+    };
+    while ((opt = getopt_long(argc, argv, "w:p:d:H:n:b:h", longs, NULL)) !=
+           -1) {
         switch (opt) {
         case 'w': weights = optarg; break;
         case 'p': prefix = optarg; break;
@@ -83,12 +95,31 @@ int main(int argc, char **argv)
         case 'H': H = atoi(optarg); break;
         case 'n': n_tok = atoi(optarg); break;
         case 'b': B = atoi(optarg); break;
+        case 't':
+            if (strcmp(optarg, "f32") == 0) {
+                dtype = MHSA_F32;
+            } else if (strcmp(optarg, "f16") == 0) {
+                dtype = MHSA_F16;
+            } else if (strcmp(optarg, "bf16") == 0) {
+                dtype = MHSA_BF16;
+            } else {
+                fprintf(stderr, "decode: --dtype: '%s' is not f32, f16 or "
+                        "bf16\n", optarg);
+                return 2;
+            }
+            break;
         default:
             fprintf(stderr, "usage: %s [-w WEIGHTS] [-p PREFIX] [-d D_MODEL] "
-                    "[-H HEADS] [-n TOKENS] [-b BATCH]\n", argv[0]);
+                    "[-H HEADS] [-n TOKENS] [-b BATCH] "
+                    "[--dtype f32|f16|bf16]\n", argv[0]);
             return opt == 'h' ? 0 : 2;
         }
     }
+    static const char *const dtype_names[] = { "f32", "f16", "bf16" };
+    // The check's tolerance: the API's 1e-4, plus the rounding of the
+    // cached K and V to 11 (F16) or 8 (BF16) significant bits.
+    static const double tolerance[] = { 1e-4, 1e-3, 1e-2 };
+    double tol = tolerance[dtype];
     if (n_tok < 1 || B < 1) {
         fprintf(stderr, "decode: -n and -b must be >= 1\n");
         return 2;
@@ -131,10 +162,13 @@ int main(int argc, char **argv)
     mhsa_workspace *ws = NULL;
     mhsa_kv_cache *cache = NULL;
     CHECK(mhsa_workspace_create(blk, B, &ws));
-    CHECK(mhsa_kv_cache_create(blk, B, n_tok, &cache));
+    mhsa_kv_config kc = { B, n_tok, dtype };
+    CHECK(mhsa_kv_cache_create_ex(blk, &kc, &cache));
     printf("mhsa %s, ISA %s, D=%d H=%d B=%d, %d tokens; workspace %zu B, "
-           "KV cache %zu B\n", mhsa_version(), mhsa_isa_name(mhsa_active_isa()),
-           D, H, B, n_tok, mhsa_workspace_bytes(ws), mhsa_kv_cache_bytes(cache));
+           "KV cache (%s) %zu B\n", mhsa_version(),
+           mhsa_isa_name(mhsa_active_isa()), D, H, B, n_tok,
+           mhsa_workspace_bytes(ws), dtype_names[dtype],
+           mhsa_kv_cache_bytes(cache));
 
     // x (B, n_tok, D): the whole input sequence, so the self-check below can
     // replay it; the loop feeds column t, i.e. (B, 1, D), one step at a time.
@@ -174,7 +208,8 @@ int main(int argc, char **argv)
            lat[n_tok - 1]);
 
     // Self-check: decoding token by token equals one causal forward over the
-    // whole sequence, to fp32 rounding (the API's promise).
+    // whole sequence, to fp32 rounding (the API's promise) and, with a
+    // 16-bit cache, the rounding of K and V.
     CHECK(mhsa_forward(blk, ws, x, B, n_tok, NULL, y_full, NULL));
     double num = 0, den = 1;
     for (size_t i = 0; i < all; i++) {
@@ -183,8 +218,8 @@ int main(int argc, char **argv)
         den = fabs((double)y_full[i]) > den ? fabs((double)y_full[i]) : den;
     }
     double err = num / den;
-    printf("token-by-token vs full forward: rel err %.2e %s\n", err,
-           err <= 1e-4 ? "(ok)" : "(MISMATCH)");
+    printf("token-by-token vs full forward: rel err %.2e (tolerance %.0e) "
+           "%s\n", err, tol, err <= tol ? "(ok)" : "(MISMATCH)");
 
     free(x);
     free(y_step);
@@ -195,5 +230,5 @@ int main(int argc, char **argv)
     mhsa_kv_cache_destroy(cache);
     mhsa_workspace_destroy(ws);
     mhsa_block_destroy(blk);
-    return err <= 1e-4 ? 0 : 1;
+    return err <= tol ? 0 : 1;
 }

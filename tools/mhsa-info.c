@@ -5,11 +5,61 @@
 //   mhsa-info          human-readable summary
 //   mhsa-info --isa    only the active ISA's name (for scripts and CI: under
 //                      `qemu-x86_64 -cpu Nehalem` it must print "scalar")
+//   mhsa-info --kv-bytes D H [HKV]
+//                      KV cache memory per token of one block for each
+//                      storage type (mhsa_kv_cache_create_ex's dtype)
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels.h"
 #include "mhsa.h"
+
+static long arg_long(const char *what, const char *s)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || v < 1 || v > (1L << 20)) {
+        fprintf(stderr, "mhsa-info: --kv-bytes: %s = '%s' is not an "
+                "integer in 1..%ld\n", what, s, 1L << 20);
+        exit(2);
+    }
+    return v;
+}
+
+// A cache stores K and V rows of dh = D / H features for each of the Hkv
+// kv heads at every position: 2 * Hkv * dh elements of the dtype per token
+// and sequence (mhsa_kv_cache_bytes adds only the per-sequence lengths).
+static int kv_bytes(int argc, char **argv)
+{
+    long D = arg_long("D", argv[2]), H = arg_long("H", argv[3]);
+    long Hkv = argc == 5 ? arg_long("HKV", argv[4]) : H;
+    if (D % H) {
+        fprintf(stderr, "mhsa-info: --kv-bytes: H = %ld does not divide "
+                "D = %ld\n", H, D);
+        return 2;
+    }
+    if (H % Hkv) {
+        fprintf(stderr, "mhsa-info: --kv-bytes: HKV = %ld does not divide "
+                "H = %ld\n", Hkv, H);
+        return 2;
+    }
+    long dh = D / H;
+    static const struct { mhsa_dtype dt; const char *name; } dts[] = {
+        { MHSA_F32, "f32" }, { MHSA_F16, "f16" }, { MHSA_BF16, "bf16" },
+    };
+    printf("KV cache of one block, D=%ld H=%ld Hkv=%ld dh=%ld: per token "
+           "and sequence\n", D, H, Hkv, dh);
+    printf("%-6s %12s %16s %16s\n", "dtype", "bytes/token",
+           "MiB/1k tokens", "tokens/GiB");
+    for (size_t i = 0; i < sizeof dts / sizeof dts[0]; i++) {
+        double b = 2.0 * (double)Hkv * (double)dh *
+                   (double)mhsa_dtype_size(dts[i].dt);
+        printf("%-6s %12.0f %16.2f %16.0f\n", dts[i].name, b,
+               b * 1000.0 / (1 << 20), (double)(1 << 30) / b);
+    }
+    return 0;
+}
 
 // Whether this build has isa's kernels (dispatch still asks the CPU).
 static int built(mhsa_isa isa)
@@ -50,8 +100,12 @@ int main(int argc, char **argv)
         puts(mhsa_isa_name(mhsa_active_isa()));
         return 0;
     }
+    if (argc >= 2 && strcmp(argv[1], "--kv-bytes") == 0 &&
+        (argc == 4 || argc == 5))
+        return kv_bytes(argc, argv);
     if (argc != 1) {
-        fprintf(stderr, "usage: %s [--isa]\n", argv[0]);
+        fprintf(stderr, "usage: %s [--isa | --kv-bytes D H [HKV]]\n",
+                argv[0]);
         return 2;
     }
     printf("mhsa %s\n", mhsa_version());
