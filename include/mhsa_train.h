@@ -398,6 +398,46 @@ mhsa_status mhsa_gpt_forward_cached(mhsa_gpt *g, mhsa_gpt_cache *c,
                                     const int32_t *tokens, int n,
                                     float *logits);
 
+/* ---- byte-level text -------------------------------------------------- */
+
+/* A corpus of bytes (tokens 0..255) split into a training part and a
+ * held-out tail for validation. */
+typedef struct mhsa_text mhsa_text;
+
+/* Loads path: a regular file, or a directory whose regular files (symbolic
+ * links followed) with no '.' in their name are concatenated in strcmp
+ * order of their names (so a fortune directory's .dat indexes and .u8
+ * links are skipped). The last floor(n * val_fraction) bytes are the
+ * validation split. Errors: NULL arguments or val_fraction outside [0, 1):
+ * MHSA_ERR_INVALID_ARG; a path that cannot be opened or read:
+ * MHSA_ERR_IO naming it; no bytes at all: MHSA_ERR_FORMAT ("empty"). */
+mhsa_status mhsa_text_load(const char *path, double val_fraction,
+                           mhsa_text **out);
+void        mhsa_text_destroy(mhsa_text *t);   /* NULL is a no-op */
+/* Bytes of the training (split 0) or validation (split 1) part; the
+ * pointer to all bytes (training part first). 0 / NULL for NULL. */
+size_t         mhsa_text_len(const mhsa_text *t, int split);
+const uint8_t *mhsa_text_bytes(const mhsa_text *t);
+
+/* A random training batch: for each of the B rows, in order, an offset
+ * o = splitmix64(rng) % (n_train - T) (splitmix64 as in mhsa_task_batch,
+ * advancing *rng once per row); tokens[b] = bytes[o .. o+T), targets[b] =
+ * bytes[o+1 .. o+T]. Errors: NULL arguments, B or T < 1: INVALID_ARG; a
+ * training part shorter than T + 1 bytes: MHSA_ERR_SHAPE. */
+mhsa_status mhsa_text_batch(const mhsa_text *t, uint64_t *rng, int B, int T,
+                            int32_t *tokens, int32_t *targets);
+
+/* The validation windows of length T: window i holds validation bytes
+ * [i*T, i*T + T] (tokens the first T, targets the last T), for i <
+ * (n_val - 1) / T; every window is used once, no randomness. */
+size_t      mhsa_text_val_windows(const mhsa_text *t, int T);
+/* Windows first .. first+B-1 (fewer at the end) into tokens/targets (B, T);
+ * *rows gets how many. Errors: NULL arguments, B or T < 1, first past the
+ * last window: MHSA_ERR_INVALID_ARG. */
+mhsa_status mhsa_text_val_batch(const mhsa_text *t, size_t first, int B,
+                                int T, int32_t *tokens, int32_t *targets,
+                                int *rows);
+
 #ifdef __cplusplus
 }
 #endif
