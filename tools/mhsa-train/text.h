@@ -30,6 +30,7 @@ typedef struct text_args {
     int warmup;                  // -1: 5% of the steps, at most 100
     int rope, no_proj, tie;
     int eval_every, val_tokens, save_every;
+    int stop_after;              // 0, or stop after this step (to resume)
     uint64_t seed;
     int threads;
     mhsa_isa isa;

@@ -66,6 +66,8 @@ void print_text_help(FILE *f)
 "  --resume FILE            continue a run saved with --save, bit for bit\n"
 "                           (model, schedule, seed and data position come\n"
 "                           from FILE)\n"
+"  --stop-after N           stop after step N (the schedule still ends at\n"
+"                           --steps): a later --resume goes on from there\n"
 "  --eval FILE              only print the validation loss of a checkpoint\n"
 "runtime and output:\n"
 "  --threads N, --isa auto|scalar|avx2|neon   as for the toy tasks\n"
@@ -175,6 +177,7 @@ static const flag_def defs[] = {
     { "--save", K_FILE, 0, 0, 0 },
     { "--save-every", K_INT, 0, 1, 100000000 },
     { "--save-init", K_FILE, 0, 0, 0 },
+    { "--stop-after", K_INT, 0, 1, 100000000 },
     { "--resume", K_FILE, 0, 0, 0 },
     { "--eval", K_FILE, 0, 0, 0 },
     { "--threads", K_INT, 0, 1, 1024 },
@@ -211,6 +214,7 @@ static void *slot(text_args *a, const char *name)
         { "--save", offsetof(text_args, save) },
         { "--save-every", offsetof(text_args, save_every) },
         { "--save-init", offsetof(text_args, save_init) },
+        { "--stop-after", offsetof(text_args, stop_after) },
         { "--resume", offsetof(text_args, resume) },
         { "--eval", offsetof(text_args, eval) },
         { "--threads", offsetof(text_args, threads) },

@@ -36,6 +36,7 @@ typedef struct text_run {
     float *losses, *vals;     // (steps) of this process; vals NAN if none
     float *attn;              // (heads, block, block)
     int64_t step0;            // the step this process started at
+    int64_t step_end;         // and the one it stops at
     int warmup;
     uint64_t rng;             // the batch sampler's state
     uint64_t data_hash;
@@ -420,7 +421,13 @@ static int train(text_run *r)
             r->step0 ? " (resumed)" : "");
     double train_time = 0.0, last_draw = 0.0, sum = 0.0;
     int64_t since = 0, done = 0;
-    for (int64_t s = r->step0; s < a->steps; s++) {
+    int64_t end = a->steps;
+    if (a->stop_after && a->stop_after < end)
+        end = a->stop_after;
+    if (end < r->step0)
+        end = r->step0;
+    r->step_end = end;
+    for (int64_t s = r->step0; s < end; s++) {
         double t0 = now_s();
         float loss;
         oc.lr = mhsa_lr_cosine(s, r->warmup, a->steps, a->lr, a->min_lr);
@@ -444,7 +451,7 @@ static int train(text_run *r)
         sum += loss;
         since++;
         done++;
-        int last = s + 1 == a->steps;
+        int last = s + 1 == end;
         int eval = (s + 1) % a->eval_every == 0 || last;
         double val = NAN;
         if (eval) {
@@ -458,7 +465,7 @@ static int train(text_run *r)
             last_draw = now;
             double tps = (double)done * B * T / (train_time + 1e-9);
             char eta[32];
-            fmt_eta(eta, sizeof eta, (double)(a->steps - s - 1) * B * T /
+            fmt_eta(eta, sizeof eta, (double)(end - s - 1) * B * T /
                     (tps + 1e-9));
             char vbuf[32] = "";
             if (eval)
@@ -491,7 +498,7 @@ static int write_csv(const text_run *r, const char *path)
         return CLI_FAIL;
     }
     fprintf(f, "step,loss,val_loss\n");
-    for (int64_t s = r->step0; s < r->a.steps; s++) {
+    for (int64_t s = r->step0; s < r->step_end; s++) {
         size_t i = (size_t)(s - r->step0);
         fprintf(f, "%" PRId64 ",%.9g,", s + 1, (double)r->losses[i]);
         if (!isnan(r->vals[i]))
@@ -518,7 +525,7 @@ static int report(text_run *r)
 {
     text_args *a = &r->a;
     int T = a->block, rc = CLI_OK;
-    int n = (int)(a->steps - r->step0);
+    int n = (int)(r->step_end - r->step0);
     if (n > 0) {
         printf("\n");
         plot_losses(stdout, r->losses, n, 60, 8, term_utf8());
