@@ -132,7 +132,7 @@ typedef struct gelu_ctx {
 static double gelu_obj(void *p)
 {
     gelu_ctx *c = p;
-    mhsa__gelu_forward(c->y, c->x, GE_N);
+    mhsa__gelu_forward(c->y, NULL, c->x, GE_N);
     return dot(c->y, c->r, GE_N);
 }
 
@@ -154,14 +154,19 @@ START_TEST(gelu_values_and_gradients)
                       "gelu(%g) = %g, want %g", x, (double)c.y[i], want);
     }
     ck_assert(c.y[0] == 0.0f && c.y[1] == -0.0f && c.y[2] == 30.0f);
-    float dx[GE_N];
-    mhsa__gelu_backward(dx, c.x, c.r, GE_N);
+    // The forward's saved derivative, then the backward from it.
+    float dydx[GE_N], y2[GE_N], dx[GE_N];
+    mhsa__gelu_forward(y2, dydx, c.x, GE_N);
+    ck_assert_mem_eq(y2, c.y, sizeof y2);   // the same values either way
+    mhsa__gelu_backward(dx, dydx, c.r, GE_N);
     fd_case fc = { "gelu", 1, { c.x }, { dx }, { GE_N }, gelu_obj, &c };
     check_fd(&fc, 1e-3f);
-    // In place (dx == dy) gives the same values.
-    float in_place[GE_N];
+    // In place (derivative over x, dx over dy) gives the same values.
+    float in_place[GE_N], xs[GE_N];
     memcpy(in_place, c.r, sizeof in_place);
-    mhsa__gelu_backward(in_place, c.x, in_place, GE_N);
+    memcpy(xs, c.x, sizeof xs);
+    mhsa__gelu_forward(y2, xs, xs, GE_N);
+    mhsa__gelu_backward(in_place, xs, in_place, GE_N);
     ck_assert_mem_eq(in_place, dx, sizeof dx);
 }
 END_TEST

@@ -73,21 +73,31 @@ static inline float tanh_of(float x)
 // Elements per parallel chunk: whole cache lines, fixed (not by threads).
 enum { CHUNK = 4096 };
 
-void mhsa__gelu_forward(float *y, const float *x, size_t n)
+void mhsa__gelu_forward(float *y, float *dydx, const float *x, size_t n)
 {
     size_t chunks = (n + CHUNK - 1) / CHUNK;
     int nt = mhsa__layer_threads(chunks, CHUNK);
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
     for (size_t c = 0; c < chunks; c++) {
         size_t end = (c + 1) * CHUNK < n ? (c + 1) * CHUNK : n;
+        if (!dydx) {
+            for (size_t i = c * CHUNK; i < end; i++) {
+                float xi = x[i];
+                y[i] = 0.5f * xi * (1.0f + tanh_of(xi));
+            }
+            continue;
+        }
         for (size_t i = c * CHUNK; i < end; i++) {
             float xi = x[i];
-            y[i] = 0.5f * xi * (1.0f + tanh_of(xi));
+            float t = tanh_of(xi);
+            float du = GELU_S * (1.0f + 3.0f * GELU_C * (xi * xi));
+            y[i] = 0.5f * xi * (1.0f + t);
+            dydx[i] = 0.5f * (1.0f + t) + 0.5f * xi * ((1.0f - t * t) * du);
         }
     }
 }
 
-void mhsa__gelu_backward(float *dx, const float *x, const float *dy,
+void mhsa__gelu_backward(float *dx, const float *dydx, const float *dy,
                          size_t n)
 {
     size_t chunks = (n + CHUNK - 1) / CHUNK;
@@ -95,12 +105,7 @@ void mhsa__gelu_backward(float *dx, const float *x, const float *dy,
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
     for (size_t c = 0; c < chunks; c++) {
         size_t end = (c + 1) * CHUNK < n ? (c + 1) * CHUNK : n;
-        for (size_t i = c * CHUNK; i < end; i++) {
-            float xi = x[i];
-            float t = tanh_of(xi);
-            float du = GELU_S * (1.0f + 3.0f * GELU_C * (xi * xi));
-            float g = 0.5f * (1.0f + t) + 0.5f * xi * ((1.0f - t * t) * du);
-            dx[i] = dy[i] * g;
-        }
+        for (size_t i = c * CHUNK; i < end; i++)
+            dx[i] = dy[i] * dydx[i];
     }
 }

@@ -124,7 +124,7 @@ mhsa_status mhsa_gpt_forward_cached(mhsa_gpt *g, mhsa_gpt_cache *c,
         if (st != MHSA_OK)
             return st;
         mhsa__gpt_layer_post(g, l, N, l + 1 < g->L ? g->la[l + 1].x
-                                                    : g->x_out);
+                                                    : g->x_out, 0);
     }
     // Only the last position's logits are wanted.
     mhsa__gpt_head(g, g->x_out + (N - 1) * D, 1);

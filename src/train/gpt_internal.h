@@ -29,7 +29,8 @@ typedef struct gpt_layer_acts {
     float *xmid;                // (N, D) x + att
     float *ln2;                 // (N, D)
     float *ln2_mean, *ln2_rstd; // (N)
-    float *fch;                 // (N, 4D) c_fc output, before GELU
+    float *fch;                 // (N, 4D) c_fc output, before GELU; in
+                                // training then gelu' at it (backward)
     float *fch_gelu;            // (N, 4D)
 } gpt_layer_acts;
 
@@ -98,10 +99,12 @@ mhsa_status mhsa__gpt_sync_block(mhsa_gpt *g, size_t l);
 // rows 0..N-1 of the layer's activations:
 //   pre:  ln1 = ln_1(x)
 //   post: xmid = x + att, ln2 = ln_2(xmid), fch = c_fc(ln2),
-//         fch_gelu = gelu(fch), x_next = xmid + c_proj(fch_gelu)
+//         fch_gelu = gelu(fch), x_next = xmid + c_proj(fch_gelu); with
+//         train, fch is then overwritten by gelu'(fch) for the backward
 //   head: lnf = ln_f(x), logits = lnf lm_head^T   (x (N, D))
 void mhsa__gpt_layer_pre(mhsa_gpt *g, size_t l, size_t N);
-void mhsa__gpt_layer_post(mhsa_gpt *g, size_t l, size_t N, float *x_next);
+void mhsa__gpt_layer_post(mhsa_gpt *g, size_t l, size_t N, float *x_next,
+                          int train);
 void mhsa__gpt_head(mhsa_gpt *g, const float *x, size_t N);
 
 #endif

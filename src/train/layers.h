@@ -65,12 +65,15 @@ void mhsa__linear_backward(const mhsa_kernels *k,
                            int accumulate_dx);
 
 // ---- GELU, tanh form (GPT-2; PyTorch's approximate='tanh') -----------------
-// y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), n elements.
-void mhsa__gelu_forward(float *y, const float *x, size_t n);
-// dx (n) = dy * gelu'(x), x the saved input. The one layer that writes
-// instead of adding: it runs in place (dx == dy) on the MLP's hidden
+// y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), n elements; with
+// dydx != NULL also dydx = gelu'(x), for the backward (dydx may be x: the
+// input is not needed after that, so training keeps the derivative in its
+// place instead of recomputing tanh in the backward).
+void mhsa__gelu_forward(float *y, float *dydx, const float *x, size_t n);
+// dx (n) = dy * dydx, dydx as the forward saved it. The one layer that
+// writes instead of adding: it runs in place (dx == dy) on the MLP's hidden
 // gradient, which nothing else adds to.
-void mhsa__gelu_backward(float *dx, const float *x, const float *dy,
+void mhsa__gelu_backward(float *dx, const float *dydx, const float *dy,
                          size_t n);
 // The tanh used by the GELU (exposed for its accuracy test).
 float mhsa__tanh_approx(float x);
