@@ -52,12 +52,10 @@ static void check_fd(const fd_case *c, float h)
             maxdiff = d > maxdiff ? d : maxdiff;
             maxg = fabs(num) > maxg ? fabs(num) : maxg;
         }
-        // The key bias adds q.b_k to every score of a row, which softmax
-        // ignores: its gradient is exactly zero (and must stay so).
-        if (strstr(c->name, "c_k.bias"))
-            for (size_t j = 0; j < c->n[p]; j++)
-                ck_assert_double_le(fabs(c->grads[p][j]), 1e-6);
-        else
+        // Without RoPE the key bias adds q.b_k to every score of a row,
+        // which softmax ignores: its gradient is zero there (the difference
+        // check below holds it to that); rotated, it is not.
+        if (!strstr(c->name, "c_k.bias"))
             ck_assert_msg(maxg > 1e-3, "%s param %d: gradient suspiciously "
                           "zero", c->name, p);
         ck_assert_msg(maxdiff <= 2e-3 + 0.02 * maxg, "%s param %d: max "
@@ -442,6 +440,48 @@ START_TEST(whole_model_gradients_tied_no_proj)
     c.no_proj = 1;
     c.n_layer = 1;
     model_gradient_check(c);
+}
+END_TEST
+
+// Rotary positions (no wpe): the block rotates queries and keys.
+START_TEST(whole_model_gradients_rope)
+{
+    mhsa_gpt_config c = small_cfg();
+    c.rope_dim = 4;
+    model_gradient_check(c);
+}
+END_TEST
+
+// With RoPE the model knows positions without wpe: the same tokens at
+// other positions give other logits (a sequence of one repeated token
+// would give equal rows without any position information).
+START_TEST(rope_carries_positions)
+{
+    mhsa_gpt_config c = small_cfg();
+    c.rope_dim = 4;
+    mhsa_gpt *g = make_gpt(&c, 3);
+    rng r = { 5 };
+    mhsa_gpt_tensor t;
+    for (int i = 0; i < mhsa_gpt_n_tensors(g); i++) {
+        mhsa_gpt_get_tensor(g, i, &t);
+        for (size_t j = 0; j < t.numel; j++)
+            t.data[j] += rng_uniform(&r, -0.3f, 0.3f);
+    }
+    const int32_t tok[6] = { 4, 4, 4, 4, 4, 4 };
+    ck_assert_int_eq(mhsa_gpt_forward(g, tok, NULL, 1, 6, 0, NULL), MHSA_OK);
+    const float *z = mhsa_gpt_logits(g);
+    ck_assert(memcmp(z + 11, z + 5 * 11, 11 * sizeof(float)) != 0);
+    mhsa_gpt_destroy(g);
+    c.rope_dim = 0;   // and without positions at all they are equal:
+    c.n_layer = 1;    // a model whose wpe is zero
+    g = make_gpt(&c, 3);
+    mhsa_gpt_get_tensor(g, 1, &t);
+    ck_assert_str_eq(t.name, "wpe.weight");
+    memset(t.data, 0, t.numel * sizeof(float));
+    ck_assert_int_eq(mhsa_gpt_forward(g, tok, NULL, 1, 6, 0, NULL), MHSA_OK);
+    z = mhsa_gpt_logits(g);
+    ck_assert_double_le(rel_err(z + 11, z + 5 * 11, 11), 1e-6);
+    mhsa_gpt_destroy(g);
 }
 END_TEST
 
@@ -934,6 +974,8 @@ START_TEST(cached_generation_matches_full_forward)
     c.tie_embeddings = 1;
     c.no_proj = 1;
     cached_matches_full(c);
+    c.rope_dim = 2;   // positions of cached tokens rotate by their index
+    cached_matches_full(c);
 }
 END_TEST
 
@@ -999,6 +1041,8 @@ static Suite *suite(void)
     TCase *tm = tcase_create("model");
     tcase_add_test(tm, whole_model_gradients);
     tcase_add_test(tm, whole_model_gradients_tied_no_proj);
+    tcase_add_test(tm, whole_model_gradients_rope);
+    tcase_add_test(tm, rope_carries_positions);
     tcase_add_test(tm, tensor_table);
     tcase_add_test(tm, no_proj_is_identity_projection);
     tcase_add_test(tm, errors_and_state);
