@@ -140,19 +140,19 @@ def val_windows(data, n_train, n_val, T):
 # ---- the model: mhsa_gpt --------------------------------------------------------
 
 def rope_tables(T, dh, R, theta=10000.0):
-    """cos, sin (T, R/2) in float64, then float32 (as the API asks)."""
+    """cos, sin (T, R/2), angles in float64 (as the API asks)."""
     i = np.arange(R // 2, dtype=np.float64)
     inv = theta ** (-2.0 * i / R)
     ang = np.arange(T, dtype=np.float64)[:, None] * inv[None, :]
-    return (torch.from_numpy(np.cos(ang).astype(np.float32)),
-            torch.from_numpy(np.sin(ang).astype(np.float32)))
+    return torch.from_numpy(np.cos(ang)), torch.from_numpy(np.sin(ang))
 
 
 def rope(x, cos, sin, R):
     """x (B, H, T, dh): pairs (i, i + R/2) of the first R features rotated."""
     h = R // 2
     u, v, rest = x[..., :h], x[..., h:R], x[..., R:]
-    c, s = cos[:x.shape[2]], sin[:x.shape[2]]
+    c = cos[:x.shape[2]].to(x.dtype)
+    s = sin[:x.shape[2]].to(x.dtype)
     return torch.cat([u * c - v * s, u * s + v * c, rest], dim=-1)
 
 
