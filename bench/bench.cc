@@ -12,6 +12,7 @@ int main(int argc, char **argv)
 {
     mhsa_bench_register_roofline();
     mhsa_bench_register_attention();
+    mhsa_bench_register_gpt();
     mhsa_bench_register_kernels();   // last: OpenBLAS's spinning pool
 
     benchmark::AddCustomContext("mhsa_version", mhsa_version());

@@ -104,6 +104,7 @@ int mhsa_bench_add_headline(const mhsa_bench_headline *h, const char *name,
 void mhsa_bench_register_roofline(void);
 void mhsa_bench_register_attention(void);
 void mhsa_bench_register_kernels(void);
+void mhsa_bench_register_gpt(void);
 
 #ifdef __cplusplus
 }

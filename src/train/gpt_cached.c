@@ -111,15 +111,20 @@ mhsa_status mhsa_gpt_forward_cached(mhsa_gpt *g, mhsa_gpt_cache *c,
         for (size_t d = 0; d < D; d++)
             xi[d] = te[d] + pe[d];
     }
-    for (size_t l = 0; l < g->L; l++) {
-        gpt_layer_acts *a = &g->la[l];
+    // The blocks take the parameters at a sequence's first call only: the
+    // cached keys and values belong to those weights anyway, and copying
+    // and repacking 4 D^2 floats per layer would double a decoding step.
+    for (size_t l = 0; c->len == 0 && l < g->L; l++) {
         mhsa_status st = mhsa__gpt_sync_block(g, l);
         if (st != MHSA_OK)
             return st;
+    }
+    for (size_t l = 0; l < g->L; l++) {
+        gpt_layer_acts *a = &g->la[l];
         mhsa__gpt_layer_pre(g, l, N);
         // Cannot fail on shapes (checked above) once layer 0 has run, so
         // the caches stay in step with each other.
-        st = mhsa_forward_cached(g->blk[l], g->ws[l], c->kv[l], a->ln1, 1, n,
+        mhsa_status st = mhsa_forward_cached(g->blk[l], g->ws[l], c->kv[l], a->ln1, 1, n,
                                  a->att);
         if (st != MHSA_OK)
             return st;
