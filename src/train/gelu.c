@@ -63,7 +63,7 @@ static inline float tanh_approx(float u)
     return copysignf(a, u);
 }
 
-float mhsa__tanh_approx(float x) { return tanh_approx(x); }
+MHSA_CLONES float mhsa__tanh_approx(float x) { return tanh_approx(x); }
 
 static inline float tanh_of(float x)
 {
@@ -73,28 +73,41 @@ static inline float tanh_of(float x)
 // Elements per parallel chunk: whole cache lines, fixed (not by threads).
 enum { CHUNK = 4096 };
 
+// Elements [i0, i1): y, and with dydx the derivative too.
+MHSA_CLONES static void gelu_range(float *y, float *dydx, const float *x,
+                                   size_t i0, size_t i1)
+{
+    if (!dydx) {
+        for (size_t i = i0; i < i1; i++) {
+            float xi = x[i];
+            y[i] = 0.5f * xi * (1.0f + tanh_of(xi));
+        }
+        return;
+    }
+    for (size_t i = i0; i < i1; i++) {
+        float xi = x[i];
+        float t = tanh_of(xi);
+        float du = GELU_S * (1.0f + 3.0f * GELU_C * (xi * xi));
+        y[i] = 0.5f * xi * (1.0f + t);
+        dydx[i] = 0.5f * (1.0f + t) + 0.5f * xi * ((1.0f - t * t) * du);
+    }
+}
+
+MHSA_CLONES static void mul_range(float *dx, const float *dydx,
+                                  const float *dy, size_t i0, size_t i1)
+{
+    for (size_t i = i0; i < i1; i++)
+        dx[i] = dy[i] * dydx[i];
+}
+
 void mhsa__gelu_forward(float *y, float *dydx, const float *x, size_t n)
 {
     size_t chunks = (n + CHUNK - 1) / CHUNK;
     int nt = mhsa__layer_threads(chunks, CHUNK);
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
-    for (size_t c = 0; c < chunks; c++) {
-        size_t end = (c + 1) * CHUNK < n ? (c + 1) * CHUNK : n;
-        if (!dydx) {
-            for (size_t i = c * CHUNK; i < end; i++) {
-                float xi = x[i];
-                y[i] = 0.5f * xi * (1.0f + tanh_of(xi));
-            }
-            continue;
-        }
-        for (size_t i = c * CHUNK; i < end; i++) {
-            float xi = x[i];
-            float t = tanh_of(xi);
-            float du = GELU_S * (1.0f + 3.0f * GELU_C * (xi * xi));
-            y[i] = 0.5f * xi * (1.0f + t);
-            dydx[i] = 0.5f * (1.0f + t) + 0.5f * xi * ((1.0f - t * t) * du);
-        }
-    }
+    for (size_t c = 0; c < chunks; c++)
+        gelu_range(y, dydx, x, c * CHUNK,
+                   (c + 1) * CHUNK < n ? (c + 1) * CHUNK : n);
 }
 
 void mhsa__gelu_backward(float *dx, const float *dydx, const float *dy,
@@ -103,9 +116,7 @@ void mhsa__gelu_backward(float *dx, const float *dydx, const float *dy,
     size_t chunks = (n + CHUNK - 1) / CHUNK;
     int nt = mhsa__layer_threads(chunks, CHUNK);
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
-    for (size_t c = 0; c < chunks; c++) {
-        size_t end = (c + 1) * CHUNK < n ? (c + 1) * CHUNK : n;
-        for (size_t i = c * CHUNK; i < end; i++)
-            dx[i] = dy[i] * dydx[i];
-    }
+    for (size_t c = 0; c < chunks; c++)
+        mul_range(dx, dydx, dy, c * CHUNK,
+                  (c + 1) * CHUNK < n ? (c + 1) * CHUNK : n);
 }

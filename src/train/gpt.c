@@ -677,6 +677,21 @@ mhsa_status mhsa_gpt_backward(mhsa_gpt *g)
 
 // ---- optimiser -----------------------------------------------------------------
 
+// Sum of x[i]^2 in eight interleaved double lanes (a fixed order the
+// compiler vectorises), then a fixed tree.
+MHSA_CLONES static double sum_squares(const float *x, size_t n)
+{
+    double acc[8] = { 0 };
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int l = 0; l < 8; l++)
+            acc[l] += (double)x[i + (size_t)l] * (double)x[i + (size_t)l];
+    for (int l = 0; i < n; i++, l++)
+        acc[l] += (double)x[i] * (double)x[i];
+    return ((acc[0] + acc[4]) + (acc[2] + acc[6])) +
+           ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+}
+
 mhsa_status mhsa_gpt_step(mhsa_gpt *g, const mhsa_optim_config *cfg,
                           float *grad_norm)
 {
@@ -685,18 +700,7 @@ mhsa_status mhsa_gpt_step(mhsa_gpt *g, const mhsa_optim_config *cfg,
     mhsa_status st = mhsa__optim_check(cfg, "mhsa_gpt_step");
     if (st != MHSA_OK)
         return st;
-    // The squared norm in eight interleaved double lanes (a fixed order
-    // the compiler vectorises), then a fixed tree.
-    double acc[8] = { 0 };
-    size_t i = 0, np = g->n_params;
-    for (; i + 8 <= np; i += 8)
-        for (int l = 0; l < 8; l++)
-            acc[l] += (double)g->grad[i + (size_t)l] *
-                      (double)g->grad[i + (size_t)l];
-    for (int l = 0; i < np; i++, l++)
-        acc[l] += (double)g->grad[i] * (double)g->grad[i];
-    double norm = sqrt(((acc[0] + acc[4]) + (acc[2] + acc[6])) +
-                       ((acc[1] + acc[5]) + (acc[3] + acc[7])));
+    double norm = sqrt(sum_squares(g->grad, g->n_params));
     float scale = 1.0f;
     if (cfg->clip_norm > 0.0f && norm > (double)cfg->clip_norm)
         scale = (float)((double)cfg->clip_norm / (norm + 1e-6));

@@ -21,6 +21,19 @@
 #include "gemm.h"
 #include "kernels.h"
 
+// The layers' loops are plain C that the compiler vectorises. On x86-64
+// it builds each marked function twice, for the SSE2 baseline and for AVX2,
+// and the loader picks one by CPUID (target_clones: an ifunc; a CPU
+// without AVX2, e.g. qemu -cpu Nehalem, gets the baseline). Both versions
+// do the same IEEE operations on each element in the same order (no FMA:
+// contraction is off project-wide), so the bits are the same either way;
+// only the vector width differs (GELU: 2x faster).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(MHSA_NO_CLONES)
+#define MHSA_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define MHSA_CLONES
+#endif
+
 // Threads for a loop over `rows` rows of `width` floats each: 1 for small
 // work (a parallel region costs more than it saves), else OpenMP's count
 // (through mhsa__pool_threads, the library's fork guard).

@@ -11,6 +11,17 @@
 
 #include "layers.h"
 
+// db (OC) += sum over the N rows of dy (N, OC), in row order.
+MHSA_CLONES static void column_sums(float *db, const float *dy, size_t N,
+                                    size_t OC)
+{
+    for (size_t n = 0; n < N; n++) {
+        const float *g = dy + n * OC;                       // (OC)
+        for (size_t o = 0; o < OC; o++)
+            db[o] += g[o];
+    }
+}
+
 void mhsa__linear_forward(const mhsa_kernels *k, const mhsa_gemm_scratch *gs,
                           float *y, const float *add, const float *x,
                           const float *w, const float *b, size_t N, size_t C,
@@ -53,9 +64,5 @@ void mhsa__linear_backward(const mhsa_kernels *k,
                    accumulate_dx ? 1.0f : 0.0f, dx, C);
     mhsa_sgemm(k, gs, 1, 0, OC, C, N, 1.0f, dy, OC, x, C, NULL, 1.0f, dw, C);
     if (db)
-        for (size_t n = 0; n < N; n++) {
-            const float *g = dy + n * OC;                   // (OC)
-            for (size_t o = 0; o < OC; o++)
-                db[o] += g[o];
-        }
+        column_sums(db, dy, N, OC);
 }

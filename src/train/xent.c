@@ -47,22 +47,26 @@ double mhsa__xent_forward(const mhsa_kernels *k, float *probs, float *loss,
     return sum;
 }
 
+// One row p (V): probabilities in, dz out.
+MHSA_CLONES static void xent_row_backward(float *p, int c, size_t V,
+                                          float scale)
+{
+    if (c < 0) {
+        for (size_t j = 0; j < V; j++)
+            p[j] = 0.0f;
+        return;
+    }
+    float pc = p[c];
+    for (size_t j = 0; j < V; j++)
+        p[j] *= scale;
+    p[c] = (pc - 1.0f) * scale;
+}
+
 void mhsa__xent_backward(float *probs, const int32_t *targets, size_t N,
                          size_t V, float scale)
 {
     int nt = mhsa__layer_threads(N, V);
 #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
-    for (size_t n = 0; n < N; n++) {
-        float *p = probs + n * V;           // (V): probabilities in, dz out
-        int c = targets[n];
-        if (c < 0) {
-            for (size_t j = 0; j < V; j++)
-                p[j] = 0.0f;
-            continue;
-        }
-        float pc = p[c];
-        for (size_t j = 0; j < V; j++)
-            p[j] *= scale;
-        p[c] = (pc - 1.0f) * scale;
-    }
+    for (size_t n = 0; n < N; n++)
+        xent_row_backward(probs + n * V, targets[n], V, scale);
 }
