@@ -16,7 +16,7 @@
 #define DEF_HEADS 4
 #define DEF_BLOCK 64
 #define DEF_BATCH 16
-#define DEF_STEPS 1500
+#define DEF_STEPS 1000
 #define DEF_LR 2e-3f
 
 void print_text_help(FILE *f)
