@@ -63,7 +63,7 @@ static inline float tanh_approx(float u)
     return copysignf(a, u);
 }
 
-MHSA_CLONES float mhsa__tanh_approx(float x) { return tanh_approx(x); }
+float mhsa__tanh_approx(float x) { return tanh_approx(x); }
 
 static inline float tanh_of(float x)
 {

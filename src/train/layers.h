@@ -27,8 +27,10 @@
 // without AVX2, e.g. qemu -cpu Nehalem, gets the baseline). Both versions
 // do the same IEEE operations on each element in the same order (no FMA:
 // contraction is off project-wide), so the bits are the same either way;
-// only the vector width differs (GELU: 2x faster).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(MHSA_NO_CLONES)
+// only the vector width differs (GELU: 2x faster). GCC only: clang 14
+// gives each clone's resolver a global name.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(MHSA_NO_CLONES)
 #define MHSA_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define MHSA_CLONES
