@@ -536,13 +536,6 @@ static int report(text_run *r)
             MHSA_OK ||
         mhsa_gpt_attention(r->g, 0, r->tok, T, r->attn) != MHSA_OK)
         return fail(CLI_FAIL, "attention of the sample");
-    printf("\nattention of layer 0 per head on held-out text: ");
-    print_sample(r->tok, T);
-    if (T <= 40)
-        print_heatmaps(stdout, r->attn, a->heads, T, 80, term_utf8());
-    else
-        printf("(T = %d is too long for the terminal; see --heatmap-png)\n",
-               T);
     if (a->heatmap_png) {
         char title[96];
         snprintf(title, sizeof title, "mhsa-train text: layer 0, l=%d d=%d "
@@ -560,6 +553,20 @@ static int report(text_run *r)
             printf("heatmaps written to %s\n", a->heatmap_png);
         }
     }
+    // A query sees only the keys before it, so the first Ts positions'
+    // weights are a whole attention pattern of their own: that is what
+    // the terminal shows when the block is too long for it.
+    int Ts = T <= 40 ? T : 32;
+    printf("\nattention of layer 0 per head on held-out text: ");
+    print_sample(r->tok, Ts);
+    if (Ts < T)
+        printf("(its first %d of %d positions; --heatmap-png shows all)\n",
+               Ts, T);
+    for (int h = 0; h < a->heads; h++)
+        for (int i = 0; i < Ts; i++)
+            memmove(r->attn + ((size_t)h * Ts + i) * Ts,
+                    r->attn + ((size_t)h * T + i) * T, Ts * sizeof(float));
+    print_heatmaps(stdout, r->attn, a->heads, Ts, 80, term_utf8());
     if (a->loss_csv && write_csv(r, a->loss_csv) != CLI_OK)
         rc = CLI_FAIL;
     if (a->save) {
