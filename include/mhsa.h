@@ -306,7 +306,8 @@ typedef struct mhsa_cached_args {
  * history gives (to fp32 rounding); rows >= n_new[b] of y[b] are set to 0,
  * and n_new[b] = 0 leaves sequence b untouched. Sequences >= B are
  * untouched. B may differ between calls (up to max_batch). If any sequence
- * would exceed the capacity: MHSA_ERR_SHAPE naming it, nothing changed. An
+ * would exceed the capacity, or t_new exceeds max_seq_len (the rows a
+ * workspace holds per sequence): MHSA_ERR_SHAPE naming it, nothing changed. An
  * n_new[b] outside 0..t_new: MHSA_ERR_INVALID_ARG naming b and the value,
  * nothing changed. One sequence's results never depend on what the other
  * sequences of the batch hold. */
@@ -347,7 +348,14 @@ mhsa_status mhsa_kv_cache_create_ex(const mhsa_block *blk,
  * out_proj.bias), Hugging Face (q_proj, k_proj, v_proj, o_proj, each
  * .weight and, with bias, .bias) or GPT (c_q, c_k, c_v, c_proj, the same
  * suffixes), tried in that order. Shapes: in_proj_weight ((H+2*Hkv)*dh, D),
- * q (D, D), k and v (Hkv*dh, D), out (D, D). */
+ * q (D, D), k and v (Hkv*dh, D), out (D, D).
+ * A set is complete when all its weights, and its biases when bias == 1,
+ * are present by name (biases are ignored when bias == 0); the first
+ * complete set is loaded and every other tensor ignored. A tensor of that
+ * set with another shape, or a dtype other than F32/F16/BF16:
+ * MHSA_ERR_FORMAT naming it (expected and found shape). No complete set:
+ * MHSA_ERR_FORMAT naming the first missing PyTorch tensor, then what each
+ * partly present set lacks. */
 
 typedef enum mhsa_names {
     MHSA_NAMES_TORCH = 0, MHSA_NAMES_HF, MHSA_NAMES_C

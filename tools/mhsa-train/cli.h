@@ -22,6 +22,8 @@ typedef struct train_args {
     mhsa_isa isa;
     const char *heatmap_png, *loss_csv, *save, *load;
     int help;
+    int kv_heads, rope_dim, rope_interleaved, window;  // 0: off / default
+    float rope_theta;
 } train_args;
 
 // Parses argv into *a (defaults first). Returns CLI_OK, or CLI_USAGE after
