@@ -52,7 +52,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (rc == CLI_OK && !t.help) {
         CHECK(t.layers >= 1 && t.embd >= 1 && t.heads >= 1 &&
               t.embd % t.heads == 0 && t.block >= 1 && t.batch >= 1);
-        CHECK(!t.rope || (t.embd / t.heads) % 2 == 0);
+        CHECK(t.rope >= 0 && t.rope % 2 == 0 &&
+              t.rope <= t.embd / t.heads);
         CHECK(t.lr > 0.0f && t.min_lr >= 0.0f && t.min_lr <= t.lr);
         CHECK(t.val_fraction > 0.0f && t.val_fraction < 0.5f);
         CHECK(t.beta2 >= 0.0f && t.beta2 < 1.0f && t.clip >= 0.0f);

@@ -28,7 +28,8 @@ typedef struct text_args {
     int steps, epochs;           // steps from epochs when --epochs is given
     float lr, min_lr, weight_decay, clip, beta2, val_fraction;
     int warmup;                  // -1: 5% of the steps, at most 100
-    int rope, no_proj, tie;
+    int rope;                    // 0 none, else rotated features per head
+    int no_proj, tie;
     int eval_every, val_tokens, save_every;
     int stop_after;              // 0, or stop after this step (to resume)
     uint64_t seed;

@@ -40,8 +40,9 @@ void print_text_help(FILE *f)
 "  --embd D                 model width (%d)\n"
 "  --heads H                attention heads, must divide --embd (%d)\n"
 "  --block T                context length in bytes (%d)\n"
-"  --rope                   rotary position embedding instead of learned\n"
-"                           positions (no wpe)\n"
+"  --rope [DIM]             rotary position embedding of the first DIM\n"
+"                           features of each head (default: all of them)\n"
+"                           instead of learned positions (no wpe)\n"
 "  --no-proj                no output projection (c_proj) in the attention\n"
 "  --tie                    the head shares the token embedding's weights\n"
 "training:\n"
@@ -141,7 +142,7 @@ static void set_defaults(text_args *a)
 }
 
 typedef enum kind { K_INT, K_FLOAT, K_FLOAT0, K_U64, K_FILE, K_SWITCH,
-                    K_OTHER } kind;
+                    K_OPT_INT, K_OTHER } kind;
 
 typedef struct flag_def {
     const char *name;
@@ -159,7 +160,7 @@ static const flag_def defs[] = {
     { "--embd", K_INT, TF_EMBD, 1, 8192 },
     { "--heads", K_INT, TF_HEADS, 1, 256 },
     { "--block", K_INT, TF_BLOCK, 1, 8192 },
-    { "--rope", K_SWITCH, TF_ROPE, 0, 0 },
+    { "--rope", K_OPT_INT, TF_ROPE, 2, 8192 },
     { "--no-proj", K_SWITCH, TF_NO_PROJ, 0, 0 },
     { "--tie", K_SWITCH, TF_TIE, 0, 0 },
     { "--batch", K_INT, TF_BATCH, 1, 4096 },
@@ -257,6 +258,12 @@ static int set_flag(text_args *a, const flag_def *d, const char *val,
     case K_SWITCH:
         *(int *)p = 1;
         return CLI_OK;
+    case K_OPT_INT:   // alone: -1, "all of each head" (resolved later)
+        if (!val) {
+            *(int *)p = -1;
+            return CLI_OK;
+        }
+        return args_int(err, d->name, val, d->lo, d->hi, p);
     case K_FILE:
         if (!*val)
             return usage(err, "%s needs a file name", d->name);
@@ -291,10 +298,19 @@ static int check(text_args *a, FILE *err)
     if (a->min_lr > a->lr)
         return usage(err, "--min-lr %g is above --lr %g", (double)a->min_lr,
                      (double)a->lr);
-    if (a->rope && (a->embd / a->heads) % 2)
+    int dh = a->embd / a->heads;
+    if (a->rope < 0 && dh % 2)
         return usage(err, "--rope needs an even head size, not --embd %d / "
-                     "--heads %d = %d", a->embd, a->heads,
-                     a->embd / a->heads);
+                     "--heads %d = %d", a->embd, a->heads, dh);
+    if (a->rope < 0)
+        a->rope = dh;
+    if (a->rope % 2)
+        return usage(err, "--rope %d must be even (features rotate in "
+                     "pairs)", a->rope);
+    if (a->rope > dh)
+        return usage(err, "--rope %d is larger than the head size %d "
+                     "(--embd %d / --heads %d)", a->rope, dh, a->embd,
+                     a->heads);
     const char *fixed = a->resume ? "--resume" : a->eval ? "--eval" : NULL;
     if (a->resume && a->eval)
         return usage(err, "--resume and --eval: give one of them");
@@ -339,6 +355,12 @@ int parse_text_args(int argc, char **argv, text_args *a, FILE *err)
         if (d->k == K_SWITCH) {
             if (eq)
                 return usage(err, "%s takes no value", flag);
+        } else if (d->k == K_OPT_INT) {
+            // A value is optional: "--rope 16", "--rope=16" or "--rope".
+            if (eq)
+                val = eq + 1;
+            else if (i + 1 < argc && strncmp(argv[i + 1], "--", 2))
+                val = argv[++i];
         } else if (eq) {
             val = eq + 1;
         } else if (i + 1 < argc) {

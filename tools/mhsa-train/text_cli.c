@@ -205,7 +205,7 @@ static mhsa_gpt_config config_of(const text_args *a)
     c.n_head = a->heads;
     c.block_size = a->block;
     c.max_batch = a->batch;
-    c.rope_dim = a->rope ? a->embd / a->heads : 0;
+    c.rope_dim = a->rope;
     c.tie_embeddings = a->tie;
     c.no_proj = a->no_proj;
     return c;
@@ -218,7 +218,7 @@ static void args_of(text_args *a, const mhsa_gpt_config *c)
     a->embd = c->n_embd;
     a->heads = c->n_head;
     a->block = c->block_size;
-    a->rope = c->rope_dim > 0;
+    a->rope = c->rope_dim;
     a->tie = c->tie_embeddings;
     a->no_proj = c->no_proj;
 }
@@ -409,12 +409,15 @@ static int train(text_run *r)
     oc.weight_decay = a->weight_decay;
     oc.clip_norm = a->clip;
     oc.beta2 = a->beta2;
+    char rope[24] = "";
+    if (a->rope)
+        snprintf(rope, sizeof rope, " rope %d", a->rope);
     fprintf(stderr, "mhsa-train: text %s (%zu bytes, %zu held out), GPT "
             "L=%d D=%d H=%d T=%d%s%s%s, %zu parameters, batch %d, %d steps "
             "(warm-up %d), lr %g, isa %s, %d thread%s%s\n", r->data,
             mhsa_text_len(r->text, 0) + mhsa_text_len(r->text, 1),
             mhsa_text_len(r->text, 1), a->layers, a->embd, a->heads, T,
-            a->rope ? " rope" : "", a->no_proj ? " no-proj" : "",
+            rope, a->no_proj ? " no-proj" : "",
             a->tie ? " tied" : "", mhsa_gpt_n_params(r->g), B, a->steps,
             r->warmup, (double)a->lr, mhsa_isa_name(mhsa_active_isa()),
             omp_get_max_threads(), omp_get_max_threads() == 1 ? "" : "s",
