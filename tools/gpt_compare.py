@@ -10,8 +10,8 @@ same batches, and reports:
     with their relative difference;
   * training tokens/s of both at the given thread count (each tool times
     forward, backward, clipping and the optimiser step; the runs alternate
-    mhsa, torch, mhsa, torch ... and the medians are compared, so a change
-    in the machine's load hits both);
+    mhsa, torch, mhsa, torch ..., and each mhsa run is compared with the
+    torch run after it, so a change in the machine's load hits both);
   * the validation loss mhsa computes for the PyTorch-trained checkpoint
     (mhsa-train --eval) against the one PyTorch printed;
   * optionally an SVG of both curves (--svg).
@@ -155,6 +155,9 @@ def main():
     early = max(abs(x[1] - y[1]) for x, y in zip(ma[:50], tb[:50]))
     worst = max(abs(x[1] - y[1]) for x, y in zip(ma, tb))
     mt, tt = statistics.median(m_tps), statistics.median(t_tps)
+    # Each mhsa run against the PyTorch run right after it: a slow spell
+    # of the machine hits both halves of a pair.
+    pairs = sorted(m / t for m, t in zip(m_tps, t_tps))
     print(f"steps: {len(ma)}, threads: {a.threads}, args: {' '.join(rest)}")
     print(f"max |loss difference|, first 50 steps: {early:.2e}")
     print(f"max |loss difference|, all steps:      {worst:.2e}")
@@ -163,7 +166,9 @@ def main():
     print(f"val loss of the torch checkpoint: torch {t_val:.6f}, "
           f"mhsa-train --eval {cross:.6f} (|diff| {abs(cross - t_val):.1e})")
     print(f"training tokens/s (median of {a.repeat}): mhsa {mt:.0f}, torch "
-          f"{tt:.0f}, ratio {mt / tt:.2f}x")
+          f"{tt:.0f}; mhsa / torch per pair: median "
+          f"{statistics.median(pairs):.2f}x (min {pairs[0]:.2f}x, max "
+          f"{pairs[-1]:.2f}x)")
     if a.svg:
         svg(a.svg, ma, tb, f"training loss, {' '.join(rest)}")
 
