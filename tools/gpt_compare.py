@@ -63,47 +63,62 @@ def tps_of(text):
 
 
 def svg(path, a, b, title):
-    """Both loss curves (x: step, y: loss) as a small self-contained SVG."""
-    W, H, L, R, T, B = 640, 360, 56, 16, 32, 40
+    """Both loss curves (x: step, y: loss) and, below, their difference, as
+    a small self-contained SVG."""
+    W, L, R, T = 640, 64, 16, 32
+    H1, H2, GAP, B = 280, 120, 40, 40
     steps = max(s for s, _, _ in a)
     ys = [l for _, l, _ in a + b]
     lo, hi = min(ys), max(ys)
     hi = min(hi, lo + 3.0 * (statistics.median(ys) - lo + 1e-9) + 0.5)
+    diff = [(s, x - y, None) for (s, x, _), (_, y, _) in zip(a, b)]
+    dmax = max(abs(d) for _, d, _ in diff) or 1e-9
 
     def px(s):
         return L + (W - L - R) * (s - 1) / max(steps - 1, 1)
 
-    def py(v):
-        v = min(max(v, lo), hi)
-        return T + (H - T - B) * (hi - v) / (hi - lo)
+    def py(v, top, h, vlo, vhi):
+        v = min(max(v, vlo), vhi)
+        return top + h * (vhi - v) / (vhi - vlo)
 
-    def line(rows, colour, dash=""):
-        pts = " ".join(f"{px(s):.1f},{py(l):.1f}" for s, l, _ in rows)
+    def line(rows, colour, top, h, vlo, vhi, dash=""):
+        pts = " ".join(f"{px(s):.1f},{py(l, top, h, vlo, vhi):.1f}"
+                       for s, l, _ in rows)
         return (f'<polyline fill="none" stroke="{colour}" stroke-width="1.5"'
                 f' {dash} points="{pts}"/>')
 
+    def axis(out, top, h, vlo, vhi, fmt, n=5):
+        for i in range(n + 1):
+            v = vlo + (vhi - vlo) * i / n
+            y = py(v, top, h, vlo, vhi)
+            out.append(f'<line x1="{L}" x2="{W - R}" y1="{y:.1f}" '
+                       f'y2="{y:.1f}" stroke="#ddd"/>')
+            out.append(f'<text x="{L - 6}" y="{y + 4:.1f}" '
+                       f'text-anchor="end">{fmt(v)}</text>')
+
+    top2 = T + H1 + GAP
+    Htot = top2 + H2 + B
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" '
-           f'height="{H}" font-family="sans-serif" font-size="12">',
-           f'<rect width="{W}" height="{H}" fill="white"/>',
+           f'height="{Htot}" font-family="sans-serif" font-size="12">',
+           f'<rect width="{W}" height="{Htot}" fill="white"/>',
            f'<text x="{W / 2}" y="18" text-anchor="middle">{title}</text>']
-    for i in range(6):
-        v = lo + (hi - lo) * i / 5
-        out.append(f'<line x1="{L}" x2="{W - R}" y1="{py(v):.1f}" '
-                   f'y2="{py(v):.1f}" stroke="#ddd"/>')
-        out.append(f'<text x="{L - 6}" y="{py(v) + 4:.1f}" '
-                   f'text-anchor="end">{v:.2f}</text>')
-    for i in range(6):
-        s = 1 + (steps - 1) * i / 5
-        out.append(f'<text x="{px(s):.1f}" y="{H - B + 16}" '
-                   f'text-anchor="middle">{int(round(s))}</text>')
-    out.append(f'<text x="{(L + W - R) / 2}" y="{H - 8}" '
-               f'text-anchor="middle">step</text>')
-    out.append(line(a, "#1f77b4"))
-    out.append(line(b, "#d62728", 'stroke-dasharray="5,4"'))
-    out.append(f'<text x="{W - R - 150}" y="{T + 16}" fill="#1f77b4">'
+    axis(out, T, H1, lo, hi, lambda v: f"{v:.2f}")
+    out.append(line(a, "#1f77b4", T, H1, lo, hi))
+    out.append(line(b, "#d62728", T, H1, lo, hi, 'stroke-dasharray="5,4"'))
+    out.append(f'<text x="{W - R - 160}" y="{T + 16}" fill="#1f77b4">'
                f'mhsa (C)</text>')
-    out.append(f'<text x="{W - R - 150}" y="{T + 32}" fill="#d62728">'
-               f'PyTorch (peer)</text>')
+    out.append(f'<text x="{W - R - 160}" y="{T + 32}" fill="#d62728">'
+               f'PyTorch (peer), dashed</text>')
+    out.append(f'<text x="{W / 2}" y="{top2 - 10}" text-anchor="middle">'
+               f'mhsa - PyTorch, training loss</text>')
+    axis(out, top2, H2, -dmax, dmax, lambda v: f"{v:.1e}", 4)
+    out.append(line(diff, "#444", top2, H2, -dmax, dmax))
+    for i in range(6):
+        st = 1 + (steps - 1) * i / 5
+        out.append(f'<text x="{px(st):.1f}" y="{top2 + H2 + 16}" '
+                   f'text-anchor="middle">{int(round(st))}</text>')
+    out.append(f'<text x="{(L + W - R) / 2}" y="{Htot - 8}" '
+               f'text-anchor="middle">step</text>')
     out.append("</svg>")
     with open(path, "w") as f:
         f.write("\n".join(out) + "\n")
