@@ -436,7 +436,7 @@ mhsa_status mhsa_gpt_init_random(mhsa_gpt *g, uint64_t seed)
     return MHSA_OK;
 }
 
-// ---- forward -----------------------------------------------------------------
+// ---- forward ----------------------------------------------------------------
 
 mhsa_status mhsa__gpt_sync_block(mhsa_gpt *g, size_t l)
 {
@@ -594,7 +594,7 @@ mhsa_status mhsa_gpt_attention(mhsa_gpt *g, int layer, const int32_t *tokens,
     return forward_layers(g, 1, T, layer, attn);
 }
 
-// ---- backward ----------------------------------------------------------------
+// ---- backward ---------------------------------------------------------------
 
 // Backward of one layer: dres holds d loss / d x_{l+1} on entry and
 // d loss / d x_l on return.
@@ -675,7 +675,7 @@ mhsa_status mhsa_gpt_backward(mhsa_gpt *g)
     return MHSA_OK;
 }
 
-// ---- optimiser -----------------------------------------------------------------
+// ---- optimiser --------------------------------------------------------------
 
 // Sum of x[i]^2 in eight interleaved double lanes (a fixed order the
 // compiler vectorises), then a fixed tree.

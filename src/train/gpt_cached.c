@@ -124,8 +124,8 @@ mhsa_status mhsa_gpt_forward_cached(mhsa_gpt *g, mhsa_gpt_cache *c,
         mhsa__gpt_layer_pre(g, l, N);
         // Cannot fail on shapes (checked above) once layer 0 has run, so
         // the caches stay in step with each other.
-        mhsa_status st = mhsa_forward_cached(g->blk[l], g->ws[l], c->kv[l], a->ln1, 1, n,
-                                 a->att);
+        mhsa_status st = mhsa_forward_cached(g->blk[l], g->ws[l], c->kv[l],
+                                             a->ln1, 1, n, a->att);
         if (st != MHSA_OK)
             return st;
         mhsa__gpt_layer_post(g, l, N, l + 1 < g->L ? g->la[l + 1].x

@@ -137,7 +137,7 @@ static int parse_gen_args(int argc, char **argv, gen_args *a)
     return CLI_OK;
 }
 
-// ---- sampling -------------------------------------------------------------------
+// ---- sampling ---------------------------------------------------------------
 
 static uint64_t next_u64(uint64_t *s)
 {
@@ -184,7 +184,7 @@ int sample_token(const float *logits, int V, float temperature, int top_k,
     return order[k - 1];
 }
 
-// ---- the run ----------------------------------------------------------------------
+// ---- the run ----------------------------------------------------------------
 
 static double now_s(void)
 {

@@ -72,7 +72,7 @@ static uint64_t fnv1a(const uint8_t *p, size_t n)
     return h;
 }
 
-// ---- checkpoint metadata -----------------------------------------------------
+// ---- checkpoint metadata ----------------------------------------------------
 
 // The run's settings and position as text, for __metadata__ ("train.*").
 typedef struct run_meta {
@@ -358,7 +358,7 @@ static int setup(text_run *r)
     return CLI_OK;
 }
 
-// ---- evaluation --------------------------------------------------------------
+// ---- evaluation -------------------------------------------------------------
 
 // Mean loss over the first max_windows validation windows (all when 0).
 static int val_loss(text_run *r, size_t max_windows, double *out)
@@ -399,7 +399,7 @@ static void fmt_eta(char *buf, size_t n, double s)
         snprintf(buf, n, "%ds", (int)s);
 }
 
-// ---- training ------------------------------------------------------------------
+// ---- training ---------------------------------------------------------------
 
 static int train(text_run *r)
 {
@@ -491,7 +491,7 @@ static int train(text_run *r)
     return CLI_OK;
 }
 
-// ---- the report ------------------------------------------------------------------
+// ---- the report -------------------------------------------------------------
 
 static int write_csv(const text_run *r, const char *path)
 {
