@@ -381,24 +381,6 @@ mhsa_status mhsa_gpt_get_tensor(const mhsa_gpt *g, int i,
 
 // ---- initialisation --------------------------------------------------------
 
-// splitmix64: the same stream on every platform.
-static uint64_t next_u64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-// Uniform in [-a, a): 24 random bits scaled exactly, then one multiply.
-static void fill_uniform(uint64_t *s, float *x, size_t n, float a)
-{
-    for (size_t i = 0; i < n; i++) {
-        float u = (float)(next_u64(s) >> 40) * (1.0f / 16777216.0f);
-        x[i] = (2.0f * u - 1.0f) * a;
-    }
-}
-
 static int ends_with(const char *s, const char *suffix)
 {
     size_t a = strlen(s), b = strlen(suffix);
@@ -420,8 +402,9 @@ mhsa_status mhsa_gpt_init_random(mhsa_gpt *g, uint64_t seed)
         float *p = g->param + t->off;
         size_t n = t->rows * t->cols;
         if (t->rank == 2)
-            fill_uniform(&s, p, n, ends_with(t->name, "c_proj.weight")
-                                   ? a_resid : a);
+            mhsa__fill_uniform(&s, p, n,
+                               ends_with(t->name, "c_proj.weight") ? a_resid
+                                                                   : a);
         else if (ends_with(t->name, "ln_1.weight") ||
                  ends_with(t->name, "ln_2.weight") ||
                  !strcmp(t->name, "ln_f.weight"))

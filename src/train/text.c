@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 
 #include "mhsa_internal.h"
-#include "mhsa_train.h"
+#include "train_internal.h"
 
 struct mhsa_text {
     uint8_t *bytes;
@@ -164,15 +164,6 @@ const uint8_t *mhsa_text_bytes(const mhsa_text *t)
     return t ? t->bytes : NULL;
 }
 
-// splitmix64, as in tasks.c.
-static uint64_t next_u64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 // tokens/targets row of T from the T + 1 bytes at p.
 static void window(const uint8_t *p, int T, int32_t *tok, int32_t *tgt)
 {
@@ -194,7 +185,7 @@ mhsa_status mhsa_text_batch(const mhsa_text *t, uint64_t *rng, int B, int T,
                           t->n_train, T + 1);
     uint64_t starts = (uint64_t)(t->n_train - (size_t)T);
     for (int b = 0; b < B; b++) {
-        size_t o = (size_t)(next_u64(rng) % starts);
+        size_t o = (size_t)(mhsa__splitmix64(rng) % starts);
         window(t->bytes + o, T, tokens + (size_t)b * (size_t)T,
                targets + (size_t)b * (size_t)T);
     }

@@ -22,6 +22,7 @@
 
 #include "cli.h"
 #include "generate.h"
+#include "train/train_internal.h"
 
 typedef struct gen_args {
     const char *model, *prompt;
@@ -139,14 +140,6 @@ static int parse_gen_args(int argc, char **argv, gen_args *a)
 
 // ---- sampling ---------------------------------------------------------------
 
-static uint64_t next_u64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 int sample_token(const float *logits, int V, float temperature, int top_k,
                  uint64_t *rng, int *order)
 {
@@ -175,7 +168,8 @@ int sample_token(const float *logits, int V, float temperature, int top_k,
     double top = (double)logits[order[0]] / temperature, sum = 0.0;
     for (int i = 0; i < k; i++)
         sum += exp((double)logits[order[i]] / temperature - top);
-    double u = (double)(next_u64(rng) >> 11) * 0x1.0p-53 * sum, c = 0.0;
+    double u = (double)(mhsa__splitmix64(rng) >> 11) * 0x1.0p-53 * sum;
+    double c = 0.0;
     for (int i = 0; i < k; i++) {
         c += exp((double)logits[order[i]] / temperature - top);
         if (u < c)
