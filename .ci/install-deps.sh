@@ -27,13 +27,15 @@ done
 # safetensors (jansson), image output (stb), reference-vector scripts
 # (numpy), the x86-64 emulator for the no-AVX2 run (qemu-user), make and
 # cmake for the consumer projects of .ci/test-consumers.sh, SIMDe for the
-# tests' emulated AVX-512 kernels and oneDNN for the SGEMM comparison.
+# tests' emulated AVX-512 kernels, oneDNN for the SGEMM comparison, and the
+# text mhsa-train --task text learns by default (Debian's fortune files).
 native_pkgs=(
     meson ninja-build pkg-config g++ check libbenchmark-dev libopenblas-dev
     libsimde-dev libdnnl-dev
     valgrind clang libclang-rt-14-dev libomp-14-dev libjansson-dev libstb-dev
     python3-numpy
     qemu-user make cmake
+    fortunes
 )
 # The aarch64 cross toolchain; with --no-install-recommends the cross libc
 # headers must be named explicitly.

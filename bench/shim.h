@@ -120,6 +120,7 @@ void mhsa_bench_register_attention(void);
 void mhsa_bench_register_decode(void);
 void mhsa_bench_register_variants(void);
 void mhsa_bench_register_kernels(void);
+void mhsa_bench_register_gpt(void);
 
 #ifdef __cplusplus
 }

@@ -1,13 +1,14 @@
-// fuzz_train_args.c — libFuzzer target: mhsa-train's argument parser
-// (tools/mhsa-train/args.c) on fuzzed argv (NUL-separated strings). It
-// returns OK or USAGE, and an accepted command line satisfies every rule
-// the help text states.
+// fuzz_train_args.c — libFuzzer target: mhsa-train's argument parsers
+// (tools/mhsa-train/args.c, and text_args.c for --task text) on fuzzed argv
+// (NUL-separated strings). Each returns OK or USAGE, and an accepted
+// command line satisfies every rule the help text states.
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "text.h"
 
 #define CHECK(c) do { if (!(c)) abort(); } while (0)
 
@@ -44,6 +45,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         CHECK(a.optim == MHSA_OPTIM_ADAMW || a.optim == MHSA_OPTIM_SGD);
         CHECK(a.epochs >= 1 && a.steps >= 1 && a.batch >= 1 &&
               a.batch <= 4096);
+    }
+    text_args t;
+    rc = parse_text_args(argc, argv, &t, sink);
+    CHECK(rc == CLI_OK || rc == CLI_USAGE);
+    if (rc == CLI_OK && !t.help) {
+        CHECK(t.layers >= 1 && t.embd >= 1 && t.heads >= 1 &&
+              t.embd % t.heads == 0 && t.block >= 1 && t.batch >= 1);
+        CHECK(t.rope >= 0 && t.rope % 2 == 0 &&
+              t.rope <= t.embd / t.heads);
+        CHECK(t.lr > 0.0f && t.min_lr >= 0.0f && t.min_lr <= t.lr);
+        CHECK(t.val_fraction > 0.0f && t.val_fraction < 0.5f);
+        CHECK(t.beta2 >= 0.0f && t.beta2 < 1.0f && t.clip >= 0.0f);
+        CHECK(t.steps >= 1 && !(t.resume && t.eval));
+        CHECK(!(t.resume || t.eval) ||
+              !(t.given & ~(unsigned)(TF_BATCH | TF_VAL_FRACTION)));
     }
     free(buf);
     return 0;

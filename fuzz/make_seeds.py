@@ -222,7 +222,13 @@ def main():
              '3', '--batch', '4'],
             ['--help'], ['--heads', '3', '--d-model', '8'], ['--lr', 'nan'],
             ['--kv-heads', '2', '--rope', '4', '--rope-theta=5e5',
-             '--rope-interleaved', '--window', '8']]):
+             '--rope-interleaved', '--window', '8'],
+            # the text task's parser (tools/mhsa-train/text_args.c)
+            ['--task', 'text', '--preset', 'tiny', '--layers', '3',
+             '--rope', '--no-proj', '--tie', '--steps', '5'],
+            ['--task=text', '--embd', '48', '--heads', '6', '--epochs', '2',
+             '--min-lr', '0', '--warmup=0', '--beta2', '0.95',
+             '--val-fraction', '0.25', '--resume', 'r.st']]):
         put('fuzz_train_args', 'args%d' % i, '\0'.join(args).encode())
 
 

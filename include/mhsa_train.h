@@ -212,6 +212,244 @@ mhsa_status mhsa_task_batch(mhsa_task task, uint64_t *rng_state, int B, int T,
 /* "repeat", "induction"; "unknown" for other values. */
 const char *mhsa_task_name(mhsa_task task);
 
+/* ---- GPT: transformer blocks on the attention block -------------------- */
+
+/* A GPT-2 style decoder ("the lesson's tiny GPT"), with N = B*T rows:
+ *   x      = wte[token] + wpe[t]              (N, D) (no wpe with RoPE)
+ *   for each of the n_layer blocks, pre-norm:
+ *     x    = x + attn(ln_1(x))                 one causal mhsa_block
+ *     x    = x + c_proj(gelu(c_fc(ln_2(x))))   MLP, hidden 4D, GELU (tanh)
+ *   logits = ln_f(x) @ lm_head.weight^T        (N, V), no bias
+ *   loss   = sum over counted positions of -log_softmax(logits)[target],
+ *            divided by a normaliser (the count, unless the caller gives one)
+ * LayerNorms have weight and bias (eps 1e-5); every linear layer has a bias
+ * except lm_head. Parameters, gradients and AdamW moments live in flat
+ * buffers owned by the model, tensors back to back in mhsa_gpt_get_tensor
+ * order; attention runs in mhsa_block (one per layer, causal, biases), the
+ * other matrix products in the library's packed SGEMM. Every buffer is
+ * allocated by mhsa_gpt_create: forward, backward and step never allocate.
+ * Results are the same bits for any number of OpenMP threads. */
+
+typedef struct mhsa_gpt_config {
+    int vocab;           /* V >= 1 (256 for bytes) */
+    int n_layer;         /* L >= 1 */
+    int n_embd;          /* D >= 1 */
+    int n_head;          /* H >= 1, D % H == 0 */
+    int block_size;      /* largest T >= 1 (rows of wpe) */
+    int max_batch;       /* largest B >= 1 of a forward */
+    int rope_dim;        /* 0: learned positions (wpe.weight); R > 0: no wpe,
+                            rotary embedding of R features of every query
+                            and key head (mhsa_config.rope_dim: even, <= D/H) */
+    int tie_embeddings;  /* 1: no lm_head.weight, the head is wte.weight */
+    int no_proj;         /* 1: the attention has no output projection
+                            (c_proj): its heads' outputs, concatenated, are
+                            the block's output */
+} mhsa_gpt_config;
+
+typedef struct mhsa_gpt mhsa_gpt;
+
+/* Creates a model with every parameter zero (call mhsa_gpt_init_random or
+ * mhsa_gpt_load) and every buffer it will need. Errors: cfg/out NULL or a
+ * size < 1, rope_dim negative, odd or > D/H, tie_embeddings/no_proj not 0
+ * or 1: MHSA_ERR_INVALID_ARG naming the field; D % H != 0: MHSA_ERR_SHAPE;
+ * out of memory or sizes overflowing: MHSA_ERR_NO_MEMORY. */
+mhsa_status mhsa_gpt_create(const mhsa_gpt_config *cfg, mhsa_gpt **out);
+void        mhsa_gpt_destroy(mhsa_gpt *g);   /* NULL is a no-op */
+const mhsa_gpt_config *mhsa_gpt_get_config(const mhsa_gpt *g); /* NULL: NULL */
+
+/* GPT-2's initialisation, deterministic from seed and the same bits on
+ * every platform (uniform draws with GPT-2's standard deviations, so no
+ * libm is involved): matrices and embeddings std 0.02, the residual
+ * projections (attn.c_proj, mlp.c_proj) 0.02 / sqrt(2 n_layer), biases 0,
+ * LayerNorm weights 1. Resets the optimiser (moments 0, step 0). */
+mhsa_status mhsa_gpt_init_random(mhsa_gpt *g, uint64_t seed);
+
+/* Forward and loss. tokens (B, T) in [0, V). targets (B, T) in [-1, V)
+ * (-1: not counted) or NULL for logits only (then loss may be NULL and
+ * mhsa_gpt_backward has nothing to differentiate). loss = (sum of the
+ * counted positions' losses) / norm, where norm = the number of counted
+ * positions when norm <= 0 (the mean); a caller splitting a batch over
+ * several forwards passes the whole batch's count, so that the gradients
+ * of the parts add up to the gradient of the whole. The tokens and targets
+ * are copied. Errors: NULL g/tokens, B outside [1, max_batch], T outside
+ * [1, block_size], a token or target out of range: MHSA_ERR_INVALID_ARG or
+ * MHSA_ERR_SHAPE; errors of mhsa_forward pass through. */
+mhsa_status mhsa_gpt_forward(mhsa_gpt *g, const int32_t *tokens,
+                             const int32_t *targets, int B, int T,
+                             double norm, float *loss);
+/* The logits (B, T, V) of the last forward, row-major; valid until the next
+ * forward or backward (the backward overwrites them). NULL for NULL. */
+const float *mhsa_gpt_logits(const mhsa_gpt *g);
+
+/* Backward of the last mhsa_gpt_forward with targets: OVERWRITES every
+ * gradient with d loss / d parameter. MHSA_ERR_STATE when there is no such
+ * forward (none yet, targets NULL, or another call used the buffers since). */
+mhsa_status mhsa_gpt_backward(mhsa_gpt *g);
+
+/* One optimiser step over the flat parameters with the flat gradients, as
+ * mhsa_lm_step: optional clipping by the global L2 norm (summed in double
+ * in parameter order), then mhsa_optim_update on each tensor in order, weight
+ * decay on the rank-2 tensors (embeddings and weight matrices) only; the
+ * step count advances by one. grad_norm: optional out, the norm before
+ * clipping. Errors: NULL g, a bad cfg: MHSA_ERR_INVALID_ARG (nothing
+ * updated). */
+mhsa_status mhsa_gpt_step(mhsa_gpt *g, const mhsa_optim_config *cfg,
+                          float *grad_norm);
+
+/* Learning rate of a warm-up then cosine schedule at 0-based step s:
+ * lr_max * (s + 1) / warmup for s < warmup, then a cosine from lr_max down
+ * to lr_min reached at step total - 1 (and kept after it). */
+float mhsa_lr_cosine(int64_t s, int64_t warmup, int64_t total, float lr_max,
+                     float lr_min);
+
+/* ---- flat state (for data parallelism, checkpoints, tests) ---- */
+
+/* Number of parameters, and the flat buffers of n_params floats each:
+ * parameters, gradients, AdamW first and second moments (writable; a
+ * caller combining gradients of several models writes the sum into
+ * mhsa_gpt_grads before mhsa_gpt_step). NULL/0 for NULL. */
+size_t mhsa_gpt_n_params(const mhsa_gpt *g);
+float *mhsa_gpt_params(mhsa_gpt *g);
+float *mhsa_gpt_grads(mhsa_gpt *g);
+float *mhsa_gpt_moment1(mhsa_gpt *g);
+float *mhsa_gpt_moment2(mhsa_gpt *g);
+/* Optimiser steps taken so far (the AdamW bias correction); set by a
+ * checkpoint loader. -1 for NULL; set: MHSA_ERR_INVALID_ARG for step < 0. */
+int64_t     mhsa_gpt_get_step(const mhsa_gpt *g);
+mhsa_status mhsa_gpt_set_step(mhsa_gpt *g, int64_t step);
+
+typedef struct mhsa_gpt_tensor {
+    const char *name;   /* "wte.weight", "wpe.weight", "h.0.ln_1.weight",
+                           "h.0.ln_1.bias", "h.0.attn.c_q.weight",
+                           "h.0.attn.c_k.weight", "h.0.attn.c_v.weight",
+                           "h.0.attn.c_q.bias", ".c_k.bias", ".c_v.bias",
+                           "h.0.attn.c_proj.weight", "h.0.attn.c_proj.bias",
+                           "h.0.ln_2.weight", "h.0.ln_2.bias",
+                           "h.0.mlp.c_fc.weight", "h.0.mlp.c_fc.bias",
+                           "h.0.mlp.c_proj.weight", "h.0.mlp.c_proj.bias",
+                           ... "ln_f.weight", "ln_f.bias", "lm_head.weight";
+                           without wpe (RoPE), attn.c_proj (no_proj) or
+                           lm_head (tied) when the config says so */
+    int rank;           /* 1 or 2 */
+    int64_t shape[2];   /* shape[1] is 1 for rank 1 */
+    size_t numel;
+    size_t offset;      /* of its first element in the flat buffers */
+    float *data;        /* = mhsa_gpt_params(g) + offset */
+    float *grad;        /* = mhsa_gpt_grads(g) + offset */
+    int decay;          /* 1: weight decay applies (rank 2) */
+} mhsa_gpt_tensor;
+
+/* Number of parameter tensors and the i-th of them, in flat order.
+ * MHSA_ERR_INVALID_ARG for NULL or i outside [0, n). */
+int         mhsa_gpt_n_tensors(const mhsa_gpt *g);
+mhsa_status mhsa_gpt_get_tensor(const mhsa_gpt *g, int i,
+                                mhsa_gpt_tensor *out);
+
+/* Per-head attention weights of layer `layer` on one sequence: tokens (T)
+ * -> attn (H, T, T) as in mhsa_lm_attention. It reuses the forward buffers
+ * (a following mhsa_gpt_backward returns MHSA_ERR_STATE). */
+mhsa_status mhsa_gpt_attention(mhsa_gpt *g, int layer, const int32_t *tokens,
+                               int T, float *attn);
+
+/* ---- checkpoints (safetensors) ---- */
+
+/* One __metadata__ entry of a checkpoint: UTF-8 key and value. */
+typedef struct mhsa_meta {
+    const char *key, *value;
+} mhsa_meta;
+
+/* Writes the parameters under their names (F32) with the configuration in
+ * __metadata__ ("mhsa.gpt.n_layer", ...), plus, with with_optim, the AdamW
+ * moments as tensors "optim.m" and "optim.v" (n_params each) and the step
+ * ("mhsa.gpt.step"), plus the caller's n_meta entries (keys must not start
+ * with "mhsa.gpt." or be "format"). The file is written beside path,
+ * fsync'd and renamed over it: path holds the old file or the complete new
+ * one, never a part. Errors: MHSA_ERR_INVALID_ARG, MHSA_ERR_IO,
+ * MHSA_ERR_UNSUPPORTED (built without safetensors). */
+mhsa_status mhsa_gpt_save(const mhsa_gpt *g, const char *path, int with_optim,
+                          const mhsa_meta *meta, size_t n_meta);
+
+/* Reads a checkpoint's configuration (vocab, n_layer, n_embd, n_head,
+ * block_size, rope_dim, tie_embeddings, no_proj; max_batch is set to 1).
+ * Errors: MHSA_ERR_IO (cannot open), MHSA_ERR_FORMAT (not a valid file, or
+ * no GPT configuration in it, naming the missing key). */
+mhsa_status mhsa_gpt_read_config(const char *path, mhsa_gpt_config *cfg);
+
+/* Loads a checkpoint into g: every parameter tensor (F32, F16 or BF16) and,
+ * with with_optim, the moments and step (a file without them: FORMAT).
+ * The file's configuration must equal g's (max_batch aside): else
+ * MHSA_ERR_FORMAT naming the first field that differs; a missing tensor or
+ * one of another shape: MHSA_ERR_FORMAT naming it. On any failure g is
+ * unchanged. */
+mhsa_status mhsa_gpt_load(mhsa_gpt *g, const char *path, int with_optim);
+
+/* ---- generation with the KV cache ---- */
+
+typedef struct mhsa_gpt_cache mhsa_gpt_cache;
+
+/* A KV cache per layer for one sequence of up to capacity positions
+ * (1 <= capacity <= block_size, else MHSA_ERR_INVALID_ARG / SHAPE). It
+ * belongs to g. */
+mhsa_status mhsa_gpt_cache_create(const mhsa_gpt *g, int capacity,
+                                  mhsa_gpt_cache **out);
+void        mhsa_gpt_cache_destroy(mhsa_gpt_cache *c);  /* NULL: no-op */
+void        mhsa_gpt_cache_reset(mhsa_gpt_cache *c);    /* NULL: no-op */
+int         mhsa_gpt_cache_len(const mhsa_gpt_cache *c); /* 0 for NULL */
+
+/* Appends tokens (n) at positions len .. len+n-1 and writes the logits (V)
+ * of the last one: a prefill (n > 1, matrix products in the packed SGEMM)
+ * or one decoding step (n = 1, matrix-vector products), attention through
+ * mhsa_forward_cached in every layer. The logits equal, to fp32 rounding,
+ * the last row of one mhsa_gpt_forward over the whole sequence.
+ * The attention weights are taken from the parameters at the first call
+ * after creation or a reset (the cached keys and values belong to them):
+ * change parameters between a reset and the next call, not in between.
+ * len + n > capacity: MHSA_ERR_SHAPE and nothing changes. It reuses g's
+ * forward buffers (a following mhsa_gpt_backward returns MHSA_ERR_STATE). */
+mhsa_status mhsa_gpt_forward_cached(mhsa_gpt *g, mhsa_gpt_cache *c,
+                                    const int32_t *tokens, int n,
+                                    float *logits);
+
+/* ---- byte-level text -------------------------------------------------- */
+
+/* A corpus of bytes (tokens 0..255) split into a training part and a
+ * held-out tail for validation. */
+typedef struct mhsa_text mhsa_text;
+
+/* Loads path: a regular file, or a directory whose regular files (symbolic
+ * links followed) with no '.' in their name are concatenated in strcmp
+ * order of their names (so a fortune directory's .dat indexes and .u8
+ * links are skipped). The last floor(n * val_fraction) bytes are the
+ * validation split. Errors: NULL arguments or val_fraction outside [0, 1):
+ * MHSA_ERR_INVALID_ARG; a path that cannot be opened or read:
+ * MHSA_ERR_IO naming it; no bytes at all: MHSA_ERR_FORMAT ("empty"). */
+mhsa_status mhsa_text_load(const char *path, double val_fraction,
+                           mhsa_text **out);
+void        mhsa_text_destroy(mhsa_text *t);   /* NULL is a no-op */
+/* Bytes of the training (split 0) or validation (split 1) part; the
+ * pointer to all bytes (training part first). 0 / NULL for NULL. */
+size_t         mhsa_text_len(const mhsa_text *t, int split);
+const uint8_t *mhsa_text_bytes(const mhsa_text *t);
+
+/* A random training batch: for each of the B rows, in order, an offset
+ * o = splitmix64(rng) % (n_train - T) (splitmix64 as in mhsa_task_batch,
+ * advancing *rng once per row); tokens[b] = bytes[o .. o+T), targets[b] =
+ * bytes[o+1 .. o+T]. Errors: NULL arguments, B or T < 1: INVALID_ARG; a
+ * training part shorter than T + 1 bytes: MHSA_ERR_SHAPE. */
+mhsa_status mhsa_text_batch(const mhsa_text *t, uint64_t *rng, int B, int T,
+                            int32_t *tokens, int32_t *targets);
+
+/* The validation windows of length T: window i holds validation bytes
+ * [i*T, i*T + T] (tokens the first T, targets the last T), for i <
+ * (n_val - 1) / T; every window is used once, no randomness. */
+size_t      mhsa_text_val_windows(const mhsa_text *t, int T);
+/* Windows first .. first+B-1 (fewer at the end) into tokens/targets (B, T);
+ * *rows gets how many. Errors: NULL arguments, B or T < 1, first past the
+ * last window: MHSA_ERR_INVALID_ARG. */
+mhsa_status mhsa_text_val_batch(const mhsa_text *t, size_t first, int B,
+                                int T, int32_t *tokens, int32_t *targets,
+                                int *rows);
+
 #ifdef __cplusplus
 }
 #endif

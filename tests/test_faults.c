@@ -1,6 +1,7 @@
 // test_faults.c — allocation failure injected at every allocation that
 // creating a block, workspace, KV cache, gradients or training model (and
-// reading or writing a weight file) makes: each such call then returns
+// reading or writing a weight file, GPT models, caches, checkpoints and
+// text corpora) makes: each such call then returns
 // MHSA_ERR_NO_MEMORY, leaves *out untouched, leaks nothing, and the objects
 // made before keep working with the same bits. Compute calls (forward,
 // backward, decode, training steps) allocate nothing at all.
@@ -64,6 +65,9 @@ typedef struct env {
     mhsa_block *blk;          // made before the faults, must keep working
     mhsa_block *gqa;          // a GQA + RoPE block (cfg_v02), the same
     mhsa_lm *lm;
+    mhsa_gpt *gpt;
+    char gpt_path[80];        // a saved checkpoint of gpt
+    char text_path[80];       // a small text file
     const char *st_path;      // a saved weight file of blk's config
     char tmp_path[64];
     mhsa_names names;         // the set of names op_load_ex / op_save_ex use
@@ -174,6 +178,65 @@ static mhsa_status op_lm(env *e, void **obj)
     return mhsa_lm_create(&lm_cfg, (mhsa_lm **)obj);
 }
 
+static const mhsa_gpt_config gpt_cfg = { 13, 2, 8, 2, 5, 2, 0, 0, 0 };
+
+static mhsa_status op_gpt(env *e, void **obj)
+{
+    (void)e;
+    return mhsa_gpt_create(&gpt_cfg, (mhsa_gpt **)obj);
+}
+
+static mhsa_status op_gpt_cache(env *e, void **obj)
+{
+    return mhsa_gpt_cache_create(e->gpt, 5, (mhsa_gpt_cache **)obj);
+}
+
+// Loading into the existing model: on failure its parameters are unchanged.
+static mhsa_status op_gpt_load(env *e, void **obj)
+{
+    (void)obj;
+    size_t n = mhsa_gpt_n_params(e->gpt);
+    float *before = malloc(n * sizeof(float));
+    memcpy(before, mhsa_gpt_params(e->gpt), n * sizeof(float));
+    mhsa_status st = mhsa_gpt_load(e->gpt, e->gpt_path, 1);
+    if (st != MHSA_OK)
+        ck_assert(!memcmp(before, mhsa_gpt_params(e->gpt),
+                          n * sizeof(float)));
+    free(before);
+    return st;
+}
+
+static mhsa_status op_gpt_save(env *e, void **obj)
+{
+    (void)obj;
+    return mhsa_gpt_save(e->gpt, e->gpt_path, 1, NULL, 0);
+}
+
+static mhsa_status op_text(env *e, void **obj)
+{
+    return mhsa_text_load(e->text_path, 0.25, (mhsa_text **)obj);
+}
+
+// A training step and a decoding step of the GPT: no allocation at all.
+static float gpt_loss(mhsa_gpt *g)
+{
+    const int32_t tok[2 * 5] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
+    const int32_t tgt[2 * 5] = { 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 };
+    mhsa_optim_config oc = mhsa_optim_defaults(MHSA_OPTIM_ADAMW);
+    float loss, logits[13];
+    mhsa_gpt_cache *c = NULL;
+    ck_assert_int_eq(mhsa_gpt_cache_create(g, 5, &c), MHSA_OK);
+    mhsa__alloc_fail_at(0);
+    ck_assert_int_eq(mhsa_gpt_forward(g, tok, tgt, 2, 5, 0, &loss), MHSA_OK);
+    ck_assert_int_eq(mhsa_gpt_backward(g), MHSA_OK);
+    ck_assert_int_eq(mhsa_gpt_step(g, &oc, NULL), MHSA_OK);
+    ck_assert_int_eq(mhsa_gpt_forward_cached(g, c, tok, 3, logits), MHSA_OK);
+    ck_assert_int_eq(mhsa_gpt_forward_cached(g, c, tok, 1, logits), MHSA_OK);
+    ck_assert_uint_eq(mhsa__alloc_fail_at(0), 0);
+    mhsa_gpt_cache_destroy(c);
+    return loss;
+}
+
 // All of a block's weights, flat (bias == 1, D = 12; w_qkv has 3D rows or
 // fewer with grouped-query heads); the rest of the N_W floats stays zero.
 enum { N_W = 3 * 12 * 12 + 3 * 12 + 12 * 12 + 12 };
@@ -229,6 +292,9 @@ static void destroy_ws(void *p) { mhsa_workspace_destroy(p); }
 static void destroy_cache(void *p) { mhsa_kv_cache_destroy(p); }
 static void destroy_grads(void *p) { mhsa_grads_destroy(p); }
 static void destroy_lm(void *p) { mhsa_lm_destroy(p); }
+static void destroy_gpt(void *p) { mhsa_gpt_destroy(p); }
+static void destroy_gpt_cache(void *p) { mhsa_gpt_cache_destroy(p); }
+static void destroy_text(void *p) { mhsa_text_destroy(p); }
 
 // forward + backward + decode of fixed inputs on fresh objects (blk is
 // cfg's block or the GQA + RoPE one, d_model 12, max_seq_len 16).
@@ -301,6 +367,13 @@ START_TEST(every_allocation_fails_in_turn)
     for (int k = 0; k < 3; k++)
         snprintf(e.names_path[k], sizeof e.names_path[k], "%s.%d",
                  e.tmp_path, k);
+    ck_assert_int_eq(mhsa_gpt_create(&gpt_cfg, &e.gpt), MHSA_OK);
+    ck_assert_int_eq(mhsa_gpt_init_random(e.gpt, 4), MHSA_OK);
+    snprintf(e.gpt_path, sizeof e.gpt_path, "%s.gpt", e.tmp_path);
+    snprintf(e.text_path, sizeof e.text_path, "%s.txt", e.tmp_path);
+    FILE *tf = fopen(e.text_path, "w");
+    fputs("some text to read, long enough for a window or two.", tf);
+    fclose(tf);
     size_t n = 2 * 16 * 12;
     float *x = malloc(n * sizeof(float)), *y0 = malloc(n * 4);
     float *dx0 = malloc(n * 4), *dec0 = malloc(n * 4);
@@ -334,10 +407,17 @@ START_TEST(every_allocation_fails_in_turn)
                 destroy_cache, 1);
     fault_every("mhsa_grads_create", &e, op_grads, destroy_grads, 1);
     fault_every("mhsa_lm_create", &e, op_lm, destroy_lm, 1);
+    float gl0 = gpt_loss(e.gpt);
+    fault_every("mhsa_gpt_create", &e, op_gpt, destroy_gpt, 1);
+    fault_every("mhsa_gpt_cache_create", &e, op_gpt_cache, destroy_gpt_cache,
+                1);
+    fault_every("mhsa_text_load", &e, op_text, destroy_text, 1);
 #ifdef MHSA_TEST_SAFETENSORS
     fault_every("mhsa_block_load_safetensors", &e, op_load, NULL, 1);
     e.st_path = e.tmp_path;
     fault_every("mhsa_block_save_safetensors", &e, op_save, NULL, 1);
+    fault_every("mhsa_gpt_save", &e, op_gpt_save, NULL, 1);
+    fault_every("mhsa_gpt_load", &e, op_gpt_load, NULL, 1);
     // Every set of names, with a multi-head block and a grouped-query one
     // (its K/V tensors fewer rows than Q's).
     static const char *const set_name[3] = {"torch", "hf", "c"};
@@ -362,6 +442,8 @@ START_TEST(every_allocation_fails_in_turn)
     e.blk = mha;
     mhsa_block_destroy(gqa);
 #else
+    (void)op_gpt_save;
+    (void)op_gpt_load;
     (void)op_load;
     (void)op_save;
     (void)op_load_ex;
@@ -375,6 +457,11 @@ START_TEST(every_allocation_fails_in_turn)
     ck_assert(!memcmp(gy0, gy1, n * 4) && !memcmp(gdx0, gdx1, n * 4));
     ck_assert(!memcmp(gdec0, gdec1, 2 * 5 * 12 * 4));
     ck_assert(lm_loss(e.lm) == loss_twin);
+    // The GPT still trains (its loss moved after the first step).
+    ck_assert(gpt_loss(e.gpt) != gl0);
+    mhsa_gpt_destroy(e.gpt);
+    unlink(e.gpt_path);
+    unlink(e.text_path);
 
     unlink(e.tmp_path);
     for (int k = 0; k < 3; k++)

@@ -266,25 +266,6 @@ mhsa_status mhsa_lm_get_tensor(const mhsa_lm *lm, int i, mhsa_lm_tensor *out)
     return MHSA_OK;
 }
 
-// splitmix64, as in tasks.c: the same stream on every platform.
-static uint64_t next_u64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
-// Uniform in [-a, a): 24 random bits scaled exactly, then one multiply, so
-// every platform rounds the same.
-static void fill_uniform(uint64_t *s, float *x, size_t n, float a)
-{
-    for (size_t i = 0; i < n; i++) {
-        float u = (float)(next_u64(s) >> 40) * (1.0f / 16777216.0f);
-        x[i] = (2.0f * u - 1.0f) * a;
-    }
-}
-
 mhsa_status mhsa_lm_init_random(mhsa_lm *lm, uint64_t seed)
 {
     if (!lm)
@@ -294,17 +275,20 @@ mhsa_status mhsa_lm_init_random(mhsa_lm *lm, uint64_t seed)
     size_t D = (size_t)lm->cfg.d_model;
     // The block draws from its own seed, derived so that it does not share
     // a stream with the embeddings.
-    mhsa_status st = mhsa_block_init_random(lm->blk, next_u64(&s));
+    mhsa_status st = mhsa_block_init_random(lm->blk, mhsa__splitmix64(&s));
     if (st != MHSA_OK)
         return st;
     st = mhsa_block_get_weights(lm->blk, P(lm, T_WQKV), P(lm, T_BQKV),
                                 P(lm, T_WOUT), P(lm, T_BOUT));
     if (st != MHSA_OK)
         return st;
-    fill_uniform(&s, P(lm, T_TOK), lm->off[T_TOK + 1] - lm->off[T_TOK], 1.0f);
-    fill_uniform(&s, P(lm, T_POS), lm->off[T_POS + 1] - lm->off[T_POS], 1.0f);
-    fill_uniform(&s, P(lm, T_HEADW), lm->off[T_HEADW + 1] - lm->off[T_HEADW],
-                 1.0f / sqrtf((float)D));
+    mhsa__fill_uniform(&s, P(lm, T_TOK), lm->off[T_TOK + 1] - lm->off[T_TOK],
+                       1.0f);
+    mhsa__fill_uniform(&s, P(lm, T_POS), lm->off[T_POS + 1] - lm->off[T_POS],
+                       1.0f);
+    mhsa__fill_uniform(&s, P(lm, T_HEADW),
+                       lm->off[T_HEADW + 1] - lm->off[T_HEADW],
+                       1.0f / sqrtf((float)D));
     memset(P(lm, T_HEADB), 0, (size_t)lm->cfg.vocab * sizeof(float));
     memset(lm->grad, 0, 3 * lm->n_params * sizeof(float));   // grad, m, v
     lm->step = 0;

@@ -7,23 +7,15 @@
 //              on, the next token sits h - 1 positions back, so attention has
 //              to look back by a fixed offset; earlier positions are noise and
 //              do not count (target -1).
-// splitmix64 (Steele et al. 2014) gives the same stream on every platform.
+// splitmix64 (rng.c) gives the same stream on every platform.
 #include "mhsa_internal.h"
-#include "mhsa_train.h"
-
-static uint64_t splitmix64(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
+#include "train_internal.h"
 
 // Uniform in [0, V): the modulo bias of 2^64 mod V is below 2^-57 for the
 // vocabularies used here, far below anything a test could see.
 static int32_t draw(uint64_t *s, int V)
 {
-    return (int32_t)(splitmix64(s) % (uint64_t)V);
+    return (int32_t)(mhsa__splitmix64(s) % (uint64_t)V);
 }
 
 const char *mhsa_task_name(mhsa_task task)

@@ -23,6 +23,8 @@ void print_help(FILE *f)
 "Trains a tiny attention language model (token + position embedding ->\n"
 "causal multi-head self-attention -> linear head) on a toy task, then shows\n"
 "the loss curve and the attention of each head on one sample.\n"
+"With --task text it trains a GPT on real text instead: see\n"
+"'mhsa-train --task text --help'.\n"
 "\n"
 "model and task:\n"
 "  --task repeat|induction  repeat: the next token equals the current one;\n"
@@ -87,14 +89,16 @@ static void set_defaults(train_args *a)
     a->isa = MHSA_ISA_AUTO;
 }
 
-// Writes "mhsa-train: <message>" as one line and returns the usage code.
+const char *args_prog = "mhsa-train";
+
+// Writes "<program>: <message>" as one line and returns the usage code.
 static int bad(FILE *err, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 static int bad(FILE *err, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fputs("mhsa-train: ", err);
+    fprintf(err, "%s: ", args_prog);
     vfprintf(err, fmt, ap);
     fputc('\n', err);
     va_end(ap);
@@ -242,8 +246,8 @@ int parse_args(int argc, char **argv, train_args *a, FILE *err)
             else if (strcmp(val, "induction") == 0)
                 a->task = MHSA_TASK_INDUCTION;
             else
-                rc = bad(err, "%s: unknown task '%s' (repeat or induction)",
-                         flag, val);
+                rc = bad(err, "%s: unknown task '%s' (repeat, induction "
+                         "or text)", flag, val);
         } else if (strcmp(flag, "--heads") == 0) {
             rc = parse_int(err, flag, val, 1, 256, &a->heads);
         } else if (strcmp(flag, "--d-model") == 0) {
@@ -313,4 +317,23 @@ int parse_args(int argc, char **argv, train_args *a, FILE *err)
         return bad(err, "--seq-len %d is too short for --task induction "
                    "(need >= 2)", a->seq_len);
     return check_attention_flags(err, a);
+}
+
+// The value parsers above for the other commands' parsers (text_args.c,
+// the mhsa-generate command), so that every flag is checked the same way.
+int args_int(FILE *err, const char *flag, const char *s, long lo, long hi,
+             int *out)
+{
+    return parse_int(err, flag, s, lo, hi, out);
+}
+
+int args_float(FILE *err, const char *flag, const char *s, int zero_ok,
+               float *out)
+{
+    return parse_float(err, flag, s, zero_ok, out);
+}
+
+int args_u64(FILE *err, const char *flag, const char *s, uint64_t *out)
+{
+    return parse_u64(err, flag, s, out);
 }

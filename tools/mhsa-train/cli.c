@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "safetensors.h"
+#include "text.h"
 
 enum { EVAL_BATCHES = 8 };
 
@@ -314,6 +315,9 @@ static int report(run *r)
 
 int mhsa_train_cli(int argc, char **argv)
 {
+    // The GPT on text has its own flags and run (text_cli.c).
+    if (wants_text_task(argc, argv))
+        return text_train_cli(argc, argv);
     run r;
     memset(&r, 0, sizeof r);
     int rc = parse_args(argc, argv, &r.a, stderr);

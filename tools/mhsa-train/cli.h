@@ -31,6 +31,14 @@ typedef struct train_args {
 // a->help and returns CLI_OK.
 int  parse_args(int argc, char **argv, train_args *a, FILE *err);
 void print_help(FILE *f);
+// One value of a flag, parsed strictly as parse_args does; CLI_OK, or
+// CLI_USAGE after one line "<args_prog>: ..." naming flag and value on err.
+extern const char *args_prog;   // "mhsa-train" unless a command sets it
+int args_int(FILE *err, const char *flag, const char *s, long lo, long hi,
+             int *out);
+int args_float(FILE *err, const char *flag, const char *s, int zero_ok,
+               float *out);
+int args_u64(FILE *err, const char *flag, const char *s, uint64_t *out);
 
 // ---- terminal output (term.c) ----------------------------------------------
 

@@ -1,0 +1,46 @@
+// embedding.c — token and position embeddings, forward and backward.
+//
+//   x[b, t, :] = wte[tokens[b, t], :] + wpe[t, :]   (wpe NULL: wte only,
+//                                                    positions come from RoPE)
+// Backward scatters dx back into the rows it was read from. A token that
+// appears twice adds twice, so the rows are visited in order on one thread:
+// the sums, and their bits, never depend on the thread count.
+#include <string.h>
+
+#include "layers.h"
+
+void mhsa__embed_forward(float *x, const int32_t *tokens, const float *wte,
+                         const float *wpe, size_t B, size_t T, size_t D)
+{
+    size_t N = B * T;
+    int nt = mhsa__layer_threads(N, D);
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+    for (size_t n = 0; n < N; n++) {
+        float *xn = x + n * D;                              // (D)
+        const float *te = wte + (size_t)tokens[n] * D;      // (D)
+        if (!wpe) {
+            memcpy(xn, te, D * sizeof(float));
+            continue;
+        }
+        const float *pe = wpe + (n % T) * D;                // (D)
+        for (size_t d = 0; d < D; d++)
+            xn[d] = te[d] + pe[d];
+    }
+}
+
+void mhsa__embed_backward(float *dwte, float *dwpe, const float *dx,
+                          const int32_t *tokens, size_t B, size_t T,
+                          size_t D)
+{
+    for (size_t n = 0; n < B * T; n++) {
+        const float *g = dx + n * D;                        // (D)
+        float *te = dwte + (size_t)tokens[n] * D;           // (D)
+        for (size_t d = 0; d < D; d++)
+            te[d] += g[d];
+        if (dwpe) {
+            float *pe = dwpe + (n % T) * D;                 // (D)
+            for (size_t d = 0; d < D; d++)
+                pe[d] += g[d];
+        }
+    }
+}

@@ -1,0 +1,139 @@
+// gpt_cached.c — generation with the KV cache: a prefill of several tokens
+// or one decoding step, through mhsa_forward_cached in every layer.
+//
+// The layers are the training forward's own steps (gpt.c) on the n new
+// rows; only the attention differs (it reads the cached keys and values of
+// the earlier positions), and the positions start at the cache's length.
+// With one row the linear layers use the table's gemv_n (linear.c).
+#include <string.h>
+
+#include "gpt_internal.h"
+
+struct mhsa_gpt_cache {
+    const mhsa_gpt *g;
+    mhsa_kv_cache **kv;    // (L): one per layer, batch 1
+    int capacity, len;
+};
+
+void mhsa_gpt_cache_destroy(mhsa_gpt_cache *c)
+{
+    if (!c)
+        return;
+    for (size_t l = 0; c->kv && l < c->g->L; l++)
+        mhsa_kv_cache_destroy(c->kv[l]);
+    mhsa__free(c->kv);
+    mhsa__free(c);
+}
+
+mhsa_status mhsa_gpt_cache_create(const mhsa_gpt *g, int capacity,
+                                  mhsa_gpt_cache **out)
+{
+    if (!g || !out)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa_gpt_cache_create: %s "
+                          "is NULL", !g ? "g" : "out");
+    if (capacity < 1)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa_gpt_cache_create: "
+                          "capacity = %d (need >= 1)", capacity);
+    if (capacity > g->cfg.block_size)
+        return mhsa__fail(MHSA_ERR_SHAPE, "mhsa_gpt_cache_create: capacity "
+                          "= %d > block_size = %d", capacity,
+                          g->cfg.block_size);
+    mhsa_gpt_cache *c = mhsa__alloc(sizeof *c);
+    if (!c)
+        return mhsa__fail(MHSA_ERR_NO_MEMORY, "mhsa_gpt_cache_create: no "
+                          "memory");
+    c->g = g;
+    c->capacity = capacity;
+    c->kv = mhsa__alloc(g->L * sizeof *c->kv);
+    if (!c->kv) {
+        mhsa__free(c);
+        return mhsa__fail(MHSA_ERR_NO_MEMORY, "mhsa_gpt_cache_create: no "
+                          "memory");
+    }
+    for (size_t l = 0; l < g->L; l++) {
+        mhsa_status st = mhsa_kv_cache_create(g->blk[l], 1, capacity,
+                                              &c->kv[l]);
+        if (st != MHSA_OK) {
+            mhsa_gpt_cache_destroy(c);
+            return st;
+        }
+    }
+    *out = c;
+    return MHSA_OK;
+}
+
+void mhsa_gpt_cache_reset(mhsa_gpt_cache *c)
+{
+    if (!c)
+        return;
+    for (size_t l = 0; l < c->g->L; l++)
+        mhsa_kv_cache_reset(c->kv[l]);
+    c->len = 0;
+}
+
+int mhsa_gpt_cache_len(const mhsa_gpt_cache *c) { return c ? c->len : 0; }
+
+mhsa_status mhsa_gpt_forward_cached(mhsa_gpt *g, mhsa_gpt_cache *c,
+                                    const int32_t *tokens, int n,
+                                    float *logits)
+{
+    static const char fn[] = "mhsa_gpt_forward_cached";
+    if (!g || !c || !tokens || !logits)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %s is NULL", fn,
+                          !g ? "g" : !c ? "c" : !tokens ? "tokens"
+                          : "logits");
+    if (c->g != g)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: the cache belongs to "
+                          "another model", fn);
+    if (n < 1)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: n = %d (need >= 1)",
+                          fn, n);
+    if (n > c->capacity - c->len)
+        return mhsa__fail(MHSA_ERR_SHAPE, "%s: %d cached + %d new tokens > "
+                          "capacity %d", fn, c->len, n, c->capacity);
+    for (int i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= g->cfg.vocab)
+            return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: tokens[%d] = %d is "
+                              "outside [0, %d)", fn, i, (int)tokens[i],
+                              g->cfg.vocab);
+    g->have_forward = 0;   // the buffers are reused below
+    size_t N = (size_t)n, D = g->D;
+    // x (N, D) = wte[token] + wpe[len + i]
+    float *x = g->la[0].x;
+    for (size_t i = 0; i < N; i++) {
+        const float *te = gpt_p(g, g->wte) + (size_t)tokens[i] * D;
+        float *xi = x + i * D;
+        if (g->cfg.rope_dim) {
+            memcpy(xi, te, D * sizeof(float));
+            continue;
+        }
+        const float *pe = gpt_p(g, g->wpe) + ((size_t)c->len + i) * D;
+        for (size_t d = 0; d < D; d++)
+            xi[d] = te[d] + pe[d];
+    }
+    // The blocks take the parameters at a sequence's first call only: the
+    // cached keys and values belong to those weights anyway, and copying
+    // and repacking 4 D^2 floats per layer would double a decoding step.
+    for (size_t l = 0; c->len == 0 && l < g->L; l++) {
+        mhsa_status st = mhsa__gpt_sync_block(g, l);
+        if (st != MHSA_OK)
+            return st;
+    }
+    for (size_t l = 0; l < g->L; l++) {
+        gpt_layer_acts *a = &g->la[l];
+        mhsa__gpt_layer_pre(g, l, N);
+        // Cannot fail on shapes (checked above) once layer 0 has run, so
+        // the caches stay in step with each other.
+        mhsa_status st = mhsa_forward_cached(g->blk[l], g->ws[l], c->kv[l],
+                                             a->ln1, 1, n, a->att);
+        if (st != MHSA_OK)
+            return st;
+        mhsa__gpt_layer_post(g, l, N, l + 1 < g->L ? g->la[l + 1].x
+                                                    : g->x_out, 0);
+    }
+    // Only the last position's logits are wanted.
+    mhsa__gpt_head(g, g->x_out + (N - 1) * D, 1);
+    memcpy(logits, g->logits, g->V * sizeof(float));
+    c->len += n;
+    return MHSA_OK;
+}

@@ -1,0 +1,108 @@
+// layers.h — the GPT's layers around the attention block, in llm.c's shape:
+// each layer's forward and backward side by side in one file, a shape
+// comment beside every pointer, N = B*T rows.
+//
+// Rules shared by every layer:
+//  - no allocation: every buffer (and the GEMM scratch) comes from the
+//    caller, carved once when the model is made;
+//  - backward ADDS into the gradients it is given (parameters and inputs),
+//    so the model zeroes its gradients once per backward and a tied or
+//    residual gradient simply accumulates;
+//  - the bits never depend on the number of OpenMP threads: rows are split
+//    over threads only where each row is computed on its own, and every sum
+//    over rows (a parameter gradient) runs in row order on one thread, or
+//    through the GEMM driver, which never splits K (gemm.h).
+#ifndef MHSA_TRAIN_LAYERS_H
+#define MHSA_TRAIN_LAYERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gemm.h"
+#include "kernels.h"
+
+// The layers' loops are plain C that the compiler vectorises. On x86-64
+// it builds each marked function twice, for the SSE2 baseline and for AVX2,
+// and the loader picks one by CPUID (target_clones: an ifunc; a CPU
+// without AVX2, e.g. qemu -cpu Nehalem, gets the baseline). Both versions
+// do the same IEEE operations on each element in the same order (no FMA:
+// contraction is off project-wide), so the bits are the same either way;
+// only the vector width differs (GELU: 2x faster). GCC only: clang 14
+// gives each clone's resolver a global name.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
+    !defined(MHSA_NO_CLONES)
+#define MHSA_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define MHSA_CLONES
+#endif
+
+// Threads for a loop over `rows` rows of `width` floats each: 1 for small
+// work (a parallel region costs more than it saves), else OpenMP's count
+// (through mhsa__pool_threads, the library's fork guard).
+int mhsa__layer_threads(size_t rows, size_t width);
+
+// ---- embedding: x = wte[token] + wpe[t] -----------------------------------
+// tokens (B*T) in [0, V); wte (V, D); wpe (T.., D) or NULL (rotary
+// positions: no position table); x (B*T, D).
+void mhsa__embed_forward(float *x, const int32_t *tokens, const float *wte,
+                         const float *wpe, size_t B, size_t T, size_t D);
+// dwte (V, D) += scatter of dx by token; dwpe (T.., D) += dx summed over
+// the batch (skipped when NULL). Row order: the bits of a token that
+// repeats do not depend on threads.
+void mhsa__embed_backward(float *dwte, float *dwpe, const float *dx,
+                          const int32_t *tokens, size_t B, size_t T,
+                          size_t D);
+
+// ---- LayerNorm: y = (x - mean) * rstd * w + b, eps 1e-5 --------------------
+// y (N, D); mean, rstd (N) saved for the backward; x (N, D); w, b (D).
+void mhsa__layernorm_forward(float *y, float *mean, float *rstd,
+                             const float *x, const float *w, const float *b,
+                             size_t N, size_t D);
+// dx (N, D) += ...; dw, db (D) += ...; dy (N, D); x, mean, rstd as saved.
+void mhsa__layernorm_backward(float *dx, float *dw, float *db,
+                              const float *dy, const float *x,
+                              const float *w, const float *mean,
+                              const float *rstd, size_t N, size_t D);
+
+// ---- linear: y = x W^T + b (PyTorch's nn.Linear, W (OC, C)) ----------------
+// y (N, OC); x (N, C); w (OC, C); b (OC) or NULL. With add != NULL the
+// result is add + b + x W^T (a residual fused into the GEMM); add may be y.
+void mhsa__linear_forward(const mhsa_kernels *k, const mhsa_gemm_scratch *gs,
+                          float *y, const float *add, const float *x,
+                          const float *w, const float *b, size_t N, size_t C,
+                          size_t OC);
+// dx (N, C) = or += dy W (accumulate_dx), skipped when NULL; dw (OC, C) +=
+// dy^T x; db (OC) += column sums of dy (skipped when NULL).
+void mhsa__linear_backward(const mhsa_kernels *k,
+                           const mhsa_gemm_scratch *gs, float *dx, float *dw,
+                           float *db, const float *dy, const float *x,
+                           const float *w, size_t N, size_t C, size_t OC,
+                           int accumulate_dx);
+
+// ---- GELU, tanh form (GPT-2; PyTorch's approximate='tanh') -----------------
+// y = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), n elements; with
+// dydx != NULL also dydx = gelu'(x), for the backward (dydx may be x: the
+// input is not needed after that, so training keeps the derivative in its
+// place instead of recomputing tanh in the backward).
+void mhsa__gelu_forward(float *y, float *dydx, const float *x, size_t n);
+// dx (n) = dy * dydx, dydx as the forward saved it. The one layer that
+// writes instead of adding: it runs in place (dx == dy) on the MLP's hidden
+// gradient, which nothing else adds to.
+void mhsa__gelu_backward(float *dx, const float *dydx, const float *dy,
+                         size_t n);
+// The tanh used by the GELU (exposed for its accuracy test).
+float mhsa__tanh_approx(float x);
+
+// ---- softmax cross-entropy over V classes ----------------------------------
+// probs (N, V) = softmax(logits) (N, V), then per row loss (N) =
+// -log probs[target] (0 for target -1). Returns the sum of the row losses in
+// row order, in double.
+double mhsa__xent_forward(const mhsa_kernels *k, float *probs, float *loss,
+                          const float *logits, const int32_t *targets,
+                          size_t N, size_t V);
+// In place: probs (N, V) becomes dlogits = (probs - onehot(target)) * scale
+// (rows with target -1 become 0): the gradient of scale * sum of losses.
+void mhsa__xent_backward(float *probs, const int32_t *targets, size_t N,
+                         size_t V, float scale);
+
+#endif

@@ -1,0 +1,68 @@
+// linear.c — the fully connected layer y = x W^T + b (PyTorch's nn.Linear,
+// W stored (out, in)), forward and backward through the library's one
+// packed SGEMM driver (gemm.h), which never splits K by thread count.
+//
+// Forward:   y  = [add +] b + x W^T        (N, OC); one row (N = 1, a
+//            decoding step) through the table's gemv_n instead
+// Backward:  dx = or += dy W                (N, C)
+//            dW += dy^T x                   (OC, C)
+//            db += sum over rows of dy      (OC)
+#include <string.h>
+
+#include "layers.h"
+
+// db (OC) += sum over the N rows of dy (N, OC), in row order.
+MHSA_CLONES static void column_sums(float *db, const float *dy, size_t N,
+                                    size_t OC)
+{
+    for (size_t n = 0; n < N; n++) {
+        const float *g = dy + n * OC;                       // (OC)
+        for (size_t o = 0; o < OC; o++)
+            db[o] += g[o];
+    }
+}
+
+void mhsa__linear_forward(const mhsa_kernels *k, const mhsa_gemm_scratch *gs,
+                          float *y, const float *add, const float *x,
+                          const float *w, const float *b, size_t N, size_t C,
+                          size_t OC)
+{
+    // C of the GEMM starts as (add + b) and the product is added to it.
+    if (add || b) {
+        int nt = mhsa__layer_threads(N, OC);
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+        for (size_t n = 0; n < N; n++) {
+            float *yn = y + n * OC;                         // (OC)
+            if (!add) {
+                memcpy(yn, b, OC * sizeof(float));
+            } else if (b) {
+                const float *an = add + n * OC;             // (OC)
+                for (size_t o = 0; o < OC; o++)
+                    yn[o] = an[o] + b[o];
+            } else if (add != y) {
+                memcpy(yn, add + n * OC, OC * sizeof(float));
+            }
+        }
+    }
+    float beta = add || b ? 1.0f : 0.0f;
+    // One row (a decoding step): a GEMM would pack all of W for one use.
+    if (N == 1)
+        k->gemv_n(OC, C, w, C, x, y, beta);
+    else
+        mhsa_sgemm(k, gs, 0, 1, N, OC, C, 1.0f, x, C, w, C, NULL, beta, y,
+                   OC);
+}
+
+void mhsa__linear_backward(const mhsa_kernels *k,
+                           const mhsa_gemm_scratch *gs, float *dx, float *dw,
+                           float *db, const float *dy, const float *x,
+                           const float *w, size_t N, size_t C, size_t OC,
+                           int accumulate_dx)
+{
+    if (dx)
+        mhsa_sgemm(k, gs, 0, 0, N, C, OC, 1.0f, dy, OC, w, C, NULL,
+                   accumulate_dx ? 1.0f : 0.0f, dx, C);
+    mhsa_sgemm(k, gs, 1, 0, OC, C, N, 1.0f, dy, OC, x, C, NULL, 1.0f, dw, C);
+    if (db)
+        column_sums(db, dy, N, OC);
+}

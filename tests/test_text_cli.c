@@ -1,0 +1,507 @@
+// test_text_cli.c — `mhsa-train --task text` and `mhsa-generate`, run
+// in-process (check forks each test, so every run gets a fresh process; no
+// exec, so this also runs under qemu-user): bad flags, data and checkpoints
+// exit 2 with one line and write nothing; a small run trains and reports;
+// a run stopped and resumed gives a checkpoint byte for byte equal to the
+// uninterrupted one, and so do 1, 2 and 3 threads; --eval repeats the final
+// validation loss; mhsa-generate gives the same text on any thread count,
+// and its sampler draws from the right distribution.
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "generate.h"
+#include "text.h"
+#include "util.h"
+
+// ---- running a command in-process -----------------------------------------------
+
+static char tmp_dir[256];
+
+// A path in this test's own temporary folder.
+static const char *tpath(const char *name)
+{
+    static char buf[64][320];
+    static int k;
+    if (!tmp_dir[0]) {
+        const char *d = getenv("TMPDIR");
+        snprintf(tmp_dir, sizeof tmp_dir, "%s/mhsa_text_XXXXXX",
+                 d && *d && strlen(d) < 200 ? d : "/tmp");
+        ck_assert_ptr_nonnull(mkdtemp(tmp_dir));
+    }
+    char *p = buf[k++ % 64];
+    snprintf(p, sizeof buf[0], "%s/%s", tmp_dir, name);
+    return p;
+}
+
+// Removes the temporary folder and what is in it (after every test).
+static void teardown(void)
+{
+    if (!tmp_dir[0])
+        return;
+    static const char *const names[] = {
+        "stdout", "stderr", "corpus.txt", "empty.txt", "short.txt",
+        "block.st", "loss.csv", "a.st", "b.st", "c.st", "t1.st", "t2.st",
+        "t3.st", "gen.st", "other.txt",
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        unlink(tpath(names[i]));
+    ck_assert_msg(rmdir(tmp_dir) == 0, "%s not empty", tmp_dir);
+    tmp_dir[0] = '\0';
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    ck_assert_int_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = '\0';
+    fclose(f);
+    if (len)
+        *len = (size_t)n;
+    return s;
+}
+
+typedef int (*command)(int, char **);
+
+// Runs cmd with stdout and stderr captured into malloc'd strings.
+static int run(command cmd, char **out, char **err, int argc,
+               const char **argv)
+{
+    const char *fo = tpath("stdout"), *fe = tpath("stderr");
+    fflush(stdout);
+    fflush(stderr);
+    int so = dup(1), se = dup(2);
+    int o = open(fo, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    int e = open(fe, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(o, 1);
+    dup2(e, 2);
+    int rc = cmd(argc, (char **)argv);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(so, 1);
+    dup2(se, 2);
+    close(o);
+    close(e);
+    close(so);
+    close(se);
+    *out = slurp(fo, NULL);
+    *err = slurp(fe, NULL);
+    return rc;
+}
+
+static int count_lines(const char *s)
+{
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+// A small corpus with structure to learn: sentences built from a few
+// words, 6 KB.
+static const char *corpus(void)
+{
+    const char *p = tpath("corpus.txt");
+    if (access(p, F_OK) == 0)
+        return p;
+    static const char *const words[] = {
+        "the", "cat", "sat", "on", "a", "mat", "and", "dog", "ran", "to",
+        "big", "red", "house", "in", "sun",
+    };
+    FILE *f = fopen(p, "w");
+    rng r = { 77 };
+    size_t n = 0;
+    while (n < 6000) {
+        int len = rng_int(&r, 3, 8);
+        for (int i = 0; i < len; i++)
+            n += (size_t)fprintf(f, "%s%s", i ? " " : "",
+                                 words[rng_int(&r, 0, 14)]);
+        n += (size_t)fprintf(f, ".\n");
+    }
+    fclose(f);
+    return p;
+}
+
+// The small model every training test uses (fast under qemu too).
+#define SMALL "--layers", "1", "--embd", "16", "--heads", "2", "--block", \
+              "16", "--batch", "4", "--eval-every", "8", "--val-tokens", "64"
+
+static const char *last_line(const char *s)
+{
+    const char *end = s + strlen(s);
+    if (end > s && end[-1] == '\n')
+        end--;
+    while (end > s && end[-1] != '\n')
+        end--;
+    return end;
+}
+
+// ---- bad input ----------------------------------------------------------------------
+
+// "@DATA" is replaced by the corpus, "@EMPTY" by an empty file, "@SHORT" by
+// a 20-byte file, "@BLOCK" by a weight file that is not a GPT checkpoint.
+static const struct { const char *args[8]; const char *says; } bad[] = {
+    { { "--data", "/nonexistent/text" }, "cannot open" },
+    { { "--data", "@EMPTY" }, "empty" },
+    { { "--data", "@SHORT", "--block", "16" }, "too short for one block" },
+    { { "--data", "@DATA", "--heads", "3" }, "--heads 3 does not divide" },
+    { { "--preset", "huge" }, "unknown preset 'huge'" },
+    { { "--steps", "5", "--epochs", "1" }, "give one of them" },
+    { { "--resume", "x.st", "--layers", "2" }, "--layers cannot be combined" },
+    { { "--eval", "/nonexistent/m.st", "--data", "@DATA" }, "--eval" },
+    { { "--resume", "@BLOCK", "--data", "@DATA" }, "mhsa.gpt.vocab" },
+    { { "--lr", "0" }, "--lr 0 must be > 0" },
+    { { "--bogus" }, "--bogus: unknown option" },
+    { { "--rope=3" }, "--rope 3 must be even" },
+    { { "--rope", "64" }, "--rope 64 is larger than the head size 32" },
+    { { "--layers" }, "--layers needs a value" },
+    { { "--embd", "12", "--heads", "4", "--rope" }, "--rope needs an even" },
+    { { "--data", "@DATA", "--save", "/nonexistent/dir/m.st" },
+      "cannot write" },
+    { { "--val-fraction", "0.7" }, "below 0.5" },
+    { { "--isa", "sparc" }, "unknown ISA 'sparc'" },
+};
+
+static const char *fill(const char *a)
+{
+    if (!strcmp(a, "@DATA"))
+        return corpus();
+    if (!strcmp(a, "@EMPTY")) {
+        const char *p = tpath("empty.txt");
+        fclose(fopen(p, "w"));
+        return p;
+    }
+    if (!strcmp(a, "@SHORT")) {
+        const char *p = tpath("short.txt");
+        FILE *f = fopen(p, "w");
+        fputs("twenty bytes of text", f);
+        fclose(f);
+        return p;
+    }
+    if (!strcmp(a, "@BLOCK")) {
+        const char *p = tpath("block.st");
+        mhsa_block *blk = NULL;
+        mhsa_config c = { 8, 2, 4, 1, 1 };
+        ck_assert_int_eq(mhsa_block_create(&c, &blk), MHSA_OK);
+        mhsa_status s = mhsa_block_save_safetensors(blk, p, "");
+        mhsa_block_destroy(blk);
+        ck_assert_int_eq(s, MHSA_OK);
+        return p;
+    }
+    return a;
+}
+
+START_TEST(text_bad_input_exits_2)
+{
+    const char *argv[16] = { "mhsa-train", "--task", "text" };
+    int argc = 3;
+    for (int i = 0; i < 8 && bad[_i].args[i]; i++)
+        argv[argc++] = fill(bad[_i].args[i]);
+#ifndef MHSA_TEST_SAFETENSORS
+    for (int i = 3; i < argc; i++)
+        if (strstr(argv[i], ".st")) {
+            printf("skip: built without safetensors\n");
+            return;
+        }
+#endif
+    char *out, *err;
+    int rc = run(mhsa_train_cli, &out, &err, argc, argv);
+    ck_assert_msg(rc == 2, "exit %d for case %d: %s", rc, _i, err);
+    ck_assert_str_eq(out, "");
+    ck_assert_msg(count_lines(err) == 1, "not one line: %s", err);
+    ck_assert_msg(!strncmp(err, "mhsa-train: ", 12), "got: %s", err);
+    ck_assert_msg(strstr(err, bad[_i].says) != NULL, "'%s' not in: %s",
+                  bad[_i].says, err);
+    free(out);
+    free(err);
+}
+END_TEST
+
+START_TEST(text_help_documents_every_flag)
+{
+    const char *argv[] = { "mhsa-train", "--task", "text", "--help" };
+    char *out, *err;
+    ck_assert_int_eq(run(mhsa_train_cli, &out, &err, 4, argv), 0);
+    const char *flags[] = {
+        "--data", "--val-fraction", "--preset", "--layers", "--embd",
+        "--heads", "--block", "--rope", "--no-proj", "--tie", "--batch",
+        "--steps", "--epochs", "--lr", "--min-lr", "--warmup",
+        "--weight-decay", "--beta2", "--clip", "--seed", "--eval-every",
+        "--val-tokens", "--save", "--save-every", "--save-init",
+        "--stop-after", "--resume", "--eval", "--threads", "--isa",
+        "--loss-csv", "--heatmap-png", "fortunes",
+    };
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+        ck_assert_msg(strstr(out, flags[i]), "--help lacks %s", flags[i]);
+    free(out);
+    free(err);
+    // The toy tasks' help points to it.
+    const char *argv2[] = { "mhsa-train", "--help" };
+    ck_assert_int_eq(run(mhsa_train_cli, &out, &err, 2, argv2), 0);
+    ck_assert_ptr_nonnull(strstr(out, "--task text --help"));
+    free(out);
+    free(err);
+}
+END_TEST
+
+// ---- training ---------------------------------------------------------------------
+
+static double val_of(const char *out)
+{
+    const char *l = last_line(out);
+    ck_assert_msg(!strncmp(l, "val loss: ", 10), "last line: %s", l);
+    return atof(l + 10);
+}
+
+START_TEST(text_trains_and_reports)
+{
+    const char *csv = tpath("loss.csv");
+    const char *argv[] = { "mhsa-train", "--task", "text", "--data",
+                           corpus(), SMALL, "--steps", "24", "--lr", "1e-2",
+                           "--loss-csv", csv };
+    char *out, *err;
+    int argc = (int)(sizeof argv / sizeof argv[0]);
+    ck_assert_int_eq(run(mhsa_train_cli, &out, &err, argc, argv), 0);
+    ck_assert_ptr_nonnull(strstr(err, "tok/s"));
+    ck_assert_ptr_nonnull(strstr(err, "ETA"));
+    ck_assert_ptr_nonnull(strstr(err, "step     24/24"));
+    ck_assert_ptr_nonnull(strstr(out, "loss per step"));
+    ck_assert_ptr_nonnull(strstr(out, "head 1"));
+    double v = val_of(out);
+    ck_assert_msg(v < 3.5, "val loss %g after 24 steps (chance: 5.55)", v);
+    char *c = slurp(csv, NULL);
+    ck_assert_int_eq(count_lines(c), 25);
+    ck_assert(!strncmp(c, "step,loss,val_loss\n1,", 21));
+    free(c);
+    free(out);
+    free(err);
+}
+END_TEST
+
+#ifdef MHSA_TEST_SAFETENSORS
+// Runs mhsa-train --task text on the corpus with the small model for 16
+// steps plus the extra arguments; returns its stdout.
+static char *train_small(const char *const *extra, int n_extra)
+{
+    const char *argv[40] = { "mhsa-train", "--task", "text", "--data",
+                             corpus(), SMALL, "--steps", "16" };
+    int argc = 0;
+    while (argv[argc])
+        argc++;
+    for (int i = 0; i < n_extra; i++)
+        argv[argc++] = extra[i];
+    char *out, *err;
+    int rc = run(mhsa_train_cli, &out, &err, argc, argv);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+    free(err);
+    return out;
+}
+
+static void assert_same_file(const char *a, const char *b)
+{
+    size_t na, nb;
+    char *x = slurp(a, &na), *y = slurp(b, &nb);
+    ck_assert_msg(na == nb && !memcmp(x, y, na), "%s and %s differ", a, b);
+    free(x);
+    free(y);
+}
+
+// Stopped after 8 steps and resumed: the final checkpoint is byte for byte
+// the one of the run that never stopped; --eval prints the same val loss.
+START_TEST(text_resume_is_bit_for_bit)
+{
+    const char *a = tpath("a.st"), *b = tpath("b.st"), *c = tpath("c.st");
+    const char *ea[] = { "--save", a };
+    char *out_a = train_small(ea, 2);
+    const char *eb[] = { "--save", b, "--stop-after", "8" };
+    free(train_small(eb, 4));
+    const char *argv[] = { "mhsa-train", "--task", "text", "--data",
+                           corpus(), "--resume", b, "--save", c,
+                           "--eval-every", "8", "--val-tokens", "64" };
+    char *out, *err;
+    int rc = run(mhsa_train_cli, &out, &err, 13, argv);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+    ck_assert_ptr_nonnull(strstr(err, "(resumed)"));
+    assert_same_file(a, c);
+    ck_assert_str_eq(last_line(out), last_line(out_a));
+    free(out);
+    free(err);
+    const char *ev[] = { "mhsa-train", "--task", "text", "--data", corpus(),
+                         "--batch", "4", "--eval", a };
+    ck_assert_int_eq(run(mhsa_train_cli, &out, &err, 9, ev), 0);
+    ck_assert_str_eq(out, last_line(out_a));
+    free(out);
+    free(err);
+    // Resuming on other data is refused.
+    const char *other = tpath("other.txt");
+    FILE *f = fopen(other, "w");
+    for (int i = 0; i < 300; i++)
+        fputs("other text. ", f);
+    fclose(f);
+    const char *ro[] = { "mhsa-train", "--task", "text", "--data", other,
+                         "--resume", b };
+    ck_assert_int_eq(run(mhsa_train_cli, &out, &err, 7, ro), 2);
+    ck_assert_ptr_nonnull(strstr(err, "other data"));
+    free(out);
+    free(err);
+    free(out_a);
+}
+END_TEST
+
+// The same run on 1, 2 and 3 threads: byte-identical checkpoints.
+START_TEST(text_same_bits_on_any_thread_count)
+{
+    const char *p[3] = { tpath("t1.st"), tpath("t2.st"), tpath("t3.st") };
+    for (int t = 0; t < 3; t++) {
+        char threads[4];
+        snprintf(threads, sizeof threads, "%d", t + 1);
+        const char *e[] = { "--save", p[t], "--threads", threads, "--embd",
+                            "32", "--batch", "8" };
+        free(train_small(e, 8));
+    }
+    assert_same_file(p[0], p[1]);
+    assert_same_file(p[0], p[2]);
+}
+END_TEST
+
+// ---- mhsa-generate ------------------------------------------------------------------
+
+// A checkpoint to generate from (trained once per process).
+static const char *model(void)
+{
+    const char *p = tpath("gen.st");
+    if (access(p, F_OK) != 0) {
+        const char *e[] = { "--save", p, "--lr", "1e-2" };
+        free(train_small(e, 4));
+    }
+    return p;
+}
+
+// The same seed gives the same text on 1, 2 and 3 threads, also past the
+// block (16 bytes, so the context slides); stderr has both timings.
+START_TEST(generate_same_text_on_any_thread_count)
+{
+    char *first = NULL;
+    for (int t = 1; t <= 3; t++) {
+        char threads[4];
+        snprintf(threads, sizeof threads, "%d", t);
+        const char *argv[] = { "mhsa-generate", "--model", model(),
+                               "--prompt", "the cat", "-n", "60", "--seed",
+                               "7", "--threads", threads };
+        char *out, *err;
+        ck_assert_int_eq(run(mhsa_generate_cli, &out, &err, 11, argv), 0);
+        ck_assert(!strncmp(out, "the cat", 7));
+        ck_assert_uint_eq(strlen(out), 7 + 60 + 1);
+        ck_assert_ptr_nonnull(strstr(err, "prefill 7 tokens"));
+        ck_assert_ptr_nonnull(strstr(err, "decode 59 tokens"));
+        ck_assert_ptr_nonnull(strstr(err, "tokens/s"));
+        if (!first)
+            first = out;
+        else {
+            ck_assert_str_eq(out, first);
+            free(out);
+        }
+        free(err);
+    }
+    // Greedy decoding and a long prompt (longer than the block) work too.
+    const char *g[] = { "mhsa-generate", "--model", model(), "--prompt",
+                        "a dog ran to the big red house in the sun and",
+                        "-n", "5", "--temperature", "0" };
+    char *out, *err;
+    ck_assert_int_eq(run(mhsa_generate_cli, &out, &err, 9, g), 0);
+    ck_assert_ptr_nonnull(strstr(err, "prefill 16 tokens"));
+    free(out);
+    free(err);
+    free(first);
+}
+END_TEST
+
+START_TEST(generate_bad_input_exits_2)
+{
+    static const struct { const char *args[4]; const char *says; } cases[] = {
+        { { "--prompt", "x" }, "--model FILE is required" },
+        { { "--model", "/nonexistent/m.st" }, "cannot open" },
+        { { "--model", "@M", "-n", "-1" }, "-n -1 is out of range" },
+        { { "--model", "@M", "--temperature", "-1" }, "--temperature" },
+        { { "--model", "@M", "--top-k", "x" }, "--top-k" },
+        { { "--bogus" }, "--bogus: unknown option" },
+        { { "--model" }, "--model needs a value" },
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const char *argv[6] = { "mhsa-generate" };
+        int argc = 1;
+        for (int i = 0; i < 4 && cases[c].args[i]; i++)
+            argv[argc++] = strcmp(cases[c].args[i], "@M") ? cases[c].args[i]
+                                                          : model();
+        char *out, *err;
+        ck_assert_int_eq(run(mhsa_generate_cli, &out, &err, argc, argv), 2);
+        ck_assert_str_eq(out, "");
+        ck_assert_msg(count_lines(err) == 1, "not one line: %s", err);
+        ck_assert_msg(!strncmp(err, "mhsa-generate: ", 15), "got: %s", err);
+        ck_assert_msg(strstr(err, cases[c].says), "'%s' not in: %s",
+                      cases[c].says, err);
+        free(out);
+        free(err);
+    }
+}
+END_TEST
+#endif
+
+// The sampler: top-1 and temperature 0 are the argmax (first on ties); a
+// two-way softmax with p = 3/4 is drawn about 3/4 of the time; top-k never
+// picks outside the k largest.
+START_TEST(sampler_distribution)
+{
+    float z[5] = { 0.0f, logf(3.0f), -1.0f, logf(3.0f), -50.0f };
+    int order[5];
+    uint64_t s = 3;
+    ck_assert_int_eq(sample_token(z, 5, 0.0f, 0, &s, order), 1);
+    ck_assert_int_eq(sample_token(z, 5, 1.0f, 1, &s, order), 1);
+    int hits = 0, n = 20000;
+    for (int i = 0; i < n; i++) {
+        int t = sample_token(z, 2, 1.0f, 0, &s, order);
+        ck_assert(t == 0 || t == 1);
+        hits += t == 1;
+    }
+    ck_assert_double_eq_tol((double)hits / n, 0.75, 0.015);
+    for (int i = 0; i < 1000; i++) {
+        int t = sample_token(z, 5, 5.0f, 3, &s, order);
+        ck_assert(t == 0 || t == 1 || t == 3);
+    }
+    uint64_t a = 9, b = 9;
+    for (int i = 0; i < 100; i++)
+        ck_assert_int_eq(sample_token(z, 5, 0.8f, 4, &a, order),
+                         sample_token(z, 5, 0.8f, 4, &b, order));
+}
+END_TEST
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("text_cli");
+    TCase *tc = tcase_create("text");
+    tcase_add_checked_fixture(tc, NULL, teardown);
+    tcase_add_loop_test(tc, text_bad_input_exits_2, 0,
+                        (int)(sizeof bad / sizeof bad[0]));
+    tcase_add_test(tc, text_help_documents_every_flag);
+    tcase_add_test(tc, text_trains_and_reports);
+    tcase_add_test(tc, sampler_distribution);
+#ifdef MHSA_TEST_SAFETENSORS
+    tcase_add_test(tc, text_resume_is_bit_for_bit);
+    tcase_add_test(tc, text_same_bits_on_any_thread_count);
+    tcase_add_test(tc, generate_same_text_on_any_thread_count);
+    tcase_add_test(tc, generate_bad_input_exits_2);
+#endif
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return run_suite(suite()); }
