@@ -385,6 +385,16 @@ const char *mhsa__st_name(const mhsa_st_file *f, size_t i)
     return f && i < f->n ? f->e[i].name : NULL;
 }
 
+const char *mhsa__st_meta(const mhsa_st_file *f, const char *key)
+{
+    if (!f || !key)
+        return NULL;
+    // Checked at open: __metadata__, when present, maps strings to strings.
+    json_t *v = json_object_get(json_object_get(f->root, "__metadata__"),
+                                key);
+    return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
 static const st_entry *find(const mhsa_st_file *f, const char *name)
 {
     for (size_t i = 0; i < f->n; i++)
@@ -482,6 +492,7 @@ static int cmp_name(const void *a, const void *b)
 // Header JSON for the tensors in `order`, padded with spaces to a multiple
 // of 8 bytes so the data starts 8-byte aligned (as safetensors writes it).
 static mhsa_status build_header(const mhsa_st_tensor *const *order, size_t n,
+                                const mhsa_st_meta *extra, size_t n_extra,
                                 char **out, size_t *out_len)
 {
     mhsa_status s = MHSA_OK;
@@ -491,6 +502,17 @@ static mhsa_status build_header(const mhsa_st_tensor *const *order, size_t n,
         json_object_set_new(meta, "format", json_string("pt"))) {
         json_decref(root);
         return mhsa__fail(MHSA_ERR_NO_MEMORY, "safetensors: no memory");
+    }
+    for (size_t i = 0; i < n_extra; i++) {
+        // json_string refuses invalid UTF-8 (NULL); keys were checked for
+        // duplicates by the caller.
+        json_t *v = json_string(extra[i].value);
+        if (!v || json_object_set_new(meta, extra[i].key, v)) {
+            json_decref(root);
+            return mhsa__fail(MHSA_ERR_INVALID_ARG, "safetensors: cannot "
+                              "add metadata '%s' (invalid UTF-8 or no "
+                              "memory)", extra[i].key);
+        }
     }
     size_t off = 0;
     for (size_t i = 0; i < n && s == MHSA_OK; i++) {
@@ -583,13 +605,53 @@ static mhsa_status write_body(int fd, const char *hdr, size_t hlen,
     return s;
 }
 
+// The directory holding path, fsync'd so that a rename into it is on disk
+// too. Best effort: some file systems refuse fsync on a directory, and the
+// file itself is already complete and synced by then.
+static void sync_dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char dir[4096];
+    if (!slash) {
+        strcpy(dir, ".");
+    } else if ((size_t)(slash - path) < sizeof dir) {
+        size_t len = slash == path ? 1 : (size_t)(slash - path);
+        memcpy(dir, path, len);
+        dir[len] = '\0';
+    } else {
+        return;
+    }
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+}
+
 mhsa_status mhsa__st_write_f32(const char *path, const mhsa_st_tensor *t,
                                size_t n)
 {
-    if (!path || (n && !t))
+    return mhsa__st_write(path, t, n, NULL, 0);
+}
+
+mhsa_status mhsa__st_write(const char *path, const mhsa_st_tensor *t,
+                           size_t n, const mhsa_st_meta *meta, size_t n_meta)
+{
+    if (!path || (n && !t) || (n_meta && !meta))
         return mhsa__fail(MHSA_ERR_INVALID_ARG,
-                          "mhsa__st_write_f32: %s is NULL",
-                          !path ? "path" : "t");
+                          "mhsa__st_write: %s is NULL",
+                          !path ? "path" : !meta && n_meta ? "meta" : "t");
+    for (size_t i = 0; i < n_meta; i++) {
+        int bad = !meta[i].key || !meta[i].value || !meta[i].key[0] ||
+                  !strcmp(meta[i].key, "format");
+        for (size_t j = 0; !bad && j < i; j++)
+            bad = !strcmp(meta[i].key, meta[j].key);
+        if (bad)
+            return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa__st_write: "
+                              "metadata %zu ('%s'): NULL, empty, reserved "
+                              "or duplicate key, or NULL value", i,
+                              meta[i].key ? meta[i].key : "(null)");
+    }
     for (size_t i = 0; i < n; i++) {
         int bad = !t[i].name || t[i].ndim < 0 ||
                   t[i].ndim > MHSA_ST_MAX_DIMS ||
@@ -603,7 +665,7 @@ mhsa_status mhsa__st_write_f32(const char *path, const mhsa_st_tensor *t,
         for (size_t j = 0; !bad && j < i; j++)
             bad = !strcmp(t[i].name, t[j].name);
         if (bad)
-            return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa__st_write_f32: "
+            return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa__st_write: "
                               "tensor %zu ('%s'): NULL, empty, reserved or "
                               "duplicate name, bad ndim %d or NULL data", i,
                               t[i].name ? t[i].name : "(null)", t[i].ndim);
@@ -623,7 +685,7 @@ mhsa_status mhsa__st_write_f32(const char *path, const mhsa_st_tensor *t,
     qsort(order, n, sizeof *order, cmp_name);
     char *hdr = NULL, *tmp = NULL;
     size_t hlen = 0;
-    mhsa_status s = build_header(order, n, &hdr, &hlen);
+    mhsa_status s = build_header(order, n, meta, n_meta, &hdr, &hlen);
     if (s != MHSA_OK)
         goto out;
 
@@ -645,6 +707,10 @@ mhsa_status mhsa__st_write_f32(const char *path, const mhsa_st_tensor *t,
         goto out;
     }
     s = write_body(fd, hdr, hlen, order, n);
+    // On disk before it replaces anything: a crash after the rename must
+    // not leave an empty or partial file under the old name.
+    if (s == MHSA_OK && fsync(fd) != 0)
+        s = MHSA_ERR_IO;
     int err = errno;
     if (close(fd) != 0 && s == MHSA_OK) {
         s = MHSA_ERR_IO;
@@ -654,6 +720,8 @@ mhsa_status mhsa__st_write_f32(const char *path, const mhsa_st_tensor *t,
         s = MHSA_ERR_IO;
         err = errno;
     }
+    if (s == MHSA_OK)
+        sync_dir_of(path);
     if (s != MHSA_OK) {
         unlink(tmp);
         s = s == MHSA_ERR_NO_MEMORY

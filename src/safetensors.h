@@ -52,6 +52,10 @@ int         mhsa__st_shape(const mhsa_st_file *f, const char *name,
 mhsa_status mhsa__st_read_f32(const mhsa_st_file *f, const char *name,
                               int ndim, const size_t *dims, float *dst);
 
+// Value of key in the file's __metadata__ (a string; the pointer lives as
+// long as the handle), or NULL when the file has no such key.
+const char *mhsa__st_meta(const mhsa_st_file *f, const char *key);
+
 // One tensor to write: fp32, row-major, shape dims[0..ndim).
 typedef struct mhsa_st_tensor {
     const char  *name;   // UTF-8, unique within the file, not "__metadata__"
@@ -60,12 +64,23 @@ typedef struct mhsa_st_tensor {
     const float *data;   // prod(dims) floats
 } mhsa_st_tensor;
 
-// Writes the n tensors as F32 (with __metadata__ {"format": "pt"}, the data
-// in safetensors' own order and 8-byte aligned, as safetensors.torch does).
-// It writes a temporary file beside `path` and renames it over `path`, so
-// an existing file is replaced only by a complete one. Bad arguments
-// (NULL, duplicate or reserved names): MHSA_ERR_INVALID_ARG; any failure to
-// create or write: MHSA_ERR_IO.
+// One __metadata__ entry to write: UTF-8 key and value.
+typedef struct mhsa_st_meta {
+    const char *key, *value;
+} mhsa_st_meta;
+
+// Writes the n tensors as F32 (with __metadata__ {"format": "pt"} plus the
+// n_meta entries of meta, the data in safetensors' own order and 8-byte
+// aligned, as safetensors.torch does). It writes a temporary file beside
+// `path`, fsyncs it, renames it over `path` and fsyncs the directory, so an
+// existing file is replaced only by a complete one, which survives a
+// crash once the call has returned. Bad arguments (NULL, duplicate or
+// reserved names and keys, "format" among the keys):
+// MHSA_ERR_INVALID_ARG; any failure to create or write: MHSA_ERR_IO.
+mhsa_status mhsa__st_write(const char *path, const mhsa_st_tensor *t,
+                           size_t n, const mhsa_st_meta *meta,
+                           size_t n_meta);
+// mhsa__st_write without metadata entries.
 mhsa_status mhsa__st_write_f32(const char *path, const mhsa_st_tensor *t,
                                size_t n);
 

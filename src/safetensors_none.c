@@ -54,6 +54,24 @@ mhsa_status mhsa__st_read_f32(const mhsa_st_file *f, const char *name,
     return unsupported("mhsa__st_read_f32");
 }
 
+const char *mhsa__st_meta(const mhsa_st_file *f, const char *key)
+{
+    (void)f;
+    (void)key;
+    return NULL;
+}
+
+mhsa_status mhsa__st_write(const char *path, const mhsa_st_tensor *t,
+                           size_t n, const mhsa_st_meta *meta, size_t n_meta)
+{
+    (void)path;
+    (void)t;
+    (void)n;
+    (void)meta;
+    (void)n_meta;
+    return unsupported("mhsa__st_write");
+}
+
 mhsa_status mhsa__st_write_f32(const char *path, const mhsa_st_tensor *t,
                                size_t n)
 {

@@ -224,6 +224,40 @@ START_TEST(writer_rejects_bad_arguments)
 }
 END_TEST
 
+// Metadata entries are written beside "format" and read back by key; bad
+// keys are refused before anything is created.
+START_TEST(writer_metadata_round_trip)
+{
+    float x[3] = {1, 2, 3};
+    mhsa_st_tensor t = {.name = "w", .ndim = 1, .dims = {3}, .data = x};
+    const mhsa_st_meta meta[2] = {
+        {"step", "123"}, {"rng", "18446744073709551615"},
+    };
+    const char *p = tpath("meta.safetensors");
+    ck_assert_int_eq(mhsa__st_write(p, &t, 1, meta, 2), MHSA_OK);
+    mhsa_st_file *f = NULL;
+    ck_assert_int_eq(mhsa__st_open(p, &f), MHSA_OK);
+    ck_assert_str_eq(mhsa__st_meta(f, "format"), "pt");
+    ck_assert_str_eq(mhsa__st_meta(f, "step"), "123");
+    ck_assert_str_eq(mhsa__st_meta(f, "rng"), "18446744073709551615");
+    ck_assert_ptr_null(mhsa__st_meta(f, "nope"));
+    ck_assert_ptr_null(mhsa__st_meta(NULL, "step"));
+    mhsa__st_close(f);
+    unlink(p);
+
+    const mhsa_st_meta dup[2] = {{"a", "1"}, {"a", "2"}};
+    const mhsa_st_meta fmt = {"format", "x"}, nul = {"k", NULL};
+    const mhsa_st_meta utf = {"k", "\xff"};
+    ck_assert_int_eq(mhsa__st_write(p, &t, 1, dup, 2), MHSA_ERR_INVALID_ARG);
+    ck_assert_int_eq(mhsa__st_write(p, &t, 1, &fmt, 1), MHSA_ERR_INVALID_ARG);
+    ck_assert_int_eq(mhsa__st_write(p, &t, 1, &nul, 1), MHSA_ERR_INVALID_ARG);
+    ck_assert_int_eq(mhsa__st_write(p, &t, 1, &utf, 1), MHSA_ERR_INVALID_ARG);
+    ck_assert_int_eq(mhsa__st_write(p, &t, 1, NULL, 1), MHSA_ERR_INVALID_ARG);
+    ck_assert_int_eq(tmp_entries(), 0);
+    cleanup();
+}
+END_TEST
+
 // Every one of the 65536 half bit patterns against a double computation.
 START_TEST(f16_conversion_exhaustive)
 {
@@ -759,6 +793,7 @@ static Suite *suite(void)
     TCase *tc = tcase_create("file");
     tcase_add_test(tc, writer_reader_round_trip);
     tcase_add_test(tc, writer_rejects_bad_arguments);
+    tcase_add_test(tc, writer_metadata_round_trip);
     tcase_add_test(tc, f16_conversion_exhaustive);
     tcase_add_test(tc, bf16_conversion);
     tcase_add_test(tc, read_f16_bf16_file);
