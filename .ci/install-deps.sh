@@ -26,12 +26,14 @@ done
 # comparison), sanitizers (clang's runtime for clang builds), valgrind,
 # safetensors (jansson), image output (stb), reference-vector scripts
 # (numpy), the x86-64 emulator for the no-AVX2 run (qemu-user), and make
-# and cmake for the consumer projects of .ci/test-consumers.sh.
+# and cmake for the consumer projects of .ci/test-consumers.sh, Open MPI
+# for data-parallel mhsa-train (.ci/test-mpi.sh).
 native_pkgs=(
     meson ninja-build pkg-config g++ check libbenchmark-dev libopenblas-dev
     valgrind clang libclang-rt-14-dev libomp-14-dev libjansson-dev libstb-dev
     python3-numpy
     qemu-user make cmake
+    libopenmpi-dev openmpi-bin
 )
 # The aarch64 cross toolchain; with --no-install-recommends the cross libc
 # headers must be named explicitly.
