@@ -16,8 +16,9 @@ set -euo pipefail
 build=${1:-build}
 cd "$(dirname "$0")/.."
 meson configure "$build" -Dmpi=enabled >/dev/null
-meson compile -C "$build" mhsa-train >/dev/null
+meson compile -C "$build" mhsa-train mhsa-info >/dev/null
 exe=$(realpath "$build/mhsa-train")
+info=$(realpath "$build/mhsa-info")
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -85,6 +86,21 @@ set -e
 [[ $rc -ne 0 ]] || fail "--grad-groups 3 on 2 ranks succeeded"
 grep -q -- "--grad-groups 3 is not a multiple of the 2 ranks" bad.err ||
     { cat bad.err; fail "no message for --grad-groups 3 on 2 ranks"; }
+
+echo "== ranks with different kernels: refused before the first step"
+if [[ $("$info" --isa) == scalar ]]; then
+    echo "  (skipped: this CPU has only the scalar kernels)"
+else
+    set +e
+    "${mpi[@]}" -np 2 bash -c '[[ $OMPI_COMM_WORLD_RANK == 1 ]] &&
+        export MHSA_ISA=scalar; exec "$0" "$@"' "$exe" --grad-groups 2 \
+        >/dev/null 2>isa.err
+    rc=$?
+    set -e
+    [[ $rc -ne 0 ]] || fail "ranks with avx2 and scalar kernels ran"
+    grep -q "rank 1 runs the scalar kernels" isa.err ||
+        { cat isa.err; fail "no message for ranks with different kernels"; }
+fi
 
 echo "== SIGKILL of a rank: the job ends non-zero within seconds"
 # 30 steps for the uninterrupted reference; the killed run would go on for

@@ -117,6 +117,49 @@ static int resume(loop *l, const char *path)
     return CLI_OK;
 }
 
+// Every rank must run the same kernels: AVX2 and scalar round differently,
+// so ranks on machines that dispatch differently would drift apart (the
+// weight check would stop them later; this says why, before the first
+// step). Returns CLI_OK, or CLI_USAGE on every rank.
+static int same_kernels(const loop *l)
+{
+    dp_comm *c = l->c;
+    int P = c->size;
+    int32_t *isa = calloc((size_t)P, sizeof *isa);
+    size_t *cnt = calloc(2 * (size_t)P, sizeof *cnt);
+    int ok = isa && cnt;
+    // Every rank must take part in the collective, even one out of memory.
+    if (!ok) {
+        fprintf(stderr, "mhsa-train: rank %d: out of memory\n", c->rank);
+        if (c->ops->abort_job)
+            c->ops->abort_job(c, CLI_FAIL);
+        free(isa);
+        free(cnt);
+        return CLI_FAIL;
+    }
+    for (int q = 0; q < P; q++) {
+        cnt[q] = sizeof *isa;
+        cnt[P + q] = (size_t)q * sizeof *isa;
+    }
+    isa[c->rank] = (int32_t)mhsa_active_isa();
+    int rc = CLI_OK;
+    if (c->ops->allgatherv(c, isa, cnt, cnt + P))
+        rc = failed(l, "comparing kernels", 0, CLI_FAIL);
+    for (int q = 1; q < P && rc == CLI_OK; q++)
+        if (isa[q] != isa[0]) {
+            if (l->root)
+                fprintf(stderr, "mhsa-train: rank %d runs the %s kernels, "
+                        "rank 0 the %s ones, which round differently: give "
+                        "every rank the same --isa\n", q,
+                        mhsa_isa_name((mhsa_isa)isa[q]),
+                        mhsa_isa_name((mhsa_isa)isa[0]));
+            rc = CLI_USAGE;
+        }
+    free(isa);
+    free(cnt);
+    return rc;
+}
+
 static void print_stats(const loop *l, double wall, int steps)
 {
     const dp_stats *s = dp_get_stats(l->dp);
@@ -217,8 +260,8 @@ int dp_cli_train(const train_args *a, dp_comm *c, mhsa_lm *lm, int32_t *tok,
     }
     if (dp_create(&m, c, a->dp.grad_groups, a->optim, &l.dp) != MHSA_OK)
         return failed(&l, "data parallel", 1, CLI_FAIL);
-    int rc = CLI_OK;
-    if (dp_broadcast_params(l.dp) != MHSA_OK)
+    int rc = same_kernels(&l);
+    if (rc == CLI_OK && dp_broadcast_params(l.dp) != MHSA_OK)
         rc = failed(&l, "broadcasting the weights", 0, CLI_FAIL);
     if (rc == CLI_OK && a->dp.resume)
         rc = resume(&l, a->dp.resume);
