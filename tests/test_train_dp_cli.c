@@ -66,24 +66,6 @@ static int run(char **out, char **err, int argc, const char **argv)
     return rc;
 }
 
-static int run_quiet(int argc, const char **argv, char **err)
-{
-    char *out;
-    int rc = run(&out, err, argc, argv);
-    free(out);
-    return rc;
-}
-
-static void same_file(const char *a, const char *b)
-{
-    size_t na, nb;
-    char *x = slurp(a, &na), *y = slurp(b, &nb);
-    ck_assert_msg(na == nb && memcmp(x, y, na) == 0, "%s and %s differ", a,
-                  b);
-    free(x);
-    free(y);
-}
-
 static const struct { const char *args[4]; const char *says; } bad[] = {
     { { "--grad-groups", "0" }, "--grad-groups 0 is out of range" },
     { { "--grad-groups", "x" }, "--grad-groups: 'x' is not an integer" },
@@ -131,6 +113,24 @@ START_TEST(help_documents_the_options)
 END_TEST
 
 #if MHSA_TEST_SAFETENSORS
+static int run_quiet(int argc, const char **argv, char **err)
+{
+    char *out;
+    int rc = run(&out, err, argc, argv);
+    free(out);
+    return rc;
+}
+
+static void same_file(const char *a, const char *b)
+{
+    size_t na, nb;
+    char *x = slurp(a, &na), *y = slurp(b, &nb);
+    ck_assert_msg(na == nb && memcmp(x, y, na) == 0, "%s and %s differ", a,
+                  b);
+    free(x);
+    free(y);
+}
+
 // 20 steps in one go vs 10 steps, a checkpoint, and --resume for the rest:
 // the same final checkpoint, byte for byte, and the resumed run's loss CSV
 // goes on from step 11.
