@@ -109,9 +109,9 @@ dp_comm *dp_get_comm(const dp_trainer *dp);
 mhsa_status dp_verify(dp_trainer *dp);
 
 // Checkpoint (collective): the parameters (their names), the AdamW moments
-// ("optimizer.exp_avg.<name>", "optimizer.exp_avg_sq.<name>") gathered to
-// rank 0, and in __metadata__ "mhsa.step", "mhsa.optim", "mhsa.grad_groups"
-// followed by meta[0..n_meta). Rank 0 writes a temporary file, fsyncs it
+// (flat "optim.m" and "optim.v", the layout of the GPT's own checkpoints)
+// gathered to rank 0, and in __metadata__ "mhsa.step", "mhsa.optim",
+// "mhsa.grad_groups" followed by meta[0..n_meta). Rank 0 writes a temporary file, fsyncs it
 // and renames it over path (mhsa__st_write fsyncs both): a run killed at any
 // moment leaves the previous complete checkpoint. The file does not depend
 // on the number of ranks. Every rank returns rank 0's status.

@@ -2,11 +2,12 @@
 //
 // A checkpoint is one .safetensors file written by rank 0 alone: the
 // parameters under the model's names (so --load can read it as plain
-// weights too), the AdamW moments under "optimizer.exp_avg.<name>" and
-// "optimizer.exp_avg_sq.<name>" (PyTorch's names for them), and in
-// __metadata__ the step, the optimiser and the number of groups, then the
-// caller's entries (data position, schedule, ...). Nothing in it depends
-// on the number of ranks, so a run can resume on any other number.
+// weights too), the AdamW moments as two flat tensors "optim.m" and
+// "optim.v" (n_params each, in parameter order: the layout of the GPT's own
+// checkpoints, mhsa_gpt_save), and in __metadata__ the step, the optimiser
+// and the number of groups, then the caller's entries (data position,
+// schedule, ...). Nothing in it depends on the number of ranks, so a run
+// can resume on any other number.
 //
 // Collectives stay in lock step on every path: whatever fails on one rank
 // (memory, the file on rank 0) is first agreed on by all, and then every
@@ -21,8 +22,7 @@
 #include "mhsa_internal.h"
 
 static const char *const optim_names[] = { "adamw", "sgd" };
-static const char *const mom_prefix[2] = { "optimizer.exp_avg.",
-                                           "optimizer.exp_avg_sq." };
+static const char *const mom_names[2] = { "optim.m", "optim.v" };
 
 // 1 when every rank passed ok != 0 (collective: one 8-byte slot per rank,
 // in the hash buffer).
@@ -42,51 +42,33 @@ static int all_ok(dp_trainer *dp, int ok, int *comm_failed)
     return 1;
 }
 
-// "<prefix><name>" for every tensor and both prefixes, in one allocation.
-static char *moment_names(const dp_trainer *dp, const char **names)
-{
-    size_t cap = 0;
-    for (int t = 0; t < dp->m.n_tensors; t++)
-        cap += 2 * strlen(dp->m.tensors[t].name) + 64;
-    char *store = mhsa__alloc(cap), *p = store;
-    if (!store)
-        return NULL;
-    for (int k = 0; k < 2; k++)
-        for (int t = 0; t < dp->m.n_tensors; t++) {
-            names[k * dp->m.n_tensors + t] = p;
-            p += sprintf(p, "%s%s", mom_prefix[k], dp->m.tensors[t].name) + 1;
-        }
-    return store;
-}
-
 // Rank 0: the file itself, from the parameters and the gathered moments.
 static mhsa_status write_file(dp_trainer *dp, const char *path,
                               const float *mom, const mhsa_st_meta *meta,
                               size_t n_meta)
 {
     int nt = dp->m.n_tensors, adam = dp->kind == MHSA_OPTIM_ADAMW;
-    size_t nten = (size_t)nt * (adam ? 3 : 1);
+    size_t nten = (size_t)nt + (adam ? 2 : 0), n = dp->m.n_params;
     mhsa_st_tensor *t = mhsa__alloc(nten * sizeof *t);
-    const char **mnames = mhsa__alloc(2 * (size_t)nt * sizeof *mnames);
     mhsa_st_meta *all = mhsa__alloc((n_meta + 3) * sizeof *all);
-    char *store = mnames ? moment_names(dp, mnames) : NULL;
     mhsa_status st = MHSA_OK;
-    if (!t || !mnames || !all || !store) {
+    if (!t || !all) {
         st = mhsa__fail(MHSA_ERR_NO_MEMORY, "%s: no memory", path);
         goto out;
     }
-    size_t n = dp->m.n_params;
     for (int i = 0; i < nt; i++) {
         const dp_tensor *x = &dp->m.tensors[i];
-        for (int k = 0; k < (adam ? 3 : 1); k++) {
-            mhsa_st_tensor *y = &t[(size_t)k * (size_t)nt + (size_t)i];
-            y->name = k ? mnames[(k - 1) * nt + i] : x->name;
-            y->ndim = x->ndim;
-            y->dims[0] = x->dims[0];
-            y->dims[1] = x->dims[1];
-            y->data = k ? mom + (size_t)(k - 1) * n + x->offset
-                        : dp->m.param + x->offset;
-        }
+        t[i].name = x->name;
+        t[i].ndim = x->ndim;
+        t[i].dims[0] = x->dims[0];
+        t[i].dims[1] = x->dims[1];
+        t[i].data = dp->m.param + x->offset;
+    }
+    for (int k = 0; adam && k < 2; k++) {
+        t[nt + k].name = mom_names[k];
+        t[nt + k].ndim = 1;
+        t[nt + k].dims[0] = n;
+        t[nt + k].data = mom + (size_t)k * n;
     }
     char step[32], groups[16];
     snprintf(step, sizeof step, "%" PRId64, dp->step);
@@ -98,9 +80,7 @@ static mhsa_status write_file(dp_trainer *dp, const char *path,
         memcpy(all + 3, meta, n_meta * sizeof *meta);
     st = mhsa__st_write(path, t, nten, all, n_meta + 3);
 out:
-    mhsa__free(store);
     mhsa__free(all);
-    mhsa__free(mnames);
     mhsa__free(t);
     return st;
 }
@@ -195,29 +175,17 @@ static mhsa_status read_file(dp_trainer *dp, const char *path, float *tmp,
     }
     *step = sv;
     size_t n = dp->m.n_params;
-    const char **mnames = mhsa__alloc(2 * (size_t)dp->m.n_tensors *
-                                      sizeof *mnames);
-    char *store = mnames ? moment_names(dp, mnames) : NULL;
-    if (!store) {
-        mhsa__free(mnames);
-        st = mhsa__fail(MHSA_ERR_NO_MEMORY, "%s: no memory", path);
-        goto out;
+    for (int i = 0; i < dp->m.n_tensors && st == MHSA_OK; i++) {
+        const dp_tensor *x = &dp->m.tensors[i];
+        st = mhsa__st_read_f32(f, x->name, x->ndim, x->dims, tmp + x->offset);
     }
-    for (int k = 0; k < (adam ? 3 : 1) && st == MHSA_OK; k++)
-        for (int i = 0; i < dp->m.n_tensors && st == MHSA_OK; i++) {
-            const dp_tensor *x = &dp->m.tensors[i];
-            const char *name = k ? mnames[(k - 1) * dp->m.n_tensors + i]
-                                 : x->name;
-            st = mhsa__st_read_f32(f, name, x->ndim, x->dims,
-                                   tmp + (size_t)k * n + x->offset);
-            if (st != MHSA_OK) {
-                char msg[200];
-                snprintf(msg, sizeof msg, "%s", mhsa_last_error());
-                mhsa__fail(st, "%s: %s", path, msg);
-            }
-        }
-    mhsa__free(store);
-    mhsa__free(mnames);
+    for (int k = 0; adam && k < 2 && st == MHSA_OK; k++)
+        st = mhsa__st_read_f32(f, mom_names[k], 1, &n, tmp + (k + 1) * n);
+    if (st != MHSA_OK) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "%s", mhsa_last_error());
+        mhsa__fail(st, "%s: %s", path, msg);
+    }
     for (size_t i = 0; i < n_want && st == MHSA_OK; i++) {
         const char *v = mhsa__st_meta(f, want[i].key);
         want[i].present = v != NULL;
