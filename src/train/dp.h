@@ -111,10 +111,11 @@ mhsa_status dp_verify(dp_trainer *dp);
 // Checkpoint (collective): the parameters (their names), the AdamW moments
 // (flat "optim.m" and "optim.v", the layout of the GPT's own checkpoints)
 // gathered to rank 0, and in __metadata__ "mhsa.step", "mhsa.optim",
-// "mhsa.grad_groups" followed by meta[0..n_meta). Rank 0 writes a temporary file, fsyncs it
-// and renames it over path (mhsa__st_write fsyncs both): a run killed at any
-// moment leaves the previous complete checkpoint. The file does not depend
-// on the number of ranks. Every rank returns rank 0's status.
+// "mhsa.grad_groups" followed by meta[0..n_meta). Rank 0 writes a
+// temporary file, fsyncs it and renames it over path (mhsa__st_write): a
+// run killed at any moment leaves the previous complete checkpoint. The
+// file does not depend on the number of ranks. Every rank returns rank 0's
+// status.
 mhsa_status dp_save(dp_trainer *dp, const char *path,
                     const mhsa_st_meta *meta, size_t n_meta);
 
