@@ -146,7 +146,8 @@ START_TEST(resume_gives_the_uninterrupted_checkpoint)
                          "10", "--grad-groups", "4", "--clip", "1",
                          "--checkpoint", whole };
     ck_assert_int_eq(run_quiet(11, a1, &err), 0);
-    ck_assert_ptr_nonnull(strstr(err, "batch 32 in 4 groups on 1 rank"));
+    ck_assert_ptr_nonnull(strstr(err, "batch 32, adamw lr 0.003, 4 groups on "
+                                 "1 rank (self)"));
     ck_assert_ptr_nonnull(strstr(err, "deterministic reduction"));
     free(err);
     const char *a2[] = { "mhsa-train", "--epochs", "1", "--steps-per-epoch",

@@ -1,5 +1,6 @@
-// dp_cli.h — mhsa-train's data-parallel options and training loop
-// (dp_args.c, dp_cli.c), on top of src/train/dp.h.
+// dp_cli.h — mhsa-train's data-parallel options (dp_args.c) and the
+// synthetic tasks' data-parallel training (dp_cli.c, on the model-agnostic
+// loop of dp_run.c and the trainer of src/train/dp.h).
 //
 // A run goes through the data-parallel trainer when it has more than one
 // rank (mpirun -np P), more than one gradient group, or a checkpoint to
@@ -46,9 +47,7 @@ typedef struct dp_cli_result {
 // Trains lm on the task of a over comm, from rank 0's weights (or the
 // --resume checkpoint), with the batch buffers tok, tgt (a->batch rows) and
 // the data stream starting at data_state. Rank 0 prints progress. Returns
-// CLI_OK, CLI_USAGE (bad --grad-groups for this many ranks, a checkpoint of
-// another run) or CLI_FAIL; a failure only one rank sees ends the whole job
-// (dp_comm abort_job) rather than leave the others waiting.
+// as dp_run (dp_run.h).
 int dp_cli_train(const struct train_args *a, dp_comm *c, mhsa_lm *lm,
                  int32_t *tok, int32_t *tgt, uint64_t data_state,
                  float *losses, dp_cli_result *res);
