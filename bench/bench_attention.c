@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "bench_util.h"
-#include "forward.h"
+#include "attend.h"
 #include "mhsa_internal.h"
 #include "shim.h"
 
@@ -183,7 +183,7 @@ static int core_init(fixture *f, mhsa_bench_state *st)
 static attn_job core_job(const fixture *f)
 {
     attn_job j = {
-        .batch = (size_t)f->B, .H = (size_t)f->H,
+        .batch = (size_t)f->B, .H = (size_t)f->H, .Hkv = (size_t)f->H,
         .dh = (size_t)(f->D / f->H), .tq = (size_t)f->T,
         .tk = (size_t)f->T, .kv_t = (size_t)f->T, .q_pos = 0, .causal = 1,
         .mask = NULL, .q = f->ws->q, .k = f->ws->k, .v = f->ws->v,
@@ -314,7 +314,7 @@ static int decode_init(mhsa_bench_state *st, int H, int dh, int L)
     size_t n = (size_t)H * L * dh;
     mhsa_bench_fill(dec.cache->k, n, 31);
     mhsa_bench_fill(dec.cache->v, n, 32);
-    dec.cache->len = (size_t)L - 1;
+    dec.cache->len[0] = (size_t)L - 1;
     dec.cache->batch = 1;
     mhsa_bench_fill(dec.f.ws->q, (size_t)H * dh, 33);
     return 1;
@@ -334,7 +334,8 @@ static void bm_decode_core(mhsa_bench_state *st, const void *ctx)
     double kv = 2.0 * H * (double)L * dh * sizeof(float);
     double bw = mhsa_bench_read_gbs((size_t)kv, threads);
     attn_job j = {
-        .batch = 1, .H = (size_t)H, .dh = (size_t)dh, .tq = 1,
+        .batch = 1, .H = (size_t)H, .Hkv = (size_t)H, .dh = (size_t)dh,
+        .tq = 1,
         .tk = (size_t)L, .kv_t = (size_t)L, .q_pos = (size_t)L - 1,
         .causal = 1, .mask = NULL, .q = dec.f.ws->q, .k = dec.cache->k,
         .v = dec.cache->v, .ctx = dec.f.ws->ctx, .lse = NULL, .attn = NULL,
@@ -376,7 +377,7 @@ static void bm_decode_block(mhsa_bench_state *st, const void *ctx)
         mhsa_bench_skip(st, mhsa_last_error());
     } else {
         while (mhsa_bench_keep_running(st)) {
-            dec.cache->len = (size_t)L - 1;
+            dec.cache->len[0] = (size_t)L - 1;
             mhsa_forward_cached(f->blk, f->ws, dec.cache, f->x, 1, 1, f->y);
             mhsa_bench_use(f->y);
         }
@@ -384,7 +385,7 @@ static void bm_decode_block(mhsa_bench_state *st, const void *ctx)
         mhsa_bench_rate(st, "GB", (kv + wts) * 1e-9);
         mhsa_bench_rate(st, "frac_bw", (kv + wts) * 1e-9 / bw);
     }
-    dec.cache->len = (size_t)L - 1;
+    dec.cache->len[0] = (size_t)L - 1;
     threads_end(ts);
 }
 

@@ -11,10 +11,14 @@
 //   dP = dO V^T, dS = P * (dP - delta) with delta = rowsum(dO * O),
 //   dV += P^T dO, dK += dS^T Q, dQ += scale * dS K.
 //
-// Blocked keys (causal or -INFINITY mask) are never read: the softmax
-// kernels decide them before looking at a score, and when a head's K, V, Q
-// or dO hold a non-finite value the products over keys switch to loops that
-// skip blocked pairs, since 0 * NaN in a GEMM would leak a blocked key's NaN.
+// Blocked keys (causal, sliding window, padding or -INFINITY mask) are never
+// read: whole tiles that no row of a block sees are skipped, the softmax
+// kernels decide the rest before looking at a score, and when a head's K,
+// V, Q or dO hold a non-finite value the products over keys switch to loops
+// that skip blocked pairs, since 0 * NaN in a GEMM would leak a blocked
+// key's NaN. Scores of keys (and queries) holding inf or NaN are made NaN
+// before the softmax, so that a +inf among them is not taken for a score
+// that overflowed (kernels.h): what a row reads propagates to it.
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -53,11 +57,13 @@ typedef struct tile_views {
     float *pa;    // P / dS (or transposed) as A (max(br, bc) x max(br, bc))
     float *s;     // scores / P         (br x bc)
     float *dp;    // dP / dS            (br x bc)
-    float *m, *l, *delta;   // (br)
+    float *m, *l, *delta;   // (br); forward: delta flags non-finite q rows
+    float *infw;  // (br) backward: weight of a +inf score, see kernels.h
+    float *kc, *vc;   // K and V tile rows converted from 16-bit (bc x dh)
 } tile_views;
 
 // Sizes of the views, in the order carve() lays them out.
-enum { N_VIEWS = 12 };
+enum { N_VIEWS = 15 };
 static void view_sizes(const mhsa_kernels *k, size_t dh, size_t sz[N_VIEWS])
 {
     size_t br = mhsa__attn_br(k), bc = mhsa__attn_bc(k);
@@ -78,6 +84,9 @@ static void view_sizes(const mhsa_kernels *k, size_t dh, size_t sz[N_VIEWS])
     sz[i++] = br;                  // m
     sz[i++] = br;                  // l
     sz[i++] = br;                  // delta
+    sz[i++] = br;                  // infw
+    sz[i++] = bc * dh;             // kc
+    sz[i++] = bc * dh;             // vc
 }
 
 static tile_views carve(const mhsa_kernels *k, size_t dh, float *t)
@@ -86,7 +95,8 @@ static tile_views carve(const mhsa_kernels *k, size_t dh, float *t)
     view_sizes(k, dh, sz);
     tile_views v;
     float **order[N_VIEWS] = { &v.qa, &v.da, &v.qb, &v.db, &v.kb, &v.vb,
-                               &v.pa, &v.s, &v.dp, &v.m, &v.l, &v.delta };
+                               &v.pa, &v.s, &v.dp, &v.m, &v.l, &v.delta,
+                               &v.infw, &v.kc, &v.vc };
     for (int i = 0; i < N_VIEWS; i++) {
         *order[i] = t;
         t += sz[i];
@@ -103,9 +113,20 @@ size_t mhsa__attn_tile_floats(const mhsa_kernels *k, size_t dh)
     return total;
 }
 
+static mhsa_mask_view mask_view(const head_args *a, size_t j0)
+{
+    mhsa_mask_view mv = { a->mask ? a->mask + j0 : NULL, a->ldmask,
+                          a->q_pos, j0, a->causal, a->window, a->klen };
+    return mv;
+}
+
+// The rule of kernels.h for one (row, key), for the scalar paths.
 static int blocked(const head_args *a, size_t r, size_t j)
 {
-    if (a->causal && j > a->q_pos + r)
+    mhsa_mask_view mv = mask_view(a, 0);
+    size_t lo, hi;
+    mhsa_mask_view_range(&mv, r, a->tk, &lo, &hi);
+    if (j < lo || j >= hi)
         return 1;
     return a->mask && a->mask[r * a->ldmask + j] == -INFINITY;
 }
@@ -127,26 +148,71 @@ static int rows_finite(const float *x, size_t rows, size_t cols, size_t ld)
     return !bad;
 }
 
-// Keys any row of the block can see: under the causal mask, none after the
-// last row's position.
+// One past the last key any row of the block can see: under the causal
+// mask none after the last row's position, and none in the padding.
 static size_t key_end(const head_args *a)
 {
-    if (!a->causal)
-        return a->tk;
-    size_t last = a->q_pos + a->tq;   // one past the last row's position
-    return last < a->tk ? last : a->tk;
+    size_t end = a->tk;
+    if (a->causal && a->q_pos + a->tq < end)   // one past the last row
+        end = a->q_pos + a->tq;
+    if (a->klen && a->klen < end)
+        end = a->klen;
+    return end;
 }
 
-static mhsa_mask_view mask_view(const head_args *a, size_t j0)
+// The first key tile any row of the block can see: with a sliding window
+// the first row sees keys from q_pos + 1 - W on, and later rows fewer, so
+// the tiles before are skipped (work O(T * W), not O(T^2)).
+static size_t tile_start(const head_args *a, size_t bc)
 {
-    mhsa_mask_view mv = { a->mask ? a->mask + j0 : NULL, a->ldmask,
-                          a->q_pos, j0, a->causal };
-    return mv;
+    if (!a->window || a->q_pos + 1 <= a->window)
+        return 0;
+    return (a->q_pos + 1 - a->window) / bc * bc;
+}
+
+// Rows [j0, j0 + n) of the head's K or V as fp32: the stored rows
+// themselves, or 16-bit rows converted into `conv` (n x dh).
+static const float *kv_rows(const mhsa_kernels *k, const head_args *a,
+                            int is_v, size_t j0, size_t n, float *conv)
+{
+    if (a->kv_dtype == MHSA_F32)
+        return (is_v ? a->v : a->k) + j0 * a->dh;
+    const uint16_t *src = is_v ? a->v16 : a->k16;
+    k->cvt_to_f32(n * a->dh, src + j0 * a->dh, a->kv_dtype, conv);
+    return conv;
+}
+
+// The first row of x (rows x cols, ld) holding inf or NaN; rows if none.
+static size_t first_bad_row(const float *x, size_t rows, size_t cols,
+                            size_t ld)
+{
+    size_t r = 0;
+    while (r < rows && rows_finite(x + r * ld, 1, cols, ld))
+        r++;
+    return r;
+}
+
+// Scores of a tile (tq x n, lds) whose query row or key row holds inf or
+// NaN become NaN: such a row reads a non-finite value, and a blocked key's
+// score is never read anyway. qbad (tq) flags the rows, kbad is the first
+// bad key of the tile (n if none).
+static void nanify(const float *kt, size_t n, size_t dh, size_t kbad,
+                   const float *qbad, size_t tq, float *s, size_t lds)
+{
+    for (size_t r = 0; r < tq; r++)
+        if (qbad[r] != 0.0f)
+            for (size_t j = 0; j < n; j++)
+                s[r * lds + j] = NAN;
+    for (size_t j = kbad; j < n; j++)
+        if (!rows_finite(kt + j * dh, 1, dh, dh))
+            for (size_t r = 0; r < tq; r++)
+                s[r * lds + j] = NAN;
 }
 
 // Keys [0, result) of the tile at key j0 (n keys) that some row of
 // [0, row_end) can see: all n without the causal mask, else up to the last
-// of those rows' positions.
+// of those rows' positions. (Padding is cut by key_end, the window's lower
+// edge left to the softmax.)
 static size_t panel_keys(const head_args *a, size_t j0, size_t n,
                          size_t row_end)
 {
@@ -238,19 +304,22 @@ size_t mhsa__head_vpack_floats(const mhsa_kernels *k, size_t tk, size_t dh)
     return tk * up(dh, (size_t)k->nr);
 }
 
-size_t mhsa__head_pack_kv(const mhsa_kernels *k, size_t tk, size_t dh,
-                          size_t tile, const float *kd, const float *vd,
-                          float *kpack, float *vpack)
+void mhsa__head_pack_kv(const mhsa_kernels *k, size_t tk, size_t dh,
+                        size_t tile, const void *kd, const void *vd,
+                        mhsa_dtype dt, float *kpack, float *vpack,
+                        float *tiles, float *vbad, float *kbad)
 {
     size_t bc = mhsa__attn_bc(k), j0 = tile * bc;
     size_t n = tk - j0 < bc ? tk - j0 : bc;
-    mhsa_tile_pack_b(k, dh, n, kd + j0 * dh, dh, 1, kpack + j0 * dh);
-    mhsa_tile_pack_b(k, n, dh, vd + j0 * dh, dh, 0,
-                     vpack + j0 * up(dh, (size_t)k->nr));
-    size_t bad = 0;
-    while (bad < n && rows_finite(vd + (j0 + bad) * dh, 1, dh, dh))
-        bad++;
-    return bad;
+    tile_views t = carve(k, dh, tiles);
+    head_args a = { .dh = dh, .kv_dtype = dt, .k = kd, .v = vd,
+                    .k16 = kd, .v16 = vd };
+    const float *kt = kv_rows(k, &a, 0, j0, n, t.kc);
+    const float *vt = kv_rows(k, &a, 1, j0, n, t.vc);
+    mhsa_tile_pack_b(k, dh, n, kt, dh, 1, kpack + j0 * dh);
+    mhsa_tile_pack_b(k, n, dh, vt, dh, 0, vpack + j0 * up(dh, (size_t)k->nr));
+    *vbad = (float)first_bad_row(vt, n, dh, dh);
+    *kbad = (float)first_bad_row(kt, n, dh, dh);
 }
 
 void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
@@ -261,25 +330,38 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
     tile_views t = carve(k, dh, tiles);
 
     mhsa_tile_pack_a(k, tq, dh, a->q, dh, 0, 1.0f, t.qa);
+    int q_ok = 1;
     for (size_t r = 0; r < tq; r++) {
         t.m[r] = -INFINITY;
         t.l[r] = 0.0f;
         memset(a->o + r * a->ldo, 0, dh * sizeof(float));
+        t.delta[r] = !rows_finite(a->q + r * dh, 1, dh, dh);
+        q_ok &= t.delta[r] == 0.0f;
     }
-    for (size_t j0 = 0; j0 < kend; j0 += bc) {
+    for (size_t j0 = tile_start(a, bc); j0 < kend; j0 += bc) {
         size_t n = kend - j0 < bc ? kend - j0 : bc;
         // Every row sees the whole tile, or the tile crosses the diagonal.
         int diag = panel_keys(a, j0, n, 1) < n;
         // S = Q K^T: K tile read transposed into NR-wide panels.
-        const float *kb = t.kb;
-        if (a->kpack)
+        const float *kb = t.kb, *kt = NULL;
+        size_t kbad;
+        if (a->kpack) {
             kb = a->kpack + j0 * dh;
-        else
-            mhsa_tile_pack_b(k, dh, n, a->k + j0 * dh, dh, 1, t.kb);
+            kbad = (size_t)a->kbad[j0 / bc];
+        } else {
+            kt = kv_rows(k, a, 0, j0, n, t.kc);
+            mhsa_tile_pack_b(k, dh, n, kt, dh, 1, t.kb);
+            kbad = first_bad_row(kt, n, dh, dh);
+        }
         if (diag)
             diag_scores(k, a, j0, n, t.qa, kb, t.s, bc);
         else
             mhsa_tile_gemm(k, tq, n, dh, t.qa, kb, t.s, bc, 0.0f);
+        if (!q_ok || kbad < n) {   // rare: inf/NaN in what rows read
+            if (!kt)
+                kt = kv_rows(k, a, 0, j0, n, t.kc);
+            nanify(kt, n, dh, kbad, t.delta, tq, t.s, bc);
+        }
         mhsa_softmax_args sa = { tq, n, t.s, bc, mask_view(a, j0), t.m, t.l,
                                  a->o, a->ldo, dh };
         k->softmax_online(&sa);
@@ -287,8 +369,14 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
         // blocked and makes its row NaN when not, as it should; but a
         // blocked key's p = 0 times a NaN in V would leak into the GEMM.
         // (Checked once per head when its tiles were packed up front.)
-        int v_ok = a->vbad ? (size_t)a->vbad[j0 / bc] >= n
-                           : rows_finite(a->v + j0 * dh, n, dh, dh);
+        const float *vt = NULL;
+        int v_ok;
+        if (a->vbad) {
+            v_ok = (size_t)a->vbad[j0 / bc] >= n;
+        } else {
+            vt = kv_rows(k, a, 1, j0, n, t.vc);
+            v_ok = rows_finite(vt, n, dh, dh);
+        }
         if (v_ok) {   // O += P V
             mhsa_tile_pack_a(k, tq, n, t.s, bc, 0, 1.0f, t.pa);
             const float *vb = t.vb;
@@ -297,16 +385,18 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
                 vb = a->vpack + j0 * up(dh, (size_t)k->nr);
                 vdepth = a->tk - j0 < bc ? a->tk - j0 : bc;
             } else {
-                mhsa_tile_pack_b(k, n, dh, a->v + j0 * dh, dh, 0, t.vb);
+                mhsa_tile_pack_b(k, n, dh, vt, dh, 0, t.vb);
             }
             diag_pv(k, a, j0, n, diag, t.pa, vb, vdepth, a->o, a->ldo);
-        } else {      // a non-finite K/V: skip blocked pairs explicitly
+        } else {      // a non-finite V: skip blocked pairs explicitly
+            if (!vt)
+                vt = kv_rows(k, a, 1, j0, n, t.vc);
             for (size_t r = 0; r < tq; r++)
                 for (size_t j = 0; j < n; j++) {
                     if (blocked(a, r, j0 + j))
                         continue;
                     float p = t.s[r * bc + j];
-                    const float *vj = a->v + (j0 + j) * dh;
+                    const float *vj = vt + j * dh;
                     float *o = a->o + r * a->ldo;
                     for (size_t d = 0; d < dh; d++)
                         o[d] += p * vj[d];
@@ -335,11 +425,16 @@ void mhsa__head_weights(const mhsa_kernels *k, const head_args *a,
     size_t tq = a->tq, dh = a->dh, bc = mhsa__attn_bc(k);
     tile_views t = carve(k, dh, tiles);
     mhsa_tile_pack_a(k, tq, dh, a->q, dh, 0, 1.0f, t.qa);
+    for (size_t r = 0; r < tq; r++)
+        t.delta[r] = !rows_finite(a->q + r * dh, 1, dh, dh);
     for (size_t j0 = 0; j0 < a->tk; j0 += bc) {
         size_t n = a->tk - j0 < bc ? a->tk - j0 : bc;
-        mhsa_tile_pack_b(k, dh, n, a->k + j0 * dh, dh, 1, t.kb);
+        const float *kt = kv_rows(k, a, 0, j0, n, t.kc);
+        mhsa_tile_pack_b(k, dh, n, kt, dh, 1, t.kb);
         mhsa_tile_gemm(k, tq, n, dh, t.qa, t.kb, a->attn + j0, a->ldattn,
                        0.0f);
+        nanify(kt, n, dh, first_bad_row(kt, n, dh, dh), t.delta, tq,
+               a->attn + j0, a->ldattn);
     }
     for (size_t r = 0; r < tq; r++) {
         float *w = a->attn + r * a->ldattn;
@@ -385,14 +480,53 @@ static void backward_safe(const head_args *a, size_t j0, size_t n,
         }
 }
 
+// For rows whose forward max score was +inf (lse == +inf, kernels.h):
+// infw[r] = 1 / the number of their unblocked +inf scores, counted on the
+// same scores the tiles below recompute. Returns 0 (infw unused) when no
+// row of the block has lse == +inf, the usual case.
+static int inf_weights(const mhsa_kernels *k, const head_args *a,
+                       const tile_views *t, size_t kend)
+{
+    size_t tq = a->tq, dh = a->dh, bc = mhsa__attn_bc(k);
+    int any = 0;
+    for (size_t r = 0; r < tq; r++) {
+        t->infw[r] = 0.0f;
+        any |= a->lse[r] == INFINITY;
+    }
+    if (!any)
+        return 0;
+    for (size_t j0 = tile_start(a, bc); j0 < kend; j0 += bc) {
+        size_t n = kend - j0 < bc ? kend - j0 : bc;
+        mhsa_tile_pack_b(k, dh, n, a->k + j0 * dh, dh, 1, t->kb);
+        mhsa_tile_gemm(k, tq, n, dh, t->qa, t->kb, t->s, bc, 0.0f);
+        for (size_t r = 0; r < tq; r++) {
+            if (a->lse[r] != INFINITY)
+                continue;
+            for (size_t j = 0; j < n; j++) {
+                if (blocked(a, r, j0 + j))
+                    continue;
+                float x = t->s[r * bc + j];
+                if (a->mask)
+                    x += a->mask[r * a->ldmask + j0 + j];
+                t->infw[r] += x == INFINITY;   // a count, for now
+            }
+        }
+    }
+    for (size_t r = 0; r < tq; r++)
+        if (a->lse[r] == INFINITY)
+            t->infw[r] = 1.0f / t->infw[r];
+    return 1;
+}
+
 void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
                          float *tiles)
 {
     size_t tq = a->tq, dh = a->dh, bc = mhsa__attn_bc(k);
     size_t kend = key_end(a);
     tile_views t = carve(k, dh, tiles);
-    int safe = rows_finite(a->k, kend, dh, dh) &&
-               rows_finite(a->v, kend, dh, dh) &&
+    size_t k0 = tile_start(a, bc) < kend ? tile_start(a, bc) : kend;
+    int safe = rows_finite(a->k + k0 * dh, kend - k0, dh, dh) &&
+               rows_finite(a->v + k0 * dh, kend - k0, dh, dh) &&
                rows_finite(a->q, tq, dh, dh) &&
                rows_finite(a->dout, tq, dh, a->lddo);
 
@@ -408,6 +542,7 @@ void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
     }
     mhsa_tile_pack_a(k, tq, dh, a->q, dh, 0, 1.0f, t.qa);
     mhsa_tile_pack_a(k, tq, dh, a->dout, a->lddo, 0, 1.0f, t.da);
+    const float *infw = inf_weights(k, a, &t, kend) ? t.infw : NULL;
     if (!a->skip_dkv) {
         mhsa_tile_pack_b(k, tq, dh, a->q, dh, 0, t.qb);
         mhsa_tile_pack_b(k, tq, dh, a->dout, a->lddo, 0, t.db);
@@ -416,7 +551,8 @@ void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
     // Each tile's products are the same whichever part a call computes, so
     // splitting a head into a dk/dv pass and a dq pass keeps the bits.
     size_t jend = a->key1 && a->key1 < kend ? a->key1 : kend;
-    for (size_t j0 = a->key0; j0 < jend; j0 += bc) {
+    size_t jstart = tile_start(a, bc) > a->key0 ? tile_start(a, bc) : a->key0;
+    for (size_t j0 = jstart; j0 < jend; j0 += bc) {
         size_t n = kend - j0 < bc ? kend - j0 : bc;
         const float *kt = a->k + j0 * dh, *vt = a->v + j0 * dh;
         // On a tile crossing the causal diagonal every product below runs
@@ -433,7 +569,8 @@ void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
             mhsa_tile_gemm(k, tq, n, dh, t.da, t.vb, t.dp, bc, 0.0f);
         }
         mhsa_softmax_grad_args ga = { tq, n, t.s, bc, t.dp, bc,
-                                      mask_view(a, j0), a->lse, t.delta };
+                                      mask_view(a, j0), a->lse, t.delta,
+                                      infw };
         k->softmax_grad(&ga);   // s = P, dp = dS
         if (!safe) {
             backward_safe(a, j0, n, t.s, t.dp, bc);

@@ -11,8 +11,9 @@
 #include <string.h>
 
 #include "attention.h"
-#include "forward.h"
 #include "fpenv.h"
+#include "split.h"
+#include "threads.h"
 
 // acc[c] += sum over rows r of x[r*ld + c], rows in order.
 static void add_colsum(size_t rows, size_t cols, const float *x, size_t ld,
@@ -36,7 +37,8 @@ static mhsa_status check_backward(const mhsa_block *blk,
     if (!g)
         return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: g is NULL", fn);
     const mhsa_grads_impl *gi = (const mhsa_grads_impl *)g;
-    if (gi->D != blk->D || gi->bias != blk->cfg.bias)
+    if (gi->D != blk->D || gi->nqkv != blk->nqkv ||
+        gi->bias != blk->cfg.bias)
         return mhsa__fail(MHSA_ERR_INVALID_ARG,
                           "%s: g was made for d_model = %zu, bias = %d, the "
                           "block has d_model = %zu, bias = %d", fn, gi->D,
@@ -52,62 +54,71 @@ static mhsa_status check_backward(const mhsa_block *blk,
     return MHSA_OK;
 }
 
-// The arguments for query block qb of head bh (rows qb*br ...).
+// The arguments for query block qb (rows qb*br ...) of head h of sequence
+// b; dk and dv are those of its kv head.
 static head_args block_args(const mhsa_block *blk, const mhsa_workspace *ws,
-                            size_t br, size_t bh, size_t qb)
+                            size_t br, size_t b, size_t h, size_t qb)
 {
-    size_t T = ws->fwd_t, H = blk->H, dh = blk->dh, D = blk->D;
-    size_t b = bh / H, h = bh % H, r0 = qb * br;
-    size_t row = b * T + r0;
-    float *g0 = ws->qkv + b * T * 3 * D + h * dh;   // dqkv: dq of row 0
+    size_t T = ws->fwd_t, H = blk->H, Hkv = blk->Hkv, dh = blk->dh;
+    size_t D = blk->D, nqkv = blk->nqkv, kvh = h / blk->group;
+    size_t bh = b * H + h, r0 = qb * br, row = b * T + r0;
+    float *g0 = ws->qkv + b * T * nqkv;   // dqkv of the sequence's row 0
+    size_t klen = 0;
+    if (ws->fwd_seq_len && (size_t)ws->fwd_seq_len[b] < T)
+        klen = (size_t)ws->fwd_seq_len[b];
     head_args a = {
         .tq = T - r0 < br ? T - r0 : br, .tk = T, .dh = dh, .q_pos = r0,
-        .causal = blk->cfg.causal,
+        .causal = blk->cfg.causal, .window = (size_t)blk->cfg.window,
+        .klen = klen,
         .mask = ws->fwd_mask ? ws->fwd_mask + r0 * T : NULL,
         .ldmask = T,
         .scale = 1.0f / sqrtf((float)dh),
         .q = ws->q + (bh * T + r0) * dh,
-        .k = ws->k + bh * T * dh,
-        .v = ws->v + bh * T * dh,
+        .k = ws->k + (b * Hkv + kvh) * T * dh,
+        .v = ws->v + (b * Hkv + kvh) * T * dh,
+        .kv_dtype = MHSA_F32,
         .o = ws->ctx + row * D + h * dh, .ldo = D,
         .lse = ws->lse + bh * T + r0,
         .dout = ws->dctx + row * D + h * dh, .lddo = D,
-        .dq = g0 + r0 * 3 * D,
-        .dk = g0 + D, .dv = g0 + 2 * D,
-        .ldg = 3 * D,
+        .dq = g0 + r0 * nqkv + h * dh,
+        .dk = g0 + D + kvh * dh, .dv = g0 + D + (Hkv + kvh) * dh,
+        .ldg = nqkv,
     };
     return a;
 }
 
-// dk and dv of head bh accumulate from zero.
+// dk and dv of kv head g of sequence b accumulate from zero.
 static void zero_dkv(const mhsa_block *blk, const mhsa_workspace *ws,
-                     size_t bh)
+                     size_t b, size_t g)
 {
-    size_t T = ws->fwd_t, H = blk->H, dh = blk->dh, D = blk->D;
-    float *g0 = ws->qkv + (bh / H) * T * 3 * D + (bh % H) * dh;
+    size_t T = ws->fwd_t, dh = blk->dh, D = blk->D, nqkv = blk->nqkv;
+    float *g0 = ws->qkv + b * T * nqkv + D + g * dh;
     for (size_t t = 0; t < T; t++) {
-        memset(g0 + t * 3 * D + D, 0, dh * sizeof(float));
-        memset(g0 + t * 3 * D + 2 * D, 0, dh * sizeof(float));
+        memset(g0 + t * nqkv, 0, dh * sizeof(float));
+        memset(g0 + t * nqkv + blk->Hkv * dh, 0, dh * sizeof(float));
     }
 }
 
-// One task per head when there are at least as many heads as threads.
-// With fewer (one long sequence, one head), each head is split instead: a
-// pass over (head, key tile) makes dk and dv, each tile visiting the query
-// blocks in order, and a pass over (head, query block) makes dq, each block
-// visiting the key tiles in order. Every sum runs in the order of the
-// one-task version, so the bits are the same either way; the split pays
-// for recomputing the scores twice.
+// One task per kv head when there are at least as many kv heads as
+// threads: its query heads in order, each over its query blocks in order,
+// so dk and dv sum the group's contributions in a fixed order. With fewer
+// (one long sequence, few heads), each kv head is split instead: a pass
+// over (kv head, key tile) makes dk and dv, each tile visiting the group's
+// heads and query blocks in order, and a pass over (head, query block)
+// makes dq, each block visiting the key tiles in order. Every sum runs in
+// the order of the one-task version, so the bits are the same either way;
+// the split pays for recomputing the scores twice.
 static void attention_backward(const mhsa_kernels *k, mhsa_workspace *ws,
                                const mhsa_block *blk)
 {
     size_t B = ws->fwd_b, T = ws->fwd_t, H = blk->H, dh = blk->dh;
-    size_t br = mhsa__attn_br(k), bc = mhsa__attn_bc(k), bhs = B * H;
+    size_t Hkv = blk->Hkv, group = blk->group;
+    size_t br = mhsa__attn_br(k), bc = mhsa__attn_bc(k), kvs = B * Hkv;
     size_t nqb = (T + br - 1) / br, ntile = (T + bc - 1) / bc;
     double flops = 8.0 * (double)B * (double)H * (double)T * (double)T *
                    (double)dh;
-    int nt = mhsa__threads(ws, flops, bhs * nqb);
-    int split = (size_t)nt > bhs;
+    int nt = mhsa__threads(ws->max_threads, flops, B * H * nqb);
+    int split = (size_t)nt > kvs;
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
     mhsa_fpstate fp = mhsa__fp_enter();
@@ -115,31 +126,37 @@ static void attention_backward(const mhsa_kernels *k, mhsa_workspace *ws,
                                ws->tile_floats;
     if (!split) {
 #pragma omp for schedule(static)
-        for (size_t bh = 0; bh < bhs; bh++) {
-            zero_dkv(blk, ws, bh);
-            for (size_t qb = 0; qb < nqb; qb++) {
-                head_args a = block_args(blk, ws, br, bh, qb);
-                mhsa__head_backward(k, &a, tiles);
-            }
+        for (size_t bg = 0; bg < kvs; bg++) {
+            size_t b = bg / Hkv, g = bg % Hkv;
+            zero_dkv(blk, ws, b, g);
+            for (size_t h = g * group; h < (g + 1) * group; h++)
+                for (size_t qb = 0; qb < nqb; qb++) {
+                    head_args a = block_args(blk, ws, br, b, h, qb);
+                    mhsa__head_backward(k, &a, tiles);
+                }
         }
     } else {
 #pragma omp for schedule(static)
-        for (size_t bh = 0; bh < bhs; bh++)
-            zero_dkv(blk, ws, bh);
+        for (size_t bg = 0; bg < kvs; bg++)
+            zero_dkv(blk, ws, bg / Hkv, bg % Hkv);
 #pragma omp for schedule(static)
-        for (size_t task = 0; task < bhs * ntile; task++) {
-            size_t bh = task / ntile, j0 = (task % ntile) * bc;
-            for (size_t qb = 0; qb < nqb; qb++) {
-                head_args a = block_args(blk, ws, br, bh, qb);
-                a.skip_dq = 1;
-                a.key0 = j0;
-                a.key1 = j0 + bc;
-                mhsa__head_backward(k, &a, tiles);
-            }
+        for (size_t task = 0; task < kvs * ntile; task++) {
+            size_t bg = task / ntile, j0 = (task % ntile) * bc;
+            size_t b = bg / Hkv, g = bg % Hkv;
+            for (size_t h = g * group; h < (g + 1) * group; h++)
+                for (size_t qb = 0; qb < nqb; qb++) {
+                    head_args a = block_args(blk, ws, br, b, h, qb);
+                    a.skip_dq = 1;
+                    a.key0 = j0;
+                    a.key1 = j0 + bc;
+                    mhsa__head_backward(k, &a, tiles);
+                }
         }
 #pragma omp for schedule(static)
-        for (size_t task = 0; task < bhs * nqb; task++) {
-            head_args a = block_args(blk, ws, br, task / nqb, task % nqb);
+        for (size_t task = 0; task < B * H * nqb; task++) {
+            size_t bh = task / nqb;
+            head_args a = block_args(blk, ws, br, bh / H, bh % H,
+                                     task % nqb);
             a.skip_dkv = 1;
             mhsa__head_backward(k, &a, tiles);
         }
@@ -157,7 +174,7 @@ mhsa_status mhsa_backward(const mhsa_block *blk, mhsa_workspace *ws,
     mhsa_fpstate fp = mhsa__fp_enter();
     const mhsa_kernels *k = mhsa__kernels();
     const mhsa_gemm_scratch *s = &ws->gemm;
-    size_t D = blk->D, bt = ws->fwd_b * ws->fwd_t;
+    size_t D = blk->D, nqkv = blk->nqkv, bt = ws->fwd_b * ws->fwd_t;
     const float *x = ws->fwd_x;
 
     // Output projection.
@@ -167,16 +184,18 @@ mhsa_status mhsa_backward(const mhsa_block *blk, mhsa_workspace *ws,
                g->w_out, D);
     mhsa_sgemm(k, s, 0, 0, bt, D, D, 1.0f, dy, D, blk->w_out, D, NULL, 0.0f,
                ws->dctx, D);
-    // Attention, into dqkv (B*T, 3D) = [dq | dk | dv] per row.
+    // Attention, into dqkv (B*T, nqkv) = [dq | dk | dv] per row, then
+    // back through the rotation of q and k.
     attention_backward(k, ws, blk);
+    mhsa__rope_backward(blk, ws->fwd_b, ws->fwd_t, ws->qkv);
     // QKV projection.
     const float *dqkv = ws->qkv;
     if (blk->cfg.bias)
-        add_colsum(bt, 3 * D, dqkv, 3 * D, g->b_qkv);
-    mhsa_sgemm(k, s, 1, 0, 3 * D, D, bt, 1.0f, dqkv, 3 * D, x, D, NULL, 1.0f,
+        add_colsum(bt, nqkv, dqkv, nqkv, g->b_qkv);
+    mhsa_sgemm(k, s, 1, 0, nqkv, D, bt, 1.0f, dqkv, nqkv, x, D, NULL, 1.0f,
                g->w_qkv, D);
     if (dx)
-        mhsa_sgemm(k, s, 0, 0, bt, D, 3 * D, 1.0f, dqkv, 3 * D, blk->w_qkv, D,
+        mhsa_sgemm(k, s, 0, 0, bt, D, nqkv, 1.0f, dqkv, nqkv, blk->w_qkv, D,
                    NULL, 0.0f, dx, D);
     mhsa__fp_leave(fp);
     return MHSA_OK;

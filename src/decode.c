@@ -1,99 +1,188 @@
-// decode.c — attention for one query row per head that sees every key
-// (decoding one token with the KV cache, or a forward with T = 1).
+// decode.c — attention for sequences with one query row that sees every
+// stored key (decoding one token with the KV cache, or a forward with T =
+// 1), but those before a sliding window.
 //
 // A GEMM tile would waste mr - 1 rows and packing would double the memory
-// traffic, so K and V are streamed once, unpacked, by the gemv kernels:
-// s = K q, the online-softmax step on s, o += s V. The keys are split into
-// fixed chunks (independent of the thread count), each leaving a partial
-// (m, l, o); the partials merge in chunk order.
+// traffic, so K and V are streamed once, unpacked and in their stored type,
+// by the kv kernels: for the `group` query heads that share a kv head, s =
+// K q (one K read for the whole group), the online-softmax step on each
+// head's scores, o += s V (one V read). The keys are split into fixed
+// chunks (fixed by the sequence alone, independent of the thread count and
+// of the rest of the batch); tasks are (sequence, kv head, chunk), so one
+// long sequence does not leave a thread idle, and each leaves a partial
+// (m, l, o) per query head; the partials merge in chunk order.
 #include <math.h>
 #include <omp.h>
 #include <string.h>
 
-#include "forward.h"
+#include "attend.h"
 #include "fpenv.h"
+#include "plan.h"
+#include "threads.h"
 
-// Keys per chunk: enough tasks for every thread even with one sequence and
-// few heads, and 256 x dh of K and V per chunk stays in L2.
-enum { DECODE_CHUNK = 256 };
-
-int mhsa__is_decode(const attn_job *j)
+// The keys sequence b's row sees: [lo, hi).
+static void key_range(const attn_job *j, const seq_view *v, size_t *lo,
+                      size_t *hi)
 {
-    return j->tq == 1 && !j->mask && !j->attn &&
-           (!j->causal || j->q_pos + 1 >= j->tk);
+    size_t p = v->q_pos;
+    *hi = v->tk;
+    *lo = j->window && p + 1 > j->window ? p + 1 - j->window : 0;
 }
 
-size_t mhsa__decode_partial_floats(size_t batch, size_t H, size_t t,
-                                   size_t dh)
+static int all_finite(const float *x, size_t n)
 {
-    return batch * H * ((t + DECODE_CHUNK - 1) / DECODE_CHUNK) * (dh + 2);
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i]))
+            return 0;
+    return 1;
+}
+
+// A score of +inf made from a query or key holding inf or NaN is not a
+// score that overflowed (kernels.h): what a row reads propagates, so such
+// scores become NaN. Only looked at when a +inf score shows up: a finite
+// cache costs nothing here.
+static void nanify_inf(const mhsa_kernels *k, const attn_job *j,
+                       const float *q, size_t ldq, size_t m, const void *kc,
+                       size_t n, float *s, size_t lds, float *row)
+{
+    size_t dh = j->dh, es = mhsa_dtype_size(j->kv_dtype);
+    for (size_t r = 0; r < m; r++)
+        for (size_t c = 0; c < n; c++) {
+            if (s[r * lds + c] != INFINITY)
+                continue;
+            k->cvt_to_f32(dh, (const char *)kc + c * dh * es, j->kv_dtype,
+                          row);
+            if (!all_finite(row, dh) || !all_finite(q + r * ldq, dh))
+                s[r * lds + c] = NAN;
+        }
+}
+
+// One task: chunk c of kv head g of sequence b, for the group's query
+// heads; partials (m, l, o[dh]) of those heads, contiguous, at part.
+static void decode_chunk(const mhsa_kernels *k, const attn_job *j, size_t b,
+                         size_t g, size_t j0, size_t n, float *part,
+                         float *s)
+{
+    size_t dh = j->dh, group = j->H / j->Hkv, stride = dh + 2;
+    size_t es = mhsa_dtype_size(j->kv_dtype);
+    size_t h0 = g * group;
+    const float *q = j->q + (b * j->H + h0) * j->tq * dh;
+    size_t ldq = j->tq * dh;
+    size_t kvoff = ((b * j->Hkv + g) * j->kv_t + j0) * dh * es;
+    const void *kc = (const char *)j->k + kvoff;
+    const void *vc = (const char *)j->v + kvoff;
+    k->kv_dot(group, n, dh, q, ldq, kc, dh, j->kv_dtype, s, n);
+    for (size_t r = 0; r < group; r++) {
+        float *pr = part + r * stride;   // m, l, o[dh]
+        float *sr = s + r * n;
+        for (size_t c = 0; c < n; c++)
+            if (sr[c] == INFINITY) {   // o (dh floats) serves as scratch
+                nanify_inf(k, j, q + r * ldq, ldq, 1, kc, n, sr, n, pr + 2);
+                break;
+            }
+        pr[0] = -INFINITY;
+        pr[1] = 0.0f;
+        memset(pr + 2, 0, dh * sizeof(float));
+        mhsa_softmax_args sa = { 1, n, sr, n, { NULL, 0, 0, 0, 0, 0, 0 },
+                                 pr, pr + 1, pr + 2, dh, dh };
+        k->softmax_online(&sa);
+    }
+    k->kv_acc(group, n, dh, s, n, vc, dh, j->kv_dtype, part + 2, stride);
+}
+
+// Merges the partials of one (sequence, query head) in chunk order into
+// its context row o (dh) and lse.
+static void merge(size_t nch, size_t dh, size_t step, const float *p0,
+                  float *o, float *lse)
+{
+    float mx = -INFINITY, l = 0.0f;
+    for (size_t c = 0; c < nch; c++)
+        if (p0[c * step] > mx)
+            mx = p0[c * step];
+    memset(o, 0, dh * sizeof(float));
+    if (mx == -INFINITY) {   // no finite score anywhere
+        // An unblocked NaN score leaves its chunk l = NaN (see the
+        // softmax contract): the row is NaN, not a silent zero.
+        float lsum = 0.0f;
+        for (size_t c = 0; c < nch; c++)
+            lsum += p0[c * step + 1];
+        if (lsum != lsum)
+            for (size_t d = 0; d < dh; d++)
+                o[d] = lsum;
+        if (lse)
+            *lse = lsum != lsum ? lsum : -INFINITY;
+        return;
+    }
+    for (size_t c = 0; c < nch; c++) {
+        const float *p = p0 + c * step;
+        // With a +inf max only the chunks whose max is +inf count (their l
+        // counts their +inf keys); exp(inf - inf) would be NaN.
+        float w = mx == INFINITY ? (p[0] == INFINITY ? 1.0f : 0.0f)
+                                 : expf(p[0] - mx);
+        l += w * p[1];
+        for (size_t d = 0; d < dh; d++)
+            o[d] += w * p[2 + d];
+    }
+    float inv = 1.0f / l;
+    for (size_t d = 0; d < dh; d++)
+        o[d] *= inv;
+    if (lse)
+        *lse = mx + logf(l);
 }
 
 void mhsa__attention_decode(const mhsa_kernels *k, mhsa_workspace *ws,
                             const attn_job *j)
 {
-    size_t dh = j->dh, bhs = j->batch * j->H;
-    size_t nch = (j->tk + DECODE_CHUNK - 1) / DECODE_CHUNK;
-    size_t tasks = bhs * nch, stride = dh + 2;
-    double bytes = 2.0 * (double)bhs * (double)j->tk * (double)dh;
-    int nt = mhsa__threads(ws, 2.0 * bytes, tasks);
+    size_t dh = j->dh, group = j->H / j->Hkv, stride = dh + 2;
+    // Task table: first[b] = the first task of sequence b, chunks of kv
+    // head g at first[b] + g * nch(b); partials at task * group * stride.
+    size_t *first = ws->plan, tasks = 0;
+    double flops = 0.0;
+    for (size_t b = 0; b < j->batch; b++) {
+        first[b] = tasks;
+        seq_view v = mhsa__seq_view(j, b);
+        if (!mhsa__seq_decodes(j, &v))
+            continue;
+        size_t lo, hi;
+        key_range(j, &v, &lo, &hi);
+        tasks += j->Hkv * mhsa__decode_chunks(lo, hi);
+        flops += 4.0 * (double)j->H * (double)(hi - lo) * (double)dh;
+    }
+    first[j->batch] = tasks;
+    int nt = mhsa__threads(ws->max_threads, flops, tasks);
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         mhsa_fpstate fp = mhsa__fp_enter();
         float *s = ws->tiles + (size_t)omp_get_thread_num() * ws->tile_floats;
+        size_t b = 0;
 #pragma omp for schedule(static)
         for (size_t task = 0; task < tasks; task++) {
-            size_t bh = task / nch, c = task % nch;
-            size_t j0 = c * DECODE_CHUNK;
-            size_t n = j->tk - j0 < DECODE_CHUNK ? j->tk - j0 : DECODE_CHUNK;
-            const float *kc = j->k + (bh * j->kv_t + j0) * dh;
-            const float *vc = j->v + (bh * j->kv_t + j0) * dh;
-            float *part = ws->decode + task * stride;   // m, l, o[dh]
-            part[0] = -INFINITY;
-            part[1] = 0.0f;
-            memset(part + 2, 0, dh * sizeof(float));
-            k->gemv_n(n, dh, kc, dh, j->q + bh * dh, s, 0.0f);
-            mhsa_softmax_args sa = { 1, n, s, n,
-                                     { NULL, 0, 0, 0, 0 },
-                                     part, part + 1, part + 2, dh, dh };
-            k->softmax_online(&sa);
-            k->gemv_t(n, dh, s, vc, dh, part + 2);
+            while (first[b + 1] <= task)   // tasks ascend in each thread
+                b++;
+            seq_view v = mhsa__seq_view(j, b);
+            size_t lo, hi;
+            key_range(j, &v, &lo, &hi);
+            size_t nch = mhsa__decode_chunks(lo, hi);
+            size_t g = (task - first[b]) / nch, c = (task - first[b]) % nch;
+            size_t j0 = lo + c * MHSA_DECODE_CHUNK;
+            size_t n = hi - j0 < MHSA_DECODE_CHUNK ? hi - j0
+                                                   : MHSA_DECODE_CHUNK;
+            decode_chunk(k, j, b, g, j0, n, ws->decode +
+                         task * group * stride, s);
         }
+        // Merge: one (sequence, query head) per task, chunk order.
 #pragma omp for schedule(static)
-        for (size_t bh = 0; bh < bhs; bh++) {
-            const float *p0 = ws->decode + bh * nch * stride;
-            float mx = -INFINITY, l = 0.0f;
-            for (size_t c = 0; c < nch; c++)
-                if (p0[c * stride] > mx)
-                    mx = p0[c * stride];
-            size_t b = bh / j->H, h = bh % j->H;
-            float *o = j->ctx + b * j->H * dh + h * dh;
-            memset(o, 0, dh * sizeof(float));
-            if (mx == -INFINITY) {   // no finite score anywhere
-                // An unblocked NaN score leaves its chunk l = NaN (see the
-                // softmax contract): the row is NaN, not a silent zero.
-                float lsum = 0.0f;
-                for (size_t c = 0; c < nch; c++)
-                    lsum += p0[c * stride + 1];
-                if (lsum != lsum)
-                    for (size_t d = 0; d < dh; d++)
-                        o[d] = lsum;
-                if (j->lse)
-                    j->lse[bh] = lsum != lsum ? lsum : -INFINITY;
+        for (size_t bh = 0; bh < j->batch * j->H; bh++) {
+            size_t bb = bh / j->H, h = bh % j->H;
+            if (first[bb + 1] == first[bb])   // not a decode sequence
                 continue;
-            }
-            for (size_t c = 0; c < nch; c++) {
-                const float *p = p0 + c * stride;
-                float w = expf(p[0] - mx);
-                l += w * p[1];
-                for (size_t d = 0; d < dh; d++)
-                    o[d] += w * p[2 + d];
-            }
-            float inv = 1.0f / l;
-            for (size_t d = 0; d < dh; d++)
-                o[d] *= inv;
-            if (j->lse)
-                j->lse[bh] = mx + logf(l);
+            size_t nch = (first[bb + 1] - first[bb]) / j->Hkv;
+            size_t g = h / group, r = h % group;
+            const float *p0 = ws->decode +
+                              ((first[bb] + g * nch) * group + r) * stride;
+            merge(nch, dh, group * stride, p0,
+                  j->ctx + bb * j->tq * j->H * dh + h * dh,
+                  j->lse ? j->lse + bh * j->tq : NULL);
         }
         mhsa__fp_leave(fp);
     }

@@ -13,16 +13,19 @@
 #if defined(__x86_64__) || defined(_M_X64)
 #include <cpuid.h>
 
-// AVX2 needs the CPU's AVX2 and FMA bits *and* the OS saving YMM state
-// (OSXSAVE, then XCR0 bits 1 and 2). __builtin_cpu_supports skipped the OS
-// check in older GCC (bug 85100), so this asks CPUID and XGETBV directly.
+// AVX2 needs the CPU's AVX2, FMA and F16C bits *and* the OS saving YMM
+// state (OSXSAVE, then XCR0 bits 1 and 2). __builtin_cpu_supports skipped
+// the OS check in older GCC (bug 85100), so this asks CPUID and XGETBV
+// directly. F16C (the half-precision KV cache) came with every AVX2 CPU.
 static int cpu_has_avx2_fma(void)
 {
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d))
         return 0;
-    const unsigned fma = 1u << 12, osxsave = 1u << 27, avx = 1u << 28;
-    if ((c & (fma | osxsave | avx)) != (fma | osxsave | avx))
+    const unsigned fma = 1u << 12, osxsave = 1u << 27, avx = 1u << 28,
+                   f16c = 1u << 29;
+    const unsigned need = fma | osxsave | avx | f16c;
+    if ((c & need) != need)
         return 0;
     unsigned xcr0_lo, xcr0_hi;
     __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
@@ -33,10 +36,33 @@ static int cpu_has_avx2_fma(void)
     __cpuid_count(7, 0, a, b, c, d);
     return (b >> 5) & 1;   // CPUID.7.0:EBX bit 5 = AVX2
 }
+
+#if MHSA_HAVE_AVX512
+// AVX-512 (F, BW, VL, DQ; with AVX2 and FMA) needs the OS saving the
+// opmask registers and all 32 ZMM registers as well: XCR0 bits 1, 2 (SSE,
+// AVX), 5 (opmask), 6 (ZMM0-15 upper halves) and 7 (ZMM16-31).
+static int cpu_has_avx512(void)
+{
+    if (!cpu_has_avx2_fma())
+        return 0;
+    unsigned a, b, c, d;
+    unsigned xcr0_lo, xcr0_hi;
+    __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+    if ((xcr0_lo & 0xe6) != 0xe6)
+        return 0;
+    __cpuid_count(7, 0, a, b, c, d);
+    const unsigned f = 1u << 16, dq = 1u << 17, bw = 1u << 30,
+                   vl = 1u << 31;
+    return (b & (f | dq | bw | vl)) == (f | dq | bw | vl);
+}
+#endif
 #endif
 
 // Best first; scalar last, always there.
 static const mhsa_kernels *const built_tables[] = {
+#if MHSA_HAVE_AVX512
+    &mhsa_kernels_avx512,
+#endif
 #if MHSA_HAVE_AVX2
     &mhsa_kernels_avx2,
 #endif
@@ -56,6 +82,9 @@ static int cpu_supports(mhsa_isa isa)
 #endif
 #if MHSA_HAVE_NEON
     case MHSA_ISA_NEON:   return 1;
+#endif
+#if MHSA_HAVE_AVX512
+    case MHSA_ISA_AVX512: return cpu_has_avx512();
 #endif
     default:              return 0;
     }
@@ -91,7 +120,7 @@ static const mhsa_kernels *table_from_env(void)
 {
     const char *e = getenv("MHSA_ISA");
     if (e) {
-        for (mhsa_isa i = MHSA_ISA_SCALAR; i <= MHSA_ISA_NEON; i++) {
+        for (mhsa_isa i = MHSA_ISA_SCALAR; i <= MHSA_ISA_LAST; i++) {
             if (strcmp(e, mhsa_isa_name(i)) == 0) {
                 const mhsa_kernels *k = mhsa_kernels_for(i);
                 if (k)
@@ -123,6 +152,7 @@ const char *mhsa_isa_name(mhsa_isa isa)
     case MHSA_ISA_SCALAR: return "scalar";
     case MHSA_ISA_AVX2:   return "avx2";
     case MHSA_ISA_NEON:   return "neon";
+    case MHSA_ISA_AVX512: return "avx512";
     }
     return "unknown";
 }
@@ -132,7 +162,7 @@ mhsa_status mhsa_select_isa(mhsa_isa isa)
     const mhsa_kernels *k;
     if (isa == MHSA_ISA_AUTO) {
         k = best_table();
-    } else if (isa < MHSA_ISA_AUTO || isa > MHSA_ISA_NEON) {
+    } else if (isa < MHSA_ISA_AUTO || isa > MHSA_ISA_LAST) {
         return mhsa__fail(MHSA_ERR_INVALID_ARG,
                           "mhsa_select_isa: isa = %d is not an mhsa_isa",
                           (int)isa);

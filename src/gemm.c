@@ -10,10 +10,10 @@
 //         for ir in the block by MR:   A block stays in L2
 //           sgemm_ukr(kc, ...)         beta on the first KC block, then 1
 #include <omp.h>
-#include <pthread.h>
 #include <string.h>
 
 #include "gemm.h"
+#include "threads.h"
 
 #include "alloc.h"
 #include "fpenv.h"
@@ -33,41 +33,6 @@ static size_t mc_of(const mhsa_kernels *k)
 static size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
 
 size_t mhsa_gemm_a_floats(const mhsa_kernels *k) { return mc_of(k) * KC; }
-
-// fork() safety. GCC's libgomp keeps a thread pool per calling thread and
-// has no fork handler: in a child forked after a parallel region, that
-// thread's next region with more than one thread waits for pool threads
-// that do not exist there, for ever. So a thread that has started a
-// parallel region here runs serially in a forked child (the same bits: they
-// never depend on the thread count); threads created in the child get
-// fresh pools and run in parallel as usual.
-// Only threads that ran a parallel region here before the fork are marked:
-// marking every forking thread would make every forked child (check's test
-// runner forks each test) serial. An application that ran its own OpenMP
-// regions before fork() should call mhsa with OMP_NUM_THREADS=1 in the
-// child; libgomp gives no way to see that from here.
-static _Thread_local int pool_started, pool_stale;
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-
-static void child_after_fork(void)
-{
-    if (pool_started)   // runs in the forking thread, the child's only one
-        pool_stale = 1;
-}
-
-static void register_atfork(void)
-{
-    pthread_atfork(NULL, NULL, child_after_fork);
-}
-
-int mhsa__pool_threads(int nt)
-{
-    if (nt <= 1 || pool_stale)
-        return 1;
-    pthread_once(&atfork_once, register_atfork);
-    pool_started = 1;
-    return nt;
-}
 
 size_t mhsa_gemm_b_floats(const mhsa_kernels *k, size_t n)
 {

@@ -45,11 +45,6 @@ void mhsa_sgemm(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
                 const float *b, size_t ldb, const float *bp_prepacked,
                 float beta, float *c, size_t ldc);
 
-// The thread count for a parallel region that wants nt threads: nt, or 1
-// on a thread whose OpenMP pool was left behind by fork() (see gemm.c).
-// Every parallel region of the library sizes itself through this.
-int mhsa__pool_threads(int nt);
-
 #endif
 
 // ---- single-threaded tile helpers for the attention loops --------------

@@ -6,14 +6,17 @@
 // describe: never past n of caller memory (tails are masked or scalar), and
 // no alignment beyond float's is assumed.
 //
-// Three families:
+// Five families:
 //  1. packed GEMM: pack_a / pack_b into micro-panels, sgemm_ukr on one tile
 //     (BLIS: the loops, blocking and threads live once in src/gemm.c);
 //  2. softmax: the masked online-softmax update of one block of score rows
 //     (Milakov & Gimelshein 2018, "Online normalizer calculation for
 //     softmax"; FlashAttention), its backward, and a plain whole-row softmax;
 //  3. permute: a strided 4-D copy with scale, used to split the QKV
-//     projection into heads and to merge heads back.
+//     projection into heads and to merge heads back;
+//  4. gemv: one-row products, and the decode products over K/V rows stored
+//     in the KV cache's dtype (fp32, f16 or bf16), converted in registers;
+//  5. conversions between fp32 and the cache's 16-bit storage types.
 #ifndef MHSA_KERNELS_H
 #define MHSA_KERNELS_H
 
@@ -24,17 +27,54 @@
 // ---- softmax ------------------------------------------------------------
 
 // Which keys a query row may see. Key j (absolute position k0 + j) is blocked
-// for query row r (absolute position q0 + r) when
-//   causal && k0 + j > q0 + r,   or   mask && mask[r*ldmask + j] == -INFINITY.
-// A blocked key's score is never read (it may hold NaN) and its weight is an
-// exact +0.0f. Any finite mask value, however negative, is added like any
-// other. The mask pointer is already offset to (row q0, key k0).
+// for query row r (absolute position q = q0 + r) when
+//   causal && k0 + j > q               (the causal mask),
+//   window && k0 + j + window <= q     (outside a sliding window of W keys),
+//   klen && k0 + j >= klen             (key padding: the sequence's length),
+//   or mask && mask[r*ldmask + j] == -INFINITY.
+// So row r sees at most the keys [lo, hi) that mhsa_mask_view_range gives,
+// minus the -INFINITY mask entries. A blocked key's score is never read (it
+// may hold NaN) and its weight is an exact +0.0f. Any finite mask value,
+// however negative, is added like any other. The mask pointer is already
+// offset to (row q0, key k0). window and klen are 0 when unused.
 typedef struct mhsa_mask_view {
     const float *mask;   // additive (rows, ldmask) or NULL
     size_t ldmask;
     size_t q0, k0;       // absolute positions of row 0 and key 0
     int causal;
+    size_t window;       // 0: no window; else W (see above)
+    size_t klen;         // 0: no padding; else keys >= klen are blocked
 } mhsa_mask_view;
+
+// Keys [*lo, *hi) (0 <= lo <= hi <= n) of a tile of n keys that row r may
+// see by position (causal, window, klen); the mask may block more of them.
+// Plain C, shared by every ISA's kernels and the drivers so that all apply
+// one rule.
+static inline void mhsa_mask_view_range(const mhsa_mask_view *mv, size_t r,
+                                        size_t n, size_t *lo, size_t *hi)
+{
+    size_t q = mv->q0 + r, k0 = mv->k0;
+    size_t end = k0 + n;                       // one past the last key
+    if (mv->causal && q + 1 < end)
+        end = q + 1;
+    if (mv->klen && mv->klen < end)
+        end = mv->klen;
+    size_t start = k0;
+    if (mv->window && q + 1 > mv->window && q + 1 - mv->window > start)
+        start = q + 1 - mv->window;
+    *hi = end > k0 ? end - k0 : 0;
+    *lo = start - k0 < *hi ? start - k0 : *hi;
+}
+
+// Scores that overflow. A score of +INFINITY from finite inputs is the
+// limit of a key that outweighs all others: a row whose largest unblocked
+// score is +INFINITY shares its weight equally among its +INFINITY keys,
+// and every other key gets 0 (never exp(inf - inf) = NaN). A row whose
+// every unblocked score is -INFINITY is treated like a fully blocked row.
+// Non-finite inputs are not scores that overflow: a +INFINITY (or NaN)
+// mask entry of an unblocked key makes its score NaN, and so the row NaN
+// (inf in what a row reads propagates); the drivers turn the scores of
+// keys and queries holding inf or NaN into NaN before the kernels see them.
 
 // One online-softmax step over a tile of n keys for `rows` query rows.
 // In:  s (rows, lds) raw scores (already scaled); running max m and sum l per
@@ -42,9 +82,12 @@ typedef struct mhsa_mask_view {
 //      unnormalised output accumulator, dv columns wide.
 // Out: s overwritten with p = exp(s + mask - m_new) (exact 0 where blocked);
 //      m = m_new = max(m_old, max unblocked s + mask);
-//      o *= exp(m_old - m_new) and l = l * exp(m_old - m_new) + sum(p).
+//      o *= alpha and l = l * alpha + sum(p), alpha = exp(m_old - m_new).
 // A row with no unblocked key so far keeps m = -INFINITY, l = 0, o untouched
 // and gets p = 0 (never NaN). NaN in an unblocked score makes that row NaN.
+// When m_new is +INFINITY: p = 1 for the +INFINITY scores and 0 for the
+// others (NaN scores stay NaN), and alpha = 1 if m_old is +INFINITY too,
+// else 0 (so l counts the row's +INFINITY keys).
 typedef struct mhsa_softmax_args {
     size_t rows, n;
     float *s;  size_t lds;
@@ -56,8 +99,12 @@ typedef struct mhsa_softmax_args {
 // Backward of softmax, one tile, with p recomputed from the saved
 // log-sum-exp: p = exp(s + mask - lse) (exact 0 where blocked, and the whole
 // row 0 when lse == -INFINITY); ds = p * (dp - delta).
+// A row with lse == +INFINITY (its forward had +INFINITY scores, see above)
+// takes p = inf_w[r] for its +INFINITY scores and 0 for the others.
 // In:  s (rows, lds) raw scaled scores; dp (rows, lddp) = dO V^T;
-//      lse, delta (rows) with delta = rowsum(dO * O).
+//      lse, delta (rows) with delta = rowsum(dO * O); inf_w (rows) the
+//      weight of one +INFINITY key (1 / their count) for rows whose lse is
+//      +INFINITY, or NULL when no row's lse is +INFINITY.
 // Out: s overwritten with p; dp overwritten with ds (exact 0 where blocked).
 typedef struct mhsa_softmax_grad_args {
     size_t rows, n;
@@ -65,6 +112,7 @@ typedef struct mhsa_softmax_grad_args {
     float *dp; size_t lddp;
     mhsa_mask_view mv;
     const float *lse, *delta;
+    const float *inf_w;
 } mhsa_softmax_grad_args;
 
 // ---- permute ------------------------------------------------------------
@@ -111,9 +159,10 @@ typedef struct mhsa_kernels {
     void (*softmax_grad)(const mhsa_softmax_grad_args *a);
     // y[j] = exp(x[j] - max) / sum over the n values; -INFINITY entries give
     // an exact 0, and a row that is all -INFINITY gives all zeros. A row
-    // holding a NaN may give NaN everywhere, -INFINITY entries included
-    // (callers that promise zeros for blocked keys reset them). In place
-    // (y == x) is allowed.
+    // whose max is +INFINITY gives 1/count to each of its +INFINITY entries
+    // and 0 to the rest. A row holding a NaN may give NaN everywhere,
+    // -INFINITY entries included (callers that promise zeros for blocked
+    // keys reset them). In place (y == x) is allowed.
     void (*softmax_row)(size_t n, const float *x, float *y);
 
     void (*permute)(const mhsa_permute_args *a);
@@ -129,7 +178,42 @@ typedef struct mhsa_kernels {
     //         p[j] == 0 are still read (callers pass only unblocked rows).
     void (*gemv_t)(size_t n, size_t d, const float *p, const float *a,
                    size_t lda, float *y);
+
+    // The decode products over a K or V cache whose rows (stride ld
+    // elements of the dtype) are stored as dt, read once for m query rows
+    // (a group of query heads sharing one kv head) and converted in
+    // registers; no fp32 copy of the cache is made. Row r's result has the
+    // same bits whatever m is, and with MHSA_F32 the bits of gemv_n (beta
+    // 0) / gemv_t on that row alone.
+    // kv_dot: s[r*lds + j] = sum_i q[r*ldq + i] * K[j][i], r < m, j < n,
+    //         i < d.
+    void (*kv_dot)(size_t m, size_t n, size_t d, const float *q, size_t ldq,
+                   const void *k, size_t ldk, mhsa_dtype dt, float *s,
+                   size_t lds);
+    // kv_acc: o[r*ldo + i] += sum_j p[r*ldp + j] * V[j][i], r < m, i < d,
+    //         j < n in order; rows j with p == 0 are still read.
+    void (*kv_acc)(size_t m, size_t n, size_t d, const float *p, size_t ldp,
+                   const void *v, size_t ldv, mhsa_dtype dt, float *o,
+                   size_t ldo);
+
+    // Conversions of n values between fp32 and a storage type (dst and src
+    // do not overlap). To F16 (IEEE binary16) and BF16 (the top half of an
+    // fp32): round to nearest even; F16 overflow gives +-inf, results below
+    // the F16 normal range are F16 subnormals (or +-0); a NaN stays a NaN
+    // with its sign and the top payload bits, made quiet (F16: sign |
+    // 0x7e00 | mantissa >> 13; BF16: (bits >> 16) | 0x0040), as F16C's
+    // vcvtps2ph and AArch64's fcvtn do. From F16/BF16 the value is exact.
+    // MHSA_F32 copies. The scalar versions are the bit-exact reference.
+    void (*cvt_from_f32)(size_t n, const float *src, void *dst,
+                         mhsa_dtype dt);
+    void (*cvt_to_f32)(size_t n, const void *src, mhsa_dtype dt, float *dst);
 } mhsa_kernels;
+
+// Bytes of one stored element of dt (4 or 2).
+static inline size_t mhsa_dtype_size(mhsa_dtype dt)
+{
+    return dt == MHSA_F32 ? 4 : 2;
+}
 
 // Tables this build has (each defined in src/<isa>/table.c).
 extern const mhsa_kernels mhsa_kernels_scalar;
@@ -139,6 +223,12 @@ extern const mhsa_kernels mhsa_kernels_avx2;
 #if MHSA_HAVE_NEON
 extern const mhsa_kernels mhsa_kernels_neon;
 #endif
+#if MHSA_HAVE_AVX512
+extern const mhsa_kernels mhsa_kernels_avx512;
+#endif
+
+// The last value of mhsa_isa: loops over every ISA run SCALAR..LAST.
+#define MHSA_ISA_LAST MHSA_ISA_AVX512
 
 // The active table (chosen once, see dispatch.c). Never NULL.
 const mhsa_kernels *mhsa__kernels(void);

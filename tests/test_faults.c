@@ -103,7 +103,7 @@ static void fault_every(const char *name, env *e, op_fn op, destroy_fn destroy,
         ck_assert(mhsa_last_error()[0] != '\0');
     }
     ck_assert_uint_eq(n_overflow, 0);
-    printf("%-28s %2zu allocations, each failed in turn: NO_MEMORY, no "
+    printf("%-32s %2zu allocations, each failed in turn: NO_MEMORY, no "
            "leak\n", name, n);
 }
 
@@ -123,6 +123,21 @@ static mhsa_status op_workspace(env *e, void **obj)
 static mhsa_status op_cache(env *e, void **obj)
 {
     return mhsa_kv_cache_create(e->blk, 2, 16, (mhsa_kv_cache **)obj);
+}
+
+// The 0.2 variants: grouped-query heads and RoPE tables.
+static const mhsa_config cfg_v02 = { 12, 6, 16, 1, 1, 2, 2, 500.0f, 1, 5 };
+
+static mhsa_status op_block_v02(env *e, void **obj)
+{
+    (void)e;
+    return mhsa_block_create(&cfg_v02, (mhsa_block **)obj);
+}
+
+static mhsa_status op_cache_f16(env *e, void **obj)
+{
+    mhsa_kv_config kc = { 2, 16, MHSA_F16 };
+    return mhsa_kv_cache_create_ex(e->blk, &kc, (mhsa_kv_cache **)obj);
 }
 
 static mhsa_status op_grads(env *e, void **obj)
@@ -181,12 +196,21 @@ static void compute(mhsa_block *blk, const float *x, float *y, float *dx,
     ck_assert_int_eq(mhsa_workspace_create(blk, 2, &ws), MHSA_OK);
     ck_assert_int_eq(mhsa_grads_create(blk, &g), MHSA_OK);
     ck_assert_int_eq(mhsa_kv_cache_create(blk, 2, 16, &c), MHSA_OK);
-    // The compute calls themselves allocate nothing.
+    // The compute calls themselves allocate nothing, the ragged ones
+    // included.
     mhsa__alloc_fail_at(0);
     ck_assert_int_eq(mhsa_forward(blk, ws, x, 2, 16, NULL, y, NULL), MHSA_OK);
     ck_assert_int_eq(mhsa_backward(blk, ws, x, dx, g), MHSA_OK);
     ck_assert_int_eq(mhsa_forward_cached(blk, ws, c, x, 2, 5, dec), MHSA_OK);
+    int seq_len[2] = { 16, 9 }, n_new[2] = { 1, 0 };
+    float *y2 = malloc(2 * 16 * 12 * sizeof(float));
+    mhsa_forward_args fa = { x, 2, 16, NULL, seq_len, y2, NULL };
+    mhsa_cached_args ca = { x, 2, 1, n_new, y2 };
+    ck_assert_int_eq(mhsa_forward_ex(blk, ws, &fa), MHSA_OK);
+    ck_assert_int_eq(mhsa_forward_cached_ex(blk, ws, c, &ca), MHSA_OK);
+    ck_assert_int_eq(mhsa_kv_cache_reset_seq(c, 1), MHSA_OK);
     ck_assert_uint_eq(mhsa__alloc_fail_at(0), 0);
+    free(y2);
     mhsa_kv_cache_destroy(c);
     mhsa_grads_destroy(g);
     mhsa_workspace_destroy(ws);
@@ -240,6 +264,10 @@ START_TEST(every_allocation_fails_in_turn)
     fault_every("mhsa_block_create", &e, op_block, destroy_block, 1);
     fault_every("mhsa_workspace_create", &e, op_workspace, destroy_ws, 1);
     fault_every("mhsa_kv_cache_create", &e, op_cache, destroy_cache, 1);
+    fault_every("mhsa_block_create (GQA, RoPE)", &e, op_block_v02,
+                destroy_block, 1);
+    fault_every("mhsa_kv_cache_create_ex (F16)", &e, op_cache_f16,
+                destroy_cache, 1);
     fault_every("mhsa_grads_create", &e, op_grads, destroy_grads, 1);
     fault_every("mhsa_lm_create", &e, op_lm, destroy_lm, 1);
 #ifdef MHSA_TEST_SAFETENSORS

@@ -7,7 +7,7 @@
 #include "util.h"
 
 const mhsa_isa all_isas[N_ISAS] = { MHSA_ISA_SCALAR, MHSA_ISA_AVX2,
-                                    MHSA_ISA_NEON };
+                                    MHSA_ISA_NEON, MHSA_ISA_AVX512 };
 
 const mhsa_kernels *kernels_or_skip(int i)
 {

@@ -12,7 +12,7 @@
 
 // Every ISA a test loops over; mhsa_kernels_for() says which this machine has.
 extern const mhsa_isa all_isas[];
-enum { N_ISAS = 3 };
+enum { N_ISAS = 4 };
 // The table for all_isas[i], or NULL after printing why it is skipped.
 const mhsa_kernels *kernels_or_skip(int i);
 

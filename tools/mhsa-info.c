@@ -23,7 +23,7 @@ int main(int argc, char **argv)
     printf("mhsa %s\n", mhsa_version());
     printf("active isa: %s\n", mhsa_isa_name(mhsa_active_isa()));
     printf("available:");
-    for (mhsa_isa i = MHSA_ISA_SCALAR; i <= MHSA_ISA_NEON; i++)
+    for (mhsa_isa i = MHSA_ISA_SCALAR; i <= MHSA_ISA_LAST; i++)
         if (mhsa_kernels_for(i))
             printf(" %s", mhsa_isa_name(i));
     printf("\n");

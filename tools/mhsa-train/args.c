@@ -217,16 +217,17 @@ int parse_args(int argc, char **argv, train_args *a, FILE *err)
             rc = parse_u64(err, flag, val, &a->seed);
         } else if (strcmp(flag, "--isa") == 0) {
             static const mhsa_isa isas[] = { MHSA_ISA_AUTO, MHSA_ISA_SCALAR,
-                                             MHSA_ISA_AVX2, MHSA_ISA_NEON };
+                                             MHSA_ISA_AVX2, MHSA_ISA_NEON,
+                                             MHSA_ISA_AVX512 };
             int ok = 0;
-            for (size_t k = 0; k < 4; k++)
+            for (size_t k = 0; k < sizeof isas / sizeof isas[0]; k++)
                 if (strcmp(val, mhsa_isa_name(isas[k])) == 0) {
                     a->isa = isas[k];
                     ok = 1;
                 }
             if (!ok)
-                rc = bad(err, "%s: unknown ISA '%s' (auto, scalar, avx2 or "
-                         "neon)", flag, val);
+                rc = bad(err, "%s: unknown ISA '%s' (auto, scalar, avx2, "
+                         "avx512 or neon)", flag, val);
         } else if (dp_args_known(flag)) {
             rc = dp_args_parse(flag, val, &a->dp, err);
         } else {

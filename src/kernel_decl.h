@@ -1,0 +1,75 @@
+// kernel_decl.h — one ISA's kernel declarations and table, written once.
+//
+// Every ISA has the same kernels (contracts in kernels.h) under names
+// mhsa_<op>__<isa>, the tile shape in the GEMM names:
+// mhsa_pack_a_mr6__avx2, mhsa_pack_b_nr16__avx2, mhsa_sgemm_6x16__avx2, ...
+// An ISA's header declares them with MHSA_DECLARE_KERNELS(avx2, 6, 16) and
+// its table.c defines the table with MHSA_KERNEL_TABLE(avx2, MHSA_ISA_AVX2,
+// 6, 16), so adding a kernel means one line here, not one per ISA file.
+#ifndef MHSA_KERNEL_DECL_H
+#define MHSA_KERNEL_DECL_H
+
+#include "kernels.h"
+
+#define MHSA_KCAT_(a, b) a##b
+#define MHSA_KCAT(a, b) MHSA_KCAT_(a, b)
+// mhsa_<op>__<isa>
+#define MHSA_KNAME(op, isa) MHSA_KCAT(MHSA_KCAT(mhsa_, op), MHSA_KCAT(__, isa))
+#define MHSA_KPACK_A(isa, mr) MHSA_KNAME(MHSA_KCAT(pack_a_mr, mr), isa)
+#define MHSA_KPACK_B(isa, nr) MHSA_KNAME(MHSA_KCAT(pack_b_nr, nr), isa)
+#define MHSA_KSGEMM(isa, mr, nr) \
+    MHSA_KNAME(MHSA_KCAT(MHSA_KCAT(sgemm_, mr), MHSA_KCAT(x, nr)), isa)
+
+#define MHSA_DECLARE_KERNELS(isa, mr, nr)                                     \
+    void MHSA_KPACK_A(isa, mr)(size_t m, size_t k, const float *a,           \
+                               size_t lda, int trans, float alpha,           \
+                               float *ap);                                   \
+    void MHSA_KPACK_B(isa, nr)(size_t k, size_t n, const float *b,           \
+                               size_t ldb, int trans, float *bp);            \
+    void MHSA_KSGEMM(isa, mr, nr)(size_t k, const float *ap,                 \
+                                  const float *bp, float *c, size_t ldc,     \
+                                  size_t m, size_t n, float beta);           \
+    void MHSA_KNAME(softmax_online, isa)(const mhsa_softmax_args *a);        \
+    void MHSA_KNAME(softmax_grad, isa)(const mhsa_softmax_grad_args *a);     \
+    void MHSA_KNAME(softmax_row, isa)(size_t n, const float *x, float *y);   \
+    void MHSA_KNAME(permute_4d, isa)(const mhsa_permute_args *a);            \
+    void MHSA_KNAME(gemv_n, isa)(size_t n, size_t d, const float *a,         \
+                                 size_t lda, const float *x, float *y,       \
+                                 float beta);                                \
+    void MHSA_KNAME(gemv_t, isa)(size_t n, size_t d, const float *p,         \
+                                 const float *a, size_t lda, float *y);      \
+    void MHSA_KNAME(kv_dot, isa)(size_t m, size_t n, size_t d,               \
+                                 const float *q, size_t ldq, const void *k,  \
+                                 size_t ldk, mhsa_dtype dt, float *s,        \
+                                 size_t lds);                                \
+    void MHSA_KNAME(kv_acc, isa)(size_t m, size_t n, size_t d,               \
+                                 const float *p, size_t ldp, const void *v,  \
+                                 size_t ldv, mhsa_dtype dt, float *o,        \
+                                 size_t ldo);                                \
+    void MHSA_KNAME(cvt_from_f32, isa)(size_t n, const float *src,           \
+                                       void *dst, mhsa_dtype dt);            \
+    void MHSA_KNAME(cvt_to_f32, isa)(size_t n, const void *src,              \
+                                     mhsa_dtype dt, float *dst);
+
+#define MHSA_KERNEL_TABLE(sfx, isa_enum, mr_, nr_)                            \
+    {                                                                         \
+        .isa = isa_enum,                                                      \
+        .name = #sfx,                                                         \
+        .mr = mr_,                                                            \
+        .nr = nr_,                                                            \
+        .pack_a = MHSA_KPACK_A(sfx, mr_),                                     \
+        .pack_b = MHSA_KPACK_B(sfx, nr_),                                     \
+        .sgemm_ukr = MHSA_KSGEMM(sfx, mr_, nr_),                              \
+        .softmax_online = MHSA_KNAME(softmax_online, sfx),                    \
+        .softmax_grad = MHSA_KNAME(softmax_grad, sfx),                        \
+        .softmax_row = MHSA_KNAME(softmax_row, sfx),                          \
+        .permute = MHSA_KNAME(permute_4d, sfx),                               \
+        .gemv_n = MHSA_KNAME(gemv_n, sfx),                                    \
+        .gemv_t = MHSA_KNAME(gemv_t, sfx),                                    \
+        .kv_dot = MHSA_KNAME(kv_dot, sfx),                                    \
+        .kv_acc = MHSA_KNAME(kv_acc, sfx),                                    \
+        .cvt_from_f32 = MHSA_KNAME(cvt_from_f32, sfx),                        \
+        .cvt_to_f32 = MHSA_KNAME(cvt_to_f32, sfx),                            \
+    }
+
+#endif

@@ -1,0 +1,147 @@
+// split.c — the split of the QKV projection into heads, with the rotary
+// position embedding and the KV cache's storage type (split.h).
+//
+// RoPE (Su et al. 2021, "RoFormer"): pair (u, v) of a head vector at
+// position p, i < R/2, angle a = p * theta^(-2i/R) from the block's tables:
+//   (u, v) -> (u cos a - v sin a, u sin a + v cos a),
+// pairs (x[i], x[i + R/2]) (GPT-NeoX, Hugging Face) or (x[2i], x[2i+1])
+// (GPT-J, Meta). The rotation is orthogonal, so its gradient is R^T.
+// Plain fp32 arithmetic without contraction: the same bits on every ISA.
+#include <math.h>
+#include <string.h>
+
+#include "split.h"
+
+// dst (dh) = scale * R(p) src; features past R are only scaled. cs and sn
+// are the tables' row for position p.
+static void rope_row(const mhsa_block *blk, const float *cs, const float *sn,
+                     const float *src, float *dst, float scale)
+{
+    size_t half = blk->rope_half, dh = blk->dh;
+    if (blk->cfg.rope_interleaved) {
+        for (size_t i = 0; i < half; i++) {
+            float u = src[2 * i], v = src[2 * i + 1];
+            dst[2 * i] = (u * cs[i] - v * sn[i]) * scale;
+            dst[2 * i + 1] = (u * sn[i] + v * cs[i]) * scale;
+        }
+    } else {
+        for (size_t i = 0; i < half; i++) {
+            float u = src[i], v = src[i + half];
+            dst[i] = (u * cs[i] - v * sn[i]) * scale;
+            dst[i + half] = (u * sn[i] + v * cs[i]) * scale;
+        }
+    }
+    for (size_t i = 2 * half; i < dh; i++)
+        dst[i] = scale * src[i];
+}
+
+// src (dh) -> dst row of the storage type, through tmp when it rotates
+// or converts.
+static void store_row(const mhsa_kernels *k, const mhsa_block *blk,
+                      size_t p, const float *src, void *dst, mhsa_dtype dt,
+                      int rotate, float *tmp)
+{
+    size_t dh = blk->dh, half = blk->rope_half;
+    const float *row = src;
+    if (rotate) {
+        float *out = dt == MHSA_F32 ? dst : tmp;
+        rope_row(blk, blk->rope_cos + p * half, blk->rope_sin + p * half,
+                 src, out, 1.0f);
+        row = out;
+    }
+    if (dt != MHSA_F32)
+        k->cvt_from_f32(dh, row, dst, dt);
+    else if (row != dst)
+        memcpy(dst, row, dh * sizeof(float));
+}
+
+// One sequence's first `rows` rows: q (H heads) and k, v (Hkv heads) at
+// positions p0 + r (the permute path also fills q's other rows).
+static void split_seq(const mhsa_kernels *k, const mhsa_block *blk,
+                      const split_args *a, size_t b, size_t p0, size_t rows)
+{
+    size_t H = blk->H, Hkv = blk->Hkv, dh = blk->dh, D = blk->D;
+    size_t nqkv = blk->nqkv, t = a->t, es = mhsa_dtype_size(a->dt);
+    float scale = 1.0f / sqrtf((float)dh);
+    const float *src = a->qkv + b * t * nqkv;
+    float *q = a->q + b * H * t * dh;
+    char *kd = (char *)a->k + (b * Hkv * a->kv_t + p0) * dh * es;
+    char *vd = (char *)a->v + (b * Hkv * a->kv_t + p0) * dh * es;
+    if (!blk->rope_half && a->dt == MHSA_F32) {
+        // The permute kernel: q *= scale, k and v copied bitwise.
+        mhsa_permute_args pq = { 1, t, H, dh, src, 0, nqkv, dh,
+                                 q, 0, dh, t * dh, scale };
+        mhsa_permute_args pk = { 1, rows, Hkv, dh, src + D, 0, nqkv, dh,
+                                 (float *)kd, 0, dh, a->kv_t * dh, 1.0f };
+        mhsa_permute_args pv = pk;
+        pv.src = src + D + Hkv * dh;
+        pv.dst = (float *)vd;
+        k->permute(&pq);
+        k->permute(&pk);
+        k->permute(&pv);
+        return;
+    }
+    // Rows past `rows` are not tokens of the sequence (ragged cached
+    // calls): nothing reads their q, and their positions may lie past the
+    // rotation tables.
+    size_t half = blk->rope_half;
+    for (size_t r = 0; r < rows; r++) {
+        const float *row = src + r * nqkv;
+        size_t p = p0 + r;
+        for (size_t h = 0; h < H; h++) {
+            float *dst = q + (h * t + r) * dh;
+            if (half)
+                rope_row(blk, blk->rope_cos + p * half,
+                         blk->rope_sin + p * half, row + h * dh, dst, scale);
+            else
+                for (size_t i = 0; i < dh; i++)
+                    dst[i] = scale * row[h * dh + i];
+        }
+        for (size_t h = 0; h < Hkv; h++) {
+            size_t off = (h * a->kv_t + r) * dh * es;
+            store_row(k, blk, p, row + D + h * dh, kd + off, a->dt, half != 0,
+                      a->tmp);
+            store_row(k, blk, p, row + D + (Hkv + h) * dh, vd + off, a->dt, 0,
+                      a->tmp);
+        }
+    }
+}
+
+void mhsa__split_heads(const mhsa_kernels *k, const mhsa_block *blk,
+                       const split_args *a)
+{
+    for (size_t b = 0; b < a->batch; b++) {
+        size_t p0 = a->pos ? a->pos[b] : a->pos0;
+        size_t rows = a->rows ? (size_t)a->rows[b] : a->t;
+        split_seq(k, blk, a, b, p0, rows);
+    }
+}
+
+// (du, dv) -> R(p)^T (du, dv) = (du cos a + dv sin a, -du sin a + dv cos a)
+static void rope_back_row(const mhsa_block *blk, size_t p, float *g)
+{
+    size_t half = blk->rope_half;
+    const float *cs = blk->rope_cos + p * half, *sn = blk->rope_sin + p * half;
+    size_t step = blk->cfg.rope_interleaved ? 2 : 1;
+    size_t other = blk->cfg.rope_interleaved ? 1 : half;
+    for (size_t i = 0; i < half; i++) {
+        float *u = g + i * step, *v = u + other;
+        float du = *u, dv = *v;
+        *u = du * cs[i] + dv * sn[i];
+        *v = dv * cs[i] - du * sn[i];
+    }
+}
+
+void mhsa__rope_backward(const mhsa_block *blk, size_t batch, size_t t,
+                         float *dqkv)
+{
+    if (!blk->rope_half)
+        return;
+    size_t heads = blk->H + blk->Hkv, dh = blk->dh;   // q's, then k's
+    for (size_t b = 0; b < batch; b++)
+        for (size_t r = 0; r < t; r++) {
+            float *row = dqkv + (b * t + r) * blk->nqkv;
+            for (size_t h = 0; h < heads; h++)
+                rope_back_row(blk, r, row + h * dh);
+        }
+}
