@@ -14,6 +14,7 @@
 
 #include "alloc.h"
 #include "dp.h"
+#include "dp_internal.h"
 #include "dp_lm.h"
 #include "dp_threads.h"
 #include "dp_tree.h"
@@ -279,6 +280,7 @@ typedef struct job {
     int save_at;
     const char *resume;      // loaded before training
     int corrupt_rank;        // flips a weight bit on this rank (-1: none)
+    int lanes;               // dp_model.norm_lanes
     // out
     float losses[64];
     float *params;           // (n) malloc'd
@@ -316,6 +318,7 @@ static void rank_train(dp_comm *c, void *arg)
     uint64_t s = 77;
     mhsa_optim_config cfg = job_cfg(j);
     mhsa_status st = dp_lm_bind(&a, lm, &m);
+    m.norm_lanes = j->lanes;
     if (st == MHSA_OK)
         st = dp_create(&m, c, j->G, j->kind, &dp);
     if (st == MHSA_OK)
@@ -485,6 +488,68 @@ START_TEST(same_bits_on_every_rank_count)
         free(d.params);
         free(ref.params);
     }
+}
+END_TEST
+
+// With eight norm lanes (the GPT's rule) too, every rank count clips alike.
+START_TEST(eight_norm_lanes_are_the_same_on_every_rank_count)
+{
+    job j = base_job(4), ref, d;
+    j.lanes = 8;
+    run_ranks(0, 1, &j, &ref);
+    for (int P = 2; P <= 4; P += 2) {
+        run_ranks(P, 1, &j, &d);
+        same_run(&ref, &d, "norm_lanes 8");
+        free(d.params);
+    }
+    free(ref.params);
+}
+END_TEST
+
+// The norm dp_step uses is the model's own sum over the batch gradient, bit
+// for bit in double, for both rules (G = 1: the model's gradient is the
+// batch's), and the two rules do round differently.
+START_TEST(norm_is_the_models_own_sum)
+{
+    mhsa_lm *lm = make_lm(MV, MD, MH, MT, MB, 1);
+    dp_lm a;
+    dp_model m;
+    ck_assert_int_eq(dp_lm_bind(&a, lm, &m), MHSA_OK);
+    int32_t tok[MB * MT], tgt[MB * MT];
+    uint64_t s = 5;
+    mhsa_optim_config cfg = mhsa_optim_defaults(MHSA_OPTIM_SGD);
+    for (int lanes = 1; lanes <= 8; lanes += 7) {
+        m.norm_lanes = lanes;
+        dp_trainer *dp = NULL;
+        ck_assert_int_eq(dp_create(&m, dp_comm_self(), 1, MHSA_OPTIM_SGD,
+                                   &dp), MHSA_OK);
+        make_batch(&s, MB, MT, MV, tok, tgt);
+        dp_lm_set_batch(&a, tok, tgt, MB, MT);
+        float loss, norm;
+        ck_assert_int_eq(dp_step(dp, &cfg, &loss, &norm), MHSA_OK);
+        double acc[8] = { 0 }, seq = 0.0;
+        for (size_t i = 0; i < m.n_params; i++) {
+            double g2 = (double)m.grad[i] * (double)m.grad[i];
+            acc[i % 8] += g2;
+            seq += g2;
+        }
+        double eight = sqrt(((acc[0] + acc[4]) + (acc[2] + acc[6])) +
+                            ((acc[1] + acc[5]) + (acc[3] + acc[7])));
+        double one = sqrt(seq), want = lanes == 8 ? eight : one;
+        // The two rules round differently here, so this can fail.
+        ck_assert(memcmp(&eight, &one, sizeof one) != 0);
+        ck_assert_msg(memcmp(&dp->last_norm, &want, sizeof want) == 0,
+                      "lanes %d: %.17g vs %.17g", lanes, dp->last_norm, want);
+        float wf = (float)want;
+        ck_assert_mem_eq(&norm, &wf, sizeof wf);
+        dp_destroy(dp);
+    }
+    m.norm_lanes = 3;
+    dp_trainer *dp = NULL;
+    ck_assert_int_eq(dp_create(&m, dp_comm_self(), 1, MHSA_OPTIM_SGD, &dp),
+                     MHSA_ERR_INVALID_ARG);
+    ck_assert_ptr_nonnull(strstr(mhsa_last_error(), "norm_lanes = 3"));
+    mhsa_lm_destroy(lm);
 }
 END_TEST
 
@@ -753,6 +818,8 @@ static Suite *suite(void)
     TCase *tr = tcase_create("ranks");
     tcase_add_test(tr, one_group_is_the_plain_loop);
     tcase_add_test(tr, same_bits_on_every_rank_count);
+    tcase_add_test(tr, eight_norm_lanes_are_the_same_on_every_rank_count);
+    tcase_add_test(tr, norm_is_the_models_own_sum);
     tcase_add_test(tr, same_bits_on_one_and_two_openmp_threads);
 #if MHSA_TEST_SAFETENSORS
     tcase_add_test(tr, resume_on_another_rank_count_gives_the_same_file);

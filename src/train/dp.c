@@ -45,6 +45,10 @@ static mhsa_status check_model(const dp_model *m)
         m->n_params < 1 || m->n_tensors < 1)
         return mhsa__fail(MHSA_ERR_INVALID_ARG, "dp_create: the model lacks "
                           "parameters, gradients, tensors or group_grad");
+    if (m->norm_lanes != 0 && m->norm_lanes != 1 && m->norm_lanes != 8)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "dp_create: norm_lanes = %d "
+                          "(0 or 1: one running sum; 8: eight lanes)",
+                          m->norm_lanes);
     size_t at = 0;
     for (int t = 0; t < m->n_tensors; t++) {
         const dp_tensor *x = &m->tensors[t];
@@ -292,24 +296,35 @@ static int loss_source(void *ctx, int lo, int hi, float *out,
     return 1;
 }
 
-// The same sum as mhsa_lm_step's: squares in double, in parameter order.
-// Rank q continues the running sum of rank q - 1 over its shard, so the
-// chain of additions is exactly the single process's.
+// The model's own squared-norm sum, so that G = 1 clips exactly as its
+// plain step: one running double sum in parameter order (norm_lanes 1,
+// mhsa_lm_step), or eight interleaved lanes, element i into lane i % 8,
+// closed by a fixed tree (norm_lanes 8, mhsa_gpt_step). Rank q continues
+// the running lanes of rank q - 1 over its shard (8 doubles each way), so
+// the chain of additions is exactly the single process's.
 static int grad_norm(dp_trainer *dp, const float *g, double *norm)
 {
     dp_comm *c = dp->comm;
     int r = c->rank, P = c->size;
-    double ss = 0.0;
-    if (r > 0 && c->ops->recv(c, &ss, sizeof ss, r - 1))
+    double acc[8] = { 0 };
+    if (r > 0 && c->ops->recv(c, acc, sizeof acc, r - 1))
         return -1;
-    size_t shard = dp->off[r + 1] - dp->off[r];
-    for (size_t i = 0; i < shard; i++)
-        ss += (double)g[i] * (double)g[i];
-    if (r + 1 < P && c->ops->send(c, &ss, sizeof ss, r + 1))
+    size_t s0 = dp->off[r], shard = dp->off[r + 1] - s0;
+    if (dp->m.norm_lanes == 8) {
+        for (size_t i = 0; i < shard; i++)
+            acc[(s0 + i) % 8] += (double)g[i] * (double)g[i];
+    } else {
+        for (size_t i = 0; i < shard; i++)
+            acc[0] += (double)g[i] * (double)g[i];
+    }
+    if (r + 1 < P && c->ops->send(c, acc, sizeof acc, r + 1))
         return -1;
-    if (c->ops->bcast(c, &ss, sizeof ss, P - 1))
+    if (c->ops->bcast(c, acc, sizeof acc, P - 1))
         return -1;
-    *norm = sqrt(ss);
+    *norm = dp->m.norm_lanes == 8
+            ? sqrt(((acc[0] + acc[4]) + (acc[2] + acc[6])) +
+                   ((acc[1] + acc[5]) + (acc[3] + acc[7])))
+            : sqrt(acc[0]);
     return 0;
 }
 
@@ -402,6 +417,7 @@ mhsa_status dp_step(dp_trainer *dp, const mhsa_optim_config *cfg,
     double norm = 0.0;
     if ((cfg->clip_norm > 0.0f || grad_norm_out) && grad_norm(dp, g, &norm))
         return dp__comm_fail("dp_step: gradient norm");
+    dp->last_norm = norm;
     float scale = 1.0f;
     if (cfg->clip_norm > 0.0f && norm > (double)cfg->clip_norm)
         scale = (float)((double)cfg->clip_norm / (norm + 1e-6));

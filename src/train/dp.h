@@ -13,9 +13,10 @@
 //      [off[q], off[q+1]) of its node sums (alltoallv), and finishes the
 //      tree over [0, G) on that slice: rank q now has the batch gradient of
 //      its shard of the parameters
-//   3. the gradient norm (for clipping) is the same double sum as
-//      mhsa_lm_step's, in parameter order: the running sum goes from rank to
-//      rank (8 bytes each way) instead of being split into partial sums
+//   3. the gradient norm (for clipping) is the model's own double sum
+//      (dp_model.norm_lanes), in parameter order: the running sums go from
+//      rank to rank (64 bytes each way) instead of being split into
+//      partial sums
 //   4. each rank updates its shard with mhsa_optim_update; the AdamW
 //      moments exist only for that shard (ZeRO stage 1)
 //   5. allgatherv of the updated shards: every rank has all parameters
@@ -65,6 +66,12 @@ typedef struct dp_model {
     mhsa_status (*group_grad)(void *ctx, int group, int n_groups,
                               float *loss);
     void *ctx;
+    // How the model's own step sums the squared gradient norm, which the
+    // trainer repeats so that G = 1 clips to the same bits: 0 or 1, one
+    // running double sum in parameter order (mhsa_lm_step); 8, eight
+    // interleaved double lanes (element i into lane i % 8) closed by
+    // ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)) (mhsa_gpt_step).
+    int norm_lanes;
 } dp_model;
 
 // Seconds spent in each part of the steps so far (this rank).

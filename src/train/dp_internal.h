@@ -16,6 +16,7 @@ struct dp_trainer {
     int64_t step;           // optimiser steps made
     dp_stats stats;
     double t_compute;       // this step's group time so far
+    double last_norm;       // the last step's gradient norm (tests)
 
     // Shards: rank q owns parameters [off[q], off[q+1]) (P + 1 entries).
     size_t *off;

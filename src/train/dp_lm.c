@@ -1,4 +1,6 @@
 // dp_lm.c — mhsa_lm as a dp_model (dp_lm.h).
+#include <string.h>
+
 #include "dp_lm.h"
 #include "mhsa_internal.h"
 #include "train_internal.h"
@@ -46,6 +48,8 @@ mhsa_status dp_lm_bind(dp_lm *a, mhsa_lm *lm, dp_model *m)
         x->numel = t.numel;
         x->decay = t.rank == 2;   // mhsa_lm_step decays exactly these
     }
+    memset(m, 0, sizeof *m);
+    m->norm_lanes = 1;   // mhsa_lm_step's one running sum
     m->param = param;
     m->grad = grad;
     m->n_params = mhsa_lm_n_params(lm);
