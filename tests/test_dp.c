@@ -281,7 +281,16 @@ typedef struct job {
     const char *resume;      // loaded before training
     int corrupt_rank;        // flips a weight bit on this rank (-1: none)
     int lanes;               // dp_model.norm_lanes
+    // A state handed over as one process holds it: exported at the end of
+    // the run (rank 0: export_* malloc'd), imported before training.
+    int export_state;
+    const float *import_param, *import_m, *import_v;
+    int64_t import_step;
+    uint64_t import_rng;
     // out
+    float *export_m, *export_v;
+    int64_t export_step;
+    uint64_t end_rng;
     float losses[64];
     float *params;           // (n) malloc'd
     size_t n;
@@ -323,6 +332,14 @@ static void rank_train(dp_comm *c, void *arg)
         st = dp_create(&m, c, j->G, j->kind, &dp);
     if (st == MHSA_OK)
         st = dp_broadcast_params(dp);
+    if (st == MHSA_OK && j->import_param) {
+        if (c->rank == 0)
+            memcpy(m.param, j->import_param, m.n_params * sizeof(float));
+        st = dp_import_state(dp, c->rank == 0 ? j->import_m : NULL,
+                             c->rank == 0 ? j->import_v : NULL,
+                             j->import_step);
+        s = j->import_rng;
+    }
     if (st == MHSA_OK && j->resume) {
         dp_meta_value want = { .key = "test.rng" };
         st = dp_load(dp, j->resume, &want, 1);
@@ -353,6 +370,17 @@ static void rank_train(dp_comm *c, void *arg)
             }
         }
     }
+    if (j->export_state) {
+        int root = c->rank == 0;
+        j->export_m = root ? malloc(m.n_params * sizeof(float)) : NULL;
+        j->export_v = root ? malloc(m.n_params * sizeof(float)) : NULL;
+        st = dp_export_state(dp, j->export_m, j->export_v, &j->export_step);
+        if (st != MHSA_OK) {
+            fail_job(j, st);
+            goto out;
+        }
+    }
+    j->end_rng = s;
     if (c->rank == j->corrupt_rank)
         m.param[m.n_params / 2] = nextafterf(m.param[m.n_params / 2], 1e9f);
     j->verify_st = dp_verify(dp);
@@ -561,6 +589,51 @@ START_TEST(same_bits_on_one_and_two_openmp_threads)
     same_run(&a, &b, "P=2, 1 vs 2 OpenMP threads");
     free(a.params);
     free(b.params);
+}
+END_TEST
+
+// Exported after 4 steps on 3 ranks (as a model's own checkpoint would
+// hold it), imported on 2 ranks and on one process: the rest of the run
+// gives the uninterrupted run's bits.
+START_TEST(export_then_import_continues_the_same_run)
+{
+    job whole = base_job(6), part = base_job(6), ref, cut, d;
+    run_ranks(2, 1, &whole, &ref);
+    part.steps = 4;
+    part.export_state = 1;
+    run_ranks(3, 1, &part, &cut);
+    ck_assert_msg(cut.st == MHSA_OK, "%s", cut.msg);
+    ck_assert_int_eq(cut.export_step, 4);
+    for (int P = 0; P <= 2; P += 2) {
+        job rest = base_job(6);
+        rest.import_param = cut.params;
+        rest.import_m = cut.export_m;
+        rest.import_v = cut.export_v;
+        rest.import_step = cut.export_step;
+        rest.import_rng = cut.end_rng;
+        run_ranks(P, 1, &rest, &d);
+        ck_assert_msg(d.st == MHSA_OK, "%s", d.msg);
+        ck_assert_int_eq(d.steps_done, 10);
+        ck_assert_mem_eq(d.params, ref.params, d.n * sizeof(float));
+        ck_assert_mem_eq(d.losses + 4, ref.losses + 4, 6 * sizeof(float));
+        free(d.params);
+    }
+    // The moments are really carried: zero moments give other bits.
+    job zero = base_job(6);
+    float *z = calloc(cut.n, sizeof(float));
+    zero.import_param = cut.params;
+    zero.import_m = z;
+    zero.import_v = z;
+    zero.import_step = cut.export_step;
+    zero.import_rng = cut.end_rng;
+    run_ranks(2, 1, &zero, &d);
+    ck_assert(memcmp(d.params, ref.params, d.n * sizeof(float)) != 0);
+    free(d.params);
+    free(z);
+    free(cut.export_m);
+    free(cut.export_v);
+    free(cut.params);
+    free(ref.params);
 }
 END_TEST
 
@@ -821,6 +894,7 @@ static Suite *suite(void)
     tcase_add_test(tr, eight_norm_lanes_are_the_same_on_every_rank_count);
     tcase_add_test(tr, norm_is_the_models_own_sum);
     tcase_add_test(tr, same_bits_on_one_and_two_openmp_threads);
+    tcase_add_test(tr, export_then_import_continues_the_same_run);
 #if MHSA_TEST_SAFETENSORS
     tcase_add_test(tr, resume_on_another_rank_count_gives_the_same_file);
     tcase_add_test(tr, load_errors_reach_every_rank);

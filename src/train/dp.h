@@ -115,6 +115,18 @@ dp_comm *dp_get_comm(const dp_trainer *dp);
 // are not all the same bits.
 mhsa_status dp_verify(dp_trainer *dp);
 
+// The optimiser state as one process would hold it, for a model whose own
+// checkpoints carry it (the GPT's mhsa_gpt_save / mhsa_gpt_load):
+// dp_export_state gathers the AdamW moments (n_params each, parameter
+// order) into rank 0's m and v and gives it the step count (the others'
+// arguments are ignored); dp_import_state makes rank 0's parameters (the
+// model's buffer), moments and step every rank's state (the others' m and
+// v are ignored). Both collective; with SGD the moments are zeros.
+mhsa_status dp_export_state(dp_trainer *dp, float *m, float *v,
+                            int64_t *step);
+mhsa_status dp_import_state(dp_trainer *dp, const float *m, const float *v,
+                            int64_t step);
+
 // Checkpoint (collective): the parameters (their names), the AdamW moments
 // (flat "optim.m" and "optim.v", the layout of the GPT's own checkpoints)
 // gathered to rank 0, and in __metadata__ "mhsa.step", "mhsa.optim",

@@ -14,6 +14,7 @@
 // rank returns an error together instead of some waiting forever.
 #include <errno.h>
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +86,72 @@ out:
     return st;
 }
 
+// ---- the state as one process holds it ---------------------------------
+
+mhsa_status dp_export_state(dp_trainer *dp, float *m, float *v,
+                            int64_t *step)
+{
+    if (!dp)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "dp_export_state: dp is "
+                          "NULL");
+    dp_comm *c = dp->comm;
+    int root = c->rank == 0;
+    if (root && (!m || !v || !step))
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "dp_export_state: %s is "
+                          "NULL on rank 0", !m ? "m" : !v ? "v" : "step");
+    size_t s0 = dp->off[c->rank], shard = dp->off[c->rank + 1] - s0;
+    // Rank 0's own shard is in place before the gather (its contract).
+    if (root) {
+        memcpy(m, dp->mom_m, shard * sizeof(float));
+        memcpy(v, dp->mom_v, shard * sizeof(float));
+        *step = dp->step;
+    }
+    if (c->ops->gatherv(c, dp->mom_m, m, dp->gcount, dp->gdispl, 0) ||
+        c->ops->gatherv(c, dp->mom_v, v, dp->gcount, dp->gdispl, 0))
+        return dp__comm_fail("dp_export_state");
+    return MHSA_OK;
+}
+
+mhsa_status dp_import_state(dp_trainer *dp, const float *m, const float *v,
+                            int64_t step)
+{
+    if (!dp)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "dp_import_state: dp is "
+                          "NULL");
+    dp_comm *c = dp->comm;
+    int root = c->rank == 0;
+    size_t n = dp->m.n_params;
+    // The others receive the whole moments into a temporary and keep
+    // their shard (there is no scatter in dp_comm: bcast does it).
+    float *tmp = root ? NULL : mhsa__alloc(n * sizeof(float));
+    int cf = 0;
+    if (!all_ok(dp, root ? m && v : tmp != NULL, &cf)) {
+        mhsa__free(tmp);
+        return cf ? dp__comm_fail("dp_import_state")
+                  : mhsa__fail(MHSA_ERR_NO_MEMORY, "dp_import_state: no "
+                               "moments on rank 0 or no memory on a rank");
+    }
+    size_t s0 = dp->off[c->rank], shard = dp->off[c->rank + 1] - s0;
+    int bad = c->ops->bcast(c, dp->m.param, n * sizeof(float), 0) ||
+              c->ops->bcast(c, &step, sizeof step, 0);
+    for (int k = 0; k < 2 && !bad; k++) {
+        const float *src = k ? v : m;
+        float *dst = k ? dp->mom_v : dp->mom_m;
+        // bcast only reads the root's buffer.
+        bad = c->ops->bcast(c, root ? (void *)(uintptr_t)src : tmp,
+                            n * sizeof(float), 0);
+        if (!bad)
+            memcpy(dst, (root ? src : tmp) + s0, shard * sizeof(float));
+    }
+    mhsa__free(tmp);
+    if (bad)
+        return dp__comm_fail("dp_import_state");
+    dp->step = step;
+    return MHSA_OK;
+}
+
+// ---- checkpoints -----------------------------------------------------------
+
 mhsa_status dp_save(dp_trainer *dp, const char *path,
                     const mhsa_st_meta *meta, size_t n_meta)
 {
@@ -92,30 +159,22 @@ mhsa_status dp_save(dp_trainer *dp, const char *path,
         return mhsa__fail(MHSA_ERR_INVALID_ARG, "dp_save: %s is NULL",
                           !dp ? "dp" : !path ? "path" : "meta");
     dp_comm *c = dp->comm;
-    int root = c->rank == 0, adam = dp->kind == MHSA_OPTIM_ADAMW;
+    int root = c->rank == 0;
     size_t n = dp->m.n_params;
     // Rank 0 gathers both moments into (2, n); the others send theirs.
-    float *mom = root && adam ? mhsa__alloc(2 * n * sizeof(float)) : NULL;
+    float *mom = root ? mhsa__alloc(2 * n * sizeof(float)) : NULL;
     int cf = 0;
-    if (!all_ok(dp, !(root && adam) || mom, &cf)) {
+    if (!all_ok(dp, !root || mom, &cf)) {
         mhsa__free(mom);
         return cf ? dp__comm_fail("dp_save")
                   : mhsa__fail(MHSA_ERR_NO_MEMORY, "dp_save: rank 0 has no "
                                "memory for the optimiser state");
     }
-    mhsa_status st = MHSA_OK;
-    if (adam) {
-        size_t s0 = dp->off[c->rank], shard = dp->off[c->rank + 1] - s0;
-        if (root) {
-            memcpy(mom, dp->mom_m, shard * sizeof(float));
-            memcpy(mom + n, dp->mom_v, shard * sizeof(float));
-        }
-        if (c->ops->gatherv(c, dp->mom_m, mom, dp->gcount, dp->gdispl, 0) ||
-            c->ops->gatherv(c, dp->mom_v, mom ? mom + n : NULL, dp->gcount,
-                            dp->gdispl, 0)) {
-            mhsa__free(mom);
-            return dp__comm_fail("dp_save");
-        }
+    int64_t step = 0;
+    mhsa_status st = dp_export_state(dp, mom, mom ? mom + n : NULL, &step);
+    if (st != MHSA_OK) {
+        mhsa__free(mom);
+        return st;
     }
     if (root)
         st = write_file(dp, path, mom, meta, n_meta);
@@ -208,18 +267,15 @@ mhsa_status dp_load(dp_trainer *dp, const char *path, dp_meta_value *want,
     dp_comm *c = dp->comm;
     int root = c->rank == 0;
     size_t n = dp->m.n_params;
-    float *tmp = mhsa__alloc(3 * n * sizeof(float));
-    int cf = 0;
-    if (!all_ok(dp, tmp != NULL, &cf)) {
-        mhsa__free(tmp);
-        return cf ? dp__comm_fail("dp_load")
-                  : mhsa__fail(MHSA_ERR_NO_MEMORY, "dp_load: no memory for "
-                               "the checkpoint on some rank");
-    }
+    // Rank 0 reads everything into (3, n) first: a bad file changes nothing.
+    float *tmp = root ? mhsa__alloc(3 * n * sizeof(float)) : NULL;
     load_header h;
     memset(&h, 0, sizeof h);
     if (root) {
-        h.status = (int32_t)read_file(dp, path, tmp, &h.step, want, n_want);
+        h.status = tmp ? (int32_t)read_file(dp, path, tmp, &h.step, want,
+                                            n_want)
+                       : (int32_t)mhsa__fail(MHSA_ERR_NO_MEMORY, "%s: no "
+                                             "memory to read it", path);
         snprintf(h.msg, sizeof h.msg, "%s", mhsa_last_error());
     }
     if (c->ops->bcast(c, &h, sizeof h, 0)) {
@@ -231,20 +287,19 @@ mhsa_status dp_load(dp_trainer *dp, const char *path, dp_meta_value *want,
         return root ? (mhsa_status)h.status
                     : mhsa__fail((mhsa_status)h.status, "%s", h.msg);
     }
-    // From here on only the transport can fail (fatal with MPI anyway).
     int bad = 0;
     for (size_t i = 0; i < n_want && !bad; i++)
         bad = c->ops->bcast(c, want[i].value, sizeof want[i].value, 0) ||
               c->ops->bcast(c, &want[i].present, sizeof want[i].present, 0);
-    if (bad || c->ops->bcast(c, tmp, 3 * n * sizeof(float), 0)) {
+    if (bad) {
         mhsa__free(tmp);
         return dp__comm_fail("dp_load");
     }
-    size_t s0 = dp->off[c->rank], shard = dp->off[c->rank + 1] - s0;
-    memcpy(dp->m.param, tmp, n * sizeof(float));
-    memcpy(dp->mom_m, tmp + n + s0, shard * sizeof(float));
-    memcpy(dp->mom_v, tmp + 2 * n + s0, shard * sizeof(float));
-    dp->step = h.step;
+    // Rank 0's parameters become the model's, then everyone's.
+    if (root)
+        memcpy(dp->m.param, tmp, n * sizeof(float));
+    mhsa_status st = dp_import_state(dp, tmp ? tmp + n : NULL,
+                                     tmp ? tmp + 2 * n : NULL, h.step);
     mhsa__free(tmp);
-    return MHSA_OK;
+    return st;
 }
