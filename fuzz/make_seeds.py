@@ -57,6 +57,34 @@ def block(prefix, enc, dtype, bias=True, D=4):
     return ts
 
 
+def block_set(prefix, enc, dtype, names, bias=True, D=4, H=2, Hkv=0):
+    """The block's tensors under one set of names ('torch', 'hf' or 'c'),
+    with grouped-query shapes: k and v have Hkv*dh rows (Hkv = 0: H)."""
+    rng = random.Random(len(prefix) + D + 10 * Hkv)
+    kv = (Hkv or H) * (D // H)
+
+    def t(name, shape):
+        n = 1
+        for s in shape:
+            n *= s
+        return (prefix + name, dtype, shape,
+                enc([rng.uniform(-1, 1) for _ in range(n)]))
+    if names == 'torch':
+        mods = [('in_proj_weight', 'in_proj_bias', D + 2 * kv),
+                ('out_proj.weight', 'out_proj.bias', D)]
+    else:
+        q, k, v, o = (('q_proj', 'k_proj', 'v_proj', 'o_proj')
+                      if names == 'hf' else ('c_q', 'c_k', 'c_v', 'c_proj'))
+        mods = [(m + '.weight', m + '.bias', rows) for m, rows in
+                ((q, D), (k, kv), (v, kv), (o, D))]
+    ts = []
+    for w, b, rows in mods:
+        ts.append(t(w, [rows, D]))
+        if bias:
+            ts.append(t(b, [rows]))
+    return ts
+
+
 def main():
     # fuzz_forward: random bytes of a few lengths (shape bytes come first).
     rng = random.Random(1)
@@ -80,6 +108,23 @@ def main():
     put('fuzz_safetensors', 'wrong_shape', safetensors(
         block('', f32, 'F32', D=2)))
 
+    # The other sets of weight names, grouped-query shapes (k, v of Hkv
+    # heads), two complete sets in one file, and a partial set.
+    put('fuzz_safetensors', 'hf_f32', safetensors(
+        block_set('', f32, 'F32', 'hf')))
+    put('fuzz_safetensors', 'c_bf16_attn', safetensors(
+        block_set('attn.', bf16, 'BF16', 'c', bias=False)))
+    put('fuzz_safetensors', 'hf_f16_gqa', safetensors(
+        block_set('', f16, 'F16', 'hf', Hkv=1), {'format': 'pt'}))
+    put('fuzz_safetensors', 'c_gqa_attn', safetensors(
+        block_set('attn.', f32, 'F32', 'c', bias=False, H=4, Hkv=2)))
+    put('fuzz_safetensors', 'torch_gqa', safetensors(
+        block_set('', f32, 'F32', 'torch', Hkv=1)))
+    put('fuzz_safetensors', 'two_sets', safetensors(
+        block_set('', f32, 'F32', 'torch') + block_set('', f16, 'F16', 'hf')))
+    put('fuzz_safetensors', 'partial_hf', safetensors(
+        block_set('', f32, 'F32', 'hf')[:4]))
+
     # fuzz_train_args: NUL-separated argument lists.
     for i, args in enumerate([
             ['--task', 'induction', '--heads', '2', '--d-model', '8'],
@@ -89,7 +134,9 @@ def main():
             ['--save', 'm.st', '--load=m.st', '--heatmap-png', 'h.png',
              '--loss-csv', 'l.csv', '--epochs', '2', '--steps-per-epoch',
              '3', '--batch', '4'],
-            ['--help'], ['--heads', '3', '--d-model', '8'], ['--lr', 'nan']]):
+            ['--help'], ['--heads', '3', '--d-model', '8'], ['--lr', 'nan'],
+            ['--kv-heads', '2', '--rope', '4', '--rope-theta=5e5',
+             '--rope-interleaved', '--window', '8']]):
         put('fuzz_train_args', 'args%d' % i, '\0'.join(args).encode())
 
 

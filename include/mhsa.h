@@ -347,7 +347,14 @@ mhsa_status mhsa_kv_cache_create_ex(const mhsa_block *blk,
  * out_proj.bias), Hugging Face (q_proj, k_proj, v_proj, o_proj, each
  * .weight and, with bias, .bias) or GPT (c_q, c_k, c_v, c_proj, the same
  * suffixes), tried in that order. Shapes: in_proj_weight ((H+2*Hkv)*dh, D),
- * q (D, D), k and v (Hkv*dh, D), out (D, D). */
+ * q (D, D), k and v (Hkv*dh, D), out (D, D).
+ * A set is complete when all its weights, and its biases when bias == 1,
+ * are present by name (biases are ignored when bias == 0); the first
+ * complete set is loaded and every other tensor ignored. A tensor of that
+ * set with another shape, or a dtype other than F32/F16/BF16:
+ * MHSA_ERR_FORMAT naming it (expected and found shape). No complete set:
+ * MHSA_ERR_FORMAT naming the first missing PyTorch tensor, then what each
+ * partly present set lacks. */
 
 typedef enum mhsa_names {
     MHSA_NAMES_TORCH = 0, MHSA_NAMES_HF, MHSA_NAMES_C

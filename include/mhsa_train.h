@@ -99,14 +99,23 @@ typedef struct mhsa_lm_config {
     int n_heads;      /* H >= 1, D % H == 0 */
     int max_seq_len;  /* largest T >= 1 (rows of pos_emb) */
     int max_batch;    /* largest B >= 1 */
+    /* The block's attention variant (mhsa_config's fields of the same
+     * names; 0 for each: plain multi-head attention, as before). With
+     * n_kv_heads = Hkv, attn.in_proj_weight is ((H + 2*Hkv)*D/H, D). */
+    int   n_kv_heads;        /* Hkv >= 0, H % Hkv == 0 */
+    int   rope_dim;
+    float rope_theta;
+    int   rope_interleaved;
+    int   window;
 } mhsa_lm_config;
 
 typedef struct mhsa_lm mhsa_lm;
 
 /* Creates a model with all parameters zero (call mhsa_lm_init_random) and
- * every buffer it will ever need. Errors: cfg/out NULL or a size < 1:
- * MHSA_ERR_INVALID_ARG; D % H != 0: MHSA_ERR_SHAPE; out of memory:
- * MHSA_ERR_NO_MEMORY. */
+ * every buffer it will ever need. Errors: cfg/out NULL or a size < 1,
+ * n_kv_heads < 0: MHSA_ERR_INVALID_ARG; D % H != 0 or H % n_kv_heads != 0:
+ * MHSA_ERR_SHAPE; the other attention fields as mhsa_block_create checks
+ * them; out of memory: MHSA_ERR_NO_MEMORY. */
 mhsa_status mhsa_lm_create(const mhsa_lm_config *cfg, mhsa_lm **out);
 void        mhsa_lm_destroy(mhsa_lm *lm);   /* NULL is a no-op */
 

@@ -98,3 +98,15 @@ mhsa_status mhsa_block_save_safetensors(const mhsa_block *blk,
     (void)prefix;
     return unsupported("mhsa_block_save_safetensors");
 }
+
+mhsa_status mhsa_block_save_safetensors_ex(const mhsa_block *blk,
+                                           const char *path,
+                                           const char *prefix,
+                                           mhsa_names names)
+{
+    (void)blk;
+    (void)path;
+    (void)prefix;
+    (void)names;
+    return unsupported("mhsa_block_save_safetensors_ex");
+}

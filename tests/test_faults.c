@@ -65,6 +65,8 @@ typedef struct env {
     mhsa_lm *lm;
     const char *st_path;      // a saved weight file of blk's config
     char tmp_path[64];
+    mhsa_names names;         // the set of names op_load_ex / op_save_ex use
+    char names_path[3][80];   // blk saved under each set of names
 } env;
 
 // op makes one object into *obj (or leaves obj alone when the call makes
@@ -153,12 +155,20 @@ static mhsa_status op_lm(env *e, void **obj)
     return mhsa_lm_create(&lm_cfg, (mhsa_lm **)obj);
 }
 
-// All of a block's weights, flat (cfg.bias == 1).
+// All of a block's weights, flat (bias == 1, D = 12; w_qkv has 3D rows or
+// fewer with grouped-query heads); the rest of the N_W floats stays zero.
 enum { N_W = 3 * 12 * 12 + 3 * 12 + 12 * 12 + 12 };
 static void get_all(const mhsa_block *blk, float *w)
 {
-    ck_assert_int_eq(mhsa_block_get_weights(blk, w, w + 432, w + 468,
-                                            w + 612), MHSA_OK);
+    const mhsa_config *c = mhsa_block_config(blk);
+    int hkv = c->n_kv_heads ? c->n_kv_heads : c->n_heads;
+    size_t D = 12, qkv = D + 2 * (size_t)hkv * (D / (size_t)c->n_heads);
+    ck_assert(c->d_model == 12 && c->bias == 1);
+    memset(w, 0, N_W * sizeof *w);
+    ck_assert_int_eq(mhsa_block_get_weights(blk, w, w + qkv * D,
+                                            w + qkv * D + qkv,
+                                            w + qkv * D + qkv + D * D),
+                     MHSA_OK);
 }
 
 // Loading into the existing block: on failure its weights are unchanged.
@@ -178,6 +188,21 @@ static mhsa_status op_save(env *e, void **obj)
 {
     (void)obj;
     return mhsa_block_save_safetensors(e->blk, e->tmp_path, "x.");
+}
+
+// The same with the Hugging Face and c_* names: a file holding the set
+// e->names is loaded (its tensors split into the fused w_qkv), or saved.
+static mhsa_status op_load_ex(env *e, void **obj)
+{
+    e->st_path = e->names_path[e->names];
+    return op_load(e, obj);
+}
+
+static mhsa_status op_save_ex(env *e, void **obj)
+{
+    (void)obj;
+    return mhsa_block_save_safetensors_ex(e->blk, e->tmp_path, "x.",
+                                          e->names);
 }
 
 static void destroy_block(void *p) { mhsa_block_destroy(p); }
@@ -244,8 +269,13 @@ START_TEST(every_allocation_fails_in_turn)
     snprintf(e.tmp_path, sizeof e.tmp_path, "%s/mhsa_faults_%ld.st",
              tmp && strlen(tmp) < 32 ? tmp : "/tmp", (long)getpid());
     e.st_path = e.tmp_path;
+#ifdef MHSA_TEST_SAFETENSORS
     ck_assert_int_eq(mhsa_block_save_safetensors(e.blk, e.st_path, "attn."),
                      MHSA_OK);
+#endif
+    for (int k = 0; k < 3; k++)
+        snprintf(e.names_path[k], sizeof e.names_path[k], "%s.%d",
+                 e.tmp_path, k);
     size_t n = 2 * 16 * 12;
     float *x = malloc(n * sizeof(float)), *y0 = malloc(n * 4);
     float *dx0 = malloc(n * 4), *dec0 = malloc(n * 4);
@@ -274,9 +304,34 @@ START_TEST(every_allocation_fails_in_turn)
     fault_every("mhsa_block_load_safetensors", &e, op_load, NULL, 1);
     e.st_path = e.tmp_path;
     fault_every("mhsa_block_save_safetensors", &e, op_save, NULL, 1);
+    // Every set of names, with a multi-head block and a grouped-query one
+    // (its K/V tensors fewer rows than Q's).
+    static const char *const set_name[3] = {"torch", "hf", "c"};
+    mhsa_block *mha = e.blk, *gqa = NULL;
+    ck_assert_int_eq(mhsa_block_create(&cfg_v02, &gqa), MHSA_OK);
+    ck_assert_int_eq(mhsa_block_init_random(gqa, 9), MHSA_OK);
+    for (int g = 0; g < 2; g++) {
+        e.blk = g ? gqa : mha;
+        for (int k = 0; k < 3; k++) {
+            char what[64];
+            e.names = (mhsa_names)k;
+            ck_assert_int_eq(mhsa_block_save_safetensors_ex(e.blk,
+                             e.names_path[k], "attn.", e.names), MHSA_OK);
+            snprintf(what, sizeof what, "load_safetensors (%s%s)",
+                     set_name[k], g ? ", GQA" : "");
+            fault_every(what, &e, op_load_ex, NULL, 1);
+            snprintf(what, sizeof what, "save_safetensors_ex (%s%s)",
+                     set_name[k], g ? ", GQA" : "");
+            fault_every(what, &e, op_save_ex, NULL, 1);
+        }
+    }
+    e.blk = mha;
+    mhsa_block_destroy(gqa);
 #else
     (void)op_load;
     (void)op_save;
+    (void)op_load_ex;
+    (void)op_save_ex;
 #endif
     // What existed before the faults still works, with the same bits.
     compute(e.blk, x, y1, dx1, dec1);
@@ -285,6 +340,8 @@ START_TEST(every_allocation_fails_in_turn)
     ck_assert(lm_loss(e.lm) == loss_twin);
 
     unlink(e.tmp_path);
+    for (int k = 0; k < 3; k++)
+        unlink(e.names_path[k]);
     mhsa_lm_destroy(twin);
     mhsa_lm_destroy(e.lm);
     mhsa_block_destroy(e.blk);

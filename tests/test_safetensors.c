@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "alloc.h"
+#include "half.h"
 #include "mhsa.h"
 #include "safetensors.h"
 #include "util.h"
@@ -482,17 +483,25 @@ END_TEST
 
 // ---- the block ------------------------------------------------------------
 
-typedef struct weights { float *w_qkv, *b_qkv, *w_out, *b_out; } weights;
+// A block's weights; qkv = D + 2*Hkv*dh rows of w_qkv (3D without GQA).
+typedef struct weights {
+    float *w_qkv, *b_qkv, *w_out, *b_out;
+    size_t D, qkv;
+} weights;
 
-static weights weights_alloc(int D)
+static weights weights_alloc_kv(int D, size_t kv_rows)
 {
     weights w;
-    w.w_qkv = calloc((size_t)3 * D * D, sizeof(float));
-    w.b_qkv = calloc((size_t)3 * D, sizeof(float));
-    w.w_out = calloc((size_t)D * D, sizeof(float));
-    w.b_out = calloc((size_t)D, sizeof(float));
+    w.D = (size_t)D;
+    w.qkv = w.D + 2 * kv_rows;
+    w.w_qkv = calloc(w.qkv * w.D, sizeof(float));
+    w.b_qkv = calloc(w.qkv, sizeof(float));
+    w.w_out = calloc(w.D * w.D, sizeof(float));
+    w.b_out = calloc(w.D, sizeof(float));
     return w;
 }
+
+static weights weights_alloc(int D) { return weights_alloc_kv(D, (size_t)D); }
 
 static void weights_free(weights *w)
 {
@@ -510,29 +519,43 @@ static void weights_get(const mhsa_block *blk, weights *w)
 
 static int weights_eq(const weights *a, const weights *b, int D, int bias)
 {
-    size_t d = (size_t)D;
-    return !memcmp(a->w_qkv, b->w_qkv, 3 * d * d * sizeof(float)) &&
+    size_t d = (size_t)D, q = a->qkv;
+    ck_assert_uint_eq(a->qkv, b->qkv);
+    return !memcmp(a->w_qkv, b->w_qkv, q * d * sizeof(float)) &&
            !memcmp(a->w_out, b->w_out, d * d * sizeof(float)) &&
-           (!bias || (!memcmp(a->b_qkv, b->b_qkv, 3 * d * sizeof(float)) &&
+           (!bias || (!memcmp(a->b_qkv, b->b_qkv, q * sizeof(float)) &&
                       !memcmp(a->b_out, b->b_out, d * sizeof(float))));
+}
+
+// Hkv*dh: the rows of each of K and V in w_qkv.
+static size_t kv_rows_of(const mhsa_config *c)
+{
+    int hkv = c->n_kv_heads ? c->n_kv_heads : c->n_heads;
+    return (size_t)hkv * (size_t)(c->d_model / c->n_heads);
+}
+
+// A block of config c with random weights (biases too when c->bias).
+static mhsa_block *random_block_cfg(const mhsa_config *c, uint64_t seed)
+{
+    mhsa_block *blk = NULL;
+    ck_assert_int_eq(mhsa_block_create(c, &blk), MHSA_OK);
+    weights w = weights_alloc_kv(c->d_model, kv_rows_of(c));
+    rng r = {seed};
+    fill_uniform(&r, w.w_qkv, w.qkv * w.D, -1, 1);
+    fill_uniform(&r, w.b_qkv, w.qkv, -1, 1);
+    fill_uniform(&r, w.w_out, w.D * w.D, -1, 1);
+    fill_uniform(&r, w.b_out, w.D, -1, 1);
+    ck_assert_int_eq(mhsa_block_set_weights(blk, w.w_qkv, w.b_qkv, w.w_out,
+                                            w.b_out), MHSA_OK);
+    weights_free(&w);
+    return blk;
 }
 
 static mhsa_block *random_block(int D, int H, int bias, uint64_t seed)
 {
     mhsa_config cfg = {.d_model = D, .n_heads = H, .max_seq_len = 8,
                        .causal = 1, .bias = bias};
-    mhsa_block *blk = NULL;
-    ck_assert_int_eq(mhsa_block_create(&cfg, &blk), MHSA_OK);
-    weights w = weights_alloc(D);
-    rng r = {seed};
-    fill_uniform(&r, w.w_qkv, (size_t)3 * D * D, -1, 1);
-    fill_uniform(&r, w.b_qkv, (size_t)3 * D, -1, 1);
-    fill_uniform(&r, w.w_out, (size_t)D * D, -1, 1);
-    fill_uniform(&r, w.b_out, (size_t)D, -1, 1);
-    ck_assert_int_eq(mhsa_block_set_weights(blk, w.w_qkv, w.b_qkv, w.w_out,
-                                            w.b_out), MHSA_OK);
-    weights_free(&w);
-    return blk;
+    return random_block_cfg(&cfg, seed);
 }
 
 START_TEST(block_round_trip_with_prefix)
@@ -704,18 +727,24 @@ START_TEST(block_loads_f16_bf16)
 }
 END_TEST
 
-// A valid file whose in_proj_weight has an integer dtype, and corrupt files:
-// FORMAT, block unchanged.
+// A valid file holding the whole PyTorch set whose in_proj_weight has an
+// integer dtype, and corrupt files: FORMAT, block unchanged.
 START_TEST(block_load_errors_leave_weights)
 {
     const int D = 2;
     mhsa_block *b = random_block(D, 1, 1, 9);
     weights w0 = weights_alloc(D), w1 = weights_alloc(D);
     weights_get(b, &w0);
-    static const unsigned char z[64];
+    static const unsigned char z[96];
     const char *p = write_raw("i.safetensors", UINT64_MAX,
         "{\"in_proj_weight\":{\"dtype\":\"I32\",\"shape\":[6,2],"
-        "\"data_offsets\":[0,48]}}", z, 48);
+        "\"data_offsets\":[0,48]},"
+        "\"in_proj_bias\":{\"dtype\":\"F32\",\"shape\":[6],"
+        "\"data_offsets\":[48,72]},"
+        "\"out_proj.weight\":{\"dtype\":\"F32\",\"shape\":[2,2],"
+        "\"data_offsets\":[72,88]},"
+        "\"out_proj.bias\":{\"dtype\":\"F32\",\"shape\":[2],"
+        "\"data_offsets\":[88,96]}}", z, 96);
     ck_assert_int_eq(mhsa_block_load_safetensors(b, p, ""), MHSA_ERR_FORMAT);
     ck_assert_ptr_nonnull(strstr(mhsa_last_error(), "I32"));
     p = write_raw("t.safetensors", UINT64_MAX,
@@ -787,6 +816,518 @@ START_TEST(block_alloc_failures)
 }
 END_TEST
 
+// ---- weight names: PyTorch, Hugging Face, GPT c_* -------------------------
+
+// One tensor of a handmade file: name after the prefix, dtype "F32", "F16"
+// or "BF16", shape, values (rounded to the dtype when written), and a
+// prefix of its own when pre != NULL.
+typedef struct spec {
+    const char *name, *dtype;
+    int ndim;
+    size_t dims[2];
+    const float *data;
+    const char *pre;
+} spec;
+
+// What value v becomes once stored as dtype and read back.
+static float round_to(const char *dtype, float v)
+{
+    if (!strcmp(dtype, "F16"))
+        return mhsa__f16_to_f32(mhsa_f32_to_f16(v));
+    if (!strcmp(dtype, "BF16"))
+        return mhsa__bf16_to_f32(mhsa_f32_to_bf16(v));
+    return v;
+}
+
+// Writes the n tensors (names after prefix) as a safetensors file, by hand,
+// in the order given: the test's own writer, not the library's.
+static const char *write_specs(const char *file, const char *prefix,
+                               const spec *t, int n)
+{
+    size_t total = 0, len = 0, cap = 16384;
+    for (int i = 0; i < n; i++)
+        total += (strcmp(t[i].dtype, "F32") ? 2 : 4) * t[i].dims[0] *
+                 (t[i].ndim == 2 ? t[i].dims[1] : 1);
+    char *hdr = malloc(cap);
+    unsigned char *data = malloc(total ? total : 1), *o = data;
+    ck_assert(hdr && data);
+    len += (size_t)snprintf(hdr, cap, "{");
+    for (int i = 0; i < n; i++) {
+        size_t count = t[i].dims[0] * (t[i].ndim == 2 ? t[i].dims[1] : 1);
+        size_t begin = (size_t)(o - data);
+        for (size_t j = 0; j < count; j++) {
+            float v = t[i].data[j];
+            if (!strcmp(t[i].dtype, "F32")) {
+                uint32_t u;
+                memcpy(&u, &v, 4);
+                for (int b = 0; b < 4; b++)
+                    *o++ = (unsigned char)(u >> (8 * b));
+            } else {
+                uint16_t h = !strcmp(t[i].dtype, "F16") ? mhsa_f32_to_f16(v)
+                                                        : mhsa_f32_to_bf16(v);
+                *o++ = (unsigned char)(h & 0xff);
+                *o++ = (unsigned char)(h >> 8);
+            }
+        }
+        char shape[64];
+        if (t[i].ndim == 2)
+            snprintf(shape, sizeof shape, "%zu,%zu", t[i].dims[0],
+                     t[i].dims[1]);
+        else
+            snprintf(shape, sizeof shape, "%zu", t[i].dims[0]);
+        len += (size_t)snprintf(hdr + len, cap - len, "%s\"%s%s\":{\"dtype\""
+                                ":\"%s\",\"shape\":[%s],\"data_offsets\":"
+                                "[%zu,%zu]}", i ? "," : "",
+                                t[i].pre ? t[i].pre : prefix,
+                                t[i].name, t[i].dtype, shape, begin,
+                                (size_t)(o - data));
+    }
+    len += (size_t)snprintf(hdr + len, cap - len, "}");
+    ck_assert_uint_lt(len, cap);
+    const char *p = write_raw(file, UINT64_MAX, hdr, data, total);
+    free(hdr);
+    free(data);
+    return p;
+}
+
+static const char *const split_names[2][8] = {
+    {"q_proj.weight", "q_proj.bias", "k_proj.weight", "k_proj.bias",
+     "v_proj.weight", "v_proj.bias", "o_proj.weight", "o_proj.bias"},
+    {"c_q.weight", "c_q.bias", "c_k.weight", "c_k.bias",
+     "c_v.weight", "c_v.bias", "c_proj.weight", "c_proj.bias"},
+};
+
+// The tensors of name set `set` holding w, cut by rows here (Wq: the first
+// D rows of w_qkv, Wk the next kv, Wv the last kv), F32, the biases when
+// with_bias. Returns how many.
+static int set_specs(mhsa_names set, const weights *w, int with_bias,
+                     spec *t)
+{
+    size_t D = w->D, kv = (w->qkv - D) / 2;
+    int n = 0;
+    if (set == MHSA_NAMES_TORCH) {
+        t[n++] = (spec){"in_proj_weight", "F32", 2, {w->qkv, D}, w->w_qkv};
+        if (with_bias)
+            t[n++] = (spec){"in_proj_bias", "F32", 1, {w->qkv}, w->b_qkv};
+        t[n++] = (spec){"out_proj.weight", "F32", 2, {D, D}, w->w_out};
+        if (with_bias)
+            t[n++] = (spec){"out_proj.bias", "F32", 1, {D}, w->b_out};
+        return n;
+    }
+    const char *const *nm = split_names[set == MHSA_NAMES_C];
+    const size_t row0[4] = {0, D, D + kv, 0}, rows[4] = {D, kv, kv, D};
+    for (int j = 0; j < 4; j++) {
+        t[n++] = (spec){nm[2 * j], "F32", 2, {rows[j], D},
+                        j < 3 ? w->w_qkv + row0[j] * D : w->w_out};
+        if (with_bias)
+            t[n++] = (spec){nm[2 * j + 1], "F32", 1, {rows[j]},
+                            j < 3 ? w->b_qkv + row0[j] : w->b_out};
+    }
+    return n;
+}
+
+// The configs the name tests run over: without GQA (n_kv_heads 0 and H),
+// grouped-query (H/Hkv = 2, 4) and multi-query (Hkv = 1).
+static const mhsa_config name_cfgs[] = {
+    {.d_model = 16, .n_heads = 4, .max_seq_len = 8, .causal = 1},
+    {.d_model = 12, .n_heads = 3, .max_seq_len = 8, .causal = 1,
+     .n_kv_heads = 3},
+    {.d_model = 16, .n_heads = 4, .max_seq_len = 8, .causal = 1,
+     .n_kv_heads = 2},
+    {.d_model = 24, .n_heads = 8, .max_seq_len = 8, .causal = 1,
+     .n_kv_heads = 2},
+    {.d_model = 12, .n_heads = 3, .max_seq_len = 8, .causal = 1,
+     .n_kv_heads = 1},
+};
+enum { N_NAME_CFGS = sizeof name_cfgs / sizeof name_cfgs[0] };
+
+static const char *const PFX = "model.layers.0.self_attn.";
+
+// The same weights under each set (and the bias file into a no-bias
+// block), with a prefix and decoys around them: the same bits.
+START_TEST(names_every_set_loads_same_bits)
+{
+    for (int ci = 0; ci < N_NAME_CFGS; ci++)
+        for (int bias = 0; bias <= 1; bias++)
+            for (int file_bias = bias; file_bias <= 1; file_bias++)
+                for (int set = 0; set < 3; set++) {
+        mhsa_config c = name_cfgs[ci];
+        c.bias = bias;
+        mhsa_block *src = random_block_cfg(&c, 100 + (uint64_t)ci);
+        mhsa_block *dst = random_block_cfg(&c, 200 + (uint64_t)set);
+        size_t kv = kv_rows_of(&c);
+        weights ws = weights_alloc_kv(c.d_model, kv);
+        weights wd = weights_alloc_kv(c.d_model, kv);
+        weights_get(src, &ws);
+        if (!bias)   // the file's biases must be ignored: make them odd
+            for (size_t i = 0; i < ws.qkv; i++)
+                ws.b_qkv[i] = (float)i + 0.5f;
+        spec t[12];
+        int n = set_specs((mhsa_names)set, &ws, file_bias, t);
+        // Decoys: the next layer's tensors of every set, with other shapes.
+        float decoy[4] = {9, 9, 9, 9};
+        const char *const dn[3] = {"in_proj_weight", "q_proj.weight",
+                                   "c_q.weight"};
+        for (int k = 0; k < 3; k++)
+            t[n++] = (spec){dn[k], "F32", 1, {4}, decoy,
+                            "model.layers.1.self_attn."};
+        const char *p = write_specs("n.safetensors", PFX, t, n);
+        ck_assert_msg(mhsa_block_load_safetensors(dst, p, PFX) == MHSA_OK,
+                      "cfg %d bias %d/%d set %d: %s", ci, bias, file_bias,
+                      set, mhsa_last_error());
+        weights_get(dst, &wd);
+        weights_get(src, &ws);
+        ck_assert_msg(weights_eq(&ws, &wd, c.d_model, bias),
+                      "cfg %d bias %d/%d set %d", ci, bias, file_bias, set);
+        weights_free(&ws);
+        weights_free(&wd);
+        mhsa_block_destroy(src);
+        mhsa_block_destroy(dst);
+    }
+    cleanup();
+}
+END_TEST
+
+// save_ex writes exactly the chosen set (F32, the contract's shapes, the
+// bits of the block), which loads back to the same bits; save is save_ex
+// with MHSA_NAMES_TORCH, byte for byte.
+START_TEST(names_save_ex_round_trip)
+{
+    for (int ci = 0; ci < N_NAME_CFGS; ci++)
+        for (int bias = 0; bias <= 1; bias++)
+            for (int set = 0; set < 3; set++) {
+        mhsa_config c = name_cfgs[ci];
+        c.bias = bias;
+        mhsa_block *src = random_block_cfg(&c, 300 + (uint64_t)ci);
+        mhsa_block *dst = random_block_cfg(&c, 400 + (uint64_t)set);
+        size_t kv = kv_rows_of(&c);
+        weights ws = weights_alloc_kv(c.d_model, kv);
+        weights wd = weights_alloc_kv(c.d_model, kv);
+        weights_get(src, &ws);
+        const char *p = tpath("s.safetensors");
+        ck_assert_int_eq(mhsa_block_save_safetensors_ex(src, p, PFX,
+                                                        (mhsa_names)set),
+                         MHSA_OK);
+        spec t[8];
+        int n = set_specs((mhsa_names)set, &ws, bias, t);
+        mhsa_st_file *f = NULL;
+        ck_assert_int_eq(mhsa__st_open(p, &f), MHSA_OK);
+        ck_assert_uint_eq(mhsa__st_count(f), (size_t)n);
+        for (int i = 0; i < n; i++) {
+            char name[128];
+            snprintf(name, sizeof name, "%s%s", PFX, t[i].name);
+            int nd;
+            size_t dims[MHSA_ST_MAX_DIMS];
+            ck_assert_msg(mhsa__st_shape(f, name, &nd, dims), "%s", name);
+            ck_assert_int_eq(nd, t[i].ndim);
+            ck_assert_uint_eq(dims[0], t[i].dims[0]);
+            if (nd == 2)
+                ck_assert_uint_eq(dims[1], t[i].dims[1]);
+            size_t count = t[i].dims[0] * (nd == 2 ? t[i].dims[1] : 1);
+            float *got = malloc(count * sizeof(float));
+            ck_assert_int_eq(mhsa__st_read_f32(f, name, nd, t[i].dims, got),
+                             MHSA_OK);
+            ck_assert_msg(!memcmp(got, t[i].data, count * sizeof(float)),
+                          "%s", name);
+            free(got);
+        }
+        mhsa__st_close(f);
+        ck_assert_int_eq(mhsa_block_load_safetensors(dst, p, PFX), MHSA_OK);
+        weights_get(dst, &wd);
+        ck_assert(weights_eq(&ws, &wd, c.d_model, bias));
+
+        if (set == MHSA_NAMES_TORCH) {
+            const char *q = tpath("s0.safetensors");
+            ck_assert_int_eq(mhsa_block_save_safetensors(src, q, PFX),
+                             MHSA_OK);
+            FILE *a = fopen(p, "rb"), *b = fopen(q, "rb");
+            int ca, cb;
+            do {
+                ca = fgetc(a);
+                cb = fgetc(b);
+            } while (ca == cb && ca != EOF);
+            ck_assert_int_eq(ca, cb);
+            fclose(a);
+            fclose(b);
+            unlink(q);
+        }
+        weights_free(&ws);
+        weights_free(&wd);
+        mhsa_block_destroy(src);
+        mhsa_block_destroy(dst);
+    }
+    ck_assert_int_eq(tmp_entries(), 1);
+    cleanup();
+}
+END_TEST
+
+// Loads p with prefix "attn." into blk and expects FORMAT with exactly
+// the message path + rest, and the block's weights unchanged.
+static void expect_load_error(mhsa_block *blk, const char *p,
+                              const char *rest)
+{
+    const mhsa_config *c = mhsa_block_config(blk);
+    weights w0 = weights_alloc_kv(c->d_model, kv_rows_of(c));
+    weights w1 = weights_alloc_kv(c->d_model, kv_rows_of(c));
+    weights_get(blk, &w0);
+    ck_assert_int_eq(mhsa_block_load_safetensors(blk, p, "attn."),
+                     MHSA_ERR_FORMAT);
+    char want[512];
+    snprintf(want, sizeof want, "%s: %s", p, rest);
+    ck_assert_str_eq(mhsa_last_error(), want);
+    weights_get(blk, &w1);
+    ck_assert(weights_eq(&w0, &w1, c->d_model, c->bias));
+    weights_free(&w0);
+    weights_free(&w1);
+}
+
+// Two complete sets: the first in PyTorch, Hugging Face, c_* order is
+// loaded and the other ignored, even with wrong shapes; the chosen set's
+// shapes are checked even when a later set would fit.
+START_TEST(names_first_complete_set_wins)
+{
+    mhsa_config c = name_cfgs[0];
+    c.bias = 1;
+    size_t kv = kv_rows_of(&c);
+    mhsa_block *a = random_block_cfg(&c, 500), *b = random_block_cfg(&c, 501);
+    mhsa_block *dst = random_block_cfg(&c, 502);
+    weights wa = weights_alloc_kv(c.d_model, kv);
+    weights wb = weights_alloc_kv(c.d_model, kv);
+    weights wd = weights_alloc_kv(c.d_model, kv);
+    weights_get(a, &wa);
+    weights_get(b, &wb);
+    static const mhsa_names pairs[3][2] = {
+        {MHSA_NAMES_TORCH, MHSA_NAMES_HF}, {MHSA_NAMES_TORCH, MHSA_NAMES_C},
+        {MHSA_NAMES_HF, MHSA_NAMES_C},
+    };
+    for (int k = 0; k < 3; k++)
+        for (int order = 0; order < 2; order++) {
+        // The winner's tensors first or last in the file: order is no cue.
+        spec t[16];
+        int n = 0;
+        if (order) {
+            n += set_specs(pairs[k][1], &wb, 1, t + n);
+            n += set_specs(pairs[k][0], &wa, 1, t + n);
+        } else {
+            n += set_specs(pairs[k][0], &wa, 1, t + n);
+            n += set_specs(pairs[k][1], &wb, 1, t + n);
+        }
+        const char *p = write_specs("two.safetensors", "attn.", t, n);
+        ck_assert_int_eq(mhsa_block_load_safetensors(dst, p, "attn."),
+                         MHSA_OK);
+        weights_get(dst, &wd);
+        ck_assert_msg(weights_eq(&wa, &wd, c.d_model, 1), "pair %d", k);
+    }
+    // A partial PyTorch set (no out_proj.*) does not stop a complete HF set.
+    spec t[16];
+    set_specs(MHSA_NAMES_TORCH, &wa, 1, t);   // keep in_proj_* only
+    int n = 2 + set_specs(MHSA_NAMES_HF, &wb, 1, t + 2);
+    const char *p = write_specs("two.safetensors", "attn.", t, n);
+    ck_assert_int_eq(mhsa_block_load_safetensors(dst, p, "attn."), MHSA_OK);
+    weights_get(dst, &wd);
+    ck_assert(weights_eq(&wb, &wd, c.d_model, 1));
+    // A complete PyTorch set with a wrong in_proj_bias beside a right HF
+    // set: the PyTorch set is chosen and its shape error reported.
+    n = set_specs(MHSA_NAMES_TORCH, &wa, 1, t);
+    t[1].dims[0] -= 1;
+    n += set_specs(MHSA_NAMES_HF, &wb, 1, t + n);
+    p = write_specs("two.safetensors", "attn.", t, n);
+    expect_load_error(dst, p, "tensor 'attn.in_proj_bias': expected shape "
+                      "[48], found [47]");
+    weights_free(&wa);
+    weights_free(&wb);
+    weights_free(&wd);
+    mhsa_block_destroy(a);
+    mhsa_block_destroy(b);
+    mhsa_block_destroy(dst);
+    cleanup();
+}
+END_TEST
+
+// No complete set: the first missing PyTorch tensor, then what each
+// partial set lacks (names after the prefix).
+START_TEST(names_partial_set_names_missing)
+{
+    mhsa_config c = name_cfgs[0];
+    mhsa_block *nb = random_block_cfg(&c, 600);
+    c.bias = 1;
+    mhsa_block *wb_blk = random_block_cfg(&c, 601);
+    weights w = weights_alloc_kv(c.d_model, kv_rows_of(&c));
+    weights_get(wb_blk, &w);
+    spec t[16];
+
+    // q_proj and k_proj only.
+    set_specs(MHSA_NAMES_HF, &w, 0, t);
+    const char *p = write_specs("p.safetensors", "attn.", t, 2);
+    expect_load_error(nb, p, "tensor 'attn.in_proj_weight' not found; no "
+                      "set of weight names is complete; the Hugging Face "
+                      "set lacks v_proj.weight, o_proj.weight");
+    // Every HF weight but no bias, into a block with biases.
+    set_specs(MHSA_NAMES_HF, &w, 0, t);
+    p = write_specs("p.safetensors", "attn.", t, 4);
+    expect_load_error(wb_blk, p, "tensor 'attn.in_proj_weight' not found; "
+                      "no set of weight names is complete; the Hugging Face "
+                      "set lacks q_proj.bias, k_proj.bias, v_proj.bias, "
+                      "o_proj.bias");
+    // Two partial sets: both listed, PyTorch first.
+    set_specs(MHSA_NAMES_TORCH, &w, 0, t);
+    set_specs(MHSA_NAMES_C, &w, 0, t + 1);
+    p = write_specs("p.safetensors", "attn.", t, 2);
+    expect_load_error(nb, p, "tensor 'attn.out_proj.weight' not found; no "
+                      "set of weight names is complete; the PyTorch set "
+                      "lacks out_proj.weight; the GPT c_* set lacks "
+                      "c_k.weight, c_v.weight, c_proj.weight");
+    // Nothing of any set after this prefix (a whole set under another).
+    int n = set_specs(MHSA_NAMES_C, &w, 1, t);
+    for (int i = 0; i < n; i++)
+        t[i].pre = "attn2.";
+    p = write_specs("p.safetensors", "attn.", t, n);
+    expect_load_error(wb_blk, p, "tensor 'attn.in_proj_weight' not found; "
+                      "no set of weight names is complete");
+    // Biases alone are no partial set of a no-bias block.
+    n = set_specs(MHSA_NAMES_HF, &w, 1, t);
+    p = write_specs("p.safetensors", "attn.", t + 1, 1);
+    expect_load_error(nb, p, "tensor 'attn.in_proj_weight' not found; "
+                      "no set of weight names is complete");
+    weights_free(&w);
+    mhsa_block_destroy(nb);
+    mhsa_block_destroy(wb_blk);
+    cleanup();
+}
+END_TEST
+
+// A tensor of the chosen set with another shape: FORMAT naming it with
+// the expected and found shapes.
+START_TEST(names_wrong_shape_names_tensor)
+{
+    mhsa_config c = name_cfgs[0];   // D = 16
+    c.bias = 1;
+    mhsa_block *blk = random_block_cfg(&c, 700);
+    weights w = weights_alloc_kv(c.d_model, kv_rows_of(&c));
+    weights_get(blk, &w);
+    spec t[8];
+    int n = set_specs(MHSA_NAMES_HF, &w, 1, t);
+    t[2].dims[0] = 8;   // k_proj.weight (8, 16): half the rows
+    const char *p = write_specs("w.safetensors", "attn.", t, n);
+    expect_load_error(blk, p, "tensor 'attn.k_proj.weight': expected shape "
+                      "[16, 16], found [8, 16]");
+    n = set_specs(MHSA_NAMES_C, &w, 1, t);
+    t[7].dims[0] = 15;   // c_proj.bias
+    p = write_specs("w.safetensors", "attn.", t, n);
+    expect_load_error(blk, p, "tensor 'attn.c_proj.bias': expected shape "
+                      "[16], found [15]");
+    n = set_specs(MHSA_NAMES_TORCH, &w, 1, t);
+    t[2].ndim = 1;       // out_proj.weight flattened
+    t[2].dims[0] = 256;
+    p = write_specs("w.safetensors", "attn.", t, n);
+    expect_load_error(blk, p, "tensor 'attn.out_proj.weight': expected "
+                      "shape [16, 16], found [256]");
+
+    // A multi-head file into a grouped-query block (H = 4, Hkv = 1 and 2:
+    // K and V of 4 and 8 rows), for every set: the first tensor whose
+    // shape differs is named.
+    for (int hkv = 1; hkv <= 2; hkv++) {
+        mhsa_config g = c;
+        g.n_kv_heads = hkv;
+        mhsa_block *gb = random_block_cfg(&g, 701);
+        char want[128];
+        n = set_specs(MHSA_NAMES_TORCH, &w, 1, t);
+        p = write_specs("w.safetensors", "attn.", t, n);
+        snprintf(want, sizeof want, "tensor 'attn.in_proj_weight': expected "
+                 "shape [%d, 16], found [48, 16]", 16 + 2 * 4 * hkv);
+        expect_load_error(gb, p, want);
+        for (int set = 1; set < 3; set++) {
+            n = set_specs((mhsa_names)set, &w, 1, t);
+            p = write_specs("w.safetensors", "attn.", t, n);
+            snprintf(want, sizeof want, "tensor 'attn.%s': expected shape "
+                     "[%d, 16], found [16, 16]", split_names[set - 1][2],
+                     4 * hkv);
+            expect_load_error(gb, p, want);
+        }
+        mhsa_block_destroy(gb);
+    }
+    weights_free(&w);
+    mhsa_block_destroy(blk);
+    cleanup();
+}
+END_TEST
+
+// The Hugging Face set in F16 and BF16 (as checkpoints ship): converted
+// exactly, the same bits as the rounded values saved as F32 PyTorch names.
+START_TEST(names_hf_f16_bf16)
+{
+    static const char *const dt[8] = {"F16", "F16", "BF16", "BF16",
+                                      "F16", "F32", "BF16", "F16"};
+    for (int ci = 0; ci < N_NAME_CFGS; ci++) {
+        mhsa_config c = name_cfgs[ci];
+        c.bias = 1;
+        size_t kv = kv_rows_of(&c);
+        mhsa_block *a = random_block_cfg(&c, 800), *b = random_block_cfg(&c,
+                                                                        801);
+        weights w = weights_alloc_kv(c.d_model, kv);
+        weights wd = weights_alloc_kv(c.d_model, kv);
+        weights_get(a, &w);
+        spec t[8];
+        int n = set_specs(MHSA_NAMES_HF, &w, 1, t);
+        for (int i = 0; i < n; i++) {   // the file's values, read back
+            t[i].dtype = dt[i];
+            size_t count = t[i].dims[0] * (t[i].ndim == 2 ? t[i].dims[1] : 1);
+            float *v = (float *)(uintptr_t)t[i].data;
+            for (size_t j = 0; j < count; j++)
+                v[j] = round_to(dt[i], v[j]);
+        }
+        const char *p = write_specs("h.safetensors", "attn.", t, n);
+        ck_assert_int_eq(mhsa_block_load_safetensors(b, p, "attn."),
+                         MHSA_OK);
+        weights_get(b, &wd);
+        ck_assert(weights_eq(&w, &wd, c.d_model, 1));
+        // Something was rounded (the check above is not vacuous).
+        weights wa = weights_alloc_kv(c.d_model, kv);
+        weights_get(a, &wa);
+        ck_assert(!weights_eq(&wa, &wd, c.d_model, 1));
+        // The same values as an F32 PyTorch file: the same bits.
+        n = set_specs(MHSA_NAMES_TORCH, &w, 1, t);
+        p = write_specs("t.safetensors", "", t, n);
+        ck_assert_int_eq(mhsa_block_load_safetensors(a, p, ""), MHSA_OK);
+        weights_get(a, &wa);
+        ck_assert(weights_eq(&wa, &wd, c.d_model, 1));
+        weights_free(&wa);
+        weights_free(&w);
+        weights_free(&wd);
+        mhsa_block_destroy(a);
+        mhsa_block_destroy(b);
+    }
+    cleanup();
+}
+END_TEST
+
+START_TEST(names_save_ex_bad_arguments)
+{
+    mhsa_block *b = random_block(8, 2, 1, 900);
+    const char *p = tpath("x.safetensors");
+    ck_assert_int_eq(mhsa_block_save_safetensors_ex(b, p, "",
+                                                    (mhsa_names)3),
+                     MHSA_ERR_INVALID_ARG);
+    ck_assert_ptr_nonnull(strstr(mhsa_last_error(), "names = 3"));
+    ck_assert_int_eq(mhsa_block_save_safetensors_ex(b, p, "",
+                                                    (mhsa_names)-1),
+                     MHSA_ERR_INVALID_ARG);
+    ck_assert_ptr_nonnull(strstr(mhsa_last_error(), "names = -1"));
+    ck_assert_int_eq(mhsa_block_save_safetensors_ex(NULL, p, "",
+                                                    MHSA_NAMES_HF),
+                     MHSA_ERR_INVALID_ARG);
+    ck_assert_int_eq(mhsa_block_save_safetensors_ex(b, NULL, "",
+                                                    MHSA_NAMES_HF),
+                     MHSA_ERR_INVALID_ARG);
+    ck_assert_int_eq(tmp_entries(), 0);
+    ck_assert_int_eq(mhsa_block_save_safetensors_ex(b, tmp_dir, "",
+                                                    MHSA_NAMES_C),
+                     MHSA_ERR_IO);
+    mhsa_block_destroy(b);
+    cleanup();
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("safetensors");
@@ -812,6 +1353,15 @@ static Suite *suite(void)
     tcase_add_test(tb, block_load_errors_leave_weights);
     tcase_add_test(tb, block_alloc_failures);
     suite_add_tcase(s, tb);
+    TCase *tn = tcase_create("names");
+    tcase_add_test(tn, names_every_set_loads_same_bits);
+    tcase_add_test(tn, names_save_ex_round_trip);
+    tcase_add_test(tn, names_first_complete_set_wins);
+    tcase_add_test(tn, names_partial_set_names_missing);
+    tcase_add_test(tn, names_wrong_shape_names_tensor);
+    tcase_add_test(tn, names_hf_f16_bf16);
+    tcase_add_test(tn, names_save_ex_bad_arguments);
+    suite_add_tcase(s, tn);
     return s;
 }
 

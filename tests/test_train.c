@@ -139,13 +139,18 @@ END_TEST
 
 // ---- the model -------------------------------------------------------------
 
+static mhsa_lm *make_lm_cfg(const mhsa_lm_config *c, uint64_t seed)
+{
+    mhsa_lm *lm = NULL;
+    ck_assert_int_eq(mhsa_lm_create(c, &lm), MHSA_OK);
+    ck_assert_int_eq(mhsa_lm_init_random(lm, seed), MHSA_OK);
+    return lm;
+}
+
 static mhsa_lm *make_lm(int V, int D, int H, int T, int B, uint64_t seed)
 {
     mhsa_lm_config c = { V, D, H, T, B };
-    mhsa_lm *lm = NULL;
-    ck_assert_int_eq(mhsa_lm_create(&c, &lm), MHSA_OK);
-    ck_assert_int_eq(mhsa_lm_init_random(lm, seed), MHSA_OK);
-    return lm;
+    return make_lm_cfg(&c, seed);
 }
 
 START_TEST(clipping_by_global_norm)
@@ -194,6 +199,14 @@ START_TEST(model_errors_and_state)
     c.n_heads = 0;
     ck_assert_int_eq(mhsa_lm_create(&c, &lm), MHSA_ERR_INVALID_ARG);
     ck_assert_ptr_nonnull(strstr(mhsa_last_error(), "n_heads"));
+    // The K/V heads decide the parameter shapes: checked before the block.
+    c = (mhsa_lm_config){ 8, 8, 4, 4, 2, .n_kv_heads = -1 };
+    ck_assert_int_eq(mhsa_lm_create(&c, &lm), MHSA_ERR_INVALID_ARG);
+    ck_assert_ptr_nonnull(strstr(mhsa_last_error(), "n_kv_heads = -1"));
+    c.n_kv_heads = 3;
+    ck_assert_int_eq(mhsa_lm_create(&c, &lm), MHSA_ERR_SHAPE);
+    ck_assert_ptr_nonnull(strstr(mhsa_last_error(), "n_kv_heads = 3"));
+    ck_assert_ptr_null(lm);
     mhsa_lm_destroy(NULL);
 
     lm = make_lm(8, 6, 3, 4, 2, 1);
@@ -246,10 +259,22 @@ static double forward_loss(mhsa_lm *lm, const int32_t *tok,
 // difference is good to ~1e-5 plus an O(h^2) curvature term; the bound
 // 2e-3 + 2% of the tensor's largest gradient is far above both and far
 // below what a wrong index, missing term or factor gives.
+// Loop 1: the block as Llama's (one K/V head for both query heads, RoPE
+// in interleaved pairs, a window of 3): its parameters take the
+// grouped-query shape and every gradient still matches.
 START_TEST(whole_model_gradient_check)
 {
     enum { V = 7, D = 8, H = 2, T = 5, B = 2 };
-    mhsa_lm *lm = make_lm(V, D, H, T, B, 99);
+    mhsa_lm_config c = { V, D, H, T, B };
+    if (_i == 1)
+        c = (mhsa_lm_config){ V, D, H, T, B, .n_kv_heads = 1, .rope_dim = 4,
+                              .rope_theta = 100.0f, .rope_interleaved = 1,
+                              .window = 3 };
+    mhsa_lm *lm = make_lm_cfg(&c, 99);
+    mhsa_lm_tensor w;
+    ck_assert_int_eq(mhsa_lm_get_tensor(lm, 2, &w), MHSA_OK);
+    ck_assert_str_eq(w.name, "attn.in_proj_weight");
+    ck_assert_int_eq(w.shape[0], _i ? D + 2 * (D / H) : 3 * D);
     rng r = { 5 };
     // Non-zero biases, so their paths are exercised too.
     for (int i = 0; i < mhsa_lm_n_tensors(lm); i++) {
@@ -459,6 +484,45 @@ START_TEST(induction_learns_to_look_back)
 }
 END_TEST
 
+// The attention fields reach the block: the window shows in the attention
+// weights, and each RoPE field changes the loss of the same model.
+START_TEST(attention_variant_reaches_the_block)
+{
+    enum { V = 7, D = 8, H = 2, T = 6, B = 1 };
+    const mhsa_lm_config base = { V, D, H, T, B, .n_kv_heads = 1,
+                                  .rope_dim = 4, .rope_theta = 100.0f,
+                                  .rope_interleaved = 1, .window = 3 };
+    int32_t tok[T] = { 1, 4, 1, 6, 0, 3 }, tgt[T] = { 4, 1, 6, 0, 3, 2 };
+    mhsa_lm *lm = make_lm_cfg(&base, 5);
+    float attn[H * T * T];
+    ck_assert_int_eq(mhsa_lm_attention(lm, tok, T, attn), MHSA_OK);
+    for (int h = 0; h < H; h++)
+        for (int t = 0; t < T; t++)
+            for (int j = 0; j < T; j++) {
+                float a = attn[(h * T + t) * T + j];
+                int seen = j <= t && j > t - 3;
+                ck_assert_msg(seen ? a > 0 : a == 0, "h %d t %d j %d: %g",
+                              h, t, j, (double)a);
+            }
+    double l0 = forward_loss(lm, tok, tgt, B, T);
+    mhsa_lm_destroy(lm);
+    for (int k = 0; k < 3; k++) {
+        mhsa_lm_config c = base;
+        if (k == 0)
+            c.rope_dim = 0, c.rope_theta = 0, c.rope_interleaved = 0;
+        else if (k == 1)
+            c.rope_theta = 10000.0f;
+        else
+            c.rope_interleaved = 0;
+        lm = make_lm_cfg(&c, 5);
+        double l = forward_loss(lm, tok, tgt, B, T);
+        ck_assert_msg(fabs(l - l0) > 1e-6, "change %d: loss %.9g == %.9g",
+                      k, l, l0);
+        mhsa_lm_destroy(lm);
+    }
+}
+END_TEST
+
 // The same training with 1 and with 2 OpenMP threads: every loss and every
 // final parameter bit for bit equal.
 START_TEST(same_bits_on_one_and_two_threads)
@@ -495,7 +559,8 @@ static Suite *suite(void)
     tcase_add_test(tc, sgd_and_bad_configs);
     tcase_add_test(tc, clipping_by_global_norm);
     tcase_add_test(tc, model_errors_and_state);
-    tcase_add_test(tc, whole_model_gradient_check);
+    tcase_add_loop_test(tc, whole_model_gradient_check, 0, 2);
+    tcase_add_test(tc, attention_variant_reaches_the_block);
     tcase_add_test(tc, tasks_have_their_structure);
     tcase_add_test(tc, steps_allocate_nothing);
     suite_add_tcase(s, tc);

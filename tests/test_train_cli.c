@@ -104,6 +104,24 @@ static const struct { const char *args[6]; const char *says; } bad[] = {
     { { "--batch", "99999999999999999999" }, "--batch" },
     { { "--heatmap-png=" }, "--heatmap-png needs a file name" },
     { { "stray" }, "stray: unexpected argument" },
+    { { "--kv-heads", "3" }, "--kv-heads 3 does not divide --heads 4" },
+    { { "--kv-heads", "0" }, "--kv-heads 0 is out of range" },
+    { { "--kv-heads", "two" }, "--kv-heads: 'two' is not an integer" },
+    { { "--rope", "5" }, "--rope 5 must be even" },
+    { { "--rope", "0" }, "--rope 0 is out of range" },
+    { { "--rope", "10" }, "--rope 10 is larger than the head size 8" },
+    { { "--rope", "6", "--heads", "8" }, "--rope 6 is larger than the head "
+      "size 4 (--d-model 32 / --heads 8)" },
+    { { "--rope-theta", "500000" }, "--rope-theta 500000 needs --rope" },
+    { { "--rope", "4", "--rope-theta", "-1" }, "--rope-theta -1 must be > 0" },
+    { { "--rope", "4", "--rope-theta=inf" }, "--rope-theta: 'inf' is not a "
+      "finite number" },
+    { { "--rope-interleaved" }, "--rope-interleaved needs --rope" },
+    { { "--rope", "4", "--rope-interleaved=1" }, "--rope-interleaved takes "
+      "no value (got '1')" },
+    { { "--window", "0" }, "--window 0 is out of range" },
+    { { "--window", "-2" }, "--window -2 is out of range" },
+    { { "--window" }, "--window needs a value" },
 };
 
 START_TEST(bad_flags_exit_2_with_one_line)
@@ -134,7 +152,8 @@ START_TEST(help_documents_every_flag)
         "--task", "--heads", "--d-model", "--seq-len", "--vocab", "--epochs",
         "--steps-per-epoch", "--batch", "--optim", "--lr", "--weight-decay",
         "--clip", "--seed", "--threads", "--isa", "--heatmap-png",
-        "--loss-csv", "--save", "--load", "--help",
+        "--loss-csv", "--save", "--load", "--help", "--kv-heads", "--rope",
+        "--rope-theta", "--rope-interleaved", "--window",
     };
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         ck_assert_msg(strstr(out, flags[i]), "--help lacks %s", flags[i]);
@@ -167,6 +186,47 @@ START_TEST(default_run_learns_repeat)
     ck_assert_ptr_nonnull(strstr(out, "head 3"));
     double l = final_loss(out);
     ck_assert_msg(l < 1.0, "final loss %g", l);
+    free(out);
+    free(err);
+}
+END_TEST
+
+// The attention flags reach train_args (and from there the block's
+// config, in cli.c's setup); 0 stays "off".
+START_TEST(attention_flags_parse)
+{
+    const char *argv[] = { "mhsa-train", "--heads", "8", "--kv-heads=2",
+                           "--rope", "4", "--rope-theta", "500000",
+                           "--rope-interleaved", "--window", "7" };
+    train_args a;
+    FILE *err = tmpfile();
+    ck_assert_int_eq(parse_args(11, (char **)argv, &a, err), CLI_OK);
+    ck_assert_int_eq(a.kv_heads, 2);
+    ck_assert_int_eq(a.rope_dim, 4);
+    ck_assert(a.rope_theta == 500000.0f);
+    ck_assert_int_eq(a.rope_interleaved, 1);
+    ck_assert_int_eq(a.window, 7);
+    ck_assert_int_eq(parse_args(1, (char **)argv, &a, err), CLI_OK);
+    ck_assert(a.kv_heads == 0 && a.rope_dim == 0 && a.rope_theta == 0.0f &&
+              a.rope_interleaved == 0 && a.window == 0);
+    ck_assert_int_eq(ftell(err), 0);
+    fclose(err);
+}
+END_TEST
+
+// --kv-heads equal to --heads is plain multi-head attention: the same
+// training, the same bits, as without the flag.
+START_TEST(kv_heads_equal_to_heads_changes_nothing)
+{
+    const char *a1[] = { "mhsa-train", "--epochs", "1", "--steps-per-epoch",
+                         "5", "--kv-heads", "4" };
+    char *out, *err;
+    ck_assert_int_eq(run(&out, &err, 7, a1), 0);
+    double l1 = final_loss(out);
+    free(out);
+    free(err);
+    ck_assert_int_eq(run(&out, &err, 5, a1), 0);
+    ck_assert_double_eq(final_loss(out), l1);
     free(out);
     free(err);
 }
@@ -279,6 +339,51 @@ START_TEST(save_then_load_round_trips)
 }
 END_TEST
 
+// With the attention flags the model trains (differently from the
+// default), --save / --load round trip its grouped-query shapes, and a
+// model saved with other K/V heads does not load.
+START_TEST(attention_flags_train_save_load)
+{
+    char st[256];
+    tmp_name(st, sizeof st, ".safetensors");
+    const char *a1[] = { "mhsa-train", "--epochs", "1", "--steps-per-epoch",
+                         "20", "--kv-heads", "2", "--rope", "8",
+                         "--rope-theta", "500", "--rope-interleaved",
+                         "--window", "4", "--save", st };
+    char *out, *err;
+    int rc = run(&out, &err, (int)(sizeof a1 / sizeof *a1), a1);
+    if (rc == 1 && strstr(err, "--save")) {
+        printf("skip: built without safetensors support: %s", err);
+        remove(st);
+        return;
+    }
+    ck_assert_msg(rc == 0, "%s", err);
+    double l1 = final_loss(out);
+    free(out);
+    free(err);
+    ck_assert_int_eq(run(&out, &err, 5, a1), 0);   // the same, plain
+    ck_assert(final_loss(out) != l1);
+    free(out);
+    free(err);
+    const char *a2[] = { "mhsa-train", "--epochs", "1", "--steps-per-epoch",
+                         "1", "--lr", "1e-30", "--kv-heads", "2", "--rope",
+                         "8", "--rope-theta", "500", "--rope-interleaved",
+                         "--window", "4", "--load", st };
+    ck_assert_int_eq(run(&out, &err, (int)(sizeof a2 / sizeof *a2), a2),
+                     0);
+    ck_assert_double_eq(final_loss(out), l1);
+    free(out);
+    free(err);
+    const char *a3[] = { "mhsa-train", "--kv-heads", "1", "--load", st };
+    ck_assert_int_eq(run(&out, &err, 5, a3), 1);
+    ck_assert_ptr_nonnull(strstr(err, "--load"));
+    ck_assert_ptr_nonnull(strstr(err, "attn.in_proj_weight"));
+    free(out);
+    free(err);
+    remove(st);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("train_cli");
@@ -286,10 +391,13 @@ static Suite *suite(void)
     tcase_add_loop_test(tc, bad_flags_exit_2_with_one_line, 0,
                         (int)(sizeof bad / sizeof bad[0]));
     tcase_add_test(tc, help_documents_every_flag);
+    tcase_add_test(tc, attention_flags_parse);
+    tcase_add_test(tc, kv_heads_equal_to_heads_changes_nothing);
     tcase_add_test(tc, default_run_learns_repeat);
     tcase_add_test(tc, png_decodes_with_the_right_size);
     tcase_add_test(tc, unwritable_png_fails_cleanly);
     tcase_add_test(tc, save_then_load_round_trips);
+    tcase_add_test(tc, attention_flags_train_save_load);
     suite_add_tcase(s, tc);
     return s;
 }

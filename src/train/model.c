@@ -85,15 +85,23 @@ void mhsa_lm_destroy(mhsa_lm *lm)
     mhsa__free(lm);
 }
 
+// Rows of the block's w_qkv: D for Q, Hkv*dh for each of K and V.
+static int64_t qkv_rows(const mhsa_lm_config *c)
+{
+    int64_t hkv = c->n_kv_heads ? c->n_kv_heads : c->n_heads;
+    return c->d_model + 2 * hkv * (c->d_model / c->n_heads);
+}
+
 // Sizes of every buffer, overflow-checked; 0 if something overflows.
 static int plan_sizes(mhsa_lm *lm, size_t *act_floats, size_t *gemm_floats)
 {
     const mhsa_lm_config *c = &lm->cfg;
     size_t V = (size_t)c->vocab, D = (size_t)c->d_model;
     size_t Tm = (size_t)c->max_seq_len;
+    int64_t qkv = qkv_rows(c);
     int64_t shapes[N_TENSORS][2] = {
         { c->vocab, c->d_model }, { c->max_seq_len, c->d_model },
-        { 3 * (int64_t)c->d_model, c->d_model }, { 3 * (int64_t)c->d_model, 1 },
+        { qkv, c->d_model }, { qkv, 1 },
         { c->d_model, c->d_model }, { c->d_model, 1 },
         { c->vocab, c->d_model }, { c->vocab, 1 },
     };
@@ -145,6 +153,16 @@ mhsa_status mhsa_lm_create(const mhsa_lm_config *cfg, mhsa_lm **out)
         return mhsa__fail(MHSA_ERR_SHAPE, "mhsa_lm_create: d_model = %d is "
                           "not a multiple of n_heads = %d", cfg->d_model,
                           cfg->n_heads);
+    // The block checks the other attention fields; the K/V heads are
+    // needed here already, for the shapes of the parameters.
+    if (cfg->n_kv_heads < 0)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa_lm_create: "
+                          "cfg->n_kv_heads = %d (need >= 0)",
+                          cfg->n_kv_heads);
+    if (cfg->n_kv_heads && cfg->n_heads % cfg->n_kv_heads != 0)
+        return mhsa__fail(MHSA_ERR_SHAPE, "mhsa_lm_create: n_heads = %d is "
+                          "not a multiple of n_kv_heads = %d", cfg->n_heads,
+                          cfg->n_kv_heads);
     if (cfg->d_model > INT32_MAX / 3)
         return mhsa__fail(MHSA_ERR_NO_MEMORY, "mhsa_lm_create: d_model = %d "
                           "too large", cfg->d_model);
@@ -177,6 +195,11 @@ mhsa_status mhsa_lm_create(const mhsa_lm_config *cfg, mhsa_lm **out)
     bc.max_seq_len = cfg->max_seq_len;
     bc.causal = 1;
     bc.bias = 1;
+    bc.n_kv_heads = cfg->n_kv_heads;
+    bc.rope_dim = cfg->rope_dim;
+    bc.rope_theta = cfg->rope_theta;
+    bc.rope_interleaved = cfg->rope_interleaved;
+    bc.window = cfg->window;
     mhsa_status st = mhsa_block_create(&bc, &lm->blk);
     if (st == MHSA_OK)
         st = mhsa_workspace_create(lm->blk, cfg->max_batch, &lm->ws);
@@ -427,9 +450,9 @@ mhsa_status mhsa_lm_backward(mhsa_lm *lm)
         for (size_t j = 0; j < V; j++)
             gb[j] += lm->dlogits[n * V + j];
 
-    size_t D3 = 3 * D;
-    memcpy(G(lm, T_WQKV), lm->bg->w_qkv, D3 * D * sizeof(float));
-    memcpy(G(lm, T_BQKV), lm->bg->b_qkv, D3 * sizeof(float));
+    size_t qkv = (size_t)qkv_rows(&lm->cfg);
+    memcpy(G(lm, T_WQKV), lm->bg->w_qkv, qkv * D * sizeof(float));
+    memcpy(G(lm, T_BQKV), lm->bg->b_qkv, qkv * sizeof(float));
     memcpy(G(lm, T_WOUT), lm->bg->w_out, D * D * sizeof(float));
     memcpy(G(lm, T_BOUT), lm->bg->b_out, D * sizeof(float));
 

@@ -13,11 +13,18 @@ Usage: mha_interop.py INTEROP_DRIVER [--torch]
    (the math of torch.nn.MultiheadAttention, batch_first=True), and reads
    mhsa's saved file back with this script's own reader: names, dtypes,
    shapes and bits must be what PyTorch's load_state_dict() expects.
+4. Does the same with the projections stored one by one, under Hugging
+   Face names (q_proj, k_proj, v_proj, o_proj after a Llama-style prefix,
+   F32 and BF16, with RoPE as transformers applies it to Llama) and the
+   GPT's c_q, c_k, c_v, c_proj, with key/value head counts GQA_CASES; mhsa
+   saves them back under the same names.
 
 With --torch (or when torch is importable and MHSA_INTEROP_TORCH=1), the
 same files also go through real torch.nn.MultiheadAttention: the module
 exported from torch loads into mhsa, and mhsa's file loads into torch with
-load_state_dict(strict=True), both reproducing torch's outputs.
+load_state_dict(strict=True), both reproducing torch's outputs; and the
+same both ways for a Llama-style attention module (q_proj ... o_proj, no
+biases, grouped-query, transformers' RoPE) written in torch.
 
 Only the standard library and numpy are needed; exit status 77 (meson's
 "skipped") when numpy is missing.
@@ -56,6 +63,9 @@ except ImportError:
     sys.exit(77)
 
 TOL = 1e-4
+# Key/value head counts the split-name checks run with (H = 4): multi-head,
+# grouped-query and multi-query.
+GQA_CASES = (4, 2, 1)
 
 # safetensors' dtype names, sizes, and its enum order (the writer sorts the
 # data by dtype in descending enum order, then by name).
@@ -143,14 +153,39 @@ def load_file(path):
     return meta, out
 
 
-def mha_numpy(x, w_qkv, b_qkv, w_out, b_out, H, causal):
-    """torch.nn.MultiheadAttention(D, H, batch_first=True) in float64."""
+def rope_numpy(a, R, theta):
+    """Rotary embedding as transformers applies it to Llama (rotate_half):
+    a (B, heads, T, dh), the first R features of position t rotated in
+    pairs (i, i + R/2) by the angle t * theta^(-2i/R)."""
+    if not R:
+        return a
+    T = a.shape[2]
+    ang = np.arange(T)[:, None] * theta ** (-np.arange(0, R, 2) / R)
+    cos = np.cos(np.concatenate([ang, ang], -1))
+    sin = np.sin(np.concatenate([ang, ang], -1))
+    r = a[..., :R]
+    half = np.concatenate([-r[..., R // 2:], r[..., :R // 2]], -1)
+    return np.concatenate([r * cos + half * sin, a[..., R:]], -1)
+
+
+def mha_numpy(x, w_qkv, b_qkv, w_out, b_out, H, causal, Hkv=None, rope=0,
+              theta=10000.0):
+    """torch.nn.MultiheadAttention(D, H, batch_first=True) in float64; with
+    Hkv < H, grouped-query attention: w_qkv rows [Wq (D); Wk, Wv (Hkv*dh
+    each)], query head h reading kv head h // (H // Hkv); with rope, Q and
+    K rotated as rope_numpy does."""
     x = x.astype(np.float64)
     B, T, D = x.shape
     dh = D // H
+    Hkv = Hkv or H
+    kv = Hkv * dh
     qkv = x @ w_qkv.astype(np.float64).T + b_qkv
-    q, k, v = (qkv[..., i * D:(i + 1) * D].reshape(B, T, H, dh)
-               .transpose(0, 2, 1, 3) for i in range(3))
+    q = rope_numpy(qkv[..., :D].reshape(B, T, H, dh).transpose(0, 2, 1, 3),
+                   rope, theta)
+    k, v = (np.repeat(qkv[..., D + i * kv:D + (i + 1) * kv]
+                      .reshape(B, T, Hkv, dh).transpose(0, 2, 1, 3),
+                      H // Hkv, axis=1) for i in range(2))
+    k = rope_numpy(k, rope, theta)
     s = q @ k.transpose(0, 1, 3, 2) / np.sqrt(dh)
     if causal:
         s = s + np.triu(np.full((T, T), -np.inf), 1)
@@ -159,6 +194,27 @@ def mha_numpy(x, w_qkv, b_qkv, w_out, b_out, H, causal):
     p /= p.sum(-1, keepdims=True)
     ctx = (p @ v).transpose(0, 2, 1, 3).reshape(B, T, D)
     return ctx @ w_out.astype(np.float64).T + b_out
+
+
+# The names other than PyTorch's that mhsa reads: the projections one by
+# one, as Hugging Face (Llama, Mistral, ...) and the lesson's GPT name them.
+SPLIT_NAMES = {"hf": ("q_proj", "k_proj", "v_proj", "o_proj"),
+               "c": ("c_q", "c_k", "c_v", "c_proj")}
+
+
+def split_state(names, prefix, w_qkv, b_qkv, w_out, b_out, D):
+    """The block's weights as a state_dict with separate projections:
+    Wq = the first D rows of w_qkv, Wk and Wv the two halves of the rest."""
+    kv = (w_qkv.shape[0] - D) // 2
+    rows = (slice(0, D), slice(D, D + kv), slice(D + kv, D + 2 * kv))
+    q, k, v, o = SPLIT_NAMES[names]
+    sd = {}
+    for mod, r in zip((q, k, v), rows):
+        sd[prefix + mod + ".weight"] = f32(w_qkv[r])
+        sd[prefix + mod + ".bias"] = f32(b_qkv[r])
+    sd[prefix + o + ".weight"] = f32(w_out)
+    sd[prefix + o + ".bias"] = f32(b_out)
+    return sd
 
 
 def rel_err(a, b):
@@ -193,13 +249,16 @@ def main():
         xin = os.path.join(tmp, "x.bin")
         x.tofile(xin)
 
-        def run(weights, prefix, save=None, save_prefix=""):
+        def run(weights, prefix, save=None, save_prefix="", names="torch",
+                hkv=0, bias=1, rope=0, theta=0.0):
             yout = os.path.join(tmp, "y.bin")
             # In a cross build meson names the emulator (qemu-aarch64) in
             # MESON_EXE_WRAPPER: the driver is a foreign binary.
             wrapper = shlex.split(os.environ.get("MESON_EXE_WRAPPER", ""))
-            cmd = wrapper + [driver, weights, prefix, str(D), str(H), "1",
-                             "1", str(B), str(T), xin, yout]
+            cmd = wrapper + [driver, "--kv-heads", str(hkv), "--rope",
+                             str(rope), "--rope-theta", repr(theta),
+                             "--names", names, weights, prefix, str(D), str(H), "1",
+                             str(bias), str(B), str(T), xin, yout]
             if save:
                 cmd += [save, save_prefix]
             subprocess.run(cmd, check=True)
@@ -257,6 +316,57 @@ def main():
             check(dt + " file -> mhsa forward vs numpy", y16,
                   mha_numpy(x, w[0], w[1], w[2], w[3], H, True))
 
+        # 4. The same kind of weights under Hugging Face names (a Llama-
+        #    style prefix, F32 and BF16) and the GPT's c_* names, with
+        #    extra tensors around them; mhsa saves under the same names,
+        #    which read back as that state_dict.
+        for hkv in GQA_CASES:
+            kv = hkv * (D // H)
+            w_qkv = f32(rng.uniform(-0.3, 0.3, (D + 2 * kv, D)))
+            b_qkv = f32(rng.uniform(-0.1, 0.1, D + 2 * kv))
+            w_out = f32(rng.uniform(-0.3, 0.3, (D, D)))
+            b_out = f32(rng.uniform(-0.1, 0.1, D))
+            for names, prefix in (("hf", "model.layers.0.self_attn."),
+                                  ("c", "transformer.h.0.attn.")):
+                part = split_state(names, prefix, w_qkv, b_qkv, w_out, b_out,
+                                   D)
+                whole = dict(part)
+                whole[prefix.replace(".0.", ".1.") + SPLIT_NAMES[names][0]
+                      + ".weight"] = f32(rng.normal(size=(D + 1, D)))
+                whole["lm_head.weight"] = sd["lm_head.weight"]
+                for dt in ("F32", "BF16") if names == "hf" else ("F32",):
+                    if dt == "F32":
+                        t = {n: ("F32", a.tobytes(), a.shape)
+                             for n, a in whole.items()}
+                        rw = [w_qkv, b_qkv, w_out, b_out]
+                    else:   # the reference uses the rounded weights
+                        t = {n: ("BF16", bf16_bits(a).tobytes(), a.shape)
+                             for n, a in whole.items()}
+                        rw = [bf16_to_f32(bf16_bits(a)).reshape(a.shape)
+                              for a in (w_qkv, b_qkv, w_out, b_out)]
+                    path = os.path.join(tmp, "split.safetensors")
+                    save_file(path, t, {"format": "pt"})
+                    saved = os.path.join(tmp, "split_mhsa.safetensors")
+                    # Llama-style: the Hugging Face layers with RoPE over
+                    # the whole head (dh = 8), theta as Llama 3's.
+                    rope = D // H if names == "hf" else 0
+                    y = run(path, prefix, saved, prefix, names, hkv,
+                            rope=rope, theta=500000.0)
+                    check("%s %s names, Hkv=%d, RoPE %d -> mhsa vs numpy"
+                          % (dt, names, hkv, rope), y,
+                          mha_numpy(x, *rw, H, True, hkv, rope, 500000.0))
+                    _, back = load_file(saved)
+                    want = split_state(names, prefix, *rw, D)
+                    good = sorted(back) == sorted(want) and all(
+                        back[n][0] == "F32" and
+                        back[n][1].shape == want[n].shape and
+                        back[n][1].tobytes() == want[n].tobytes()
+                        for n in want)
+                    print("%-44s %s" % ("mhsa's %s file read back" % names,
+                                        "ok" if good else
+                                        "FAIL: %s" % sorted(back)))
+                    ok = ok and good
+
         if want_torch:
             torch_checks(run, x, D, H, T, tmp, check)
 
@@ -292,6 +402,65 @@ def torch_checks(run, x, D, H, T, tmp, check):
     with torch.no_grad():
         y2 = m2(xt, xt, xt, attn_mask=mask, need_weights=False)[0].numpy()
     check("mhsa file -> torch load_state_dict vs torch", y2, y_t, 0)
+    for hkv in GQA_CASES:
+        llama_checks(run, x, D, H, hkv, T, tmp, check, mask)
+
+
+def llama_checks(run, x, D, H, hkv, T, tmp, check, mask):
+    """A Llama-style attention in torch (q_proj, k_proj, v_proj, o_proj,
+    no biases, Hkv key/value heads, RoPE as transformers' LlamaAttention
+    applies it), both ways under Hugging Face names."""
+    import torch
+    dh, theta = D // H, 500000.0
+    inv_freq = 1.0 / (theta ** (torch.arange(0, dh, 2).float() / dh))
+    freqs = torch.outer(torch.arange(T).float(), inv_freq)
+    emb = torch.cat((freqs, freqs), dim=-1)
+    cos, sin = emb.cos(), emb.sin()
+
+    def rotate_half(a):
+        return torch.cat((-a[..., dh // 2:], a[..., :dh // 2]), dim=-1)
+
+    class Attention(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q_proj = torch.nn.Linear(D, D, bias=False)
+            self.k_proj = torch.nn.Linear(D, hkv * dh, bias=False)
+            self.v_proj = torch.nn.Linear(D, hkv * dh, bias=False)
+            self.o_proj = torch.nn.Linear(D, D, bias=False)
+
+        def forward(self, x):
+            B, T, _ = x.shape
+            q = self.q_proj(x).view(B, T, H, dh).transpose(1, 2)
+            k, v = (p(x).view(B, T, hkv, dh).transpose(1, 2)
+                    .repeat_interleave(H // hkv, dim=1)
+                    for p in (self.k_proj, self.v_proj))
+            q = q * cos + rotate_half(q) * sin
+            k = k * cos + rotate_half(k) * sin
+            s = q @ k.transpose(-1, -2) / dh ** 0.5 + mask
+            o = (s.softmax(-1) @ v).transpose(1, 2).reshape(B, T, D)
+            return self.o_proj(o)
+
+    layer = torch.nn.Module()
+    layer.self_attn = Attention()
+    xt = torch.from_numpy(x)
+    with torch.no_grad():
+        y_t = layer.self_attn(xt).numpy()
+    tensors = {n: ("F32", f32(p.detach().numpy()).tobytes(), tuple(p.shape))
+               for n, p in layer.state_dict().items()}
+    path = os.path.join(tmp, "llama.safetensors")
+    save_file(path, tensors, {"format": "pt"})
+    saved = os.path.join(tmp, "mhsa_for_llama.safetensors")
+    check("torch Llama-style (Hkv=%d, RoPE) -> mhsa vs torch" % hkv,
+          run(path, "self_attn.", saved, "self_attn.", "hf", hkv, 0, dh,
+              theta), y_t)
+    _, back = load_file(saved)
+    layer2 = torch.nn.Module()
+    layer2.self_attn = Attention()
+    layer2.load_state_dict({n: torch.from_numpy(a.copy()) for n, (_, a)
+                            in back.items()}, strict=True)
+    with torch.no_grad():
+        y2 = layer2.self_attn(xt).numpy()
+    check("mhsa hf file -> torch Llama-style vs torch", y2, y_t, 0)
 
 
 if __name__ == "__main__":

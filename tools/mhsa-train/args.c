@@ -43,6 +43,16 @@ void print_help(FILE *f)
 "  --weight-decay X         decoupled weight decay on matrices (0)\n"
 "  --clip X                 clip gradients to global L2 norm X; 0 = off (0)\n"
 "  --seed S                 seed of weights and data; same seed, same bits (1)\n"
+"attention variant (default: plain multi-head attention):\n"
+"  --kv-heads N             key/value heads, grouped-query attention (1:\n"
+"                           multi-query); must divide --heads (= --heads)\n"
+"  --rope DIM               rotary position embedding of the first DIM\n"
+"                           features of each head; even, <= head size (off)\n"
+"  --rope-theta X           RoPE base (10000)\n"
+"  --rope-interleaved       RoPE pairs (2i, 2i+1) as GPT-J and Meta's Llama\n"
+"                           (default: (i, i + DIM/2), as Hugging Face)\n"
+"  --window W               sliding window: each token sees itself and the\n"
+"                           W-1 before it (off)\n"
 "runtime:\n"
 "  --threads N              OpenMP threads (default: OMP_NUM_THREADS or all)\n"
 "  --isa auto|scalar|avx2|neon  kernels to use (auto)\n"
@@ -135,6 +145,53 @@ static int parse_u64(FILE *err, const char *flag, const char *s, uint64_t *out)
     return CLI_OK;
 }
 
+// ---- the attention-variant flags (mhsa_config's n_kv_heads, rope_*,
+// window), kept together here; --rope-interleaved takes no value.
+
+static int is_attention_flag(const char *flag)
+{
+    static const char *const flags[] = {
+        "--kv-heads", "--rope", "--rope-theta", "--window",
+    };
+    for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++)
+        if (strcmp(flag, flags[k]) == 0)
+            return 1;
+    return 0;
+}
+
+static int parse_attention_flag(FILE *err, const char *flag, const char *val,
+                                train_args *a)
+{
+    if (strcmp(flag, "--kv-heads") == 0)
+        return parse_int(err, flag, val, 1, 256, &a->kv_heads);
+    if (strcmp(flag, "--rope") == 0)
+        return parse_int(err, flag, val, 2, 4096, &a->rope_dim);
+    if (strcmp(flag, "--rope-theta") == 0)
+        return parse_float(err, flag, val, 0, &a->rope_theta);
+    return parse_int(err, flag, val, 1, 1 << 20, &a->window);
+}
+
+// The rules between flags, once all are read (values as the user typed
+// them: they were range-checked as integers already).
+static int check_attention_flags(FILE *err, const train_args *a)
+{
+    if (a->kv_heads && a->heads % a->kv_heads != 0)
+        return bad(err, "--kv-heads %d does not divide --heads %d",
+                   a->kv_heads, a->heads);
+    if (a->rope_dim % 2 != 0)
+        return bad(err, "--rope %d must be even (features rotate in pairs)",
+                   a->rope_dim);
+    if (a->rope_dim > a->d_model / a->heads)
+        return bad(err, "--rope %d is larger than the head size %d "
+                   "(--d-model %d / --heads %d)", a->rope_dim,
+                   a->d_model / a->heads, a->d_model, a->heads);
+    if (a->rope_theta != 0.0f && !a->rope_dim)
+        return bad(err, "--rope-theta %g needs --rope", (double)a->rope_theta);
+    if (a->rope_interleaved && !a->rope_dim)
+        return bad(err, "--rope-interleaved needs --rope");
+    return CLI_OK;
+}
+
 int parse_args(int argc, char **argv, train_args *a, FILE *err)
 {
     set_defaults(a);
@@ -155,6 +212,13 @@ int parse_args(int argc, char **argv, train_args *a, FILE *err)
             return bad(err, "%s: unknown option (see --help)", arg);
         memcpy(flag, arg, len);
         flag[len] = '\0';
+        if (strcmp(flag, "--rope-interleaved") == 0) {
+            if (eq)
+                return bad(err, "--rope-interleaved takes no value (got "
+                           "'%s')", eq + 1);
+            a->rope_interleaved = 1;
+            continue;
+        }
         static const char *const known[] = {
             "--task", "--heads", "--d-model", "--seq-len", "--vocab",
             "--epochs", "--steps-per-epoch", "--batch", "--optim", "--lr",
@@ -164,6 +228,7 @@ int parse_args(int argc, char **argv, train_args *a, FILE *err)
         int found = 0;
         for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
             found |= strcmp(flag, known[k]) == 0;
+        found |= is_attention_flag(flag);
         found |= dp_args_known(flag);
         if (!found)
             return bad(err, "%s: unknown option (see --help)", flag);
@@ -215,6 +280,8 @@ int parse_args(int argc, char **argv, train_args *a, FILE *err)
             rc = parse_float(err, flag, val, 1, &a->clip);
         } else if (strcmp(flag, "--seed") == 0) {
             rc = parse_u64(err, flag, val, &a->seed);
+        } else if (is_attention_flag(flag)) {
+            rc = parse_attention_flag(err, flag, val, a);
         } else if (strcmp(flag, "--isa") == 0) {
             static const mhsa_isa isas[] = { MHSA_ISA_AUTO, MHSA_ISA_SCALAR,
                                              MHSA_ISA_AVX2, MHSA_ISA_NEON,
@@ -251,5 +318,6 @@ int parse_args(int argc, char **argv, train_args *a, FILE *err)
     if (a->task == MHSA_TASK_INDUCTION && a->seq_len < 2)
         return bad(err, "--seq-len %d is too short for --task induction "
                    "(need >= 2)", a->seq_len);
-    return dp_args_check(&a->dp, a->batch, err);
+    int rc = check_attention_flags(err, a);
+    return rc != CLI_OK ? rc : dp_args_check(&a->dp, a->batch, err);
 }

@@ -150,6 +150,11 @@ static int setup(run *r)
     c.n_heads = a->heads;
     c.max_seq_len = a->seq_len;
     c.max_batch = a->batch;
+    c.n_kv_heads = a->kv_heads;
+    c.rope_dim = a->rope_dim;
+    c.rope_theta = a->rope_theta;
+    c.rope_interleaved = a->rope_interleaved;
+    c.window = a->window;
     if (mhsa_lm_create(&c, &r->lm) != MHSA_OK)
         return fail("creating the model");
     if (mhsa_lm_init_random(r->lm, stream(a->seed, 1)) != MHSA_OK)

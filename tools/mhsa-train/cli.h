@@ -23,6 +23,8 @@ typedef struct train_args {
     mhsa_isa isa;
     const char *heatmap_png, *loss_csv, *save, *load;
     int help;
+    int kv_heads, rope_dim, rope_interleaved, window;  // 0: off / default
+    float rope_theta;
     dp_args dp;   // data-parallel options (dp_args.c)
 } train_args;
 
