@@ -62,6 +62,15 @@ for np in 2 4; do
     same ref.st tcp$np.st "-np $np (TCP)"
 done
 
+echo "== grouped-query attention, RoPE and a sliding window: -np 1, 2"
+attn=(--kv-heads 2 --rope 4 --window 6)
+timeout 120 "$exe" "${args[@]}" "${attn[@]}" --checkpoint attn.st \
+    >/dev/null 2>attn.err || { cat attn.err; fail "attention variants"; }
+"${mpi[@]}" -np 2 "$exe" "${args[@]}" "${attn[@]}" --checkpoint attn2.st \
+    >/dev/null 2>attn2.err || { cat attn2.err; fail "-np 2 attention"; }
+same attn.st attn2.st "-np 2 with --kv-heads 2 --rope 4 --window 6"
+cmp -s ref.st attn.st && fail "the attention flags changed nothing"
+
 echo "== 2 OpenMP threads per rank"
 "${mpi[@]}" -np 2 --bind-to none -x OMP_NUM_THREADS=2 "$exe" "${args[@]}" \
     --checkpoint omp2.st >/dev/null 2>omp2.err ||

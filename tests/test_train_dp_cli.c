@@ -175,6 +175,13 @@ START_TEST(resume_gives_the_uninterrupted_checkpoint)
     ck_assert_ptr_nonnull(strstr(err, "made with --batch 32, this run has "
                                  "--batch 16"));
     free(err);
+    // Nor one with other attention (same shapes, other computation).
+    const char *a6[] = { "mhsa-train", "--window", "4", "--resume", half };
+    ck_assert_int_eq(run_quiet(5, a6, &err), 2);
+    ck_assert_ptr_nonnull(strstr(err, "--kv-heads/--rope/--window "
+                                 "kv_heads=0 rope=0/0/0 window=0, this run "
+                                 "has"));
+    free(err);
     // Nor one of another model shape (a message naming the tensor).
     const char *a5[] = { "mhsa-train", "--d-model", "16", "--resume", half };
     ck_assert_int_eq(run_quiet(5, a5, &err), 1);

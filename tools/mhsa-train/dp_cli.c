@@ -42,14 +42,19 @@ int dp_cli_train(const train_args *a, dp_comm *c, mhsa_lm *lm, int32_t *tok,
         return CLI_FAIL;
     }
     task_data td = { a, &ad, tok, tgt };
-    // What must match for a resumed run to see the same batches.
-    dp_run_ident id[3] = {
+    // What must match for a resumed run to see the same batches and compute
+    // the same attention (the shapes of the tensors are checked on load).
+    dp_run_ident id[4] = {
         { "mhsa.task", "--task", "" }, { "mhsa.batch", "--batch", "" },
         { "mhsa.seq_len", "--seq-len", "" },
+        { "mhsa.attention", "--kv-heads/--rope/--window", "" },
     };
     snprintf(id[0].value, sizeof id[0].value, "%s", mhsa_task_name(a->task));
     snprintf(id[1].value, sizeof id[1].value, "%d", a->batch);
     snprintf(id[2].value, sizeof id[2].value, "%d", a->seq_len);
+    snprintf(id[3].value, sizeof id[3].value, "kv_heads=%d rope=%d/%.9g/%d "
+             "window=%d", a->kv_heads, a->rope_dim, (double)a->rope_theta,
+             a->rope_interleaved, a->window);
     char what[160];
     snprintf(what, sizeof what, "task %s, H=%d D=%d T=%d V=%d, %zu "
              "parameters, batch %d, %s lr %g", mhsa_task_name(a->task),
@@ -75,7 +80,7 @@ int dp_cli_train(const train_args *a, dp_comm *c, mhsa_lm *lm, int32_t *tok,
     j.steps_per_epoch = a->steps;
     j.tokens_per_step = (double)a->batch * a->seq_len;
     j.ident = id;
-    j.n_ident = 3;
+    j.n_ident = 4;
     j.what = what;
     j.losses = losses;
     return dp_run(&j, res);
