@@ -25,11 +25,13 @@ done
 # Build, tests (check), benchmarks (Google Benchmark, OpenBLAS for
 # comparison), sanitizers (clang's runtime for clang builds), valgrind,
 # safetensors (jansson), image output (stb), reference-vector scripts
-# (numpy), the x86-64 emulator for the no-AVX2 run (qemu-user), and make
-# and cmake for the consumer projects of .ci/test-consumers.sh, Open MPI
-# for data-parallel mhsa-train (.ci/test-mpi.sh).
+# (numpy), the x86-64 emulator for the no-AVX2 run (qemu-user), make and
+# cmake for the consumer projects of .ci/test-consumers.sh, SIMDe for the
+# tests' emulated AVX-512 kernels, oneDNN for the SGEMM comparison and Open
+# MPI for data-parallel mhsa-train (.ci/test-mpi.sh).
 native_pkgs=(
     meson ninja-build pkg-config g++ check libbenchmark-dev libopenblas-dev
+    libsimde-dev libdnnl-dev
     valgrind clang libclang-rt-14-dev libomp-14-dev libjansson-dev libstb-dev
     python3-numpy
     qemu-user make cmake

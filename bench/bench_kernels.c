@@ -1,12 +1,15 @@
 // bench_kernels.c — kernel benchmarks: the SGEMM driver on every ISA at 1
-// and 2 threads next to OpenBLAS's cblas_sgemm, the online-softmax kernel
-// and the head split/merge permute.
+// and 2 threads next to OpenBLAS's cblas_sgemm and oneDNN's dnnl_sgemm
+// (each when the build found it), the online-softmax kernel, the head
+// split/merge permute, and the decode products kv_dot / kv_acc over K/V
+// caches stored as F32, F16 and BF16.
 //
 // Every case runs on the table mhsa_kernels_for(isa) gives, so one run
 // compares all ISAs; an ISA this build or CPU lacks shows as an error line
 // ("not available"), not as a missing row. SGEMM reports GFLOP/s (2*m*n*k
 // per call); softmax and permute report GB/s of the bytes they must read
-// and write.
+// and write; kv_dot / kv_acc report GB/s of the K/V bytes they read and
+// the fraction of this machine's read bandwidth at that working set.
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -21,9 +24,12 @@
 #if MHSA_BENCH_OPENBLAS
 #include <cblas.h>
 #endif
+#if MHSA_BENCH_DNNL
+#include <oneapi/dnnl/dnnl.h>
+#endif
 
 static const mhsa_isa isas[] = { MHSA_ISA_SCALAR, MHSA_ISA_AVX2,
-                                 MHSA_ISA_NEON };
+                                 MHSA_ISA_NEON, MHSA_ISA_AVX512 };
 enum { N_ISAS = sizeof isas / sizeof isas[0] };
 
 static float *alloc_floats(size_t n)
@@ -169,6 +175,22 @@ static void bm_sgemm(mhsa_bench_state *st, const void *ctx)
     gemm_bufs_free(&g);
 }
 
+#if MHSA_BENCH_OPENBLAS || MHSA_BENCH_DNNL
+// The fraction a library's SGEMM reaches is of the peak of the best ISA
+// mhsa has here (the library may use AVX-512 where the CPU has it).
+static double best_peak(int threads)
+{
+    static const mhsa_isa best_first[] = { MHSA_ISA_AVX512, MHSA_ISA_AVX2,
+                                           MHSA_ISA_NEON, MHSA_ISA_SCALAR };
+    for (int i = 0; i < 4; i++) {
+        double p = mhsa_bench_peak_gflops(best_first[i], threads);
+        if (p > 0.0)
+            return p;
+    }
+    return 0.0;
+}
+#endif
+
 #if MHSA_BENCH_OPENBLAS
 static void bm_sgemm_openblas(mhsa_bench_state *st, const void *ctx)
 {
@@ -179,11 +201,7 @@ static void bm_sgemm_openblas(mhsa_bench_state *st, const void *ctx)
         gemm_bufs_free(&g);
         return;
     }
-    // OpenBLAS may use AVX-512 where the CPU has it; its fraction is still
-    // of the AVX2 peak, the limit our kernels are measured against.
-    double peak = mhsa_bench_peak_gflops(MHSA_ISA_AVX2, threads);
-    if (peak <= 0.0)
-        peak = mhsa_bench_peak_gflops(MHSA_ISA_SCALAR, threads);
+    double peak = best_peak(threads);
     openblas_set_num_threads(threads);
     int m = (int)g.m, n = (int)g.n, k = (int)g.k;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f,
@@ -199,6 +217,42 @@ static void bm_sgemm_openblas(mhsa_bench_state *st, const void *ctx)
         mhsa_bench_rate(st, "frac_peak", gf / peak);
         mhsa_bench_set_items(st, mhsa_bench_iterations(st));
     }
+    gemm_bufs_free(&g);
+}
+#endif
+
+#if MHSA_BENCH_DNNL
+// oneDNN's dnnl_sgemm (row-major, like ours), on OpenMP like mhsa: the
+// thread count is OpenMP's. It picks its own kernels for the CPU (AVX-512
+// where present, AVX2 on this project's Zen 3 machine).
+static void bm_sgemm_dnnl(mhsa_bench_state *st, const void *ctx)
+{
+    (void)ctx;
+    int threads = (int)mhsa_bench_arg(st, 3);
+    gemm_bufs g;
+    if (!gemm_bufs_init(&g, st)) {
+        gemm_bufs_free(&g);
+        return;
+    }
+    double peak = best_peak(threads);
+    int saved_threads = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    dnnl_dim_t m = (dnnl_dim_t)g.m, n = (dnnl_dim_t)g.n, k = (dnnl_dim_t)g.k;
+    if (dnnl_sgemm('N', 'N', m, n, k, 1.0f, g.a, k, g.b, n, 0.0f, g.c, n) !=
+        dnnl_success) {
+        mhsa_bench_skip(st, "dnnl_sgemm failed");
+    } else if (gemm_spot_check(&g, st)) {
+        while (mhsa_bench_keep_running(st)) {
+            dnnl_sgemm('N', 'N', m, n, k, 1.0f, g.a, k, g.b, n, 0.0f, g.c,
+                       n);
+            mhsa_bench_use(g.c);
+        }
+        double gf = 2.0 * (double)g.m * g.n * g.k * 1e-9;
+        mhsa_bench_rate(st, "GFLOP", gf);
+        mhsa_bench_rate(st, "frac_peak", gf / peak);
+        mhsa_bench_set_items(st, mhsa_bench_iterations(st));
+    }
+    omp_set_num_threads(saved_threads);
     gemm_bufs_free(&g);
 }
 #endif
@@ -314,6 +368,114 @@ out:
     free(y);
 }
 
+// ---- decode products over a K/V cache ---------------------------------------
+
+// One call per kv head, as decode makes them: kv_dot of the group's m query
+// rows against the head's L keys, kv_acc of m weight rows over its L value
+// rows, or both (dot on K, then acc on V: the K/V bytes of a decode step,
+// without the softmax between). Heads lie one after another (L rows of dh
+// each, the cache's layout), so one iteration streams H*L*dh elements per
+// operand; with H*L*dh*size above the last-level cache they come from DRAM.
+// The fraction is of the single-thread read bandwidth measured at the same
+// working set (bench_util.h).
+typedef enum kv_op { KV_DOT, KV_ACC, KV_BOTH } kv_op;
+static const char *const kv_op_names[] = { "kv_dot", "kv_acc", "kv_dot+acc" };
+static const char *const kv_dt_names[] = { "f32", "f16", "bf16" };
+
+static void bm_kv(mhsa_bench_state *st, const void *ctx)
+{
+    mhsa_isa isa = *(const mhsa_isa *)ctx;
+    const mhsa_kernels *kt = table_or_skip(st, isa);
+    if (!kt)
+        return;
+    kv_op op = (kv_op)mhsa_bench_arg(st, 0);
+    mhsa_dtype dt = (mhsa_dtype)mhsa_bench_arg(st, 1);
+    size_t H = (size_t)mhsa_bench_arg(st, 2);
+    size_t m = (size_t)mhsa_bench_arg(st, 3);
+    size_t dh = (size_t)mhsa_bench_arg(st, 4);
+    size_t L = (size_t)mhsa_bench_arg(st, 5);
+    size_t es = mhsa_dtype_size(dt), elems = H * L * dh;
+    int two = op == KV_BOTH;
+    // F32 values, stored through the table's own conversion.
+    float *src = alloc_floats(elems);
+    void *cache = alloc_floats((two ? 2 : 1) * elems * es / 4 + 1);
+    float *q = alloc_floats(H * m * dh), *sp = alloc_floats(H * m * L);
+    float *o = alloc_floats(H * m * dh);
+    if (!src || !cache || !q || !sp || !o) {
+        mhsa_bench_skip(st, "out of memory");
+        goto out;
+    }
+    char *kc = cache, *vc = kc + (two ? elems * es : 0);
+    fill(src, elems, 7);
+    kt->cvt_from_f32(elems, src, kc, dt);
+    if (two) {
+        fill(src, elems, 8);
+        kt->cvt_from_f32(elems, src, vc, dt);
+    }
+    fill(q, H * m * dh, 9);
+    // Weights in [0, 1/L): o stays bounded over any number of iterations.
+    fill(sp, H * m * L, 10);
+    for (size_t i = 0; i < H * m * L; i++)
+        sp[i] = (sp[i] + 1.0f) * 0.5f / (float)L;
+    fill(o, H * m * dh, 11);
+    size_t head = L * dh * es;
+    while (mhsa_bench_keep_running(st)) {
+        for (size_t h = 0; h < H; h++) {
+            float *sh = sp + h * m * L;
+            if (op != KV_ACC)
+                kt->kv_dot(m, L, dh, q + h * m * dh, dh, kc + h * head, dh, dt,
+                           sh, L);
+            if (op != KV_DOT)
+                kt->kv_acc(m, L, dh, sh, L, (two ? vc : kc) + h * head, dh,
+                           dt, o + h * m * dh, dh);
+        }
+        mhsa_bench_use(sp);
+        mhsa_bench_use(o);
+    }
+    {
+        double bytes = (two ? 2.0 : 1.0) * (double)elems * (double)es;
+        double bw = mhsa_bench_read_gbs((size_t)bytes, 1);
+        mhsa_bench_rate(st, "KV_GB", bytes * 1e-9);
+        if (bw > 0.0)
+            mhsa_bench_rate(st, "frac_bw", bytes * 1e-9 / bw);
+        mhsa_bench_set_bytes(st, (int64_t)(bytes * mhsa_bench_iterations(st)));
+    }
+out:
+    free(src);
+    free(cache);
+    free(q);
+    free(sp);
+    free(o);
+}
+
+static void register_kv(void)
+{
+    // H (kv heads), m (query rows per kv head), dh, L
+    static const int64_t shapes[][4] = {
+        { 32, 1, 128, 8192 },   // issue 13: decode H32 dh128 L8192 (DRAM)
+        { 8, 1, 64, 2048 },     // issue 13: H8 dh64 L2048 (4 MiB in F16)
+        { 8, 4, 128, 8192 },    // issue 11: GQA H32/Hkv8 dh128 L8192
+    };
+    static const char *const names[] = { "op", "dtype", "H", "m", "dh", "L" };
+    static const mhsa_isa kv_isas[] = { MHSA_ISA_SCALAR, MHSA_ISA_AVX2,
+                                        MHSA_ISA_NEON, MHSA_ISA_AVX512 };
+    char name[64];
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int op = KV_DOT; op <= KV_BOTH; op++)
+            for (int dt = MHSA_F32; dt <= MHSA_BF16; dt++)
+                for (size_t i = 0; i < sizeof kv_isas / sizeof kv_isas[0];
+                     i++) {
+                    // scalar: the small case only (it exists to compare)
+                    if (kv_isas[i] == MHSA_ISA_SCALAR && s != 1)
+                        continue;
+                    snprintf(name, sizeof name, "%s/%s/%s", kv_op_names[op],
+                             kv_dt_names[dt], mhsa_isa_name(kv_isas[i]));
+                    int64_t args[6] = { op, dt, shapes[s][0], shapes[s][1],
+                                        shapes[s][2], shapes[s][3] };
+                    mhsa_bench_add(name, bm_kv, &kv_isas[i], 6, args, names);
+                }
+}
+
 // ---- registration ---------------------------------------------------------
 
 void mhsa_bench_register_kernels(void)
@@ -338,8 +500,9 @@ void mhsa_bench_register_kernels(void)
                          (int)args[2], (int)t, t > 1 ? "s" : "");
                 mhsa_bench_headline h = {
                     label, "GFLOP", "frac_peak",
-                    t == 1 && isas[i] == MHSA_ISA_AVX2 ? MHSA_GOAL_FRAC_MIN
-                                                       : MHSA_GOAL_NONE,
+                    t == 1 && (isas[i] == MHSA_ISA_AVX2 ||
+                               isas[i] == MHSA_ISA_AVX512)
+                        ? MHSA_GOAL_FRAC_MIN : MHSA_GOAL_NONE,
                     0.88, NULL };
                 mhsa_bench_add_headline(&h, name, bm_sgemm, &isas[i], 4,
                                         args, gemm_arg_names);
@@ -360,6 +523,8 @@ void mhsa_bench_register_kernels(void)
                            sm_shapes[s], sm_names);
     }
 
+    register_kv();
+
     static const int64_t pm_shapes[][5] = {   // B, T, D, H, merge
         { 1, 128, 512, 8, 0 }, { 4, 1024, 512, 8, 0 }, { 4, 1024, 512, 8, 1 },
     };
@@ -370,6 +535,28 @@ void mhsa_bench_register_kernels(void)
             mhsa_bench_add(name, bm_permute, &isas[i], 5, pm_shapes[s],
                            pm_names);
     }
+
+#if MHSA_BENCH_DNNL
+    for (int s = 0; s < N_GEMM_SHAPES; s++) {
+        for (int64_t t = 1; t <= 2; t++) {
+            int64_t args[4] = { gemm_shapes[s][0], gemm_shapes[s][1],
+                                gemm_shapes[s][2], t };
+            if (s < 3) {
+                mhsa_bench_add("sgemm/onednn", bm_sgemm_dnnl, NULL, 4, args,
+                               gemm_arg_names);
+                continue;
+            }
+            char label[96];
+            snprintf(label, sizeof label, "sgemm onednn %dx%dx%d, %d thread%s",
+                     (int)args[0], (int)args[1], (int)args[2], (int)t,
+                     t > 1 ? "s" : "");
+            mhsa_bench_headline h = { label, "GFLOP", "frac_peak",
+                                      MHSA_GOAL_NONE, 0.0, NULL };
+            mhsa_bench_add_headline(&h, "sgemm/onednn", bm_sgemm_dnnl, NULL,
+                                    4, args, gemm_arg_names);
+        }
+    }
+#endif
 
 #if MHSA_BENCH_OPENBLAS
     // OpenBLAS last: its pthread pool spins for a while after each call,

@@ -306,7 +306,8 @@ typedef struct mhsa_cached_args {
  * history gives (to fp32 rounding); rows >= n_new[b] of y[b] are set to 0,
  * and n_new[b] = 0 leaves sequence b untouched. Sequences >= B are
  * untouched. B may differ between calls (up to max_batch). If any sequence
- * would exceed the capacity: MHSA_ERR_SHAPE naming it, nothing changed. An
+ * would exceed the capacity, or t_new exceeds max_seq_len (the rows a
+ * workspace holds per sequence): MHSA_ERR_SHAPE naming it, nothing changed. An
  * n_new[b] outside 0..t_new: MHSA_ERR_INVALID_ARG naming b and the value,
  * nothing changed. One sequence's results never depend on what the other
  * sequences of the batch hold. */

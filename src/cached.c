@@ -45,6 +45,12 @@ static mhsa_status check_cached(const char *fn, const mhsa_block *blk,
         return mhsa__fail(MHSA_ERR_SHAPE,
                           "%s: B = %d exceeds the workspace's max_batch = %zu",
                           fn, a->B, ws->max_batch);
+    // The workspace holds max_seq_len rows per sequence; with n_new a step
+    // may be wider than what any one sequence appends.
+    if (a->t_new > blk->cfg.max_seq_len)
+        return mhsa__fail(MHSA_ERR_SHAPE,
+                          "%s: t_new = %d exceeds max_seq_len = %d", fn,
+                          a->t_new, blk->cfg.max_seq_len);
     if ((size_t)a->B > c->max_batch)
         return mhsa__fail(MHSA_ERR_SHAPE,
                           "%s: B = %d exceeds the cache's max_batch = %zu",

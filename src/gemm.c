@@ -18,26 +18,51 @@
 #include "alloc.h"
 #include "fpenv.h"
 
-enum {
-    KC = 256,   // depth of one packed block: kc x NR B panel = 16 KiB (L1)
-    MC_ROWS = 128,   // about this many rows of A per block (L2)
-    NB_PANELS = 8,   // NR panels per parallel column chunk
-};
+// Cache blocking, per table (a function of the tile and the caches the
+// ISA's cores have):
+//   kc         depth of one packed block: the kc x NR B micro-panel stays
+//              in L1 while the A panels stream past;
+//   mc_rows    about this many rows of A per packed block (L2);
+//   nb_panels  NR panels per parallel column chunk.
+// Scalar, AVX2 (6x16) and NEON: kc 256 (a 16 KiB B micro-panel at NR 16),
+// 128 rows, 8 panels (128 columns at NR 16), as measured for 0.1.
+// AVX-512 (12x32): kc 128 keeps the B micro-panel at 16 KiB (kc 256 would
+// fill Zen 4's 32 KiB L1D); 240 rows make the A block 120 KiB of the
+// 1 MiB L2 of Zen 4/5 and recent Intel cores (more A reuse per packed B
+// chunk at the shallower depth); 4 panels keep the column chunk at 128
+// columns, so the parallel split of a GEMM is as fine as AVX2's. These are
+// reasoned, not measured: no AVX-512 CPU was at hand (README).
+typedef struct gemm_blocking {
+    size_t kc, mc_rows, nb_panels;
+} gemm_blocking;
+
+static gemm_blocking blocking_of(const mhsa_kernels *k)
+{
+    if (k->isa == MHSA_ISA_AVX512)
+        return (gemm_blocking){ 128, 240, 4 };
+    return (gemm_blocking){ 256, 128, 8 };
+}
+
+size_t mhsa_gemm_kc(const mhsa_kernels *k) { return blocking_of(k).kc; }
 
 static size_t mc_of(const mhsa_kernels *k)
 {
-    size_t mr = (size_t)k->mr;
-    return mr * ((MC_ROWS + mr - 1) / mr);
+    size_t mr = (size_t)k->mr, rows = blocking_of(k).mc_rows;
+    return mr * ((rows + mr - 1) / mr);
 }
 
 static size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
 
-size_t mhsa_gemm_a_floats(const mhsa_kernels *k) { return mc_of(k) * KC; }
+size_t mhsa_gemm_a_floats(const mhsa_kernels *k)
+{
+    return mc_of(k) * mhsa_gemm_kc(k);
+}
 
 size_t mhsa_gemm_b_floats(const mhsa_kernels *k, size_t n)
 {
     size_t f;
-    if (n > ((size_t)-1) / 2 || !mhsa__mul(KC, round_up(n, (size_t)k->nr), &f))
+    if (n > ((size_t)-1) / 2 ||
+        !mhsa__mul(mhsa_gemm_kc(k), round_up(n, (size_t)k->nr), &f))
         return 0;
     return f;
 }
@@ -77,9 +102,9 @@ static void pack_b_block(const mhsa_kernels *k, size_t pc, size_t kc,
 void mhsa_gemm_prepack_b(const mhsa_kernels *k, size_t kdim, size_t n,
                          const float *b, size_t ldb, int trans_b, float *bp)
 {
-    size_t npad = round_up(n, (size_t)k->nr);
-    for (size_t pc = 0; pc < kdim; pc += KC) {
-        size_t kc = kdim - pc < KC ? kdim - pc : KC;
+    size_t npad = round_up(n, (size_t)k->nr), kcb = mhsa_gemm_kc(k);
+    for (size_t pc = 0; pc < kdim; pc += kcb) {
+        size_t kc = kdim - pc < kcb ? kdim - pc : kcb;
         pack_b_block(k, pc, kc, n, b, ldb, trans_b, bp + pc * npad, 0);
     }
 }
@@ -147,7 +172,8 @@ void mhsa_sgemm(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
     }
     size_t nr = (size_t)k->nr;
     size_t npad = round_up(n, nr);
-    tile_plan tp = { mc_of(k), nr * NB_PANELS, 0, 0 };
+    gemm_blocking bl = blocking_of(k);
+    tile_plan tp = { mc_of(k), nr * bl.nb_panels, 0, 0 };
     tp.m_blocks = (m + tp.mc - 1) / tp.mc;
     tp.n_chunks = (n + tp.nb - 1) / tp.nb;
 
@@ -168,8 +194,8 @@ void mhsa_sgemm(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
     {
         mhsa_fpstate fp = mhsa__fp_enter();
         float *apack = s->a + (size_t)omp_get_thread_num() * a_floats;
-        for (size_t pc = 0; pc < kdim; pc += KC) {
-            size_t kc = kdim - pc < KC ? kdim - pc : KC;
+        for (size_t pc = 0; pc < kdim; pc += bl.kc) {
+            size_t kc = kdim - pc < bl.kc ? kdim - pc : bl.kc;
             const float *bpk;
             if (bp_prepacked) {
                 bpk = bp_prepacked + pc * npad;

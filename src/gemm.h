@@ -24,6 +24,9 @@ typedef struct mhsa_gemm_scratch {
     int max_threads;     // at most this many threads run a GEMM
 } mhsa_gemm_scratch;
 
+// Depth of one packed block for table k (the K blocking; each C element
+// sums its K blocks in order, so the bits depend on it: fixed per table).
+size_t mhsa_gemm_kc(const mhsa_kernels *k);
 // Floats of packed A one thread needs.
 size_t mhsa_gemm_a_floats(const mhsa_kernels *k);
 // Floats of shared packed B for GEMMs with n columns (0 on overflow).

@@ -52,9 +52,15 @@
                                      mhsa_dtype dt, float *dst);
 
 #define MHSA_KERNEL_TABLE(sfx, isa_enum, mr_, nr_)                            \
+    MHSA_KERNEL_TABLE_NAMED(sfx, #sfx, isa_enum, mr_, nr_)
+
+// The same with a name other than the suffix: the test-only emulated
+// AVX-512 build (src/avx512/avx512.h) has kernels mhsa_<op>__avx512_emul
+// in a table named "avx512", like the ISA it stands in for.
+#define MHSA_KERNEL_TABLE_NAMED(sfx, name_, isa_enum, mr_, nr_)               \
     {                                                                         \
         .isa = isa_enum,                                                      \
-        .name = #sfx,                                                         \
+        .name = name_,                                                        \
         .mr = mr_,                                                            \
         .nr = nr_,                                                            \
         .pack_a = MHSA_KPACK_A(sfx, mr_),                                     \

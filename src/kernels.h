@@ -235,5 +235,10 @@ const mhsa_kernels *mhsa__kernels(void);
 // The table for one ISA if this build has it and the CPU supports it, else
 // NULL. Used by tests and benchmarks to run every ISA side by side.
 const mhsa_kernels *mhsa_kernels_for(mhsa_isa isa);
+// Test-only hook (dispatch.c): k (or NULL to remove it) stands in for
+// k->isa where this build or CPU lacks that ISA, so that a test program can
+// run the whole library on the emulated AVX-512 kernels. Call before any
+// block is created; never called by the library.
+void mhsa__set_stand_in(const mhsa_kernels *k);
 
 #endif

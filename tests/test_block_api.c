@@ -346,6 +346,82 @@ START_TEST(isa_switch_after_set_weights)
 }
 END_TEST
 
+// Both ways between every pair of ISAs this machine runs (avx512 too, on
+// emulated kernels where the CPU lacks it): a block whose weights were
+// packed and a workspace sized while ISA a was active give ISA b's results
+// after a switch to b, forward and backward, and switching back to a gives
+// a's bits again.
+START_TEST(isa_switch_between_every_pair)
+{
+    rng r = { 13 };
+    problem p;
+    problem_make(&p, &r, 2, 37, 64, 4, 1, 1, MASK_RANDOM);
+    size_t ny = 2 * 37 * 64;
+    float *y[N_ISAS], *dx[N_ISAS], *y1 = malloc(ny * 4), *dx1 = malloc(ny * 4);
+    int have[N_ISAS];
+    // Every ISA's own results on a block created under it.
+    for (int i = 0; i < N_ISAS; i++) {
+        y[i] = dx[i] = NULL;
+        have[i] = mhsa_kernels_for(all_isas[i]) != NULL;
+        if (!have[i])
+            continue;
+        y[i] = malloc(ny * 4);
+        dx[i] = malloc(ny * 4);
+        ck_assert_int_eq(mhsa_select_isa(all_isas[i]), MHSA_OK);
+        mhsa_block *b = problem_block(&p);
+        mhsa_workspace *ws = NULL;
+        mhsa_grads *g = NULL;
+        ck_assert_int_eq(mhsa_workspace_create(b, 2, &ws), MHSA_OK);
+        ck_assert_int_eq(mhsa_grads_create(b, &g), MHSA_OK);
+        ck_assert_int_eq(mhsa_forward(b, ws, p.x, 2, 37, p.mask, y[i], NULL),
+                         MHSA_OK);
+        ck_assert_int_eq(mhsa_backward(b, ws, p.dy, dx[i], g), MHSA_OK);
+        mhsa_grads_destroy(g);
+        mhsa_workspace_destroy(ws);
+        mhsa_block_destroy(b);
+    }
+    for (int a = 0; a < N_ISAS; a++) {
+        if (!have[a])
+            continue;
+        ck_assert_int_eq(mhsa_select_isa(all_isas[a]), MHSA_OK);
+        mhsa_block *b = problem_block(&p);
+        mhsa_workspace *ws = NULL;
+        mhsa_grads *g = NULL;
+        ck_assert_int_eq(mhsa_workspace_create(b, 2, &ws), MHSA_OK);
+        ck_assert_int_eq(mhsa_grads_create(b, &g), MHSA_OK);
+        for (int bi = 0; bi < N_ISAS; bi++) {
+            if (!have[bi] || bi == a)
+                continue;
+            int order[2] = { bi, a };   // to b, then back to a
+            for (int q = 0; q < 2; q++) {
+                int i = order[q];
+                ck_assert_int_eq(mhsa_select_isa(all_isas[i]), MHSA_OK);
+                ck_assert_int_eq(mhsa_forward(b, ws, p.x, 2, 37, p.mask, y1,
+                                              NULL), MHSA_OK);
+                ck_assert_int_eq(mhsa_backward(b, ws, p.dy, dx1, g),
+                                 MHSA_OK);
+                ck_assert_msg(memcmp(y1, y[i], ny * 4) == 0 &&
+                              memcmp(dx1, dx[i], ny * 4) == 0,
+                              "block made under %s, run under %s: not %s's "
+                              "bits", mhsa_isa_name(all_isas[a]),
+                              mhsa_isa_name(all_isas[i]),
+                              mhsa_isa_name(all_isas[i]));
+            }
+        }
+        mhsa_grads_destroy(g);
+        mhsa_workspace_destroy(ws);
+        mhsa_block_destroy(b);
+    }
+    for (int i = 0; i < N_ISAS; i++) {
+        free(y[i]);
+        free(dx[i]);
+    }
+    free(y1);
+    free(dx1);
+    problem_free(&p);
+}
+END_TEST
+
 // A caller's rounding mode and flush-to-zero bits neither change the
 // results nor survive being changed: the library computes under the default
 // state on every thread and restores the caller's.
@@ -404,6 +480,7 @@ int main(void)
     tcase_add_test(tc, backward_state_rules);
     tcase_add_test(tc, kv_cache_rules);
     tcase_add_test(tc, isa_switch_after_set_weights);
+    tcase_add_test(tc, isa_switch_between_every_pair);
     tcase_add_test(tc, fp_control_state_is_isolated_and_restored);
     suite_add_tcase(s, tc);
     return run_suite(s);

@@ -1,4 +1,10 @@
 // test_dispatch.c — status strings, version, ISA names and selection.
+//
+// Runs without the emulated ISAs of the other tests (run_suite_native), so
+// forcing an ISA this CPU lacks fails as it does for a user; the stand-in
+// hook those tests use is checked on its own below. That a forced AVX-512
+// or AVX2 never reaches the CPU is also checked for real by .ci/run, under
+// qemu-x86_64 -cpu Haswell (AVX2, no AVX-512) and -cpu Nehalem (no AVX).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +34,7 @@ START_TEST(isa_names)
     ck_assert_str_eq(mhsa_isa_name(MHSA_ISA_SCALAR), "scalar");
     ck_assert_str_eq(mhsa_isa_name(MHSA_ISA_AVX2), "avx2");
     ck_assert_str_eq(mhsa_isa_name(MHSA_ISA_NEON), "neon");
+    ck_assert_str_eq(mhsa_isa_name(MHSA_ISA_AVX512), "avx512");
     ck_assert_ptr_nonnull(mhsa_isa_name((mhsa_isa)42));
 }
 END_TEST
@@ -67,6 +74,34 @@ START_TEST(select_each_isa)
 }
 END_TEST
 
+// An ISA built but missing from the CPU (AVX-512 on most x86 machines
+// today) says so; one not built says that.
+START_TEST(forcing_a_missing_isa_says_why)
+{
+    for (int i = 0; i < N_ISAS; i++) {
+        mhsa_isa isa = all_isas[i];
+        if (mhsa_kernels_for(isa))
+            continue;
+        mhsa_isa before = mhsa_active_isa();
+        ck_assert_int_eq(mhsa_select_isa(isa), MHSA_ERR_UNSUPPORTED);
+        ck_assert_int_eq(mhsa_active_isa(), before);
+        const char *e = mhsa_last_error();
+        int built = 0;
+#if MHSA_HAVE_AVX512
+        built |= isa == MHSA_ISA_AVX512;
+#endif
+#if MHSA_HAVE_AVX2
+        built |= isa == MHSA_ISA_AVX2;
+#endif
+        ck_assert_msg(strstr(e, mhsa_isa_name(isa)) &&
+                      strstr(e, built ? "this CPU lacks it"
+                                      : "not in this build"),
+                      "message for %s: %s", mhsa_isa_name(isa), e);
+        printf("forcing %s here: %s\n", mhsa_isa_name(isa), e);
+    }
+}
+END_TEST
+
 START_TEST(select_bad_enum)
 {
     mhsa_isa before = mhsa_active_isa();
@@ -93,7 +128,9 @@ START_TEST(env_unknown_falls_back_to_auto)
     ck_assert_int_ne(got, MHSA_ISA_AUTO);
     ck_assert_ptr_eq(mhsa_kernels_for(got), mhsa__kernels());
     // auto takes the first supported table of the best-first list
-    const mhsa_kernels *best = mhsa_kernels_for(MHSA_ISA_AVX2);
+    const mhsa_kernels *best = mhsa_kernels_for(MHSA_ISA_AVX512);
+    if (!best)
+        best = mhsa_kernels_for(MHSA_ISA_AVX2);
     if (!best)
         best = mhsa_kernels_for(MHSA_ISA_NEON);
     if (!best)
@@ -111,6 +148,72 @@ START_TEST(env_unavailable_falls_back_to_auto)
 }
 END_TEST
 
+// MHSA_ISA=avx512 where the CPU lacks it: auto's choice, never the table.
+START_TEST(env_avx512_without_it_falls_back)
+{
+    int have = mhsa_kernels_for(MHSA_ISA_AVX512) != NULL;
+    setenv("MHSA_ISA", "avx512", 1);
+    mhsa_isa got = mhsa_active_isa();
+    unsetenv("MHSA_ISA");
+    if (have) {
+        ck_assert_int_eq(got, MHSA_ISA_AVX512);
+    } else {
+        ck_assert_int_ne(got, MHSA_ISA_AVX512);
+        ck_assert_ptr_nonnull(mhsa_kernels_for(got));
+    }
+}
+END_TEST
+
+// The test-only stand-in (what run_suite installs for the other tests):
+// it is what mhsa_kernels_for, mhsa_select_isa and MHSA_ISA give for its
+// ISA, auto never picks it, and removing it makes the ISA missing again.
+static const mhsa_kernels *stand_in_or_skip(void)
+{
+    const mhsa_kernels *em = emulated_table(MHSA_ISA_AVX512);
+    if (!em || mhsa_kernels_for(MHSA_ISA_AVX512) ||
+        !mhsa_kernels_for(MHSA_ISA_AVX2)) {
+        printf("skip: stand-in: no emulated avx512 in this build, or the "
+               "CPU has AVX-512 or lacks AVX2\n");
+        return NULL;
+    }
+    return em;
+}
+
+START_TEST(stand_in_hook)
+{
+    const mhsa_kernels *em = stand_in_or_skip();
+    if (!em)
+        return;
+    mhsa__set_stand_in(em);
+    ck_assert_ptr_eq(mhsa_kernels_for(MHSA_ISA_AVX512), em);
+    ck_assert_int_eq(mhsa_select_isa(MHSA_ISA_AUTO), MHSA_OK);
+    ck_assert_int_ne(mhsa_active_isa(), MHSA_ISA_AVX512);
+    ck_assert_int_eq(mhsa_select_isa(MHSA_ISA_AVX512), MHSA_OK);
+    ck_assert_ptr_eq(mhsa__kernels(), em);
+    ck_assert_str_eq(em->name, "avx512");
+    ck_assert_int_eq(mhsa_select_isa(MHSA_ISA_AUTO), MHSA_OK);
+    mhsa__set_stand_in(NULL);
+    ck_assert_ptr_null(mhsa_kernels_for(MHSA_ISA_AVX512));
+    ck_assert_int_eq(mhsa_select_isa(MHSA_ISA_AVX512),
+                     MHSA_ERR_UNSUPPORTED);
+}
+END_TEST
+
+START_TEST(env_picks_the_stand_in)
+{
+    const mhsa_kernels *em = stand_in_or_skip();
+    if (!em)
+        return;
+    mhsa__set_stand_in(em);
+    setenv("MHSA_ISA", "avx512", 1);
+    const mhsa_kernels *got = mhsa__kernels();
+    unsetenv("MHSA_ISA");
+    mhsa_select_isa(MHSA_ISA_AUTO);
+    mhsa__set_stand_in(NULL);
+    ck_assert_ptr_eq(got, em);
+}
+END_TEST
+
 int main(void)
 {
     unsetenv("MHSA_ISA");
@@ -122,6 +225,7 @@ int main(void)
     tcase_add_test(tc, last_error_starts_empty);
     tcase_add_test(tc, active_isa_is_never_auto);
     tcase_add_loop_test(tc, select_each_isa, 0, N_ISAS);
+    tcase_add_test(tc, forcing_a_missing_isa_says_why);
     tcase_add_test(tc, select_bad_enum);
     // The MHSA_ISA cases need a fresh process each (fork mode, the default).
     const char *fork_env = getenv("CK_FORK");
@@ -129,7 +233,10 @@ int main(void)
         tcase_add_test(tc, env_scalar_is_honoured);
         tcase_add_test(tc, env_unknown_falls_back_to_auto);
         tcase_add_test(tc, env_unavailable_falls_back_to_auto);
+        tcase_add_test(tc, env_avx512_without_it_falls_back);
+        tcase_add_test(tc, stand_in_hook);
+        tcase_add_test(tc, env_picks_the_stand_in);
     }
     suite_add_tcase(s, tc);
-    return run_suite(s);
+    return run_suite_native(s);
 }

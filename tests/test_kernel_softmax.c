@@ -1,8 +1,12 @@
 // test_kernel_softmax.c — the softmax kernels of every ISA: online step,
 // backward and whole row against a double-precision reference of the same
-// math, every ISA against scalar, the -INFINITY / NaN / causal rules of
-// kernels.h, chunked online updates against one shot, and (AVX2 only) the
-// accuracy of the vectorised expf in src/avx2/vmath.h.
+// math, every ISA against scalar, the rules of kernels.h (which keys a row
+// sees: causal, sliding window, key padding, -INFINITY mask entries, in
+// every combination, ranges wider than the tile and empty ones; NaN and
+// +INFINITY in scores and masks; rows whose scores overflow to +INFINITY in
+// the online step across tiles, in the backward through inf_w, and in the
+// whole-row softmax), chunked online updates against one shot, and (AVX2
+// only) the accuracy of the vectorised expf in src/avx2/vmath.h.
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
@@ -71,15 +75,25 @@ static mhsa_softmax_args prob_args(prob *p)
     return a;
 }
 
+// Key j blocked for row r by its position: kernels.h's rules written out
+// (independently of mhsa_mask_view_range).
+static int pos_blocked(const mhsa_mask_view *mv, size_t r, size_t j)
+{
+    size_t q = mv->q0 + r, k = mv->k0 + j;
+    return (mv->causal && k > q) || (mv->window && k + mv->window <= q)
+        || (mv->klen && k >= mv->klen);
+}
+
 static int blocked(const mhsa_mask_view *mv, size_t r, size_t j)
 {
-    if (mv->causal && mv->k0 + j > mv->q0 + r)
+    if (pos_blocked(mv, r, j))
         return 1;
     return mv->mask && mv->mask[r * mv->ldmask + j] == -INFINITY;
 }
 
-// Random problem; variant picks mask/causal flavours. Blocked scores get
-// NaN so any leak shows.
+// Random problem; variant picks the flavours: 1 causal, 2 mask, 4 sliding
+// window, 8 key padding. Blocked scores get NaN so any leak shows, and so
+// do mask entries of keys blocked by position (never read either).
 static void prob_fill(prob *p, rng *g, int variant, int fresh)
 {
     for (size_t r = 0; r < p->rows; r++) {
@@ -93,6 +107,11 @@ static void prob_fill(prob *p, rng *g, int variant, int fresh)
     p->mv.causal = variant & 1;
     p->mv.q0 = (size_t)rng_int(g, 0, 12);
     p->mv.k0 = (size_t)rng_int(g, 0, 12);
+    // Windows from 1 key to wider than the tile; padding anywhere from
+    // before the tile (every key blocked) to past its end.
+    p->mv.window = variant & 4 ? (size_t)rng_int(g, 1, (int)p->n + 8) : 0;
+    p->mv.klen = variant & 8 ? p->mv.k0 + (size_t)rng_int(g, 0, (int)p->n + 2)
+                             : 0;
     if (variant & 2) {
         p->mv.mask = p->mask;
         for (size_t r = 0; r < p->rows; r++)
@@ -104,9 +123,12 @@ static void prob_fill(prob *p, rng *g, int variant, int fresh)
             }
     }
     for (size_t r = 0; r < p->rows; r++)
-        for (size_t j = 0; j < p->n; j++)
+        for (size_t j = 0; j < p->n; j++) {
             if (blocked(&p->mv, r, j))
                 p->s[r * p->lds + j] = NAN;
+            if (p->mv.mask && pos_blocked(&p->mv, r, j))
+                p->mask[r * p->ldmask + j] = NAN;
+        }
 }
 
 static int pads_ok(const prob *p)
@@ -171,7 +193,8 @@ static void report(const char *what, const mhsa_kernels *k, size_t rows,
 }
 
 // Online step vs the double reference, and vs the scalar kernel, for
-// n = 1..3*8+1 and rows 1..7, fresh and continuing rows, all mask flavours.
+// n = 1..3*8+1 and rows 1..7, fresh and continuing rows, every combination
+// of causal, mask, window and key padding.
 START_TEST(online_matches_reference)
 {
     const mhsa_kernels *k = kernels_or_skip(_i);
@@ -180,11 +203,11 @@ START_TEST(online_matches_reference)
     unsigned seed = 0;
     for (size_t n = 1; n <= 25; n++)
         for (size_t rows = 1; rows <= 7; rows++)
-            for (int variant = 0; variant < 8; variant++) {
+            for (int variant = 0; variant < 16; variant++) {
                 rng g = { ++seed };
                 prob a, b;
                 prob_alloc(&a, rows, n, 1 + n % 11);
-                prob_fill(&a, &g, variant & 3, variant < 4);
+                prob_fill(&a, &g, variant, (n + rows + (size_t)variant) & 1);
                 prob_copy(&b, &a);
                 double p[7 * 25], m[7], l[7], o[7 * 12];
                 ref_online(&a, p, m, l, o);
@@ -203,11 +226,13 @@ START_TEST(online_matches_reference)
                         report("online vs double", k, rows, n, variant, seed,
                                fmax(e, fmax(el, eo)));
                     ck_assert(e <= 2e-6 && el <= 4e-6 && eo <= 2e-6 && mok);
+                    size_t nz = 0;   // counted: an assertion costs a message
                     for (size_t j = 0; j < n; j++)
-                        if (blocked(&a.mv, r, j))
-                            ck_assert_msg(a.s[r * a.lds + j] == 0.0f
-                                          && !signbit(a.s[r * a.lds + j]),
-                                          "blocked weight not +0");
+                        nz += blocked(&a.mv, r, j)
+                           && !(a.s[r * a.lds + j] == 0.0f
+                                && !signbit(a.s[r * a.lds + j]));
+                    ck_assert_msg(nz == 0, "isa %s: blocked weight not +0, "
+                                  "seed %u", k->name, seed);
                     double es = rel_err(a.s + r * a.lds, b.s + r * b.lds, n);
                     double eos = rel_err(a.o + r * a.ldo, b.o + r * b.ldo,
                                          a.dv);
@@ -226,7 +251,8 @@ START_TEST(online_matches_reference)
 END_TEST
 
 // Keys split into several tiles, o accumulated with a tiny P·V after each
-// step, give the same o / l as one step over all keys.
+// step, give the same o / l as one step over all keys; also with windows
+// that span tiles (5 keys, 12 keys) and key padding inside the last tile.
 START_TEST(online_chunked_equals_one_shot)
 {
     const mhsa_kernels *k = kernels_or_skip(_i);
@@ -237,7 +263,8 @@ START_TEST(online_chunked_equals_one_shot)
         { 1, 8, 17, 37 }, { 9, 16, 25, 37 }, { 3, 4, 5, 37 },
         { 36, 37, 37, 37 },
     };
-    for (int variant = 0; variant < 4; variant++)
+    static const size_t windows[] = { 0, 5, 12 }, klens[] = { 0, 0, 30 };
+    for (int variant = 0; variant < 12; variant++)
         for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
             unsigned seed = 100 + (unsigned)(variant * 10 + (int)c);
             rng g = { seed };
@@ -248,7 +275,8 @@ START_TEST(online_chunked_equals_one_shot)
                 mask[i] = rng_int(&g, 0, 4) == 0 ? -INFINITY
                         : rng_uniform(&g, -2.0f, 0.0f);
             mhsa_mask_view mv = { variant & 2 ? mask : NULL, N, 20, 0,
-                                  variant & 1 };
+                                  variant & 1, windows[variant >> 2],
+                                  klens[variant >> 2] };
             // one shot
             float s1[R * N], m1[R], l1[R], o1[R * DV] = { 0 };
             memcpy(s1, s, sizeof s);
@@ -456,7 +484,7 @@ START_TEST(grad_matches_reference)
     unsigned seed = 1000;
     for (size_t n = 1; n <= 25; n++)
         for (size_t rows = 1; rows <= 7; rows += 2)
-            for (int variant = 0; variant < 4; variant++) {
+            for (int variant = 0; variant < 16; variant++) {
                 rng g = { ++seed };
                 prob a;
                 prob_alloc(&a, rows, n, 1);
@@ -493,21 +521,22 @@ START_TEST(grad_matches_reference)
                               ? 0.0 : exp(x - lse[r]);
                         dr[j] = pr[j] == 0.0 ? 0.0
                               : pr[j] * ((double)dp0[r * ld + j] - delta[r]);
-                        ck_assert(dp[r * ld + n] == pad_val);
                     }
+                    ck_assert(dp[r * ld + n] == pad_val);
                     double e1 = rel_err_d(a.s + r * ld, pr, n);
                     double e2 = rel_err_d(dp + r * ld, dr, n);
                     if (e1 > 4e-6 || e2 > 8e-6)
                         report("grad vs double", k, rows, n, variant, seed,
                                fmax(e1, e2));
                     ck_assert(e1 <= 4e-6 && e2 <= 8e-6);
+                    size_t nz = 0;
                     for (size_t j = 0; j < n; j++)
-                        if (pr[j] == 0.0)
-                            ck_assert_msg(a.s[r * ld + j] == 0.0f
-                                          && dp[r * ld + j] == 0.0f
-                                          && !signbit(dp[r * ld + j]),
-                                          "isa %s: ds not +0 where p = 0, "
-                                          "seed %u", k->name, seed);
+                        nz += pr[j] == 0.0
+                           && !(a.s[r * ld + j] == 0.0f
+                                && dp[r * ld + j] == 0.0f
+                                && !signbit(dp[r * ld + j]));
+                    ck_assert_msg(nz == 0, "isa %s: ds not +0 where p = 0, "
+                                  "seed %u", k->name, seed);
                 }
                 // vs scalar on the same inputs
                 float *s3 = malloc(rows * ld * sizeof(float));
@@ -576,6 +605,449 @@ START_TEST(row_matches_reference)
             free_guarded(x);
             free_guarded(y);
             free_guarded(ys);
+        }
+}
+END_TEST
+
+// Rows whose visible range is empty by position (window behind the tile,
+// padding before it, causal with keys after the row, and the three mixed)
+// give p = 0, keep m, l and o, whatever the scores and mask hold there.
+START_TEST(online_empty_ranges)
+{
+    const mhsa_kernels *k = kernels_or_skip(_i);
+    if (!k)
+        return;
+    enum { R = 3, DV = 5 };
+    // q0, k0, causal, window, klen: every row sees nothing of keys k0..
+    static const size_t how[][5] = {
+        { 40, 0, 0, 8, 0 },     // window ends before the tile
+        { 40, 0, 1, 15, 0 },    // ... with causal
+        { 5, 10, 0, 0, 10 },    // padding ends where the tile starts
+        { 5, 10, 0, 0, 3 },     // padding ends before it
+        { 0, 4, 1, 0, 0 },      // causal: keys after every row
+        { 0, 4, 1, 2, 100 },    // all three, causal decides
+        { 60, 30, 0, 20, 31 },  // window and padding, both decide
+    };
+    for (size_t n = 1; n <= 25; n++)
+        for (size_t h = 0; h < sizeof how / sizeof how[0]; h++)
+            for (int cont = 0; cont < 2; cont++) {
+                float s[R * 25], mask[R * 25], m[R], l[R], o[R * DV];
+                fill_nan(s, R * n);
+                fill_nan(mask, R * n);   // never read either
+                for (int i = 0; i < R * DV; i++)
+                    o[i] = (float)i;
+                for (int r = 0; r < R; r++)
+                    m[r] = cont ? 1.5f : -INFINITY, l[r] = cont ? 2.0f : 0.0f;
+                mhsa_mask_view mv = { cont ? mask : NULL, n, how[h][0],
+                                      how[h][1], (int)how[h][2], how[h][3],
+                                      how[h][4] };
+                for (int r = 0; r < R; r++) {
+                    size_t lo, hi;
+                    mhsa_mask_view_range(&mv, (size_t)r, n, &lo, &hi);
+                    ck_assert(lo == hi);
+                }
+                mhsa_softmax_args a = { R, n, s, n, mv, m, l, o, DV, DV };
+                k->softmax_online(&a);
+                size_t bad = 0;
+                for (size_t i = 0; i < R * n; i++)
+                    bad += !(s[i] == 0.0f && !signbit(s[i]));
+                for (int r = 0; r < R; r++) {
+                    bad += m[r] != (cont ? 1.5f : -INFINITY);
+                    bad += l[r] != (cont ? 2.0f : 0.0f);
+                }
+                for (int i = 0; i < R * DV; i++)
+                    bad += o[i] != (float)i;
+                ck_assert_msg(bad == 0, "isa %s n %zu case %zu cont %d: %zu "
+                              "wrong", k->name, n, h, cont, bad);
+                // and the backward: p = ds = +0
+                float dp[R * 25], lse[R] = { 1, 2, 3 }, delta[R] = { 0 };
+                fill_nan(dp, R * n);
+                fill_nan(s, R * n);
+                mhsa_softmax_grad_args g = { R, n, s, n, dp, n, mv, lse,
+                                             delta, NULL };
+                k->softmax_grad(&g);
+                for (size_t i = 0; i < R * n; i++)
+                    bad += !(s[i] == 0.0f && dp[i] == 0.0f && !signbit(dp[i]));
+                ck_assert_msg(bad == 0, "isa %s n %zu case %zu: grad not 0",
+                              k->name, n, h);
+            }
+}
+END_TEST
+
+// The range each row sees, key by key, on a long row: p is +0 exactly
+// outside it, positive inside, and agrees with scalar; windows of 1, the
+// vector width -1/+0/+1 and longer than the row, padding at every offset.
+START_TEST(online_window_and_padding_edges)
+{
+    const mhsa_kernels *k = kernels_or_skip(_i);
+    if (!k)
+        return;
+    static const size_t windows[] = { 0, 1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17,
+                                      31, 33, 70 };
+    enum { N = 41, R = 9 };
+    unsigned seed = 5000;
+    for (size_t w = 0; w < sizeof windows / sizeof windows[0]; w++)
+        for (size_t kl = 0; kl <= N + 1; kl += 3)
+            for (int causal = 0; causal < 2; causal++) {
+                rng g = { ++seed };
+                float s[R * N], s2[R * N], mask[R * N];
+                float m[R], l[R], m2[R], l2[R], o[R], o2[R];
+                fill_uniform(&g, s, R * N, -5.0f, 5.0f);
+                fill_uniform(&g, mask, R * N, -1.0f, 0.0f);
+                // rows at positions 30..38, keys at 7..47: each row's window
+                // and padding fall at a different offset in the tile
+                mhsa_mask_view mv = { seed & 1 ? mask : NULL, N, 30, 7,
+                                      causal, windows[w], kl ? 7 + kl : 0 };
+                for (int r = 0; r < R; r++)
+                    for (size_t j = 0; j < N; j++)
+                        if (pos_blocked(&mv, (size_t)r, j)) {
+                            s[r * N + j] = NAN;
+                            mask[r * N + j] = NAN;
+                        }
+                memcpy(s2, s, sizeof s);
+                for (int r = 0; r < R; r++)
+                    m[r] = m2[r] = -INFINITY, l[r] = l2[r] = 0.0f,
+                    o[r] = o2[r] = 1.0f;
+                mhsa_softmax_args a = { R, N, s, N, mv, m, l, o, 1, 1 };
+                mhsa_softmax_args b = { R, N, s2, N, mv, m2, l2, o2, 1, 1 };
+                k->softmax_online(&a);
+                mhsa_kernels_scalar.softmax_online(&b);
+                // (counted, one assertion per case: check's assertions
+                // cost a message each, which adds up under qemu)
+                size_t bad = 0;
+                for (int r = 0; r < R; r++) {
+                    for (size_t j = 0; j < N; j++) {
+                        float p = s[r * N + j], ps = s2[r * N + j];
+                        int blk = pos_blocked(&mv, (size_t)r, j);
+                        int ok = (blk ? p == 0.0f && !signbit(p) : p > 0.0f)
+                              && fabsf(p - ps) <= 2e-6f * fmaxf(1, ps);
+                        if (!ok && bad++ < 5)
+                            printf("isa %s window %zu klen %zu causal %d "
+                                   "row %d key %zu: p %g (scalar %g)\n",
+                                   k->name, windows[w], kl, causal, r, j, p,
+                                   ps);
+                    }
+                    bad += m[r] != m2[r];
+                    bad += !(fabsf(l[r] - l2[r]) <= 4e-6f * fmaxf(1, l2[r]));
+                }
+                ck_assert_msg(bad == 0, "isa %s window %zu klen %zu causal "
+                              "%d: %zu wrong", k->name, windows[w], kl,
+                              causal, bad);
+            }
+}
+END_TEST
+
+// Scores that overflow: +INFINITY keys spread over several tiles of one
+// row, NaN under blocked keys (masked, outside the window, past the
+// padding), finite scores elsewhere. Every tile step must give p = 1 on
+// the +INFINITY keys and 0 elsewhere, alpha = 0 at the tile where the
+// first +INFINITY appears (o scaled to 0) and 1 after, l = their count,
+// and the normalised output the mean of their value rows; bit for bit the
+// scalar kernel (every operation here is exact).
+START_TEST(online_inf_scores_across_tiles)
+{
+    const mhsa_kernels *k = kernels_or_skip(_i);
+    if (!k)
+        return;
+    enum { R = 6, N = 45, DV = 3 };
+    static const size_t cuts[][4] = { { 9, 18, 30, 45 }, { 1, 8, 17, 45 },
+                                      { 20, 21, 44, 45 }, { 45, 45, 45, 45 } };
+    for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++)
+        for (int flavour = 0; flavour < 4; flavour++) {
+            rng g = { 600 + c * 4 + (size_t)flavour };
+            float s[R * N], mask[R * N], v[N * DV];
+            fill_uniform(&g, s, R * N, -4.0f, 4.0f);
+            fill_uniform(&g, v, N * DV, -1.0f, 1.0f);
+            for (size_t i = 0; i < R * N; i++)
+                mask[i] = rng_int(&g, 0, 5) == 0 ? -INFINITY : 0.0f;
+            // flavour: 1 mask, 2 window 30 + padding 40 + causal
+            mhsa_mask_view mv = { flavour & 1 ? mask : NULL, N, 40, 0,
+                                  flavour & 2 ? 1 : 0, flavour & 2 ? 30 : 0,
+                                  flavour & 2 ? 40 : 0 };
+            // Row r: +INFINITY keys at positions picked per row: row 0 one
+            // in the first tile, row 1 first in a later tile, row 2 in
+            // every tile, row 3 none (ordinary), row 4 only under blocked
+            // keys (ignored), row 5 -INFINITY scores everywhere else.
+            for (size_t j = 0; j < N; j++) {
+                if (j == 2 || j == 23)
+                    s[0 * N + j] = INFINITY;
+                if (j == 25 || j == 38)
+                    s[1 * N + j] = INFINITY;
+                if (j % 7 == 3)
+                    s[2 * N + j] = INFINITY;
+                s[5 * N + j] = j == 33 ? INFINITY : -INFINITY;
+            }
+            // (the mask never blocks the +INFINITY keys of rows 0, 1, 5)
+            mask[0 * N + 23] = mask[1 * N + 25] = mask[5 * N + 33] = 0.0f;
+            for (int r = 0; r < R; r++)
+                for (size_t j = 0; j < N; j++)
+                    if (blocked(&mv, (size_t)r, j))
+                        s[r * N + j] = r == 4 ? INFINITY : NAN;
+            float s1[R * N], s2[R * N], m1[R], m2[R], l1[R], l2[R];
+            float o1[R * DV] = { 0 }, o2[R * DV] = { 0 };
+            memcpy(s1, s, sizeof s);
+            memcpy(s2, s, sizeof s);
+            for (int r = 0; r < R; r++)
+                m1[r] = m2[r] = -INFINITY, l1[r] = l2[r] = 0.0f;
+            // Keys of tiles after which the row's max was +INFINITY: their
+            // p is 1 or 0 (earlier tiles hold ordinary weights, which the
+            // alpha = 0 of the first +INFINITY tile then drops from o).
+            int inf_tile[R][N];
+            size_t j0 = 0;
+            for (int t = 0; t < 4 && j0 < N; t++) {
+                size_t j1 = cuts[c][t];
+                mhsa_mask_view tv = mv;
+                tv.k0 = mv.k0 + j0;
+                tv.mask = mv.mask ? mv.mask + j0 : NULL;
+                mhsa_softmax_args a1 = { R, j1 - j0, s1 + j0, N, tv, m1, l1,
+                                         o1, DV, DV };
+                mhsa_softmax_args a2 = { R, j1 - j0, s2 + j0, N, tv, m2, l2,
+                                         o2, DV, DV };
+                k->softmax_online(&a1);
+                mhsa_kernels_scalar.softmax_online(&a2);
+                for (int r = 0; r < R; r++)
+                    for (size_t j = j0; j < j1; j++)
+                        inf_tile[r][j] = m1[r] == INFINITY;
+                for (int r = 0; r < R; r++)
+                    for (int d = 0; d < DV; d++)
+                        for (size_t j = j0; j < j1; j++) {
+                            o1[r * DV + d] += s1[r * N + j] * v[j * DV + d];
+                            o2[r * DV + d] += s2[r * N + j] * v[j * DV + d];
+                        }
+                j0 = j1;
+            }
+            for (int r = 0; r < R; r++) {
+                if (r == 3 || r == 4)   // no unblocked +INFINITY key
+                    continue;
+                double cnt = 0, mean[DV] = { 0 };
+                for (size_t j = 0; j < N; j++)
+                    if (!blocked(&mv, (size_t)r, j)
+                        && s[r * N + j] == INFINITY) {
+                        cnt++;
+                        for (int d = 0; d < DV; d++)
+                            mean[d] += v[j * DV + d];
+                    }
+                ck_assert_msg(cnt > 0, "test setup: row %d", r);
+                ck_assert_msg(m1[r] == INFINITY && l1[r] == (float)cnt,
+                              "isa %s cuts %zu flavour %d row %d: m %g l %g, "
+                              "want +inf %g", k->name, c, flavour, r, m1[r],
+                              l1[r], cnt);
+                for (size_t j = 0; j < N; j++) {
+                    int top = !blocked(&mv, (size_t)r, j)
+                           && s[r * N + j] == INFINITY;
+                    if (!inf_tile[r][j])
+                        continue;
+                    ck_assert_msg(s1[r * N + j] == (top ? 1.0f : 0.0f),
+                                  "isa %s row %d key %zu: p %g", k->name, r,
+                                  j, s1[r * N + j]);
+                }
+                for (int d = 0; d < DV; d++) {
+                    double y = o1[r * DV + d] / l1[r];
+                    ck_assert_msg(fabs(y - mean[d] / cnt) <= 1e-6,
+                                  "isa %s row %d: o/l %g want %g", k->name,
+                                  r, y, mean[d] / cnt);
+                }
+            }
+            // rows 3 and 4: ordinary rows, finite; blocked +inf ignored
+            ck_assert(isfinite(m1[3]) && isfinite(l1[3]) && l1[3] >= 1.0f);
+            ck_assert(isfinite(m1[4]) && isfinite(l1[4]) && l1[4] >= 1.0f);
+            for (int r = 0; r < R; r++) {
+                if (r == 3 || r == 4)
+                    continue;
+                // p of tiles before the first +INFINITY is each ISA's exp
+                for (size_t j = 0; j < N; j++)
+                    if (inf_tile[r][j])
+                        ck_assert(memcmp(&s1[r * N + j], &s2[r * N + j],
+                                         4) == 0);
+                ck_assert_msg(m1[r] == m2[r] && l1[r] == l2[r]
+                              && memcmp(o1 + r * DV, o2 + r * DV, DV * 4) == 0,
+                              "isa %s cuts %zu flavour %d row %d: differs "
+                              "from scalar", k->name, c, flavour, r);
+            }
+        }
+}
+END_TEST
+
+// NaN with +INFINITY: an unblocked NaN score in a row whose max is
+// +INFINITY stays NaN (and so l); a +INFINITY mask entry on an unblocked
+// key makes its score NaN (the row's l is NaN), on a blocked key (masked
+// by position) it is never read; a -INFINITY score under a +INFINITY mask
+// entry is NaN too, not a blocked key.
+START_TEST(online_inf_mask_and_nan)
+{
+    const mhsa_kernels *k = kernels_or_skip(_i);
+    if (!k)
+        return;
+    for (size_t n = 2; n <= 21; n++)
+        for (size_t at = 0; at < n; at++) {
+            enum { R = 5 };
+            float s[R * 21], mask[R * 21], m[R], l[R], o[R];
+            rng g = { n * 100 + at };
+            fill_uniform(&g, s, R * n, -2.0f, 2.0f);
+            for (size_t i = 0; i < R * n; i++)
+                mask[i] = 0.0f;
+            s[0 * n + at] = NAN;                 // row 0: NaN and +inf
+            s[0 * n + (at + 1) % n] = INFINITY;
+            mask[1 * n + at] = INFINITY;         // row 1: +inf mask entry
+            mask[2 * n + at] = INFINITY;         // row 2: under -inf score
+            s[2 * n + at] = -INFINITY;
+            // row 3: +inf mask on a key past the padding: never read
+            mask[3 * n + n - 1] = INFINITY;
+            s[3 * n + n - 1] = NAN;
+            // row 4: an ordinary row with a +inf score and finite mask
+            s[4 * n + at] = INFINITY;
+            mask[4 * n + at] = -1e30f;
+            for (int r = 0; r < R; r++)
+                m[r] = -INFINITY, l[r] = 0.0f, o[r] = 1.0f;
+            // klen cuts the last key of every row (row 3's is the test)
+            mhsa_mask_view mv = { mask, n, 0, 0, 0, 0, n - 1 };
+            mhsa_softmax_args a = { R, n, s, n, mv, m, l, o, 1, 1 };
+            k->softmax_online(&a);
+            int row0_nan_blocked = at == n - 1;   // the NaN is padded away
+            ck_assert_msg(row0_nan_blocked ? !isnan(l[0]) : isnan(l[0]),
+                          "isa %s n %zu at %zu: row 0 l %g", k->name, n, at,
+                          l[0]);
+            ck_assert_msg(at == n - 1 ? !isnan(l[1]) : isnan(l[1]),
+                          "isa %s n %zu at %zu: +inf mask gave l %g",
+                          k->name, n, at, l[1]);
+            if (at != n - 1)
+                ck_assert(isnan(s[1 * n + at]) && isnan(s[2 * n + at])
+                          && isnan(l[2]));
+            ck_assert_msg(isfinite(l[3]) && l[3] >= 1.0f
+                          && s[3 * n + n - 1] == 0.0f, "isa %s n %zu: "
+                          "padded key read", k->name, n);
+            // row 4: +inf + (-1e30) = +inf: an overflowed score like any
+            if (at != n - 1)
+                ck_assert(m[4] == INFINITY && l[4] == 1.0f
+                          && s[4 * n + at] == 1.0f);
+        }
+}
+END_TEST
+
+// Backward of rows whose forward max was +INFINITY (lse = +INFINITY):
+// p = inf_w[r] on their +INFINITY scores, 0 elsewhere (NaN stays NaN),
+// ds = p (dp - delta), exact +0 where p is 0 even over NaN dp; mixed with
+// ordinary rows and rows that saw nothing (lse = -INFINITY) in one call,
+// with window, padding and mask. p bit for bit scalar's, ds within a
+// rounding of it.
+START_TEST(grad_inf_rows)
+{
+    const mhsa_kernels *k = kernels_or_skip(_i);
+    if (!k)
+        return;
+    enum { R = 6 };
+    for (size_t n = 1; n <= 37; n++)
+        for (int flavour = 0; flavour < 4; flavour++) {
+            rng g = { 9000 + n * 4 + (size_t)flavour };
+            float s[R * 37], dp[R * 37], mask[R * 37];
+            float lse[R], delta[R], inf_w[R];
+            fill_uniform(&g, s, R * n, -3.0f, 3.0f);
+            fill_uniform(&g, dp, R * n, -2.0f, 2.0f);
+            for (size_t i = 0; i < R * n; i++)
+                mask[i] = rng_int(&g, 0, 4) == 0 ? -INFINITY : 0.0f;
+            mhsa_mask_view mv = { flavour & 1 ? mask : NULL, n, 10, 0,
+                                  (flavour & 2) != 0,
+                                  flavour & 2 ? 9 : 0, flavour & 2 ? n : 0 };
+            for (int r = 0; r < R; r++) {
+                delta[r] = rng_uniform(&g, -1.0f, 1.0f);
+                lse[r] = r % 3 == 0 ? INFINITY
+                       : r % 3 == 1 ? rng_uniform(&g, 3.0f, 6.0f) : -INFINITY;
+                inf_w[r] = r % 3 == 0 ? 1.0f / (float)(1 + r) : NAN;
+                for (size_t j = 0; j < n; j++) {
+                    if (r % 3 == 0 && (j + (size_t)r) % 3 == 0)
+                        s[r * n + j] = INFINITY;
+                    if (blocked(&mv, (size_t)r, j)) {
+                        s[r * n + j] = r == 3 ? INFINITY : NAN;
+                        dp[r * n + j] = NAN;
+                    }
+                }
+            }
+            s[0] = blocked(&mv, 0, 0) ? s[0] : NAN;   // a NaN score: stays
+            float s1[R * 37], d1[R * 37], s2[R * 37], d2[R * 37];
+            memcpy(s1, s, sizeof s);
+            memcpy(s2, s, sizeof s);
+            memcpy(d1, dp, sizeof dp);
+            memcpy(d2, dp, sizeof dp);
+            mhsa_softmax_grad_args a = { R, n, s1, n, d1, n, mv, lse, delta,
+                                         inf_w };
+            mhsa_softmax_grad_args b = { R, n, s2, n, d2, n, mv, lse, delta,
+                                         inf_w };
+            k->softmax_grad(&a);
+            mhsa_kernels_scalar.softmax_grad(&b);
+            size_t bad = 0;
+            for (int r = 0; r < R; r += 3)
+                for (size_t j = 0; j < n; j++) {
+                    size_t i = (size_t)r * n + j;
+                    float want = blocked(&mv, (size_t)r, j) ? 0.0f
+                               : isnan(s[i]) ? NAN
+                               : s[i] == INFINITY ? inf_w[r] : 0.0f;
+                    int ok = isnan(want) ? isnan(s1[i])
+                           : s1[i] == want && !signbit(s1[i]);
+                    if (want == 0.0f)
+                        ok &= d1[i] == 0.0f && !signbit(d1[i]);
+                    else if (want > 0.0f)
+                        // one rounding of slack: p (dp - delta) may be
+                        // evaluated as p dp - p delta with an FMA
+                        ok &= fabsf(d1[i] - want * (dp[i] - delta[r]))
+                           <= 2.5e-7f * want * (fabsf(dp[i]) + fabsf(delta[r]));
+                    if (!ok && bad++ < 5)
+                        printf("isa %s n %zu flavour %d row %d key %zu: p %g "
+                               "ds %g, want p %g\n", k->name, n, flavour, r,
+                               j, s1[i], d1[i], want);
+                }
+            ck_assert_msg(bad == 0, "isa %s n %zu flavour %d: %zu wrong",
+                          k->name, n, flavour, bad);
+            for (size_t i = 0; i < R * n; i++) {
+                int same_s = memcmp(&s1[i], &s2[i], 4) == 0
+                          || (isnan(s1[i]) && isnan(s2[i]));
+                int r = (int)(i / n);
+                int same_d = memcmp(&d1[i], &d2[i], 4) == 0
+                          || (isnan(d1[i]) && isnan(d2[i]))
+                          || (s1[i] > 0.0f && fabsf(d1[i] - d2[i])
+                              <= 2.5e-7f * s1[i] * (fabsf(dp[i])
+                                                    + fabsf(delta[r])));
+                // ordinary rows (lse finite) use each ISA's exp
+                bad += r % 3 != 1 && !(same_s && same_d);
+            }
+            ck_assert_msg(bad == 0, "isa %s n %zu flavour %d: %zu elements "
+                          "differ from scalar", k->name, n, flavour, bad);
+        }
+}
+END_TEST
+
+// Whole-row softmax of a row holding +INFINITY: 1/count on those entries
+// (exactly 1.0f / count), 0 on the rest, -INFINITY entries included.
+START_TEST(row_inf_entries)
+{
+    const mhsa_kernels *k = kernels_or_skip(_i);
+    if (!k)
+        return;
+    for (size_t n = 1; n <= 40; n++)
+        for (size_t every = 1; every <= 5; every++) {
+            float x[40], y[40], ys[40];
+            rng g = { n * 8 + every };
+            fill_uniform(&g, x, n, -1e4f, 1e4f);
+            size_t cnt = 0;
+            for (size_t j = 0; j < n; j++) {
+                if ((j + n) % every == 0) {
+                    x[j] = INFINITY;
+                    cnt++;
+                } else if (j % 4 == 1) {
+                    x[j] = -INFINITY;
+                }
+            }
+            if (cnt == 0)
+                continue;
+            k->softmax_row(n, x, y);
+            mhsa_kernels_scalar.softmax_row(n, x, ys);
+            for (size_t j = 0; j < n; j++) {
+                float want = x[j] == INFINITY ? 1.0f / (float)cnt : 0.0f;
+                ck_assert_msg(y[j] == want && !signbit(y[j]) && ys[j] == want,
+                              "isa %s n %zu: y[%zu] = %g (scalar %g), want %g",
+                              k->name, n, j, y[j], ys[j], want);
+            }
+            k->softmax_row(n, x, x);   // in place
+            ck_assert(memcmp(x, y, n * sizeof(float)) == 0);
         }
 }
 END_TEST
@@ -663,6 +1135,12 @@ int main(void)
     LOOP(tc, online_all_nan_row_is_nan);
     LOOP(tc, grad_matches_reference);
     LOOP(tc, row_matches_reference);
+    LOOP(tc, online_empty_ranges);
+    LOOP(tc, online_window_and_padding_edges);
+    LOOP(tc, online_inf_scores_across_tiles);
+    LOOP(tc, online_inf_mask_and_nan);
+    LOOP(tc, grad_inf_rows);
+    LOOP(tc, row_inf_entries);
 #if MHSA_HAVE_AVX2 && defined(__x86_64__)
     tcase_add_test(tc, avx2_exp_accuracy);
 #endif

@@ -357,6 +357,8 @@ START_TEST(cached_calls_match_reference)
             memset(done, 0, sizeof(int) * (size_t)B);
             for (;;) {
                 int t_new = rng_int(&rs, 1, 6), any = 0;
+                if (t_new > cfg.max_seq_len)   // the workspace's rows
+                    t_new = cfg.max_seq_len;
                 if (rng_int(&rs, 0, 2) == 0)
                     t_new = 1;
                 for (int b = 0; b < B; b++) {
@@ -396,6 +398,18 @@ START_TEST(cached_calls_match_reference)
             ck_assert_msg(e < 1e-4, "%s %s dtype %d: cached err %.3g",
                           mhsa_isa_name(all_isas[_i]), cfg_str(&cfg, B, T),
                           (int)dt, e);
+            {   // a step wider than max_seq_len is refused, nothing changed
+                int zero[4] = { 0, 0, 0, 0 };
+                float *wide = calloc((size_t)B * (cfg.max_seq_len + 1) * D,
+                                     sizeof(float));
+                mhsa_cached_args ca = { wide, B, cfg.max_seq_len + 1, zero,
+                                        wide };
+                ck_assert_int_eq(mhsa_forward_cached_ex(blk, ws, c, &ca),
+                                 MHSA_ERR_SHAPE);
+                for (int b = 0; b < B; b++)
+                    ck_assert_int_eq(mhsa_kv_cache_seq_len(c, b), T);
+                free(wide);
+            }
             // A reset slot is a fresh one: sequence 0 again, token by token.
             ck_assert_int_eq(mhsa_kv_cache_reset_seq(c, 0), MHSA_OK);
             ck_assert_int_eq(mhsa_kv_cache_seq_len(c, 0), 0);

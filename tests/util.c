@@ -9,11 +9,46 @@
 const mhsa_isa all_isas[N_ISAS] = { MHSA_ISA_SCALAR, MHSA_ISA_AVX2,
                                     MHSA_ISA_NEON, MHSA_ISA_AVX512 };
 
+#if MHSA_TEST_AVX512_EMUL
+extern const mhsa_kernels mhsa_kernels_avx512_emul;
+#endif
+
+const mhsa_kernels *emulated_table(mhsa_isa isa)
+{
+#if MHSA_TEST_AVX512_EMUL
+    if (isa == MHSA_ISA_AVX512)
+        return &mhsa_kernels_avx512_emul;
+#endif
+    (void)isa;
+    return NULL;
+}
+
+int install_emulated_isas(void)
+{
+    int n = 0;
+    const char *e = getenv("MHSA_TEST_EMULATION");
+    if (e && strcmp(e, "0") == 0)
+        return 0;
+    for (int i = 0; i < N_ISAS; i++) {
+        const mhsa_kernels *em = emulated_table(all_isas[i]);
+        // The emulated AVX-512 build runs on AVX2, FMA and F16C.
+        if (!em || mhsa_kernels_for(all_isas[i]) ||
+            !mhsa_kernels_for(MHSA_ISA_AVX2))
+            continue;
+        mhsa__set_stand_in(em);
+        n++;
+    }
+    return n;
+}
+
 const mhsa_kernels *kernels_or_skip(int i)
 {
     const mhsa_kernels *k = mhsa_kernels_for(all_isas[i]);
     if (!k)
         printf("skip: isa %s not built or not supported here\n",
+               mhsa_isa_name(all_isas[i]));
+    else if (k == emulated_table(all_isas[i]))
+        printf("isa %s: SIMDe emulation (this CPU lacks it)\n",
                mhsa_isa_name(all_isas[i]));
     return k;
 }
@@ -154,11 +189,25 @@ float *read_f32(const char *rel, size_t n)
     return x;
 }
 
-int run_suite(Suite *s)
+static int run(Suite *s, int emulate)
 {
+    if (emulate && install_emulated_isas()) {
+        printf("note: ISAs this CPU lacks run emulated (kernels_or_skip "
+               "names them)\n");
+        const char *e = getenv("MHSA_ISA");
+        for (int i = 0; e && i < N_ISAS; i++)
+            if (!strcmp(e, mhsa_isa_name(all_isas[i])) &&
+                mhsa_kernels_for(all_isas[i]) == emulated_table(all_isas[i]))
+                printf("note: MHSA_ISA=%s: the default table is the "
+                       "SIMDe-emulated one\n", e);
+    }
     SRunner *sr = srunner_create(s);
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
     return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
 }
+
+int run_suite(Suite *s) { return run(s, 1); }
+
+int run_suite_native(Suite *s) { return run(s, 0); }

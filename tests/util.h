@@ -13,8 +13,22 @@
 // Every ISA a test loops over; mhsa_kernels_for() says which this machine has.
 extern const mhsa_isa all_isas[];
 enum { N_ISAS = 4 };
-// The table for all_isas[i], or NULL after printing why it is skipped.
+// The table for all_isas[i], or NULL after printing why it is skipped;
+// prints a line too when the table is an emulated one.
 const mhsa_kernels *kernels_or_skip(int i);
+
+// Emulated ISAs. The tests link the AVX-512 kernels a second time, built
+// against SIMDe (src/avx512/intrin.h). Where the CPU lacks AVX-512 (but
+// has the AVX2, FMA and F16C the emulation runs on), run_suite installs
+// that table through the dispatch's test-only stand-in hook before any
+// test runs, so mhsa_kernels_for, mhsa_select_isa and MHSA_ISA give it for
+// avx512 and every test that loops over all_isas runs it too.
+// MHSA_TEST_EMULATION=0 turns this off (the valgrind run: slow).
+// The emulated table for isa in this test build, or NULL.
+const mhsa_kernels *emulated_table(mhsa_isa isa);
+// Installs the emulated tables this CPU can run in place of missing ISAs;
+// returns how many.
+int install_emulated_isas(void);
 
 // splitmix64: the same stream on every platform.
 typedef struct rng { uint64_t s; } rng;
@@ -46,7 +60,10 @@ float *read_f32(const char *rel, size_t n);
 // Path under $MHSA_TEST_DATA (static buffer).
 const char *data_path(const char *rel);
 
-// Runs a suite in check's fork mode and returns the process exit code.
+// Installs the emulated ISAs (above), runs a suite in check's fork mode
+// and returns the process exit code.
 int run_suite(Suite *s);
+// The same without installing emulated ISAs (dispatch tests).
+int run_suite_native(Suite *s);
 
 #endif

@@ -3,10 +3,14 @@
 // Same rules as the scalar reference (kernels.h, src/scalar/softmax.c),
 // 8 keys per step with masked tails, and the vectorised exp of vmath.h
 // (max relative error 1.62e-7, results below FLT_MIN flushed to +0).
-// Blocked keys are decided before a score is used: the causal rule cuts the
-// row to its first n_vis keys (the rest are written as 0 without being
+// Blocked keys are decided before a score is used: the position rules
+// (causal, window, key padding) cut row r to the keys [lo, hi) that
+// mhsa_mask_view_range gives (the rest are written as 0 without being
 // read), and a -INFINITY mask entry replaces the score by -INFINITY through
 // a blend, so a NaN score under a blocked key never reaches max, p or sum.
+// A row whose max is +INFINITY (scores that overflowed) takes a pass of
+// its own; the test for it is one compare per row, so the usual path does
+// the work, and gives the bits, it did before those rules existed.
 // Online normaliser: Milakov & Gimelshein 2018; FlashAttention.
 #include <math.h>
 #include <immintrin.h>
@@ -14,18 +18,6 @@
 #include "kernels.h"
 #include "avx2/avx2.h"
 #include "avx2/vmath.h"
-
-// Keys j < n_vis of row r are not blocked by the causal rule.
-static size_t visible(const mhsa_mask_view *mv, size_t r, size_t n)
-{
-    if (!mv->causal)
-        return n;
-    size_t q = mv->q0 + r;
-    if (q < mv->k0)
-        return 0;
-    size_t v = q - mv->k0 + 1;   // k0 + j <= q0 + r  <=>  j < v
-    return v < n ? v : n;
-}
 
 // cnt (1..8) values at p; lanes >= cnt are -INFINITY, never loaded.
 static inline __m256 load_ninf(const float *p, size_t cnt)
@@ -47,7 +39,8 @@ static inline void store_n(float *p, size_t cnt, __m256 v)
 }
 
 // Score plus mask for keys j..j+cnt-1 of one row, -INFINITY where the mask
-// blocks the key (whatever the score holds) and in lanes >= cnt.
+// blocks the key (whatever the score holds) and in lanes >= cnt; NaN where
+// the mask entry is +INFINITY (kernels.h: not an overflowed score).
 static inline __m256 masked_scores(const float *s, const float *mrow,
                                    size_t j, size_t cnt)
 {
@@ -56,9 +49,23 @@ static inline __m256 masked_scores(const float *s, const float *mrow,
         __m256 add = load_ninf(mrow + j, cnt);
         __m256 ninf = _mm256_set1_ps(-INFINITY);
         __m256 blocked = _mm256_cmp_ps(add, ninf, _CMP_EQ_OQ);
-        x = _mm256_blendv_ps(_mm256_add_ps(x, add), ninf, blocked);
+        __m256 pinf = _mm256_cmp_ps(add, _mm256_set1_ps(INFINITY),
+                                    _CMP_EQ_OQ);
+        // All-ones is a NaN: or-ing the +inf lanes' compare makes them NaN
+        // and leaves every other lane's bits alone.
+        x = _mm256_or_ps(_mm256_add_ps(x, add), pinf);
+        x = _mm256_blendv_ps(x, ninf, blocked);
     }
     return x;
+}
+
+// The weight of a score x in a row whose max is +INFINITY: w for the
+// +INFINITY scores, NaN stays NaN, 0 for the rest (-INFINITY included).
+static inline __m256 inf_row_weight(__m256 x, __m256 w)
+{
+    __m256 top = _mm256_cmp_ps(x, _mm256_set1_ps(INFINITY), _CMP_EQ_OQ);
+    __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+    return _mm256_or_ps(_mm256_and_ps(top, w), _mm256_and_ps(nan, x));
 }
 
 static void zero_n(float *p, size_t n)
@@ -69,94 +76,130 @@ static void zero_n(float *p, size_t n)
 
 static inline size_t min8(size_t n) { return n < 8 ? n : 8; }
 
+// Zeros p (and ds) outside the keys [lo, hi) a row may see.
+static void zero_outside(float *p, size_t lo, size_t hi, size_t n)
+{
+    zero_n(p, lo);
+    zero_n(p + hi, n - hi);
+}
+
+// o[0..dv) *= alpha.
+static void scale_row(float *o, size_t dv, float alpha)
+{
+    __m256 va = _mm256_set1_ps(alpha);
+    for (size_t d = 0; d < dv; d += 8) {
+        size_t cnt = min8(dv - d);
+        if (cnt == 8) {
+            _mm256_storeu_ps(o + d, _mm256_mul_ps(va, _mm256_loadu_ps(o + d)));
+        } else {
+            __m256i mk = mhsa_tail_mask__avx2(cnt);
+            _mm256_maskstore_ps(o + d, mk,
+                                _mm256_mul_ps(va, _mm256_maskload_ps(o + d,
+                                                                     mk)));
+        }
+    }
+}
+
 void mhsa_softmax_online__avx2(const mhsa_softmax_args *a)
 {
     const mhsa_mask_view *mv = &a->mv;
     for (size_t r = 0; r < a->rows; r++) {
         float *s = a->s + r * a->lds;
         const float *mrow = mv->mask ? mv->mask + r * mv->ldmask : NULL;
-        size_t nv = visible(mv, r, a->n);
+        size_t lo, hi;
+        mhsa_mask_view_range(mv, r, a->n, &lo, &hi);
 
         // Pass 1: masked scores back into s, and their max. max_ps(x, m)
         // returns m when x is NaN, so NaN never wins (as in scalar).
         __m256 vmax = _mm256_set1_ps(-INFINITY);
-        for (size_t j = 0; j < nv; j += 8) {
-            size_t cnt = min8(nv - j);
+        for (size_t j = lo; j < hi; j += 8) {
+            size_t cnt = min8(hi - j);
             __m256 x = masked_scores(s, mrow, j, cnt);
             store_n(s + j, cnt, x);
             vmax = _mm256_max_ps(x, vmax);
         }
+        zero_outside(s, lo, hi, a->n);
         float m_old = a->m[r], m_new = mhsa_hmax_ps__avx2(vmax);
         if (!(m_new > m_old))
             m_new = m_old;
         if (m_new == -INFINITY) {   // nothing unblocked and finite yet
             // Unblocked NaN scores still poison the row (NaN weights, l).
             int nan_seen = 0;
-            for (size_t j = 0; j < nv; j++)
+            for (size_t j = lo; j < hi; j++)
                 nan_seen |= s[j] != s[j];
             if (nan_seen) {
-                for (size_t j = 0; j < nv; j++)
+                for (size_t j = lo; j < hi; j++)
                     s[j] = s[j] != s[j] ? s[j] : 0.0f;
-                zero_n(s + nv, a->n - nv);
                 a->l[r] = NAN;
             } else {
-                zero_n(s, a->n);
+                zero_n(s + lo, hi - lo);
             }
             continue;
         }
 
-        // Pass 2: p = exp(x - m_new); -INFINITY gives an exact 0.
-        __m256 vm = _mm256_set1_ps(m_new), vsum = _mm256_setzero_ps();
-        for (size_t j = 0; j < nv; j += 8) {
-            size_t cnt = min8(nv - j);
-            __m256 p = mhsa_exp_ps__avx2(
-                _mm256_sub_ps(load_ninf(s + j, cnt), vm));
-            store_n(s + j, cnt, p);
-            vsum = _mm256_add_ps(vsum, p);
+        __m256 vsum = _mm256_setzero_ps();
+        float alpha;
+        if (m_new == INFINITY) {
+            // Overflowed scores: each +INFINITY key weighs 1, the rest 0;
+            // l counts them. alpha = 1 while the max stays +INFINITY.
+            __m256 one = _mm256_set1_ps(1.0f);
+            for (size_t j = lo; j < hi; j += 8) {
+                size_t cnt = min8(hi - j);
+                __m256 p = inf_row_weight(load_ninf(s + j, cnt), one);
+                store_n(s + j, cnt, p);
+                vsum = _mm256_add_ps(vsum, p);
+            }
+            alpha = m_old == INFINITY ? 1.0f : 0.0f;
+        } else {
+            // Pass 2: p = exp(x - m_new); -INFINITY gives an exact 0.
+            __m256 vm = _mm256_set1_ps(m_new);
+            for (size_t j = lo; j < hi; j += 8) {
+                size_t cnt = min8(hi - j);
+                __m256 p = mhsa_exp_ps__avx2(
+                    _mm256_sub_ps(load_ninf(s + j, cnt), vm));
+                store_n(s + j, cnt, p);
+                vsum = _mm256_add_ps(vsum, p);
+            }
+            // exp(-inf) = 0 on the first unblocked tile; exp(0) = 1 exactly.
+            alpha = _mm256_cvtss_f32(
+                mhsa_exp_ps__avx2(_mm256_set1_ps(m_old - m_new)));
         }
-        zero_n(s + nv, a->n - nv);
-
-        // exp(-inf) = 0 on the first unblocked tile; exp(0) = 1 exactly.
-        float alpha = _mm256_cvtss_f32(
-            mhsa_exp_ps__avx2(_mm256_set1_ps(m_old - m_new)));
         a->m[r] = m_new;
         a->l[r] = a->l[r] * alpha + mhsa_hsum_ps__avx2(vsum);
-        if (alpha != 1.0f) {
-            float *o = a->o + r * a->ldo;
-            __m256 va = _mm256_set1_ps(alpha);
-            for (size_t d = 0; d < a->dv; d += 8) {
-                size_t cnt = min8(a->dv - d);
-                if (cnt == 8) {
-                    _mm256_storeu_ps(o + d,
-                                     _mm256_mul_ps(va, _mm256_loadu_ps(o + d)));
-                } else {
-                    __m256i mk = mhsa_tail_mask__avx2(cnt);
-                    _mm256_maskstore_ps(o + d, mk, _mm256_mul_ps(
-                        va, _mm256_maskload_ps(o + d, mk)));
-                }
-            }
-        }
+        if (alpha != 1.0f)
+            scale_row(a->o + r * a->ldo, a->dv, alpha);
     }
 }
 
 void mhsa_softmax_grad__avx2(const mhsa_softmax_grad_args *a)
 {
     const mhsa_mask_view *mv = &a->mv;
+    __m256 ninf = _mm256_set1_ps(-INFINITY), zero = _mm256_setzero_ps();
     for (size_t r = 0; r < a->rows; r++) {
         float *s = a->s + r * a->lds, *dp = a->dp + r * a->lddp;
         const float *mrow = mv->mask ? mv->mask + r * mv->ldmask : NULL;
         float lse = a->lse[r];
-        size_t nv = lse == -INFINITY ? 0 : visible(mv, r, a->n);
+        size_t lo = 0, hi = 0;   // lse == -inf: the row saw no key, p = 0
+        if (lse != -INFINITY)
+            mhsa_mask_view_range(mv, r, a->n, &lo, &hi);
+        // lse == +inf: the forward's max was +INFINITY; each +INFINITY
+        // score weighs inf_w[r], the others 0.
+        int inf_row = lse == INFINITY;
         __m256 vlse = _mm256_set1_ps(lse), vdelta = _mm256_set1_ps(a->delta[r]);
-        __m256 ninf = _mm256_set1_ps(-INFINITY), zero = _mm256_setzero_ps();
-        for (size_t j = 0; j < nv; j += 8) {
-            size_t cnt = min8(nv - j);
+        __m256 vw = _mm256_set1_ps(inf_row ? a->inf_w[r] : 0.0f);
+        for (size_t j = lo; j < hi; j += 8) {
+            size_t cnt = min8(hi - j);
             __m256 x = masked_scores(s, mrow, j, cnt);
-            // Blocked keys are cleared explicitly: exp(-inf - lse) would be
-            // NaN for a NaN lse.
-            __m256 blocked = _mm256_cmp_ps(x, ninf, _CMP_EQ_OQ);
-            __m256 p = _mm256_andnot_ps(
-                blocked, mhsa_exp_ps__avx2(_mm256_sub_ps(x, vlse)));
+            __m256 p;
+            if (inf_row) {
+                p = inf_row_weight(x, vw);
+            } else {
+                // Blocked keys are cleared explicitly: exp(-inf - lse)
+                // would be NaN for a NaN lse.
+                __m256 blocked = _mm256_cmp_ps(x, ninf, _CMP_EQ_OQ);
+                p = _mm256_andnot_ps(
+                    blocked, mhsa_exp_ps__avx2(_mm256_sub_ps(x, vlse)));
+            }
             __m256 g = cnt == 8 ? _mm256_loadu_ps(dp + j)
                      : _mm256_maskload_ps(dp + j, mhsa_tail_mask__avx2(cnt));
             __m256 ds = _mm256_mul_ps(p, _mm256_sub_ps(g, vdelta));
@@ -164,8 +207,8 @@ void mhsa_softmax_grad__avx2(const mhsa_softmax_grad_args *a)
             store_n(s + j, cnt, p);
             store_n(dp + j, cnt, ds);
         }
-        zero_n(s + nv, a->n - nv);
-        zero_n(dp + nv, a->n - nv);
+        zero_outside(s, lo, hi, a->n);
+        zero_outside(dp, lo, hi, a->n);
     }
 }
 
@@ -184,13 +227,18 @@ void mhsa_softmax_row__avx2(size_t n, const float *x, float *y)
         return;
     }
     __m256 vm = _mm256_set1_ps(m), vsum = _mm256_setzero_ps();
-    __m256 ninf = _mm256_set1_ps(-INFINITY);
+    __m256 ninf = _mm256_set1_ps(-INFINITY), one = _mm256_set1_ps(1.0f);
     for (size_t j = 0; j < n; j += 8) {
         size_t cnt = min8(n - j);
         __m256 v = load_ninf(x + j, cnt);
-        // -INFINITY entries give an exact 0 even when m is +inf.
-        __m256 p = _mm256_andnot_ps(_mm256_cmp_ps(v, ninf, _CMP_EQ_OQ),
-                                    mhsa_exp_ps__avx2(_mm256_sub_ps(v, vm)));
+        __m256 p;
+        if (m == INFINITY) {   // overflowed scores share the weight
+            p = inf_row_weight(v, one);
+        } else {
+            // -INFINITY entries give an exact 0.
+            p = _mm256_andnot_ps(_mm256_cmp_ps(v, ninf, _CMP_EQ_OQ),
+                                 mhsa_exp_ps__avx2(_mm256_sub_ps(v, vm)));
+        }
         store_n(y + j, cnt, p);
         vsum = _mm256_add_ps(vsum, p);
     }

@@ -55,7 +55,7 @@ void print_help(FILE *f)
 "                           W-1 before it (off)\n"
 "runtime:\n"
 "  --threads N              OpenMP threads (default: OMP_NUM_THREADS or all)\n"
-"  --isa auto|scalar|avx2|neon  kernels to use (auto)\n"
+"  --isa NAME               kernels: auto, scalar, avx2, avx512 or neon (auto)\n"
 "output:\n"
 "  --heatmap-png FILE       write the per-head attention heatmaps as PNG\n"
 "  --loss-csv FILE          write step,loss for every step\n"

@@ -1,0 +1,224 @@
+// gemv.c — AVX-512 one-row products (decoding one token): gemv_n / gemv_t
+// over fp32 rows, and kv_dot / kv_acc over K/V cache rows stored as fp32,
+// f16 or bf16, converted in registers (vcvtph2ps; bf16 by a 16-bit shift).
+// All stream the matrix once, unpacked; the work per element is one FMA,
+// so they run at the speed of memory, not of the FMA units.
+//
+// Bits. A dot product s = q . K[j] is one 16-lane accumulator per (row,
+// key): FMAs over the chunks i = 0, 16, ... in order (the tail chunk
+// masked, its missing lanes 0), then the fixed reduction tree of
+// mhsa_hsum__avx512. An accumulation o[i] += p[j] V[j][i] is one FMA per
+// element per j, j in order. Neither depends on how many query rows or
+// keys are processed together, so gemv_n (= dot with beta) and gemv_t are
+// the one-row, fp32 cases of the same code: kv_dot/kv_acc with MHSA_F32
+// give gemv's bits on each row, whatever m is (kernels.h).
+#include "avx512/avx512.h"
+#include "avx512/vmath.h"
+
+// ---- dot products: nq query rows (stride ldq) x nk keys (stride ldk, in
+// elements of dt) over d elements; s[r*lds + t] = q_r . K[t]. nq <= 4 and
+// nk <= 4 are constants wherever this is inlined (16 accumulators, 4
+// converted key chunks, 1 query chunk: 21 of 32 zmm).
+MHSA_AVX512_INLINE void dot_block(size_t nq, size_t nk, size_t d,
+                                  const float *q, size_t ldq,
+                                  const void *k, size_t ldk, mhsa_dtype dt,
+                                  float *s, size_t lds)
+{
+    size_t es = mhsa_dtype_size(dt);
+    const char *kr[4];
+    for (size_t t = 0; t < nk; t++)
+        kr[t] = (const char *)k + t * ldk * es;
+    __m512 acc[4][4];
+    for (size_t r = 0; r < nq; r++)
+        for (size_t t = 0; t < nk; t++)
+            acc[r][t] = _mm512_setzero_ps();
+    size_t i = 0;
+    for (; i + 16 <= d; i += 16) {
+        __m512 kv[4];
+        for (size_t t = 0; t < nk; t++)
+            kv[t] = mhsa_load16_as_f32__avx512(kr[t], i, dt);
+        for (size_t r = 0; r < nq; r++) {
+            __m512 qv = _mm512_loadu_ps(q + r * ldq + i);
+            for (size_t t = 0; t < nk; t++)
+                acc[r][t] = _mm512_fmadd_ps(kv[t], qv, acc[r][t]);
+        }
+    }
+    if (i < d) {
+        __mmask16 mk = mhsa_mask16__avx512(d - i);
+        __m512 kv[4];
+        for (size_t t = 0; t < nk; t++)
+            kv[t] = mhsa_load_as_f32__avx512(kr[t], i, dt, mk);
+        for (size_t r = 0; r < nq; r++) {
+            __m512 qv = _mm512_maskz_loadu_ps(mk, q + r * ldq + i);
+            for (size_t t = 0; t < nk; t++)
+                acc[r][t] = _mm512_fmadd_ps(kv[t], qv, acc[r][t]);
+        }
+    }
+    for (size_t r = 0; r < nq; r++)
+        for (size_t t = 0; t < nk; t++)
+            s[r * lds + t] = mhsa_hsum__avx512(acc[r][t]);
+}
+
+// All n keys for nq query rows: 4 keys at a time, then one by one.
+MHSA_AVX512_INLINE void dot_rows(size_t nq, size_t n, size_t d,
+                                 const float *q, size_t ldq, const void *k,
+                                 size_t ldk, mhsa_dtype dt, float *s,
+                                 size_t lds)
+{
+    size_t es = mhsa_dtype_size(dt), j = 0;
+    for (; j + 4 <= n; j += 4)
+        dot_block(nq, 4, d, q, ldq, (const char *)k + j * ldk * es, ldk, dt,
+                  s + j, lds);
+    for (; j < n; j++)
+        dot_block(nq, 1, d, q, ldq, (const char *)k + j * ldk * es, ldk, dt,
+                  s + j, lds);
+}
+
+// m query rows, 4 at a time (then 2, 1), each key block read once per
+// group of rows. Specialised per dtype so that the conversion is fixed
+// inside the loops.
+MHSA_AVX512_INLINE void dot_all(size_t m, size_t n, size_t d, const float *q,
+                                size_t ldq, const void *k, size_t ldk,
+                                mhsa_dtype dt, float *s, size_t lds)
+{
+    size_t r = 0;
+    for (; r + 4 <= m; r += 4)
+        dot_rows(4, n, d, q + r * ldq, ldq, k, ldk, dt, s + r * lds, lds);
+    if (r + 2 <= m) {
+        dot_rows(2, n, d, q + r * ldq, ldq, k, ldk, dt, s + r * lds, lds);
+        r += 2;
+    }
+    if (r < m)
+        dot_rows(1, n, d, q + r * ldq, ldq, k, ldk, dt, s + r * lds, lds);
+}
+
+void MHSA_AVX512_FN(kv_dot)(size_t m, size_t n, size_t d, const float *q,
+                            size_t ldq, const void *k, size_t ldk,
+                            mhsa_dtype dt, float *s, size_t lds)
+{
+    switch (dt) {
+    case MHSA_F16:
+        dot_all(m, n, d, q, ldq, k, ldk, MHSA_F16, s, lds);
+        return;
+    case MHSA_BF16:
+        dot_all(m, n, d, q, ldq, k, ldk, MHSA_BF16, s, lds);
+        return;
+    case MHSA_F32:
+        break;
+    }
+    dot_all(m, n, d, q, ldq, k, ldk, MHSA_F32, s, lds);
+}
+
+// y[j] = beta*y[j] + a[j,:] . x: the one-row fp32 dot, four rows of a at a
+// time (four independent FMA chains hide the FMA latency).
+void MHSA_AVX512_FN(gemv_n)(size_t n, size_t d, const float *a, size_t lda,
+                            const float *x, float *y, float beta)
+{
+    for (size_t j = 0; j < n; j += 4) {
+        size_t nk = n - j < 4 ? n - j : 4;
+        float s[4];
+        if (nk == 4)
+            dot_block(1, 4, d, x, 0, a + j * lda, lda, MHSA_F32, s, 0);
+        else
+            for (size_t t = 0; t < nk; t++)
+                dot_block(1, 1, d, x, 0, a + (j + t) * lda, lda, MHSA_F32,
+                          s + t, 0);
+        for (size_t t = 0; t < nk; t++)
+            y[j + t] = beta == 0.0f ? s[t] : beta * y[j + t] + s[t];
+    }
+}
+
+// ---- accumulations: o_r[i] += sum_j p_r[j] V[j][i] for nq <= 4 rows and
+// nc <= 4 chunks of 16 columns at i (16 accumulators, 4 converted V
+// chunks, 1 broadcast); the last chunk masked by mk.
+MHSA_AVX512_INLINE void acc_block(size_t nq, size_t nc, __mmask16 mk,
+                                  size_t n, const float *p, size_t ldp,
+                                  const void *v, size_t ldv, mhsa_dtype dt,
+                                  float *o, size_t ldo)
+{
+    size_t es = mhsa_dtype_size(dt);
+    __m512 acc[4][4];
+    for (size_t r = 0; r < nq; r++)
+        for (size_t c = 0; c < nc; c++)
+            acc[r][c] = c + 1 < nc
+                      ? _mm512_loadu_ps(o + r * ldo + 16 * c)
+                      : _mm512_maskz_loadu_ps(mk, o + r * ldo + 16 * c);
+    for (size_t j = 0; j < n; j++) {
+        const char *row = (const char *)v + j * ldv * es;
+        __m512 vv[4];
+        for (size_t c = 0; c < nc; c++)
+            vv[c] = c + 1 < nc
+                  ? mhsa_load16_as_f32__avx512(row, 16 * c, dt)
+                  : mhsa_load_as_f32__avx512(row, 16 * c, dt, mk);
+        for (size_t r = 0; r < nq; r++) {
+            __m512 pj = _mm512_set1_ps(p[r * ldp + j]);
+            for (size_t c = 0; c < nc; c++)
+                acc[r][c] = _mm512_fmadd_ps(pj, vv[c], acc[r][c]);
+        }
+    }
+    for (size_t r = 0; r < nq; r++)
+        for (size_t c = 0; c < nc; c++) {
+            if (c + 1 < nc)
+                _mm512_storeu_ps(o + r * ldo + 16 * c, acc[r][c]);
+            else
+                _mm512_mask_storeu_ps(o + r * ldo + 16 * c, mk, acc[r][c]);
+        }
+}
+
+// All d columns for nq rows: 64 at a time, then 16, then a masked tail.
+MHSA_AVX512_INLINE void acc_rows(size_t nq, size_t n, size_t d,
+                                 const float *p, size_t ldp, const void *v,
+                                 size_t ldv, mhsa_dtype dt, float *o,
+                                 size_t ldo)
+{
+    size_t es = mhsa_dtype_size(dt), i = 0;
+    for (; i + 64 <= d; i += 64)
+        acc_block(nq, 4, 0xffff, n, p, ldp, (const char *)v + i * es, ldv,
+                  dt, o + i, ldo);
+    for (; i + 16 <= d; i += 16)
+        acc_block(nq, 1, 0xffff, n, p, ldp, (const char *)v + i * es, ldv,
+                  dt, o + i, ldo);
+    if (i < d)
+        acc_block(nq, 1, mhsa_mask16__avx512(d - i), n, p, ldp,
+                  (const char *)v + i * es, ldv, dt, o + i, ldo);
+}
+
+MHSA_AVX512_INLINE void acc_all(size_t m, size_t n, size_t d, const float *p,
+                                size_t ldp, const void *v, size_t ldv,
+                                mhsa_dtype dt, float *o, size_t ldo)
+{
+    size_t r = 0;
+    for (; r + 4 <= m; r += 4)
+        acc_rows(4, n, d, p + r * ldp, ldp, v, ldv, dt, o + r * ldo, ldo);
+    if (r + 2 <= m) {
+        acc_rows(2, n, d, p + r * ldp, ldp, v, ldv, dt, o + r * ldo, ldo);
+        r += 2;
+    }
+    if (r < m)
+        acc_rows(1, n, d, p + r * ldp, ldp, v, ldv, dt, o + r * ldo, ldo);
+}
+
+void MHSA_AVX512_FN(kv_acc)(size_t m, size_t n, size_t d, const float *p,
+                            size_t ldp, const void *v, size_t ldv,
+                            mhsa_dtype dt, float *o, size_t ldo)
+{
+    switch (dt) {
+    case MHSA_F16:
+        acc_all(m, n, d, p, ldp, v, ldv, MHSA_F16, o, ldo);
+        return;
+    case MHSA_BF16:
+        acc_all(m, n, d, p, ldp, v, ldv, MHSA_BF16, o, ldo);
+        return;
+    case MHSA_F32:
+        break;
+    }
+    acc_all(m, n, d, p, ldp, v, ldv, MHSA_F32, o, ldo);
+}
+
+// y[i] += sum_j p[j] a[j, i]: the one-row fp32 accumulation; y is held in
+// registers 64 columns at a time while the rows stream past.
+void MHSA_AVX512_FN(gemv_t)(size_t n, size_t d, const float *p,
+                            const float *a, size_t lda, float *y)
+{
+    acc_rows(1, n, d, p, 0, a, lda, MHSA_F32, y, 0);
+}

@@ -1,0 +1,217 @@
+// softmax.c — AVX-512 online softmax (forward step, backward, whole row).
+//
+// Same rules as the scalar reference (kernels.h, src/scalar/softmax.c),
+// 16 keys per step with masked tails, and the vectorised exp of vmath.h
+// (results below FLT_MIN flushed to +0). Each row reads only its keys
+// [lo, hi) that mhsa_mask_view_range gives (causal, window, key padding);
+// the rest are written as 0 without being read. A -INFINITY mask entry
+// replaces the score by -INFINITY and a +INFINITY entry by NaN through
+// masked moves, so a NaN score under a blocked key never reaches max, p or
+// sum. Rows whose largest score is +INFINITY give weight 1 to their
+// +INFINITY keys and 0 to the rest (kernels.h, "Scores that overflow").
+// Online normaliser: Milakov & Gimelshein 2018; FlashAttention.
+#include <math.h>
+
+#include "avx512/avx512.h"
+#include "avx512/vmath.h"
+
+// Score plus mask for keys j..j+15 of one row: -INFINITY where the mask
+// blocks the key (whatever the score holds) and in lanes outside mk (not
+// read), NaN where the mask entry is +INFINITY.
+MHSA_AVX512_INLINE __m512 masked_scores(const float *s, const float *mrow,
+                                        size_t j, __mmask16 mk)
+{
+    const __m512 ninf = _mm512_set1_ps(-INFINITY);
+    __m512 x = _mm512_mask_loadu_ps(ninf, mk, s + j);
+    if (mrow) {
+        __m512 add = _mm512_mask_loadu_ps(ninf, mk, mrow + j);
+        __mmask16 blocked = _mm512_cmp_ps_mask(add, ninf, _CMP_EQ_OQ);
+        __mmask16 pinf = _mm512_cmp_ps_mask(
+            add, _mm512_set1_ps(INFINITY), _CMP_EQ_OQ);
+        x = _mm512_add_ps(x, add);
+        x = _mm512_mask_mov_ps(x, blocked, ninf);
+        x = _mm512_mask_mov_ps(x, pinf, _mm512_set1_ps(NAN));
+    }
+    return x;
+}
+
+// The weight of a score x in a row whose max is +INFINITY: 1 for
+// +INFINITY, NaN stays NaN, 0 for the rest.
+MHSA_AVX512_INLINE __m512 weight_at_inf(__m512 x)
+{
+    __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+    __mmask16 inf = _mm512_cmp_ps_mask(x, _mm512_set1_ps(INFINITY),
+                                       _CMP_EQ_OQ);
+    return _mm512_mask_mov_ps(_mm512_maskz_mov_ps(nan, x), inf,
+                              _mm512_set1_ps(1.0f));
+}
+
+// p[from..to) = 0.
+static void zero_range(float *p, size_t from, size_t to)
+{
+    for (size_t j = from; j < to; j += 16)
+        _mm512_mask_storeu_ps(p + j, mhsa_mask16__avx512(to - j),
+                              _mm512_setzero_ps());
+}
+
+static float exp1(float x)
+{
+    return _mm_cvtss_f32(_mm512_castps512_ps128(
+        mhsa_exp__avx512(_mm512_set1_ps(x))));
+}
+
+// o[0..dv) *= alpha.
+static void scale_o(float *o, size_t dv, float alpha)
+{
+    __m512 va = _mm512_set1_ps(alpha);
+    for (size_t d = 0; d < dv; d += 16) {
+        __mmask16 mk = mhsa_mask16__avx512(dv - d);
+        __m512 v = _mm512_maskz_loadu_ps(mk, o + d);
+        _mm512_mask_storeu_ps(o + d, mk, _mm512_mul_ps(va, v));
+    }
+}
+
+void MHSA_AVX512_FN(softmax_online)(const mhsa_softmax_args *a)
+{
+    const mhsa_mask_view *mv = &a->mv;
+    for (size_t r = 0; r < a->rows; r++) {
+        float *s = a->s + r * a->lds;
+        const float *mrow = mv->mask ? mv->mask + r * mv->ldmask : NULL;
+        size_t lo, hi;
+        mhsa_mask_view_range(mv, r, a->n, &lo, &hi);
+
+        // Pass 1: masked scores back into s, and their max. max_ps(x, m)
+        // returns m when x is NaN, so NaN never wins (as in scalar).
+        __m512 vmax = _mm512_set1_ps(-INFINITY);
+        for (size_t j = lo; j < hi; j += 16) {
+            __mmask16 mk = mhsa_mask16__avx512(hi - j);
+            __m512 x = masked_scores(s, mrow, j, mk);
+            _mm512_mask_storeu_ps(s + j, mk, x);
+            vmax = _mm512_max_ps(x, vmax);
+        }
+        zero_range(s, 0, lo);
+        zero_range(s, hi, a->n);
+        float m_old = a->m[r], m_new = mhsa_hmax__avx512(vmax);
+        if (!(m_new > m_old))
+            m_new = m_old;
+        if (m_new == -INFINITY) {   // nothing unblocked and finite yet
+            // Unblocked NaN scores still poison the row (NaN weights, l);
+            // the -INFINITY ones weigh 0.
+            __mmask16 nan_seen = 0;
+            for (size_t j = lo; j < hi; j += 16) {
+                __mmask16 mk = mhsa_mask16__avx512(hi - j);
+                __m512 x = _mm512_maskz_loadu_ps(mk, s + j);
+                __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+                nan_seen |= nan;
+                _mm512_mask_storeu_ps(s + j, mk, _mm512_maskz_mov_ps(nan, x));
+            }
+            if (nan_seen)
+                a->l[r] = NAN;
+            continue;
+        }
+
+        // Pass 2: p = exp(x - m_new); -INFINITY gives an exact 0.
+        const __m512 ninf = _mm512_set1_ps(-INFINITY);
+        __m512 vm = _mm512_set1_ps(m_new), vsum = _mm512_setzero_ps();
+        for (size_t j = lo; j < hi; j += 16) {
+            __mmask16 mk = mhsa_mask16__avx512(hi - j);
+            __m512 x = _mm512_mask_loadu_ps(ninf, mk, s + j);
+            __m512 p = m_new == INFINITY
+                     ? weight_at_inf(x)
+                     : mhsa_exp__avx512(_mm512_sub_ps(x, vm));
+            _mm512_mask_storeu_ps(s + j, mk, p);
+            vsum = _mm512_add_ps(vsum, p);
+        }
+
+        // 0 on the first unblocked tile; 1 while the max stays +INFINITY.
+        float alpha = m_old == m_new ? 1.0f : exp1(m_old - m_new);
+        a->m[r] = m_new;
+        a->l[r] = a->l[r] * alpha + mhsa_hsum__avx512(vsum);
+        if (alpha != 1.0f)
+            scale_o(a->o + r * a->ldo, a->dv, alpha);
+    }
+}
+
+void MHSA_AVX512_FN(softmax_grad)(const mhsa_softmax_grad_args *a)
+{
+    const mhsa_mask_view *mv = &a->mv;
+    const __m512 ninf = _mm512_set1_ps(-INFINITY), zero = _mm512_setzero_ps();
+    for (size_t r = 0; r < a->rows; r++) {
+        float *s = a->s + r * a->lds, *dp = a->dp + r * a->lddp;
+        const float *mrow = mv->mask ? mv->mask + r * mv->ldmask : NULL;
+        float lse = a->lse[r];
+        size_t lo = 0, hi = 0;
+        if (lse != -INFINITY)
+            mhsa_mask_view_range(mv, r, a->n, &lo, &hi);
+        __m512 vlse = _mm512_set1_ps(lse), vdelta = _mm512_set1_ps(a->delta[r]);
+        for (size_t j = lo; j < hi; j += 16) {
+            __mmask16 mk = mhsa_mask16__avx512(hi - j);
+            __m512 x = masked_scores(s, mrow, j, mk);
+            __m512 p;
+            if (lse == INFINITY) {   // the forward's max was +INFINITY
+                __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+                __mmask16 inf = _mm512_cmp_ps_mask(
+                    x, _mm512_set1_ps(INFINITY), _CMP_EQ_OQ);
+                p = _mm512_mask_mov_ps(_mm512_maskz_mov_ps(nan, x), inf,
+                                       _mm512_set1_ps(a->inf_w[r]));
+            } else {
+                // Blocked keys are cleared explicitly: exp(-inf - lse)
+                // would be NaN for a NaN lse.
+                __mmask16 open = _mm512_cmp_ps_mask(x, ninf, _CMP_NEQ_UQ);
+                p = _mm512_maskz_mov_ps(
+                    open, mhsa_exp__avx512(_mm512_sub_ps(x, vlse)));
+            }
+            __m512 g = _mm512_maskz_loadu_ps(mk, dp + j);
+            __mmask16 nonzero = _mm512_cmp_ps_mask(p, zero, _CMP_NEQ_UQ);
+            __m512 ds = _mm512_maskz_mov_ps(
+                nonzero, _mm512_mul_ps(p, _mm512_sub_ps(g, vdelta)));
+            _mm512_mask_storeu_ps(s + j, mk, p);
+            _mm512_mask_storeu_ps(dp + j, mk, ds);
+        }
+        zero_range(s, 0, lo);
+        zero_range(dp, 0, lo);
+        zero_range(s, hi, a->n);
+        zero_range(dp, hi, a->n);
+    }
+}
+
+void MHSA_AVX512_FN(softmax_row)(size_t n, const float *x, float *y)
+{
+    const __m512 ninf = _mm512_set1_ps(-INFINITY);
+    __m512 vmax = ninf;
+    for (size_t j = 0; j < n; j += 16)
+        vmax = _mm512_max_ps(
+            _mm512_mask_loadu_ps(ninf, mhsa_mask16__avx512(n - j), x + j),
+            vmax);
+    float m = mhsa_hmax__avx512(vmax);
+    if (m == -INFINITY) {   // all blocked (zeros), or NaN: all NaN
+        __mmask16 nan_seen = 0;
+        for (size_t j = 0; j < n; j += 16) {
+            __mmask16 mk = mhsa_mask16__avx512(n - j);
+            __m512 v = _mm512_maskz_loadu_ps(mk, x + j);
+            nan_seen |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+        }
+        __m512 fill = nan_seen ? _mm512_set1_ps(NAN) : _mm512_setzero_ps();
+        for (size_t j = 0; j < n; j += 16)
+            _mm512_mask_storeu_ps(y + j, mhsa_mask16__avx512(n - j), fill);
+        return;
+    }
+    __m512 vm = _mm512_set1_ps(m), vsum = _mm512_setzero_ps();
+    for (size_t j = 0; j < n; j += 16) {
+        __mmask16 mk = mhsa_mask16__avx512(n - j);
+        __m512 v = _mm512_mask_loadu_ps(ninf, mk, x + j);
+        // -INFINITY entries give an exact 0 (exp's underflow rule), and
+        // with m = +INFINITY only the +INFINITY entries weigh.
+        __m512 p = m == INFINITY ? weight_at_inf(v)
+                                 : mhsa_exp__avx512(_mm512_sub_ps(v, vm));
+        _mm512_mask_storeu_ps(y + j, mk, p);
+        vsum = _mm512_add_ps(vsum, p);
+    }
+    __m512 inv = _mm512_set1_ps(1.0f / mhsa_hsum__avx512(vsum));
+    for (size_t j = 0; j < n; j += 16) {
+        __mmask16 mk = mhsa_mask16__avx512(n - j);
+        _mm512_mask_storeu_ps(y + j, mk,
+                              _mm512_mul_ps(_mm512_maskz_loadu_ps(mk, y + j),
+                                            inv));
+    }
+}
