@@ -396,6 +396,14 @@ mhsa_status dp_step(dp_trainer *dp, const mhsa_optim_config *cfg,
     st = local_nodes(dp);
     if (st != MHSA_OK)
         return st;
+    // Every rank arrives here when its groups are done: an 8-byte
+    // allgather holds them until the last one does, so that the time spent
+    // waiting for a slower rank is not counted as reduction.
+    double tw = now_s();
+    if (c->size > 1 &&
+        c->ops->allgatherv(c, dp->hashes, dp->hcount, dp->hdispl))
+        return dp__comm_fail("dp_step: waiting for the ranks");
+    double wait = now_s() - tw;
 
     // 2. Reduce-scatter as bytes, then the rest of the tree on my shard;
     // the groups' losses by the same tree.
@@ -433,7 +441,8 @@ mhsa_status dp_step(dp_trainer *dp, const mhsa_optim_config *cfg,
     double t3 = now_s();
 
     dp->stats.compute += dp->t_compute;
-    dp->stats.reduce += t1 - t0 - dp->t_compute;
+    dp->stats.wait += wait;
+    dp->stats.reduce += t1 - t0 - dp->t_compute - wait;
     dp->stats.update += t2 - t1;
     dp->stats.gather += t3 - t2;
     dp->stats.steps++;

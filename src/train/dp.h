@@ -77,6 +77,8 @@ typedef struct dp_model {
 // Seconds spent in each part of the steps so far (this rank).
 typedef struct dp_stats {
     double compute;   // group forward+backward
+    double wait;      // for the slowest rank to finish its groups (a tiny
+                      // allgather before the reduce-scatter measures it)
     double reduce;    // node sums, reduce-scatter, tree, loss, norm
     double update;    // the optimiser on this rank's shard
     double gather;    // allgather of the updated parameters

@@ -167,22 +167,62 @@ static int same_kernels(const loop *l)
 
 // ---- the loop --------------------------------------------------------------
 
+// The time per step of every part, over all steps of this run; compute and
+// wait as the range over the ranks (collective: every rank's stats are
+// gathered to every rank, 48 bytes each).
 static void print_stats(const loop *l, double wall, int64_t steps)
 {
+    dp_comm *c = l->c;
+    int P = c->size;
     const dp_stats *s = dp_get_stats(l->dp);
-    if (!l->root || s->steps == 0)
-        return;
-    double k = 1e3 / (double)s->steps;
-    double step = wall * 1e3 / (double)steps;
-    double det = (s->reduce + s->gather) * k;
-    int nt = omp_get_max_threads();
-    fprintf(stderr, "mhsa-train: %d rank%s x %d thread%s, %d groups: %.2f "
-            "ms/step (compute %.2f, reduce %.2f, update %.2f, gather %.2f); "
-            "deterministic reduction %.1f%% of a step; %.0f tokens/s\n",
-            l->c->size, l->c->size == 1 ? "" : "s", nt, nt == 1 ? "" : "s",
-            l->j->opt->grad_groups, step, s->compute * k, s->reduce * k,
-            s->update * k, s->gather * k, 100.0 * det / step,
-            l->j->tokens_per_step * (double)steps / wall);
+    double *all = calloc((size_t)P * 6, sizeof *all);
+    size_t *cnt = calloc(2 * (size_t)P, sizeof *cnt);
+    if (!all || !cnt) {
+        free(all);
+        free(cnt);
+        return;   // every rank has P doubles of room or none does
+    }
+    for (int q = 0; q < P; q++) {
+        cnt[q] = 6 * sizeof *all;
+        cnt[P + q] = (size_t)q * 6 * sizeof *all;
+    }
+    double k = s->steps ? 1e3 / (double)s->steps : 0.0;
+    double *mine = all + (size_t)c->rank * 6;
+    mine[0] = s->compute * k;
+    mine[1] = s->wait * k;
+    mine[2] = s->reduce * k;
+    mine[3] = s->update * k;
+    mine[4] = s->gather * k;
+    int bad = c->ops->allgatherv(c, all, cnt, cnt + P);
+    if (!bad && l->root && s->steps > 0) {
+        double lo[5], hi[5];
+        for (int i = 0; i < 5; i++) {
+            lo[i] = hi[i] = all[i];
+            for (int q = 1; q < P; q++) {
+                double x = all[(size_t)q * 6 + (size_t)i];
+                lo[i] = x < lo[i] ? x : lo[i];
+                hi[i] = x > hi[i] ? x : hi[i];
+            }
+        }
+        double step = wall * 1e3 / (double)steps;
+        int nt = omp_get_max_threads();
+        // The reduction's cost: the slowest rank's reduce + gather.
+        double det = 0.0;
+        for (int q = 0; q < P; q++) {
+            double x = all[(size_t)q * 6 + 2] + all[(size_t)q * 6 + 4];
+            det = x > det ? x : det;
+        }
+        fprintf(stderr, "mhsa-train: %d rank%s x %d thread%s, %d groups: "
+                "%.2f ms/step (compute %.2f..%.2f, wait %.2f..%.2f, reduce "
+                "%.2f, update %.2f, gather %.2f; ms per rank); "
+                "deterministic reduction %.1f%% of a step; %.0f tokens/s\n",
+                P, P == 1 ? "" : "s", nt, nt == 1 ? "" : "s",
+                l->j->opt->grad_groups, step, lo[0], hi[0], lo[1], hi[1],
+                hi[2], hi[3], hi[4], 100.0 * det / step,
+                l->j->tokens_per_step * (double)steps / wall);
+    }
+    free(all);
+    free(cnt);
 }
 
 static int run_steps(loop *l, dp_cli_result *res)
@@ -236,7 +276,7 @@ static int run_steps(loop *l, dp_cli_result *res)
     if (d->checkpoint && save(l, d->checkpoint) != CLI_OK)
         return CLI_FAIL;
     if (total > first)
-        print_stats(l, wall, total - first);
+        print_stats(l, wall, total - first);   // the same test on every rank
     return CLI_OK;
 }
 
