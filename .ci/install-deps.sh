@@ -27,8 +27,9 @@ done
 # safetensors (jansson), image output (stb), reference-vector scripts
 # (numpy), the x86-64 emulator for the no-AVX2 run (qemu-user), make and
 # cmake for the consumer projects of .ci/test-consumers.sh, SIMDe for the
-# tests' emulated AVX-512 kernels, oneDNN for the SGEMM comparison, and the
-# text mhsa-train --task text learns by default (Debian's fortune files).
+# tests' emulated AVX-512 kernels, oneDNN for the SGEMM comparison, Open
+# MPI for data-parallel mhsa-train (.ci/test-mpi.sh), and the text
+# mhsa-train --task text learns by default (Debian's fortune files).
 native_pkgs=(
     meson ninja-build pkg-config g++ check libbenchmark-dev libopenblas-dev
     libsimde-dev libdnnl-dev
@@ -36,6 +37,7 @@ native_pkgs=(
     python3-numpy
     qemu-user make cmake
     fortunes
+    libopenmpi-dev openmpi-bin
 )
 # The aarch64 cross toolchain; with --no-install-recommends the cross libc
 # headers must be named explicitly.

@@ -2,15 +2,16 @@
 # .ci/sanitizers.sh [valgrind] [tsan] — memory and thread checkers beyond the
 # ASan+UBSan step of .ci/run (default: both).
 #
-#   valgrind  memcheck over the hardening, reference, weight-file and
-#             dispatch tests (build-vg; about 7 minutes; test cases tagged
+#   valgrind  memcheck over the hardening, reference, weight-file,
+#             dispatch and data-parallel tests (build-vg; test cases tagged
 #             slow left out): any error or definite leak fails
 #             (--errors-for-leak-kinds=definite: libgomp's live pool is only
 #             "possibly lost"). check runs in CK_FORK=no mode, one process.
 #             The kernel/GEMM tests are left out: they are pure arithmetic
 #             already covered by ASan and far too slow under valgrind.
 #   tsan      ThreadSanitizer build (build-tsan) of test_concurrency (8 host
-#             threads sharing a block) and test_faults, with
+#             threads sharing a block), test_faults and test_dp (ranks as
+#             threads exchanging buffers), with
 #             OMP_NUM_THREADS=1: TSan does not understand libgomp's barriers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,7 +31,7 @@ for s in "${steps[@]}"; do
         # adversarial_v02 without the cases tagged slow (minutes each under
         # valgrind; ASan, qemu and the native run take them).
         vg_tests=(adversarial adversarial_v02 overflow faults concurrency refs
-                  safetensors dispatch)
+                  safetensors dispatch dp)
         ninja -C build-vg "${vg_tests[@]/#/tests/test_}"
         vg="valgrind --tool=memcheck --error-exitcode=99 --leak-check=full"
         vg+=" --errors-for-leak-kinds=definite --show-leak-kinds=definite"
@@ -53,11 +54,11 @@ for s in "${steps[@]}"; do
             meson setup build-tsan -Db_sanitize=thread -Db_lundef=false \
                 -Dbuildtype=debugoptimized -Dbench=disabled
         fi
-        ninja -C build-tsan tests/test_concurrency tests/test_faults
+        ninja -C build-tsan tests/test_concurrency tests/test_faults tests/test_dp
         TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
         OMP_NUM_THREADS=1 CK_TIMEOUT_MULTIPLIER=10 \
             meson test -C build-tsan --no-rebuild --print-errorlogs \
-            --timeout-multiplier 10 concurrency faults
+            --timeout-multiplier 10 concurrency faults dp
         python3 .ci/testlog-check.py build-tsan/meson-logs/testlog.json tsan
         ;;
     *)

@@ -11,11 +11,20 @@
 #include <math.h>
 
 #include "mhsa_internal.h"
-#include "mhsa_train.h"
+#include "train_internal.h"
 
 mhsa_status mhsa_cross_entropy(int n, int V, const float *logits,
                                const int32_t *targets, float *loss,
                                float *row_loss, float *dlogits)
+{
+    return mhsa__cross_entropy_over(n, V, logits, targets, 0, loss, row_loss,
+                                    dlogits);
+}
+
+mhsa_status mhsa__cross_entropy_over(int n, int V, const float *logits,
+                                     const int32_t *targets, size_t count,
+                                     float *loss, float *row_loss,
+                                     float *dlogits)
 {
     if (!logits || !targets || !loss)
         return mhsa__fail(MHSA_ERR_INVALID_ARG,
@@ -33,7 +42,14 @@ mhsa_status mhsa_cross_entropy(int n, int V, const float *logits,
                               "outside [-1, %d)", i, (int)targets[i], V);
         counted += targets[i] >= 0;
     }
-    // Scale for the mean; rows without a target contribute nothing.
+    if (count && count < counted)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa_cross_entropy: count = "
+                          "%zu is below the %zu counted rows of this call",
+                          count, counted);
+    // Scale for the mean (over this call's rows, or over the whole batch
+    // these rows belong to); rows without a target contribute nothing.
+    if (count)
+        counted = count;
     double inv = counted ? 1.0 / (double)counted : 0.0;
     double total = 0.0;
     for (int i = 0; i < n; i++) {

@@ -341,9 +341,23 @@ static mhsa_status sync_block(mhsa_lm *lm)
                                   P(lm, T_WOUT), P(lm, T_BOUT));
 }
 
+void mhsa__lm_flat(mhsa_lm *lm, float **param, float **grad)
+{
+    *param = lm->param;
+    *grad = lm->grad;
+}
+
 mhsa_status mhsa_lm_forward(mhsa_lm *lm, const int32_t *tokens,
                             const int32_t *targets, int B, int T,
                             float *loss, float *pos_loss)
+{
+    return mhsa__lm_forward_over(lm, tokens, targets, B, T, 0, loss,
+                                 pos_loss);
+}
+
+mhsa_status mhsa__lm_forward_over(mhsa_lm *lm, const int32_t *tokens,
+                                  const int32_t *targets, int B, int T,
+                                  size_t count, float *loss, float *pos_loss)
 {
     static const char fn[] = "mhsa_lm_forward";
     if (!lm || !tokens || !targets || !loss)
@@ -380,8 +394,8 @@ mhsa_status mhsa_lm_forward(mhsa_lm *lm, const int32_t *tokens,
                P(lm, T_HEADW), D, NULL, 1.0f, lm->logits, V);
 
     float l = 0.0f;
-    st = mhsa_cross_entropy((int)N, (int)V, lm->logits, lm->targets, &l,
-                            pos_loss, lm->dlogits);
+    st = mhsa__cross_entropy_over((int)N, (int)V, lm->logits, lm->targets,
+                                  count, &l, pos_loss, lm->dlogits);
     if (st != MHSA_OK)
         return st;
     lm->B = B;

@@ -11,5 +11,26 @@ mhsa_status mhsa__optim_check(const mhsa_optim_config *c, const char *fn);
 uint64_t mhsa__splitmix64(uint64_t *s);
 // x (n) uniform in [-a, a), the same bits on every platform.
 void     mhsa__fill_uniform(uint64_t *s, float *x, size_t n, float a);
+// mhsa_cross_entropy with the mean taken over `count` counted rows instead
+// of this call's own (0: its own, the same bits as mhsa_cross_entropy): the
+// loss and dlogits of rows that are one part of a larger batch, so that the
+// parts' losses and gradients add up to the batch's. count below this call's
+// counted rows: MHSA_ERR_INVALID_ARG.
+mhsa_status mhsa__cross_entropy_over(int n, int V, const float *logits,
+                                     const int32_t *targets, size_t count,
+                                     float *loss, float *row_loss,
+                                     float *dlogits);
+
+// mhsa_lm_forward whose loss (and so the following backward's gradients)
+// is normalised by `count` counted positions of a larger batch that these B
+// rows are part of; 0 = their own count, exactly mhsa_lm_forward.
+mhsa_status mhsa__lm_forward_over(mhsa_lm *lm, const int32_t *tokens,
+                                  const int32_t *targets, int B, int T,
+                                  size_t count, float *loss, float *pos_loss);
+
+// The model's flat parameter and gradient buffers (mhsa_lm_n_params floats
+// each, the tensors back to back in mhsa_lm_get_tensor order): what the
+// data-parallel trainer (dp.h) reads, updates and reduces.
+void mhsa__lm_flat(mhsa_lm *lm, float **param, float **grad);
 
 #endif

@@ -63,12 +63,14 @@ void print_help(FILE *f)
 "  --loss-csv FILE          write step,loss for every step\n"
 "  --save FILE              save the trained model (.safetensors)\n"
 "  --load FILE              start from a model saved with --save\n"
-"  --help                   this text\n"
+"  --help                   this text\n",
+            DEFAULT_STEPS, DEFAULT_BATCH, (double)DEFAULT_LR);
+    dp_args_help(f);
+    fputs(
 "\n"
 "Progress goes to stderr (one line per epoch); the loss curve, heatmaps and\n"
 "the last line 'final loss: X' (mean loss on held-out batches) to stdout.\n"
-"Exit status: 0 done, 1 runtime failure, 2 bad option.\n",
-            DEFAULT_STEPS, DEFAULT_BATCH, (double)DEFAULT_LR);
+"Exit status: 0 done, 1 runtime failure, 2 bad option.\n", f);
 }
 
 static void set_defaults(train_args *a)
@@ -87,6 +89,7 @@ static void set_defaults(train_args *a)
     a->optim = MHSA_OPTIM_ADAMW;
     a->seed = 1;
     a->isa = MHSA_ISA_AUTO;
+    dp_args_defaults(&a->dp);
 }
 
 const char *args_prog = "mhsa-train";
@@ -230,6 +233,7 @@ int parse_args(int argc, char **argv, train_args *a, FILE *err)
         for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
             found |= strcmp(flag, known[k]) == 0;
         found |= is_attention_flag(flag);
+        found |= dp_args_known(flag);
         if (!found)
             return bad(err, "%s: unknown option (see --help)", flag);
         if (eq)
@@ -295,6 +299,8 @@ int parse_args(int argc, char **argv, train_args *a, FILE *err)
             if (!ok)
                 rc = bad(err, "%s: unknown ISA '%s' (auto, scalar, avx2, "
                          "avx512 or neon)", flag, val);
+        } else if (dp_args_known(flag)) {
+            rc = dp_args_parse(flag, val, &a->dp, err);
         } else {
             if (*val == '\0')
                 rc = bad(err, "%s needs a file name", flag);
@@ -316,7 +322,8 @@ int parse_args(int argc, char **argv, train_args *a, FILE *err)
     if (a->task == MHSA_TASK_INDUCTION && a->seq_len < 2)
         return bad(err, "--seq-len %d is too short for --task induction "
                    "(need >= 2)", a->seq_len);
-    return check_attention_flags(err, a);
+    int rc = check_attention_flags(err, a);
+    return rc != CLI_OK ? rc : dp_args_check(&a->dp, a->batch, err);
 }
 
 // The value parsers above for the other commands' parsers (text_args.c,

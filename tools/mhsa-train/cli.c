@@ -97,7 +97,8 @@ static int load_model(mhsa_lm *lm, const char *path)
     return CLI_OK;
 }
 
-static int write_csv(const char *path, const float *loss, int n)
+// first: the step before loss[0] (0, or where a resumed run started).
+static int write_csv(const char *path, const float *loss, int n, int first)
 {
     FILE *f = fopen(path, "w");
     if (!f) {
@@ -106,7 +107,7 @@ static int write_csv(const char *path, const float *loss, int n)
     }
     fprintf(f, "step,loss\n");
     for (int i = 0; i < n; i++)
-        fprintf(f, "%d,%.9g\n", i + 1, (double)loss[i]);
+        fprintf(f, "%d,%.9g\n", first + i + 1, (double)loss[i]);
     if (fclose(f) != 0) {
         fprintf(stderr, "mhsa-train: --loss-csv: cannot write '%s'\n", path);
         return CLI_FAIL;
@@ -121,6 +122,8 @@ typedef struct run {
     float *losses;            // (epochs * steps)
     float *attn;              // (H, T, T)
     int32_t *sample;          // (T)
+    dp_comm *comm;            // the ranks of the job (one: dp_comm_self)
+    int n_losses, first_step; // steps run here, after first_step (resume)
 } run;
 
 static void run_free(run *r)
@@ -157,7 +160,9 @@ static int setup(run *r)
         return fail("creating the model");
     if (mhsa_lm_init_random(r->lm, stream(a->seed, 1)) != MHSA_OK)
         return fail("initialising the model");
-    if (a->load && load_model(r->lm, a->load) != CLI_OK)
+    // With several ranks only rank 0 reads the file (it may exist on its
+    // machine alone); the trainer broadcasts rank 0's weights.
+    if (a->load && r->comm->rank == 0 && load_model(r->lm, a->load) != CLI_OK)
         return CLI_FAIL;
     size_t bt = (size_t)a->batch * (size_t)a->seq_len;
     size_t T = (size_t)a->seq_len;
@@ -196,6 +201,14 @@ static int evaluate(run *r, float *out)
 static int train(run *r)
 {
     train_args *a = &r->a;
+    if (dp_cli_wanted(a, r->comm)) {
+        dp_cli_result res;
+        int rc = dp_cli_train(a, r->comm, r->lm, r->tok, r->tgt,
+                              stream(a->seed, 2), r->losses, &res);
+        r->n_losses = res.n_losses;
+        r->first_step = res.first_step;
+        return rc;
+    }
     mhsa_optim_config oc = mhsa_optim_defaults(a->optim);
     oc.lr = a->lr;
     oc.weight_decay = a->weight_decay;
@@ -232,6 +245,7 @@ static int train(run *r)
                 return CLI_FAIL;
             }
             r->losses[step++] = loss;
+            r->n_losses = step;
             sum += loss;
             double t = now_s();
             // On a terminal, redraw the epoch's line a few times a second.
@@ -259,7 +273,7 @@ static int report(run *r)
     train_args *a = &r->a;
     int utf8 = term_utf8();
     int T = a->seq_len;
-    int nsteps = a->epochs * a->steps;
+    int nsteps = r->n_losses;
     printf("\n");
     plot_losses(stdout, r->losses, nsteps, 60, 8, utf8);
 
@@ -297,7 +311,8 @@ static int report(run *r)
             printf("heatmaps written to %s\n", a->heatmap_png);
         }
     }
-    if (a->loss_csv && write_csv(a->loss_csv, r->losses, nsteps) != CLI_OK)
+    if (a->loss_csv && write_csv(a->loss_csv, r->losses, nsteps,
+                                 r->first_step) != CLI_OK)
         rc = CLI_FAIL;
     if (a->save && save_model(r->lm, a->save) != CLI_OK)
         rc = CLI_FAIL;
@@ -315,22 +330,43 @@ static int report(run *r)
 
 int mhsa_train_cli(int argc, char **argv)
 {
+    return mhsa_train_cli_comm(argc, argv, dp_comm_self());
+}
+
+int mhsa_train_cli_comm(int argc, char **argv, dp_comm *comm)
+{
     // The GPT on text has its own flags and run (text_cli.c).
-    if (wants_text_task(argc, argv))
+    if (wants_text_task(argc, argv)) {
+        if (comm->size > 1) {
+            if (comm->rank == 0)
+                fprintf(stderr, "%s: --task text runs in one process; data "
+                        "parallelism over %d ranks covers the synthetic "
+                        "tasks only\n", args_prog, comm->size);
+            return CLI_USAGE;
+        }
         return text_train_cli(argc, argv);
+    }
     run r;
     memset(&r, 0, sizeof r);
-    int rc = parse_args(argc, argv, &r.a, stderr);
+    r.comm = comm;
+    int root = comm->rank == 0;
+    // Every rank parses the same command line; one message is enough.
+    FILE *quiet = root ? NULL : fopen("/dev/null", "w");
+    int rc = parse_args(argc, argv, &r.a, quiet ? quiet : stderr);
+    if (quiet)
+        fclose(quiet);
     if (rc != CLI_OK)
         return rc;
     if (r.a.help) {
-        print_help(stdout);
+        if (root)
+            print_help(stdout);
         return CLI_OK;
     }
     rc = setup(&r);
     if (rc == CLI_OK)
         rc = train(&r);
-    if (rc == CLI_OK)
+    // The other ranks hold the same weights: rank 0 alone reports.
+    if (rc == CLI_OK && root)
         rc = report(&r);
     run_free(&r);
     return rc;

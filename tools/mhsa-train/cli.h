@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "dp_cli.h"
 #include "mhsa_train.h"
 
 // Exit codes of the command.
@@ -24,6 +25,7 @@ typedef struct train_args {
     int help;
     int kv_heads, rope_dim, rope_interleaved, window;  // 0: off / default
     float rope_theta;
+    dp_args dp;   // data-parallel options (dp_args.c)
 } train_args;
 
 // Parses argv into *a (defaults first). Returns CLI_OK, or CLI_USAGE after
@@ -81,5 +83,8 @@ int png_available(void);
 // ---- the command (cli.c) ---------------------------------------------------
 
 int mhsa_train_cli(int argc, char **argv);
+// The command as one rank of a data-parallel job over comm (mpirun); rank 0
+// alone prints. mhsa_train_cli is this with the single-process transport.
+int mhsa_train_cli_comm(int argc, char **argv, dp_comm *comm);
 
 #endif

@@ -1,0 +1,250 @@
+// test_train_dp_cli.c — mhsa-train's data-parallel options in one process
+// (the single-process transport; .ci/test-mpi.sh runs the same under
+// mpirun): bad values exit 2 with one line, --help lists them, a run cut in
+// two by a checkpoint and --resume writes the same final checkpoint as one
+// uninterrupted run, --grad-groups 1 through the trainer saves the plain
+// loop's weights, and a checkpoint of another run is refused.
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "util.h"
+
+static void tmp_name(char *buf, size_t n)
+{
+    const char *dir = getenv("TMPDIR");
+    snprintf(buf, n, "%s/mhsa_dp_cli_XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(buf);
+    ck_assert_int_ge(fd, 0);
+    close(fd);
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    ck_assert_int_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = '\0';
+    fclose(f);
+    if (len)
+        *len = (size_t)n;
+    return s;
+}
+
+// Runs the command with stdout and stderr captured (malloc'd strings).
+static int run(char **out, char **err, int argc, const char **argv)
+{
+    char fo[256], fe[256];
+    tmp_name(fo, sizeof fo);
+    tmp_name(fe, sizeof fe);
+    fflush(stdout);
+    fflush(stderr);
+    int so = dup(1), se = dup(2);
+    int o = open(fo, O_WRONLY | O_TRUNC), e = open(fe, O_WRONLY | O_TRUNC);
+    dup2(o, 1);
+    dup2(e, 2);
+    int rc = mhsa_train_cli(argc, (char **)argv);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(so, 1);
+    dup2(se, 2);
+    close(o);
+    close(e);
+    close(so);
+    close(se);
+    *out = slurp(fo, NULL);
+    *err = slurp(fe, NULL);
+    remove(fo);
+    remove(fe);
+    return rc;
+}
+
+static const struct { const char *args[4]; const char *says; } bad[] = {
+    { { "--grad-groups", "0" }, "--grad-groups 0 is out of range" },
+    { { "--grad-groups", "x" }, "--grad-groups: 'x' is not an integer" },
+    { { "--grad-groups", "5" }, "--grad-groups 5 does not divide --batch 32" },
+    { { "--checkpoint-every", "5" }, "needs --checkpoint FILE" },
+    { { "--checkpoint=" }, "--checkpoint needs a file name" },
+    { { "--resume" }, "--resume needs a value" },
+    { { "--verify-every", "0" }, "--verify-every 0 is out of range" },
+};
+
+START_TEST(bad_values_exit_2_with_one_line)
+{
+    const char *argv[6] = { "mhsa-train" };
+    int argc = 1;
+    for (int i = 0; i < 4 && bad[_i].args[i]; i++)
+        argv[argc++] = bad[_i].args[i];
+    char *out, *err;
+    ck_assert_int_eq(run(&out, &err, argc, argv), 2);
+    ck_assert_str_eq(out, "");
+    ck_assert_msg(strstr(err, bad[_i].says) != NULL, "'%s' not in: %s",
+                  bad[_i].says, err);
+    int lines = 0;
+    for (const char *p = err; *p; p++)
+        lines += *p == '\n';
+    ck_assert_int_eq(lines, 1);
+    free(out);
+    free(err);
+}
+END_TEST
+
+START_TEST(help_documents_the_options)
+{
+    const char *argv[] = { "mhsa-train", "--help" };
+    char *out, *err;
+    ck_assert_int_eq(run(&out, &err, 2, argv), 0);
+    static const char *const flags[] = {
+        "--grad-groups", "--checkpoint", "--checkpoint-every", "--resume",
+        "--verify-every", "mpirun",
+    };
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+        ck_assert_msg(strstr(out, flags[i]), "--help lacks %s", flags[i]);
+    free(out);
+    free(err);
+}
+END_TEST
+
+#if MHSA_TEST_SAFETENSORS
+static int run_quiet(int argc, const char **argv, char **err)
+{
+    char *out;
+    int rc = run(&out, err, argc, argv);
+    free(out);
+    return rc;
+}
+
+static void same_file(const char *a, const char *b)
+{
+    size_t na, nb;
+    char *x = slurp(a, &na), *y = slurp(b, &nb);
+    ck_assert_msg(na == nb && memcmp(x, y, na) == 0, "%s and %s differ", a,
+                  b);
+    free(x);
+    free(y);
+}
+
+// 20 steps in one go vs 10 steps, a checkpoint, and --resume for the rest:
+// the same final checkpoint, byte for byte, and the resumed run's loss CSV
+// goes on from step 11.
+START_TEST(resume_gives_the_uninterrupted_checkpoint)
+{
+    char whole[256], half[256], resumed[256], csv[256];
+    tmp_name(whole, sizeof whole);
+    tmp_name(half, sizeof half);
+    tmp_name(resumed, sizeof resumed);
+    tmp_name(csv, sizeof csv);
+    char *err;
+    const char *a1[] = { "mhsa-train", "--epochs", "2", "--steps-per-epoch",
+                         "10", "--grad-groups", "4", "--clip", "1",
+                         "--checkpoint", whole };
+    ck_assert_int_eq(run_quiet(11, a1, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err, "batch 32, adamw lr 0.003, 4 groups on "
+                                 "1 rank (self)"));
+    ck_assert_ptr_nonnull(strstr(err, "deterministic reduction"));
+    free(err);
+    const char *a2[] = { "mhsa-train", "--epochs", "1", "--steps-per-epoch",
+                         "10", "--grad-groups", "4", "--clip", "1",
+                         "--checkpoint", half, "--checkpoint-every", "3" };
+    ck_assert_int_eq(run_quiet(13, a2, &err), 0);
+    free(err);
+    const char *a3[] = { "mhsa-train", "--epochs", "2", "--steps-per-epoch",
+                         "10", "--grad-groups", "4", "--clip", "1",
+                         "--resume", half, "--checkpoint", resumed,
+                         "--loss-csv", csv };
+    ck_assert_int_eq(run_quiet(15, a3, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err, "resumed from"));
+    ck_assert_ptr_nonnull(strstr(err, "at step 10"));
+    free(err);
+    same_file(whole, resumed);
+    char *c = slurp(csv, NULL);
+    ck_assert_msg(strncmp(c, "step,loss\n11,", 13) == 0, "csv: %.40s", c);
+    ck_assert_ptr_nonnull(strstr(c, "\n20,"));
+    free(c);
+
+    // A checkpoint of another batch size cannot continue this run.
+    const char *a4[] = { "mhsa-train", "--batch", "16", "--resume", half };
+    ck_assert_int_eq(run_quiet(5, a4, &err), 2);
+    ck_assert_ptr_nonnull(strstr(err, "made with --batch 32, this run has "
+                                 "--batch 16"));
+    free(err);
+    // Nor one with other attention (same shapes, other computation).
+    const char *a6[] = { "mhsa-train", "--window", "4", "--resume", half };
+    ck_assert_int_eq(run_quiet(5, a6, &err), 2);
+    ck_assert_ptr_nonnull(strstr(err, "--kv-heads/--rope/--window "
+                                 "kv_heads=0 rope=0/0/0 window=0, this run "
+                                 "has"));
+    free(err);
+    // Nor one of another model shape (a message naming the tensor).
+    const char *a5[] = { "mhsa-train", "--d-model", "16", "--resume", half };
+    ck_assert_int_eq(run_quiet(5, a5, &err), 1);
+    ck_assert_ptr_nonnull(strstr(err, "--resume"));
+    ck_assert_ptr_nonnull(strstr(err, "expected shape"));
+    free(err);
+    remove(whole);
+    remove(half);
+    remove(resumed);
+    remove(csv);
+}
+END_TEST
+
+// --grad-groups 1 through the trainer (forced by --checkpoint) saves the
+// same weights as the plain loop; --grad-groups 2 trains about as well.
+START_TEST(one_group_saves_the_plain_loops_weights)
+{
+    char plain[256], viadp[256], ck[256];
+    tmp_name(plain, sizeof plain);
+    tmp_name(viadp, sizeof viadp);
+    tmp_name(ck, sizeof ck);
+    char *out, *err;
+    const char *a1[] = { "mhsa-train", "--epochs", "1", "--steps-per-epoch",
+                         "15", "--save", plain };
+    ck_assert_int_eq(run(&out, &err, 7, a1), 0);
+    const char *fl = strstr(out, "final loss: ");
+    ck_assert_ptr_nonnull(fl);
+    double l1 = atof(fl + 12);
+    free(out);
+    free(err);
+    const char *a2[] = { "mhsa-train", "--epochs", "1", "--steps-per-epoch",
+                         "15", "--save", viadp, "--checkpoint", ck };
+    ck_assert_int_eq(run_quiet(9, a2, &err), 0);
+    free(err);
+    same_file(plain, viadp);
+    const char *a3[] = { "mhsa-train", "--epochs", "1", "--steps-per-epoch",
+                         "15", "--grad-groups", "2" };
+    ck_assert_int_eq(run(&out, &err, 7, a3), 0);
+    fl = strstr(out, "final loss: ");
+    ck_assert_ptr_nonnull(fl);
+    ck_assert_double_eq_tol(atof(fl + 12), l1, 0.02 * l1);
+    free(out);
+    free(err);
+    remove(plain);
+    remove(viadp);
+    remove(ck);
+}
+END_TEST
+#endif
+
+static Suite *suite(void)
+{
+    Suite *s = suite_create("train_dp_cli");
+    TCase *tc = tcase_create("cli");
+    tcase_add_loop_test(tc, bad_values_exit_2_with_one_line, 0,
+                        (int)(sizeof bad / sizeof bad[0]));
+    tcase_add_test(tc, help_documents_the_options);
+#if MHSA_TEST_SAFETENSORS
+    tcase_add_test(tc, resume_gives_the_uninterrupted_checkpoint);
+    tcase_add_test(tc, one_group_saves_the_plain_loops_weights);
+#endif
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return run_suite(suite()); }

@@ -1,0 +1,52 @@
+// dp_run.h — the training loop of a data-parallel run, whatever the model
+// and the data (dp_run.c): rank 0's weights broadcast, the same kernels on
+// every rank, checkpoints and resume, the periodic weight check, progress
+// and the time each part of a step takes. mhsa-train's synthetic tasks
+// (dp_cli.c) fill in a job for mhsa_lm; another model fills in its own
+// dp_model (src/train/dp.h) and batch function.
+#ifndef MHSA_TRAIN_DP_RUN_H
+#define MHSA_TRAIN_DP_RUN_H
+
+#include <stdint.h>
+
+#include "dp_cli.h"
+#include "train/dp.h"
+
+// A checkpoint entry that must match on resume for the data to be the
+// same: the metadata key, the option it comes from, this run's value.
+typedef struct dp_run_ident {
+    const char *key, *flag;
+    char value[64];
+} dp_run_ident;
+
+typedef struct dp_run_job {
+    dp_comm *comm;
+    const dp_args *opt;          // --grad-groups, --checkpoint, ...
+    const dp_model *model;
+    mhsa_optim_kind kind;
+    // Makes the batch of the next step from *rng (the same on every rank:
+    // one stream from one seed) and hands it to the model, whose
+    // group_grad then reads it.
+    mhsa_status (*next_batch)(void *ctx, uint64_t *rng);
+    void *ctx;
+    uint64_t rng;                // the data stream's state at step 0
+    mhsa_optim_config cfg;       // the optimiser; its lr throughout, or
+    float (*lr_at)(void *ctx, int64_t step);   // lr of 0-based step (NULL)
+    int64_t total_steps;
+    int epochs, steps_per_epoch; // for the progress lines
+    double tokens_per_step;
+    const dp_run_ident *ident;   // written into checkpoints, checked on
+    int n_ident;                 // resume
+    const mhsa_st_meta *extra;   // written into checkpoints as they are
+    size_t n_extra;              // (e.g. a model's configuration)
+    const char *what;            // the header line's model and data part
+    float *losses;               // (total_steps) out: this run's losses
+} dp_run_job;
+
+// CLI_OK, CLI_USAGE (groups that do not fit the ranks, kernels that differ,
+// a checkpoint of another run) or CLI_FAIL. A failure only one rank sees
+// ends the whole job (dp_comm abort_job) rather than leave the others
+// waiting; a failure all ranks see returns on all of them.
+int dp_run(const dp_run_job *job, dp_cli_result *res);
+
+#endif
