@@ -960,11 +960,6 @@ static void set_flush_to_zero(void)
 
 // valgrind ignores writes of FTZ/DAZ to MXCSR (and reads back the
 // default), so the FP-state tests cannot judge anything under it.
-static int under_valgrind(void)
-{
-    const char *p = getenv("LD_PRELOAD");
-    return p && strstr(p, "vgpreload");
-}
 
 static const int round_modes[] = {
     FE_TONEAREST,

@@ -211,3 +211,9 @@ static int run(Suite *s, int emulate)
 int run_suite(Suite *s) { return run(s, 1); }
 
 int run_suite_native(Suite *s) { return run(s, 0); }
+
+int under_valgrind(void)
+{
+    const char *p = getenv("LD_PRELOAD");
+    return p && strstr(p, "vgpreload");
+}

@@ -29,6 +29,9 @@ const mhsa_kernels *emulated_table(mhsa_isa isa);
 // Installs the emulated tables this CPU can run in place of missing ISAs;
 // returns how many.
 int install_emulated_isas(void);
+// 1 when the test runs under valgrind (its preload library is in
+// LD_PRELOAD): for the few checks valgrind cannot judge.
+int under_valgrind(void);
 
 // splitmix64: the same stream on every platform.
 typedef struct rng { uint64_t s; } rng;
