@@ -24,15 +24,6 @@
 #include "generate.h"
 #include "train/train_internal.h"
 
-typedef struct gen_args {
-    const char *model, *prompt;
-    int n, top_k, threads;
-    float temperature;
-    uint64_t seed;
-    mhsa_isa isa;
-    int help;
-} gen_args;
-
 static void print_gen_help(FILE *f)
 {
     fprintf(f,
@@ -55,13 +46,13 @@ static void print_gen_help(FILE *f)
 "stderr. Exit status: 0 done, 1 runtime failure, 2 bad option or model.\n");
 }
 
-static int usage(const char *msg, const char *what)
+static int usage(FILE *err, const char *msg, const char *what)
 {
-    fprintf(stderr, "mhsa-generate: %s%s\n", msg, what);
+    fprintf(err, "mhsa-generate: %s%s\n", msg, what);
     return CLI_USAGE;
 }
 
-static int parse_gen_args(int argc, char **argv, gen_args *a)
+int parse_gen_args(int argc, char **argv, gen_args *a, FILE *err)
 {
     memset(a, 0, sizeof *a);
     a->prompt = "\n";
@@ -81,7 +72,7 @@ static int parse_gen_args(int argc, char **argv, gen_args *a)
         const char *eq = strncmp(arg, "--", 2) ? NULL : strchr(arg, '=');
         size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
         if (len >= sizeof flag || arg[0] != '-')
-            return usage(arg, ": unexpected argument (see --help)");
+            return usage(err, arg, ": unexpected argument (see --help)");
         memcpy(flag, arg, len);
         flag[len] = '\0';
         static const char *const known[] = {
@@ -92,31 +83,31 @@ static int parse_gen_args(int argc, char **argv, gen_args *a)
         for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
             found |= !strcmp(flag, known[k]);
         if (!found)
-            return usage(flag, ": unknown option (see --help)");
+            return usage(err, flag, ": unknown option (see --help)");
         const char *val;
         if (eq)
             val = eq + 1;
         else if (i + 1 < argc)
             val = argv[++i];
         else
-            return usage(flag, " needs a value");
+            return usage(err, flag, " needs a value");
         int rc = CLI_OK;
         if (!strcmp(flag, "--model")) {
             if (!*val)
-                return usage(flag, " needs a file name");
+                return usage(err, flag, " needs a file name");
             a->model = val;
         } else if (!strcmp(flag, "--prompt")) {
             a->prompt = val;
         } else if (!strcmp(flag, "-n")) {
-            rc = args_int(stderr, flag, val, 0, 1 << 30, &a->n);
+            rc = args_int(err, flag, val, 0, 1 << 30, &a->n);
         } else if (!strcmp(flag, "--temperature")) {
-            rc = args_float(stderr, flag, val, 1, &a->temperature);
+            rc = args_float(err, flag, val, 1, &a->temperature);
         } else if (!strcmp(flag, "--top-k")) {
-            rc = args_int(stderr, flag, val, 0, 1 << 24, &a->top_k);
+            rc = args_int(err, flag, val, 0, 1 << 24, &a->top_k);
         } else if (!strcmp(flag, "--seed")) {
-            rc = args_u64(stderr, flag, val, &a->seed);
+            rc = args_u64(err, flag, val, &a->seed);
         } else if (!strcmp(flag, "--threads")) {
-            rc = args_int(stderr, flag, val, 1, 1024, &a->threads);
+            rc = args_int(err, flag, val, 1, 1024, &a->threads);
         } else {
             static const mhsa_isa isas[] = { MHSA_ISA_AUTO, MHSA_ISA_SCALAR,
                                              MHSA_ISA_AVX2, MHSA_ISA_NEON };
@@ -127,14 +118,14 @@ static int parse_gen_args(int argc, char **argv, gen_args *a)
                     rc = CLI_OK;
                 }
             if (rc != CLI_OK)
-                return usage(val, ": unknown --isa (auto, scalar, avx2 or "
-                             "neon)");
+                return usage(err, val, ": unknown --isa (auto, scalar, avx2 "
+                             "or neon)");
         }
         if (rc != CLI_OK)
             return rc;
     }
     if (!a->model)
-        return usage("--model FILE is required", "");
+        return usage(err, "--model FILE is required", "");
     return CLI_OK;
 }
 
@@ -311,7 +302,7 @@ int mhsa_generate_cli(int argc, char **argv)
 {
     gen_run r;
     memset(&r, 0, sizeof r);
-    int rc = parse_gen_args(argc, argv, &r.a);
+    int rc = parse_gen_args(argc, argv, &r.a, stderr);
     if (rc == CLI_OK && r.a.help) {
         print_gen_help(stdout);
         return CLI_OK;

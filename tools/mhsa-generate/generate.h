@@ -4,6 +4,26 @@
 #define MHSA_GENERATE_H
 
 #include <stdint.h>
+#include <stdio.h>
+
+#include "mhsa.h"
+
+// mhsa-generate's options (defaults: prompt "\n", n 200, top_k 40,
+// temperature 0.8, seed 1, threads 0 = OpenMP's choice, isa auto).
+typedef struct gen_args {
+    const char *model, *prompt;   // model non-NULL and non-empty once parsed
+    int n, top_k, threads;        // n in [0, 2^30], top_k in [0, 2^24],
+                                  // threads 0 or in [1, 1024]
+    float temperature;            // finite, >= 0
+    uint64_t seed;
+    mhsa_isa isa;                 // auto, scalar, avx2 or neon
+    int help;                     // --help or -h: nothing else is checked
+} gen_args;
+
+// Parses argv into *a (defaults first). Returns CLI_OK, or CLI_USAGE after
+// writing one line naming the bad flag or value to err; "--help" sets
+// a->help and returns CLI_OK.
+int parse_gen_args(int argc, char **argv, gen_args *a, FILE *err);
 
 // Picks the next token from logits (V): greedy (the first largest) when
 // temperature is 0, else a draw from softmax(logits / temperature) over the
