@@ -2,7 +2,9 @@
 """Writes the in-tree seed corpora (fuzz/corpus/<target>/) and the crafted
 regression inputs of fuzz_forward (fuzz/regress/fuzz_forward/),
 deterministically. Run from anywhere: python3 fuzz/make_seeds.py. The files
-are committed; this script only documents how they were made."""
+are committed; this script only documents how they were made. fuzz_gpt's
+checkpoint seeds (odd first byte) are real checkpoints written by
+mhsa_gpt_save, made by fuzz/make_gpt_seeds.c; its argument seeds are here."""
 import json
 import os
 import random
@@ -230,6 +232,21 @@ def main():
              '--min-lr', '0', '--warmup=0', '--beta2', '0.95',
              '--val-fraction', '0.25', '--resume', 'r.st']]):
         put('fuzz_train_args', 'args%d' % i, '\0'.join(args).encode())
+
+    # fuzz_gpt, mhsa-generate's arguments: mode byte 0 (even), then
+    # NUL-separated arguments.
+    for i, args in enumerate([
+            ['--model', 'm.safetensors'],
+            ['--model=m.st', '--prompt', 'Hello, world', '-n', '1073741824',
+             '--temperature', '0', '--top-k', '16777216'],
+            ['--model', 'x', '--seed', '0x10', '--threads=1024', '--isa',
+             'avx2', '--temperature=1.5e0', '--top-k=0', '-n', '0'],
+            ['--prompt=', '--isa=neon', '--model', 'a', '--seed',
+             '18446744073709551615'],
+            ['-h'], ['--model'], ['--model='], ['-n', '-1', '--model', 'm'],
+            ['--temperature', 'inf', '--model', 'm'],
+            ['--isa', 'sse', '--model', 'm'], ['m.st']]):
+        put('fuzz_gpt', 'args%d' % i, b'\0' + '\0'.join(args).encode())
 
 
 if __name__ == '__main__':
