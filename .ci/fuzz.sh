@@ -2,7 +2,7 @@
 # .ci/fuzz.sh [SECONDS] — builds the libFuzzer targets in fuzz/ with clang
 # (-fsanitize=fuzzer,address,undefined; the library with fuzzer-no-link),
 # replays the regression inputs in fuzz/regress/<target>/, then runs each
-# target for SECONDS (default $FUZZ_SECONDS or 45) from its in-tree seeds
+# target for SECONDS (default $FUZZ_SECONDS or 35) from its in-tree seeds
 # (fuzz/corpus/<target>/, read-only; new inputs go to a scratch corpus).
 # Any crash, leak, UB report, timeout or OOM fails the script; the input
 # that caused it is left in $BUILD/fuzz-artifacts/ — add it to
@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-secs=${1:-${FUZZ_SECONDS:-45}}
+secs=${1:-${FUZZ_SECONDS:-35}}
 build=${FUZZ_BUILD_DIR:-build-fuzz}
 
 # clang links OpenMP code against LLVM's libomp, which the clang package
@@ -31,9 +31,9 @@ if [[ ! -f $build/build.ninja ]]; then
         -Dbuildtype=debugoptimized -Dc_args="$cflags"
 fi
 targets=(fuzz_forward fuzz_train_args)
-# The weight-file reader exists only when jansson was found.
+# The weight-file reader and the GPT checkpoints exist only with jansson.
 if grep -q 'fuzz/fuzz_safetensors:' "$build/build.ninja"; then
-    targets+=(fuzz_safetensors)
+    targets+=(fuzz_safetensors fuzz_gpt)
 fi
 ninja -C "$build" "${targets[@]/#/fuzz/}"
 
