@@ -84,7 +84,7 @@ static void fuzz_gen_args(const uint8_t *data, size_t size)
     free(buf);
 }
 
-// ---- checkpoints --------------------------------------------------------------
+// ---- checkpoints ------------------------------------------------------------
 
 static char path[256], path2[256];
 
