@@ -245,7 +245,15 @@ def main():
              '18446744073709551615'],
             ['-h'], ['--model'], ['--model='], ['-n', '-1', '--model', 'm'],
             ['--temperature', 'inf', '--model', 'm'],
-            ['--isa', 'sse', '--model', 'm'], ['m.st']]):
+            ['--isa', 'sse', '--model', 'm'], ['m.st'],
+            # one past each bound the help states (all refused)
+            ['--top-k', '-1', '--model', 'm'],
+            ['--top-k', '16777217', '--model', 'm'],
+            ['--threads', '0', '--model', 'm'],
+            ['--threads=1025', '--model', 'm'],
+            ['-n', '1073741825', '--model', 'm'],
+            ['--temperature=-0.5', '--model', 'm'],
+            ['--seed', '-1', '--model', 'm']]):
         put('fuzz_gpt', 'args%d' % i, b'\0' + '\0'.join(args).encode())
 
 
