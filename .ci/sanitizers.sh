@@ -28,7 +28,7 @@ for s in "${steps[@]}"; do
         fi
         # block_api is left out: its FP-state test reads MXCSR back after
         # setting FTZ/DAZ, which valgrind does not emulate.
-        # adversarial_v02 without the cases tagged slow (minutes each under
+        # Cases tagged slow are left out (a minute or more each under
         # valgrind; ASan, qemu and the native run take them).
         vg_tests=(adversarial adversarial_v02 overflow faults concurrency refs
                   safetensors dispatch dp)

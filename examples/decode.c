@@ -38,36 +38,8 @@
 
 #include "mhsa.h"
 
-// Reports a failed call with the library's message and exits.
-#define CHECK(call)                                                         \
-    do {                                                                    \
-        mhsa_status s_ = (call);                                            \
-        if (s_ != MHSA_OK) {                                                \
-            fprintf(stderr, "decode: %s failed: %s: %s\n", #call,           \
-                    mhsa_status_str(s_), mhsa_last_error());                \
-            exit(1);                                                        \
-        }                                                                   \
-    } while (0)
-
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-// Nearest-rank percentile of sorted v[0..n).
-static double percentile(const double *v, int n, double p)
-{
-    int i = (int)ceil(p / 100.0 * n) - 1;
-    return v[i < 0 ? 0 : i >= n ? n - 1 : i];
-}
+#define EXAMPLE_NAME "decode"
+#include "example_util.h"
 
 // Deterministic inputs in [-1, 1): stand-ins for token embeddings.
 static float next_input(uint64_t *s)
@@ -193,9 +165,9 @@ int main(int argc, char **argv)
             memcpy(x_t + (size_t)b * row,
                    x + ((size_t)b * n_tok + (size_t)t) * row,
                    row * sizeof *x);
-        double t0 = now_us();
+        double t0 = 1e6 * now_s();
         CHECK(mhsa_forward_cached(blk, ws, cache, x_t, B, 1, y_t));
-        lat[t] = now_us() - t0;
+        lat[t] = 1e6 * now_s() - t0;
         for (int b = 0; b < B; b++)
             memcpy(y_step + ((size_t)b * n_tok + (size_t)t) * row,
                    y_t + (size_t)b * row, row * sizeof *x);

@@ -42,35 +42,8 @@
 
 #include "mhsa.h"
 
-#define CHECK(call)                                                         \
-    do {                                                                    \
-        mhsa_status s_ = (call);                                            \
-        if (s_ != MHSA_OK) {                                                \
-            fprintf(stderr, "llama_decode: %s failed: %s: %s\n", #call,     \
-                    mhsa_status_str(s_), mhsa_last_error());                \
-            exit(1);                                                        \
-        }                                                                   \
-    } while (0)
-
-static double now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-// Nearest-rank percentile of sorted v[0..n).
-static double percentile(const double *v, int n, double p)
-{
-    int i = (int)ceil(p / 100.0 * n) - 1;
-    return v[i < 0 ? 0 : i >= n ? n - 1 : i];
-}
+#define EXAMPLE_NAME "llama_decode"
+#include "example_util.h"
 
 // Deterministic inputs in [-1, 1): stand-ins for the residual stream.
 static float next_input(uint64_t *s)
@@ -202,9 +175,9 @@ int main(int argc, char **argv)
 
     // Prefill: the whole prompt in one call (positions 0 .. P-1).
     gather(x_p, x, B, T, 0, P, row);
-    double t0 = now_us();
+    double t0 = 1e6 * now_s();
     CHECK(mhsa_forward_cached(blk, ws, cache, x_p, B, P, y_p));
-    double prefill_us = now_us() - t0;
+    double prefill_us = 1e6 * now_s() - t0;
     scatter(y_cached, y_p, B, T, 0, P, row);
     printf("prefill %d tokens: %.1f us (%.0f tokens/s)\n", B * P,
            prefill_us, B * P / (prefill_us * 1e-6));
@@ -213,9 +186,9 @@ int main(int argc, char **argv)
     // call attends over everything cached (or the last W with a window).
     for (int t = 0; t < N; t++) {
         gather(x_p, x, B, T, P + t, 1, row);
-        double t1 = now_us();
+        double t1 = 1e6 * now_s();
         CHECK(mhsa_forward_cached(blk, ws, cache, x_p, B, 1, y_p));
-        lat[t] = now_us() - t1;
+        lat[t] = 1e6 * now_s() - t1;
         scatter(y_cached, y_p, B, T, P + t, 1, row);
     }
     qsort(lat, (size_t)N, sizeof *lat, cmp_double);

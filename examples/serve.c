@@ -47,19 +47,12 @@
 
 #include "mhsa.h"
 
+#define EXAMPLE_NAME "serve"
+#include "example_util.h"
+
 #ifdef SERVE_COUNT_ALLOCS
 size_t count_allocs_calls(void);   // count_allocs.c: allocations so far
 #endif
-
-#define CHECK(call)                                                         \
-    do {                                                                    \
-        mhsa_status s_ = (call);                                            \
-        if (s_ != MHSA_OK) {                                                \
-            fprintf(stderr, "serve: %s failed: %s: %s\n", #call,            \
-                    mhsa_status_str(s_), mhsa_last_error());                \
-            exit(1);                                                        \
-        }                                                                   \
-    } while (0)
 
 enum { VOCAB = 1024 };   // rows of the embedding table
 
@@ -273,26 +266,6 @@ static const float *token(const float *embed, int D, uint64_t seed, int r,
 }
 
 // ---- timing and statistics --------------------------------------------------
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-// Nearest-rank percentile of sorted v[0..n).
-static double percentile(const double *v, long n, double p)
-{
-    long i = (long)ceil(p / 100.0 * (double)n) - 1;
-    return v[i < 0 ? 0 : i >= n ? n - 1 : i];
-}
 
 static const char *dtype_name(mhsa_dtype dt)
 {

@@ -960,11 +960,6 @@ static void set_flush_to_zero(void)
 
 // valgrind ignores writes of FTZ/DAZ to MXCSR (and reads back the
 // default), so the FP-state tests cannot judge anything under it.
-static int under_valgrind(void)
-{
-    const char *p = getenv("LD_PRELOAD");
-    return p && strstr(p, "vgpreload");
-}
 
 static const int round_modes[] = {
     FE_TONEAREST,
@@ -1101,28 +1096,25 @@ START_TEST(fp_state_does_not_break_thread_determinism)
 }
 END_TEST
 
+// Tagged "slow": over a minute each under valgrind (1.2 to 4 s natively).
 int main(void)
 {
     Suite *s = suite_create("adversarial");
-    TCase *tc = tcase_create("adversarial");
-    tcase_set_timeout(tc, 600);
-    tcase_add_loop_test(tc, masked_rows_give_exact_zeros, 0, N_ISAS);
-    tcase_add_loop_test(tc, random_block_masks_match_reference, 0, N_ISAS);
-    tcase_add_loop_test(tc, nonfinite_blocked_token_reaches_nothing, 0,
-                        N_ISAS);
-    tcase_add_loop_test(tc, nonfinite_read_values_propagate, 0, N_ISAS);
-    tcase_add_loop_test(tc, nonfinite_token_propagates_in_decode, 0, N_ISAS);
-    tcase_add_loop_test(tc, huge_scores_stay_finite, 0, N_ISAS);
-    tcase_add_loop_test(tc, flt_max_mask_plus_negative_score, 0, N_ISAS);
-    tcase_add_loop_test(tc, equal_logits_give_uniform_weights, 0, N_ISAS);
-    tcase_add_loop_test(tc, subnormal_values, 0, N_ISAS);
-    tcase_add_loop_test(tc, edge_shapes_match_reference, 0, N_ISAS);
-    tcase_add_test(tc, batch_at_workspace_max);
-    tcase_add_test(tc, size_overflow_fails_before_allocating);
-    tcase_add_loop_test(tc, guard_pages_every_entry_point, 0, 2 * N_ISAS);
-    tcase_add_loop_test(tc, fp_control_state_is_restored, 0, 2 * N_ISAS);
-    tcase_add_loop_test(tc, fp_state_does_not_break_thread_determinism, 0,
-                        2 * N_ISAS);
-    suite_add_tcase(s, tc);
+    ADD_CASE(s, masked_rows_give_exact_zeros, N_ISAS, "slow");
+    ADD_CASE(s, random_block_masks_match_reference, N_ISAS, NULL);
+    ADD_CASE(s, nonfinite_blocked_token_reaches_nothing, N_ISAS, "slow");
+    ADD_CASE(s, nonfinite_read_values_propagate, N_ISAS, NULL);
+    ADD_CASE(s, nonfinite_token_propagates_in_decode, N_ISAS, NULL);
+    ADD_CASE(s, huge_scores_stay_finite, N_ISAS, NULL);
+    ADD_CASE(s, flt_max_mask_plus_negative_score, N_ISAS, NULL);
+    ADD_CASE(s, equal_logits_give_uniform_weights, N_ISAS, NULL);
+    ADD_CASE(s, subnormal_values, N_ISAS, NULL);
+    ADD_CASE(s, edge_shapes_match_reference, N_ISAS, "slow");
+    ADD_CASE(s, batch_at_workspace_max, 1, NULL);
+    ADD_CASE(s, size_overflow_fails_before_allocating, 1, NULL);
+    ADD_CASE(s, guard_pages_every_entry_point, 2 * N_ISAS, NULL);
+    ADD_CASE(s, fp_control_state_is_restored, 2 * N_ISAS, NULL);
+    ADD_CASE(s, fp_state_does_not_break_thread_determinism, 2 * N_ISAS,
+             NULL);
     return run_suite(s);
 }

@@ -1468,35 +1468,18 @@ START_TEST(refused_calls_change_nothing)
 }
 END_TEST
 
-// One test case per test, each named after it, so that one can run alone
-// (CK_RUN_CASE=rope_at_position_32767). Those tagged "slow" take minutes
-// under valgrind (whose step runs the others: CK_EXCLUDE_TAGS=slow); ASan,
-// qemu and native runs take them all.
-static void add(Suite *s, const char *name, const TTest *t, int n,
-                const char *tags)
-{
-    TCase *tc = tcase_create(name);
-    tcase_set_timeout(tc, 600);
-    if (tags)
-        tcase_set_tags(tc, tags);
-    tcase_add_loop_test(tc, t, 0, n);
-    suite_add_tcase(s, tc);
-}
-
-#define ADD(s, t, n, tags) add(s, #t, t, n, tags)
-
 int main(void)
 {
     Suite *s = suite_create("adversarial_v02");
-    ADD(s, combo_forward_ex, N_ISAS, "slow");
-    ADD(s, combo_cached_ragged, N_ISAS, "slow");
-    ADD(s, chunked_prefill_under_a_window, N_ISAS, NULL);
-    ADD(s, rope_at_position_32767, N_ISAS, "slow");
-    ADD(s, window_of_one, N_ISAS, "slow");
-    ADD(s, sequences_of_one_key, N_ISAS, "slow");
-    ADD(s, inf_that_scores_minus_inf_propagates, N_ISAS, NULL);
-    ADD(s, guard_pages_new_calls, 2 * N_ISAS, NULL);
-    ADD(s, cached_t_new_past_max_seq_len_is_refused, N_ISAS, NULL);
-    ADD(s, refused_calls_change_nothing, N_ISAS, NULL);
+    ADD_CASE(s, combo_forward_ex, N_ISAS, "slow");
+    ADD_CASE(s, combo_cached_ragged, N_ISAS, "slow");
+    ADD_CASE(s, chunked_prefill_under_a_window, N_ISAS, NULL);
+    ADD_CASE(s, rope_at_position_32767, N_ISAS, "slow");
+    ADD_CASE(s, window_of_one, N_ISAS, "slow");
+    ADD_CASE(s, sequences_of_one_key, N_ISAS, "slow");
+    ADD_CASE(s, inf_that_scores_minus_inf_propagates, N_ISAS, NULL);
+    ADD_CASE(s, guard_pages_new_calls, 2 * N_ISAS, NULL);
+    ADD_CASE(s, cached_t_new_past_max_seq_len_is_refused, N_ISAS, NULL);
+    ADD_CASE(s, refused_calls_change_nothing, N_ISAS, NULL);
     return run_suite(s);
 }

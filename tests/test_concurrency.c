@@ -477,8 +477,12 @@ START_TEST(no_thread_spins_after_calls)
         ;
     double busy = cpu_seconds() - c0, wall = now() - t0;
     printf("idle after calls: %.3f s CPU over %.3f s asleep\n", busy, wall);
-    ck_assert_msg(busy < 0.1 * wall, "%.3f s of CPU while the caller slept "
-                  "%.3f s: a thread kept spinning", busy, wall);
+    // The OpenMP runtime spins a bounded while before it sleeps; valgrind
+    // runs that spin some 50 times slower (0.08 s measured), while a thread
+    // that never stops spinning takes the whole 0.5 s there as here.
+    double limit = under_valgrind() ? 0.5 : 0.1;
+    ck_assert_msg(busy < limit * wall, "%.3f s of CPU while the caller "
+                  "slept %.3f s: a thread kept spinning", busy, wall);
     free(x);
     free(y);
     mhsa_grads_destroy(g);

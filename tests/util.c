@@ -211,3 +211,20 @@ static int run(Suite *s, int emulate)
 int run_suite(Suite *s) { return run(s, 1); }
 
 int run_suite_native(Suite *s) { return run(s, 0); }
+
+int under_valgrind(void)
+{
+    const char *p = getenv("LD_PRELOAD");
+    return p && strstr(p, "vgpreload");
+}
+
+void add_case(Suite *s, const char *name, const TTest *t, int n,
+              const char *tags)
+{
+    TCase *tc = tcase_create(name);
+    tcase_set_timeout(tc, 600);
+    if (tags)
+        tcase_set_tags(tc, tags);
+    tcase_add_loop_test(tc, t, 0, n);
+    suite_add_tcase(s, tc);
+}

@@ -29,6 +29,9 @@ const mhsa_kernels *emulated_table(mhsa_isa isa);
 // Installs the emulated tables this CPU can run in place of missing ISAs;
 // returns how many.
 int install_emulated_isas(void);
+// 1 when the test runs under valgrind (its preload library is in
+// LD_PRELOAD): for the few checks valgrind cannot judge.
+int under_valgrind(void);
 
 // splitmix64: the same stream on every platform.
 typedef struct rng { uint64_t s; } rng;
@@ -63,6 +66,13 @@ const char *data_path(const char *rel);
 // Installs the emulated ISAs (above), runs a suite in check's fork mode
 // and returns the process exit code.
 int run_suite(Suite *s);
+// Adds test t (a loop test over [0, n)) as a test case of its own, named
+// after it, so that it can run alone (CK_RUN_CASE=name). Cases tagged
+// "slow" take minutes under valgrind, whose CI step leaves them out
+// (CK_EXCLUDE_TAGS=slow); ASan, qemu and native runs take them all.
+void add_case(Suite *s, const char *name, const TTest *t, int n,
+              const char *tags);
+#define ADD_CASE(s, t, n, tags) add_case(s, #t, t, n, tags)
 // The same without installing emulated ISAs (dispatch tests).
 int run_suite_native(Suite *s);
 

@@ -466,31 +466,6 @@ void mhsa__gpt_head(mhsa_gpt *g, const float *x, size_t N)
                          gpt_p(g, g->head), NULL, N, g->D, g->V);
 }
 
-static mhsa_status check_ids(const char *fn, const char *what,
-                             const int32_t *ids, size_t n, int lo, int V)
-{
-    for (size_t i = 0; i < n; i++)
-        if (ids[i] < lo || ids[i] >= V)
-            return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %s[%zu] = %d is "
-                              "outside [%d, %d)", fn, what, i, (int)ids[i],
-                              lo, V);
-    return MHSA_OK;
-}
-
-static mhsa_status check_bt(const mhsa_gpt *g, const char *fn, int B, int T)
-{
-    if (B < 1 || T < 1)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: B = %d, T = %d (need "
-                          ">= 1)", fn, B, T);
-    if (B > g->cfg.max_batch)
-        return mhsa__fail(MHSA_ERR_SHAPE, "%s: B = %d > max_batch = %d", fn,
-                          B, g->cfg.max_batch);
-    if (T > g->cfg.block_size)
-        return mhsa__fail(MHSA_ERR_SHAPE, "%s: T = %d > block_size = %d", fn,
-                          T, g->cfg.block_size);
-    return MHSA_OK;
-}
-
 // Runs every layer on tokens already copied to g->tokens; with attn, the
 // attention weights of layer attn_layer go there (B = 1).
 static mhsa_status forward_layers(mhsa_gpt *g, int B, int T, int attn_layer,
@@ -527,12 +502,15 @@ mhsa_status mhsa_gpt_forward(mhsa_gpt *g, const int32_t *tokens,
     if (!g || !tokens || (targets && !loss))
         return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %s is NULL", fn,
                           !g ? "g" : !tokens ? "tokens" : "loss");
-    mhsa_status st = check_bt(g, fn, B, T);
+    mhsa_status st = mhsa__check_batch(fn, B, T, g->cfg.max_batch,
+                                    g->cfg.block_size, "block_size");
     size_t N = (size_t)B * (size_t)T;
     if (st == MHSA_OK)
-        st = check_ids(fn, "tokens", tokens, N, 0, g->cfg.vocab);
+        st = mhsa__check_ids(fn, "tokens", tokens, N, 0,
+                                g->cfg.vocab);
     if (st == MHSA_OK && targets)
-        st = check_ids(fn, "targets", targets, N, -1, g->cfg.vocab);
+        st = mhsa__check_ids(fn, "targets", targets, N, -1,
+                                g->cfg.vocab);
     if (st == MHSA_OK && !(norm <= 0.0 || isfinite(norm)))
         st = mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: norm = %g", fn, norm);
     if (st != MHSA_OK)
@@ -567,9 +545,11 @@ mhsa_status mhsa_gpt_attention(mhsa_gpt *g, int layer, const int32_t *tokens,
     if (layer < 0 || layer >= g->cfg.n_layer)
         return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: layer = %d outside "
                           "[0, %d)", fn, layer, g->cfg.n_layer);
-    mhsa_status st = check_bt(g, fn, 1, T);
+    mhsa_status st = mhsa__check_batch(fn, 1, T, g->cfg.max_batch,
+                                    g->cfg.block_size, "block_size");
     if (st == MHSA_OK)
-        st = check_ids(fn, "tokens", tokens, (size_t)T, 0, g->cfg.vocab);
+        st = mhsa__check_ids(fn, "tokens", tokens, (size_t)T, 0,
+                                g->cfg.vocab);
     if (st != MHSA_OK)
         return st;
     g->have_forward = 0;

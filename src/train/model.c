@@ -308,31 +308,6 @@ static void embed(const mhsa_lm *lm, const int32_t *tok, int T, float *x)
     }
 }
 
-static mhsa_status check_ids(const char *fn, const char *what,
-                             const int32_t *ids, size_t n, int lo, int V)
-{
-    for (size_t i = 0; i < n; i++)
-        if (ids[i] < lo || ids[i] >= V)
-            return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %s[%zu] = %d is "
-                              "outside [%d, %d)", fn, what, i, (int)ids[i],
-                              lo, V);
-    return MHSA_OK;
-}
-
-static mhsa_status check_bt(const mhsa_lm *lm, const char *fn, int B, int T)
-{
-    if (B < 1 || T < 1)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: B = %d, T = %d (need "
-                          ">= 1)", fn, B, T);
-    if (B > lm->cfg.max_batch)
-        return mhsa__fail(MHSA_ERR_SHAPE, "%s: B = %d > max_batch = %d", fn,
-                          B, lm->cfg.max_batch);
-    if (T > lm->cfg.max_seq_len)
-        return mhsa__fail(MHSA_ERR_SHAPE, "%s: T = %d > max_seq_len = %d",
-                          fn, T, lm->cfg.max_seq_len);
-    return MHSA_OK;
-}
-
 // The flat parameters are the source of truth: push the block's part into
 // the block (a copy and a repack of 4 D^2 floats, small next to a step).
 static mhsa_status sync_block(mhsa_lm *lm)
@@ -364,12 +339,15 @@ mhsa_status mhsa__lm_forward_over(mhsa_lm *lm, const int32_t *tokens,
         return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %s is NULL", fn,
                           !lm ? "lm" : !tokens ? "tokens"
                           : !targets ? "targets" : "loss");
-    mhsa_status st = check_bt(lm, fn, B, T);
+    mhsa_status st = mhsa__check_batch(fn, B, T, lm->cfg.max_batch,
+                                    lm->cfg.max_seq_len, "max_seq_len");
     size_t N = (size_t)B * (size_t)T;
     if (st == MHSA_OK)
-        st = check_ids(fn, "tokens", tokens, N, 0, lm->cfg.vocab);
+        st = mhsa__check_ids(fn, "tokens", tokens, N, 0,
+                                lm->cfg.vocab);
     if (st == MHSA_OK)
-        st = check_ids(fn, "targets", targets, N, -1, lm->cfg.vocab);
+        st = mhsa__check_ids(fn, "targets", targets, N, -1,
+                                lm->cfg.vocab);
     if (st == MHSA_OK)
         st = sync_block(lm);
     if (st != MHSA_OK)
@@ -491,9 +469,11 @@ mhsa_status mhsa_lm_attention(mhsa_lm *lm, const int32_t *tokens, int T,
     if (!lm || !tokens || !attn)
         return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %s is NULL", fn,
                           !lm ? "lm" : !tokens ? "tokens" : "attn");
-    mhsa_status st = check_bt(lm, fn, 1, T);
+    mhsa_status st = mhsa__check_batch(fn, 1, T, lm->cfg.max_batch,
+                                    lm->cfg.max_seq_len, "max_seq_len");
     if (st == MHSA_OK)
-        st = check_ids(fn, "tokens", tokens, (size_t)T, 0, lm->cfg.vocab);
+        st = mhsa__check_ids(fn, "tokens", tokens, (size_t)T, 0,
+                                lm->cfg.vocab);
     if (st == MHSA_OK)
         st = sync_block(lm);
     if (st != MHSA_OK)

@@ -33,4 +33,13 @@ mhsa_status mhsa__lm_forward_over(mhsa_lm *lm, const int32_t *tokens,
 // data-parallel trainer (dp.h) reads, updates and reduces.
 void mhsa__lm_flat(mhsa_lm *lm, float **param, float **grad);
 
+// Token ids: ids[0..n) within [lo, V) (targets: lo = -1, ignored rows);
+// MHSA_ERR_INVALID_ARG naming fn, what and the first id outside.
+mhsa_status mhsa__check_ids(const char *fn, const char *what,
+                            const int32_t *ids, size_t n, int lo, int V);
+// A batch of B rows of T tokens: both >= 1 (INVALID_ARG), B <= max_batch
+// and T <= max_T (SHAPE; max_T_name is the config field that set it).
+mhsa_status mhsa__check_batch(const char *fn, int B, int T, int max_batch,
+                              int max_T, const char *max_T_name);
+
 #endif
