@@ -4,7 +4,8 @@
 # (shared memory and TCP on loopback), with 1 and 2 OpenMP threads per rank;
 # a run killed with SIGKILL ends non-zero within seconds and its last
 # checkpoint resumes, on another number of ranks, to the bytes of an
-# uninterrupted run.
+# uninterrupted run. The GPT (--task text --preset tiny) too: -np 1 and 2
+# write one process's checkpoint, and a run cut on 2 ranks resumes on 1.
 #
 #   bash .ci/test-mpi.sh [BUILD_DIR]    (default: build; run from the root)
 #
@@ -20,6 +21,7 @@ meson compile -C "$build" mhsa-train mhsa-info >/dev/null
 exe=$(realpath "$build/mhsa-train")
 info=$(realpath "$build/mhsa-info")
 
+src=$(pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
@@ -110,6 +112,30 @@ else
     grep -q "rank 1 runs the scalar kernels" isa.err ||
         { cat isa.err; fail "no message for ranks with different kernels"; }
 fi
+
+echo "== the GPT (--task text --preset tiny), G = 4: one process, -np 1, 2"
+# A small corpus that is always there: the first 40 KB of the README.
+head -c 40000 "$src/README.md" >corpus.txt
+text=(--task text --data corpus.txt --eval-every 10 --val-tokens 256)
+tiny=(--preset tiny --steps 10 --grad-groups 4 --seed 5)
+timeout 120 "$exe" "${text[@]}" "${tiny[@]}" --save text.st >/dev/null \
+    2>text.err || { cat text.err; fail "GPT in one process"; }
+for np in 1 2; do
+    "${mpi[@]}" -np $np "$exe" "${text[@]}" "${tiny[@]}" --save text$np.st \
+        >/dev/null 2>text$np.err || { cat text$np.err; fail "GPT -np $np"; }
+    same text.st text$np.st "GPT -np $np"
+done
+timeout 120 "$exe" "${text[@]}" --preset tiny --steps 10 --seed 5 \
+    --save text_g1.st >/dev/null 2>&1 || fail "GPT with one group"
+cmp -s text.st text_g1.st && fail "the GPT's --grad-groups 4 changed nothing"
+echo "== the GPT cut after step 4 on 2 ranks, resumed with mpirun -np 1"
+"${mpi[@]}" -np 2 "$exe" "${text[@]}" "${tiny[@]}" --stop-after 4 \
+    --save textcut.st >/dev/null 2>textcut.err ||
+    { cat textcut.err; fail "GPT cut on 2 ranks"; }
+"${mpi[@]}" -np 1 "$exe" "${text[@]}" --resume textcut.st \
+    --save textres.st >/dev/null 2>textres.err ||
+    { cat textres.err; fail "GPT resumed on 1 rank"; }
+same text.st textres.st "GPT cut at step 4 on 2 ranks, resumed on 1"
 
 echo "== SIGKILL of a rank: the job ends non-zero within seconds"
 # The killed run would go on for thousands of steps (the schedule has no

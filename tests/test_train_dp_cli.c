@@ -3,7 +3,9 @@
 // mpirun): bad values exit 2 with one line, --help lists them, a run cut in
 // two by a checkpoint and --resume writes the same final checkpoint as one
 // uninterrupted run, --grad-groups 1 through the trainer saves the plain
-// loop's weights, and a checkpoint of another run is refused.
+// loop's weights, and a checkpoint of another run is refused. The GPT
+// (--task text) on 2 and 4 ranks as threads (tests/dp_threads.c) writes
+// one process's checkpoint, and resumes across rank counts to it.
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "dp_threads.h"
 #include "util.h"
 
 static void tmp_name(char *buf, size_t n)
@@ -230,6 +233,159 @@ START_TEST(one_group_saves_the_plain_loops_weights)
     remove(ck);
 }
 END_TEST
+
+// ---- the GPT (--task text) on ranks as threads -------------------------------
+
+// A small corpus of sentences from a few words, 8 KB.
+static void write_corpus(const char *path)
+{
+    static const char *const words[] = {
+        "the", "cat", "sat", "on", "a", "mat", "and", "dog", "ran", "to",
+    };
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    rng r = { 5 };
+    size_t n = 0;
+    while (n < 8000) {
+        int len = rng_int(&r, 3, 8);
+        for (int i = 0; i < len; i++)
+            n += (size_t)fprintf(f, "%s%s", i ? " " : "",
+                                 words[rng_int(&r, 0, 9)]);
+        n += (size_t)fprintf(f, ".\n");
+    }
+    fclose(f);
+}
+
+typedef struct rank_cli {
+    int argc;
+    const char **argv;
+    int rc;
+} rank_cli;
+
+static void rank_main(dp_comm *c, void *arg)
+{
+    rank_cli *x = arg;
+    x->rc = mhsa_train_cli_comm(x->argc, (char **)x->argv, c);
+}
+
+// The command on P thread ranks with stderr captured (malloc'd); every
+// rank must return the same status, which is returned.
+static int run_ranks(int P, int argc, const char **argv, char **err)
+{
+    char fe[256];
+    tmp_name(fe, sizeof fe);
+    fflush(stdout);
+    fflush(stderr);
+    int so = dup(1), se = dup(2);
+    int devnull = open("/dev/null", O_WRONLY), e = open(fe, O_WRONLY);
+    dup2(devnull, 1);
+    dup2(e, 2);
+    rank_cli x[4];
+    void *args[4];
+    for (int r = 0; r < P; r++) {
+        x[r] = (rank_cli){ argc, argv, -1 };
+        args[r] = &x[r];
+    }
+    dp_threads_run(P, 1, rank_main, args);
+    fflush(stdout);
+    fflush(stderr);
+    dup2(so, 1);
+    dup2(se, 2);
+    close(devnull);
+    close(e);
+    close(so);
+    close(se);
+    *err = slurp(fe, NULL);
+    remove(fe);
+    for (int r = 1; r < P; r++)
+        ck_assert_msg(x[r].rc == x[0].rc, "rank %d returned %d, rank 0 %d",
+                      r, x[r].rc, x[0].rc);
+    return x[0].rc;
+}
+
+#define NARGS(a) ((int)(sizeof a / sizeof a[0]))
+
+// A small GPT (fast under qemu too), 8 steps.
+#define TEXT_ARGS(data) "mhsa-train", "--task", "text", "--layers", "1", \
+    "--embd", "16", "--heads", "2", "--block", "16", "--batch", "8", \
+    "--data", data, "--steps", "8", "--eval-every", "8", "--val-tokens", \
+    "64"
+
+START_TEST(text_on_every_rank_count_gives_one_processes_checkpoint)
+{
+    char data[256], one[256], g1[256], two[256], four[256], cut[256],
+         res2[256], res1[256];
+    char *names[] = { data, one, g1, two, four, cut, res2, res1 };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        tmp_name(names[i], 256);
+    write_corpus(data);
+    char *err;
+    const char *a1[] = { TEXT_ARGS(data), "--grad-groups", "4", "--save",
+                         one };
+    ck_assert_int_eq(run_quiet(NARGS(a1), a1, &err), 0);
+    ck_assert_ptr_nonnull(strstr(err, "4 groups on 1 rank (self)"));
+    free(err);
+    const char *a2[] = { TEXT_ARGS(data), "--grad-groups", "4", "--save",
+                         two };
+    ck_assert_int_eq(run_ranks(2, NARGS(a2), a2, &err), 0);
+    ck_assert_msg(strstr(err, "4 groups on 2 ranks (threads)") != NULL,
+                  "%s", err);
+    ck_assert_ptr_nonnull(strstr(err, "deterministic reduction"));
+    free(err);
+    same_file(one, two);
+    const char *a4[] = { TEXT_ARGS(data), "--grad-groups", "4", "--save",
+                         four };
+    ck_assert_int_eq(run_ranks(4, NARGS(a4), a4, &err), 0);
+    free(err);
+    same_file(one, four);
+
+    // The groups are summed by the tree: G = 1 (the plain loop) rounds
+    // otherwise, so the comparisons above can fail.
+    const char *b1[] = { TEXT_ARGS(data), "--save", g1 };
+    ck_assert_int_eq(run_quiet(NARGS(b1), b1, &err), 0);
+    free(err);
+    size_t na, nb;
+    char *x = slurp(one, &na), *y = slurp(g1, &nb);
+    ck_assert_uint_gt(na, 4096);   // a checkpoint, not an empty file
+    ck_assert(na != nb || memcmp(x, y, na) != 0);
+    free(x);
+    free(y);
+
+    // Cut after step 3 on 4 ranks; resumed on 2 ranks and in one process
+    // (G from the checkpoint): the uninterrupted run's file.
+    const char *c4[] = { TEXT_ARGS(data), "--grad-groups", "4",
+                         "--stop-after", "3", "--save", cut };
+    ck_assert_int_eq(run_ranks(4, NARGS(c4), c4, &err), 0);
+    free(err);
+    const char *r2[] = { "mhsa-train", "--task", "text", "--data", data,
+                         "--resume", cut, "--save", res2 };
+    ck_assert_int_eq(run_ranks(2, NARGS(r2), r2, &err), 0);
+    ck_assert_msg(strstr(err, "4 groups on 2 ranks") && strstr(err,
+                  "(resumed)"), "%s", err);
+    free(err);
+    same_file(one, res2);
+    const char *r1[] = { "mhsa-train", "--task", "text", "--data", data,
+                         "--resume", cut, "--save", res1 };
+    ck_assert_int_eq(run_quiet(NARGS(r1), r1, &err), 0);
+    free(err);
+    same_file(one, res1);
+
+    // Groups that do not fit the ranks or the batch: exit 2 on every rank.
+    const char *e1[] = { TEXT_ARGS(data), "--grad-groups", "3" };
+    ck_assert_int_eq(run_ranks(2, NARGS(e1), e1, &err), 2);
+    ck_assert_msg(strstr(err, "--grad-groups 3 does not divide --batch 8"),
+                  "%s", err);
+    free(err);
+    const char *e2[] = { TEXT_ARGS(data), "--batch", "6", "--grad-groups",
+                         "3" };
+    ck_assert_int_eq(run_ranks(2, NARGS(e2), e2, &err), 2);
+    ck_assert_msg(strstr(err, "--grad-groups 3 is not a multiple of the 2 "
+                         "ranks"), "%s", err);
+    free(err);
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        remove(names[i]);
+}
+END_TEST
 #endif
 
 static Suite *suite(void)
@@ -242,6 +398,7 @@ static Suite *suite(void)
 #if MHSA_TEST_SAFETENSORS
     tcase_add_test(tc, resume_gives_the_uninterrupted_checkpoint);
     tcase_add_test(tc, one_group_saves_the_plain_loops_weights);
+    tcase_add_test(tc, text_on_every_rank_count_gives_one_processes_checkpoint);
 #endif
     suite_add_tcase(s, tc);
     return s;

@@ -219,6 +219,8 @@ mhsa_status dp_create(const dp_model *m, dp_comm *comm, int groups,
 
 int64_t dp_steps(const dp_trainer *dp) { return dp ? dp->step : 0; }
 
+int dp_groups(const dp_trainer *dp) { return dp ? dp->G : 0; }
+
 const dp_stats *dp_get_stats(const dp_trainer *dp)
 {
     return dp ? &dp->stats : NULL;

@@ -30,7 +30,7 @@
 //
 // The model is anything with a flat parameter buffer, a flat gradient
 // buffer and a forward+backward of one group (dp_model): the synthetic-task
-// model (mhsa_lm) today, other models by filling in the same struct.
+// model (mhsa_lm, dp_lm.h) and the GPT (mhsa_gpt, dp_gpt.h).
 //
 // Threads: one thread per rank calls the trainer (MPI_THREAD_FUNNELED);
 // the model and the tree sums use OpenMP inside. Steps allocate nothing.
@@ -107,8 +107,9 @@ mhsa_status dp_broadcast_params(dp_trainer *dp);
 mhsa_status dp_step(dp_trainer *dp, const mhsa_optim_config *cfg,
                     float *loss, float *grad_norm);
 
-// Optimiser steps made (and restored by dp_load).
+// Optimiser steps made (and restored by dp_load); groups per batch.
 int64_t dp_steps(const dp_trainer *dp);
+int dp_groups(const dp_trainer *dp);
 const dp_stats *dp_get_stats(const dp_trainer *dp);
 dp_comm *dp_get_comm(const dp_trainer *dp);
 

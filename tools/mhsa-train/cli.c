@@ -336,16 +336,8 @@ int mhsa_train_cli(int argc, char **argv)
 int mhsa_train_cli_comm(int argc, char **argv, dp_comm *comm)
 {
     // The GPT on text has its own flags and run (text_cli.c).
-    if (wants_text_task(argc, argv)) {
-        if (comm->size > 1) {
-            if (comm->rank == 0)
-                fprintf(stderr, "%s: --task text runs in one process; data "
-                        "parallelism over %d ranks covers the synthetic "
-                        "tasks only\n", args_prog, comm->size);
-            return CLI_USAGE;
-        }
-        return text_train_cli(argc, argv);
-    }
+    if (wants_text_task(argc, argv))
+        return text_train_cli_comm(argc, argv, comm);
     run r;
     memset(&r, 0, sizeof r);
     r.comm = comm;

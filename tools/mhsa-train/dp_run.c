@@ -33,18 +33,54 @@ typedef struct loop {
 // A failure: every rank saw it (agreed), so all return together; or only
 // this rank did, and the others may be waiting in a collective, so the
 // whole job ends here.
-static int failed(const loop *l, const char *what, int agreed, int code)
+int dp_run_fail(dp_comm *c, const char *what, int agreed, int code)
 {
-    if (!agreed || l->root) {
-        if (l->c->size > 1 && !agreed)
-            fprintf(stderr, "mhsa-train: rank %d: %s: %s\n", l->c->rank,
+    if (!agreed || c->rank == 0) {
+        if (c->size > 1 && !agreed)
+            fprintf(stderr, "mhsa-train: rank %d: %s: %s\n", c->rank,
                     what, mhsa_last_error());
         else
             fprintf(stderr, "mhsa-train: %s: %s\n", what, mhsa_last_error());
     }
-    if (!agreed && l->c->size > 1 && l->c->ops->abort_job)
-        l->c->ops->abort_job(l->c, code);
+    if (!agreed && c->size > 1 && c->ops->abort_job)
+        c->ops->abort_job(c, code);
     return code;
+}
+
+static int failed(const loop *l, const char *what, int agreed, int code)
+{
+    return dp_run_fail(l->c, what, agreed, code);
+}
+
+int dp_run_agree(dp_comm *c, int rc)
+{
+    int P = c->size;
+    if (P == 1)
+        return rc;
+    int32_t *all = calloc((size_t)P, sizeof *all);
+    size_t *cnt = calloc(2 * (size_t)P, sizeof *cnt);
+    if (!all || !cnt) {
+        // Every rank must take part in the collective: end them all.
+        fprintf(stderr, "mhsa-train: rank %d: out of memory\n", c->rank);
+        if (c->ops->abort_job)
+            c->ops->abort_job(c, CLI_FAIL);
+        free(all);
+        free(cnt);
+        return CLI_FAIL;
+    }
+    for (int q = 0; q < P; q++) {
+        cnt[q] = sizeof *all;
+        cnt[P + q] = (size_t)q * sizeof *all;
+    }
+    all[c->rank] = rc;
+    int out = CLI_OK;
+    if (c->ops->allgatherv(c, all, cnt, cnt + P))
+        out = dp_run_fail(c, "agreeing on the set-up", 0, CLI_FAIL);
+    for (int q = 0; q < P && out == CLI_OK; q++)
+        out = all[q];
+    free(all);
+    free(cnt);
+    return out;
 }
 
 // ---- checkpoints -----------------------------------------------------------
@@ -127,9 +163,8 @@ static int resume(loop *l, const char *path)
 // so ranks on machines that dispatch differently would drift apart (the
 // weight check would stop them later; this says why, before the first
 // step). Returns CLI_OK, or CLI_USAGE on every rank.
-static int same_kernels(const loop *l)
+static int same_kernels(dp_comm *c)
 {
-    dp_comm *c = l->c;
     int P = c->size;
     int32_t *isa = calloc((size_t)P, sizeof *isa);
     size_t *cnt = calloc(2 * (size_t)P, sizeof *cnt);
@@ -149,10 +184,10 @@ static int same_kernels(const loop *l)
     isa[c->rank] = (int32_t)mhsa_active_isa();
     int rc = CLI_OK;
     if (c->ops->allgatherv(c, isa, cnt, cnt + P))
-        rc = failed(l, "comparing kernels", 0, CLI_FAIL);
+        rc = dp_run_fail(c, "comparing kernels", 0, CLI_FAIL);
     for (int q = 1; q < P && rc == CLI_OK; q++)
         if (isa[q] != isa[0]) {
-            if (l->root)
+            if (c->rank == 0)
                 fprintf(stderr, "mhsa-train: rank %d runs the %s kernels, "
                         "rank 0 the %s ones, which round differently: give "
                         "every rank the same --isa\n", q,
@@ -165,16 +200,45 @@ static int same_kernels(const loop *l)
     return rc;
 }
 
+// ---- the start every run shares -------------------------------------------
+
+int dp_run_open(dp_comm *c, const dp_model *m, int G, mhsa_optim_kind kind,
+                dp_trainer **out)
+{
+    *out = NULL;
+    if (G % c->size != 0) {   // the same on every rank
+        if (c->rank == 0)
+            fprintf(stderr, "mhsa-train: --grad-groups %d is not a multiple "
+                    "of the %d ranks: give a multiple of %d (the same "
+                    "--grad-groups gives the same bits on any number of "
+                    "ranks)\n", G, c->size, c->size);
+        return CLI_USAGE;
+    }
+    dp_trainer *dp = NULL;
+    if (dp_create(m, c, G, kind, &dp) != MHSA_OK)
+        return dp_run_fail(c, "data parallel", 1, CLI_FAIL);
+    int rc = same_kernels(c);
+    if (rc == CLI_OK && dp_broadcast_params(dp) != MHSA_OK)
+        rc = dp_run_fail(c, "broadcasting the weights", 0, CLI_FAIL);
+    if (rc != CLI_OK) {
+        dp_destroy(dp);
+        return rc;
+    }
+    *out = dp;
+    return CLI_OK;
+}
+
 // ---- the loop --------------------------------------------------------------
 
 // The time per step of every part, over all steps of this run; compute and
 // wait as the range over the ranks (collective: every rank's stats are
 // gathered to every rank, 48 bytes each).
-static void print_stats(const loop *l, double wall, int64_t steps)
+void dp_run_print_stats(dp_trainer *dp, double wall, int64_t steps,
+                        double tokens_per_step)
 {
-    dp_comm *c = l->c;
+    dp_comm *c = dp_get_comm(dp);
     int P = c->size;
-    const dp_stats *s = dp_get_stats(l->dp);
+    const dp_stats *s = dp_get_stats(dp);
     double *all = calloc((size_t)P * 6, sizeof *all);
     size_t *cnt = calloc(2 * (size_t)P, sizeof *cnt);
     if (!all || !cnt) {
@@ -194,7 +258,7 @@ static void print_stats(const loop *l, double wall, int64_t steps)
     mine[3] = s->update * k;
     mine[4] = s->gather * k;
     int bad = c->ops->allgatherv(c, all, cnt, cnt + P);
-    if (!bad && l->root && s->steps > 0) {
+    if (!bad && c->rank == 0 && s->steps > 0) {
         double lo[5], hi[5];
         for (int i = 0; i < 5; i++) {
             lo[i] = hi[i] = all[i];
@@ -217,9 +281,9 @@ static void print_stats(const loop *l, double wall, int64_t steps)
                 "%.2f, update %.2f, gather %.2f; ms per rank); "
                 "deterministic reduction %.1f%% of a step; %.0f tokens/s\n",
                 P, P == 1 ? "" : "s", nt, nt == 1 ? "" : "s",
-                l->j->opt->grad_groups, step, lo[0], hi[0], lo[1], hi[1],
-                hi[2], hi[3], hi[4], 100.0 * det / step,
-                l->j->tokens_per_step * (double)steps / wall);
+                dp_groups(dp), step, lo[0], hi[0], lo[1], hi[1], hi[2],
+                hi[3], hi[4], 100.0 * det / step,
+                tokens_per_step * (double)steps / wall);
     }
     free(all);
     free(cnt);
@@ -276,7 +340,7 @@ static int run_steps(loop *l, dp_cli_result *res)
     if (d->checkpoint && save(l, d->checkpoint) != CLI_OK)
         return CLI_FAIL;
     if (total > first)
-        print_stats(l, wall, total - first);   // the same test on every rank
+        dp_run_print_stats(l->dp, wall, total - first, j->tokens_per_step);
     return CLI_OK;
 }
 
@@ -286,19 +350,9 @@ int dp_run(const dp_run_job *j, dp_cli_result *res)
     loop l = { j, c, NULL, c->rank == 0, j->rng };
     memset(res, 0, sizeof *res);
     int G = j->opt->grad_groups;
-    if (G % c->size != 0) {   // the same on every rank
-        if (l.root)
-            fprintf(stderr, "mhsa-train: --grad-groups %d is not a multiple "
-                    "of the %d ranks: give a multiple of %d (the same "
-                    "--grad-groups gives the same bits on any number of "
-                    "ranks)\n", G, c->size, c->size);
-        return CLI_USAGE;
-    }
-    if (dp_create(j->model, c, G, j->kind, &l.dp) != MHSA_OK)
-        return failed(&l, "data parallel", 1, CLI_FAIL);
-    int rc = same_kernels(&l);
-    if (rc == CLI_OK && dp_broadcast_params(l.dp) != MHSA_OK)
-        rc = failed(&l, "broadcasting the weights", 0, CLI_FAIL);
+    int rc = dp_run_open(c, j->model, G, j->kind, &l.dp);
+    if (rc != CLI_OK)
+        return rc;
     if (rc == CLI_OK && j->opt->resume)
         rc = resume(&l, j->opt->resume);
     int nt = omp_get_max_threads();

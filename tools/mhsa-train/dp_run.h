@@ -3,7 +3,10 @@
 // every rank, checkpoints and resume, the periodic weight check, progress
 // and the time each part of a step takes. mhsa-train's synthetic tasks
 // (dp_cli.c) fill in a job for mhsa_lm; another model fills in its own
-// dp_model (src/train/dp.h) and batch function.
+// dp_model (src/train/dp.h) and batch function. A command with a loop of
+// its own (the GPT on text, text_cli.c, with its own checkpoints and
+// evaluation) uses the pieces every run shares: dp_run_open,
+// dp_run_agree, dp_run_fail and dp_run_print_stats.
 #ifndef MHSA_TRAIN_DP_RUN_H
 #define MHSA_TRAIN_DP_RUN_H
 
@@ -48,5 +51,28 @@ typedef struct dp_run_job {
 // ends the whole job (dp_comm abort_job) rather than leave the others
 // waiting; a failure all ranks see returns on all of them.
 int dp_run(const dp_run_job *job, dp_cli_result *res);
+
+// The start of every data-parallel run (collective): groups that fit the
+// ranks, the trainer, the same kernels on every rank, rank 0's weights
+// broadcast. CLI_OK with *out set, or CLI_USAGE / CLI_FAIL on every rank
+// with *out NULL (rank 0 printed why).
+int dp_run_open(dp_comm *c, const dp_model *m, int G, mhsa_optim_kind kind,
+                dp_trainer **out);
+
+// A failure: seen by every rank (agreed: all return code together, rank 0
+// prints) or by this rank alone (it prints and ends the whole job, which
+// would otherwise wait for it in a collective). Returns code.
+int dp_run_fail(dp_comm *c, const char *what, int agreed, int code);
+
+// Every rank's status of a step that may fail on some ranks only
+// (collective): the first non-CLI_OK status in rank order, or CLI_OK, on
+// every rank, so that all go on or all stop together.
+int dp_run_agree(dp_comm *c, int rc);
+
+// The last line of a run on rank 0: time per step of each part, compute
+// and wait as ranges over the ranks, the reduction's share and tokens/s
+// (collective).
+void dp_run_print_stats(dp_trainer *dp, double wall, int64_t steps,
+                        double tokens_per_step);
 
 #endif

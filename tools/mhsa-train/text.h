@@ -1,7 +1,10 @@
 // text.h — `mhsa-train --task text`: a GPT (mhsa_gpt) trained on bytes of
 // real text, with checkpoints that resume bit for bit. Its own flags
 // (text_args.c) and run (text_cli.c); mhsa_train_cli hands a command line
-// with --task text over to text_train_cli.
+// with --task text over to text_train_cli_comm. Under mpirun (or with
+// --grad-groups G > 1) the run is data parallel: the trainer of
+// src/train/dp.h on the GPT (dp_gpt.h), the same bits on any number of
+// ranks, and the same checkpoints as one process writes.
 #ifndef MHSA_TRAIN_TEXT_H
 #define MHSA_TRAIN_TEXT_H
 
@@ -9,6 +12,7 @@
 #include <stdio.h>
 
 #include "mhsa_train.h"
+#include "train/dp_comm.h"
 
 // Flags that fix the model or the schedule: a resumed run takes them from
 // its checkpoint, so giving one with --resume (or --eval) is an error.
@@ -32,6 +36,8 @@ typedef struct text_args {
     int no_proj, tie;
     int eval_every, val_tokens, save_every;
     int stop_after;              // 0, or stop after this step (to resume)
+    int grad_groups;             // 0: not given (1, or the checkpoint's)
+    int verify_every;            // steps between weight checks (100)
     uint64_t seed;
     int threads;
     mhsa_isa isa;
@@ -51,5 +57,7 @@ void print_text_help(FILE *f);
 const char *default_corpus(void);
 
 int text_train_cli(int argc, char **argv);
+// The same as one rank of a data-parallel job over c (rank 0 alone prints).
+int text_train_cli_comm(int argc, char **argv, dp_comm *c);
 
 #endif

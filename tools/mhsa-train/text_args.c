@@ -70,6 +70,15 @@ void print_text_help(FILE *f)
 "  --stop-after N           stop after step N (the schedule still ends at\n"
 "                           --steps): a later --resume goes on from there\n"
 "  --eval FILE              only print the validation loss of a checkpoint\n"
+"data parallel (mpirun -np P mhsa-train --task text ...; the same bits for\n"
+"any P):\n"
+"  --grad-groups G          cut each batch into G equal groups whose\n"
+"                           gradients are summed by one fixed tree; P ranks\n"
+"                           (P divides G) share them; must divide --batch\n"
+"                           (1: the plain loop's bits; with --resume: the\n"
+"                           checkpoint's)\n"
+"  --verify-every N         compare a hash of the weights across ranks every\n"
+"                           N steps (100) and at the end\n"
 "runtime and output:\n"
 "  --threads N, --isa auto|scalar|avx2|neon   as for the toy tasks\n"
 "  --loss-csv FILE          write step,loss,val_loss for every step\n"
@@ -138,6 +147,7 @@ static void set_defaults(text_args *a)
     a->warmup = -1;
     a->val_tokens = 32768;
     a->seed = 1;
+    a->verify_every = 100;
     a->isa = MHSA_ISA_AUTO;
 }
 
@@ -179,6 +189,8 @@ static const flag_def defs[] = {
     { "--save-every", K_INT, 0, 1, 100000000 },
     { "--save-init", K_FILE, 0, 0, 0 },
     { "--stop-after", K_INT, 0, 1, 100000000 },
+    { "--grad-groups", K_INT, 0, 1, 4096 },
+    { "--verify-every", K_INT, 0, 1, 100000000 },
     { "--resume", K_FILE, 0, 0, 0 },
     { "--eval", K_FILE, 0, 0, 0 },
     { "--threads", K_INT, 0, 1, 1024 },
@@ -216,6 +228,8 @@ static void *slot(text_args *a, const char *name)
         { "--save-every", offsetof(text_args, save_every) },
         { "--save-init", offsetof(text_args, save_init) },
         { "--stop-after", offsetof(text_args, stop_after) },
+        { "--grad-groups", offsetof(text_args, grad_groups) },
+        { "--verify-every", offsetof(text_args, verify_every) },
         { "--resume", offsetof(text_args, resume) },
         { "--eval", offsetof(text_args, eval) },
         { "--threads", offsetof(text_args, threads) },
@@ -311,6 +325,10 @@ static int check(text_args *a, FILE *err)
         return usage(err, "--rope %d is larger than the head size %d "
                      "(--embd %d / --heads %d)", a->rope, dh, a->embd,
                      a->heads);
+    // With --resume the batch comes from the checkpoint (checked there).
+    if (a->grad_groups && !a->resume && a->batch % a->grad_groups)
+        return usage(err, "--grad-groups %d does not divide --batch %d",
+                     a->grad_groups, a->batch);
     const char *fixed = a->resume ? "--resume" : a->eval ? "--eval" : NULL;
     if (a->resume && a->eval)
         return usage(err, "--resume and --eval: give one of them");

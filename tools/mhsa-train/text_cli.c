@@ -9,6 +9,19 @@
 // Everything is allocated before the first step (the model never
 // allocates in forward, backward or step).
 //
+// Data parallel (mpirun -np P, or --grad-groups G > 1): rank 0 sets up as
+// one process would (data, checks, the checkpoint it resumes) and sends
+// the settings to the others, which load the same data (its hash must
+// match) and build the same model; then dp_run_open broadcasts rank 0's
+// weights and every step goes through the trainer of src/train/dp.h on the
+// GPT (dp_gpt.h): every rank draws the whole batch from the same stream
+// and computes its groups. Checkpoints are the GPT's own files: the
+// optimiser's shards are gathered into rank 0's model, which writes them
+// as one process would, so a file does not depend on P, resumes on any P
+// (or in one process) and loads in mhsa-generate. Rank 0 alone evaluates
+// and prints. With G = 1 in one process nothing of this runs: the plain
+// loop, as before.
+//
 // Exit status: 0 done, 1 a failure while running (e.g. the checkpoint
 // cannot be written), 2 bad flags, data or checkpoint — checked before the
 // first step, so nothing is written then.
@@ -24,8 +37,10 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "dp_run.h"
 #include "safetensors.h"
 #include "text.h"
+#include "train/dp_gpt.h"
 
 typedef struct text_run {
     text_args a;
@@ -41,6 +56,12 @@ typedef struct text_run {
     uint64_t rng;             // the batch sampler's state
     uint64_t data_hash;
     int tty;
+    // Data parallel (dp != NULL) over comm; rank 0 (root) prints.
+    dp_comm *comm;
+    int root;
+    dp_trainer *dp;
+    dp_gpt ad;
+    dp_model dm;
 } text_run;
 
 static double now_s(void)
@@ -112,15 +133,38 @@ static void make_meta(const text_run *r, run_meta *rm)
     put(rm, "train.data_bytes", "%zu", mhsa_text_len(r->text, 0) +
         mhsa_text_len(r->text, 1));
     put(rm, "train.data_hash", "%016" PRIx64, r->data_hash);
+    // Only when there are groups: a plain run's file stays as it was.
+    if (a->grad_groups > 1)
+        put(rm, "train.grad_groups", "%d", a->grad_groups);
 }
 
 static int save(text_run *r, const char *path)
 {
     run_meta rm;
     make_meta(r, &rm);
-    if (mhsa_gpt_save(r->g, path, 1, rm.m, rm.n) != MHSA_OK)
-        return fail(CLI_FAIL, "--save");
-    return CLI_OK;
+    if (!r->dp) {
+        if (mhsa_gpt_save(r->g, path, 1, rm.m, rm.n) != MHSA_OK)
+            return fail(CLI_FAIL, "--save");
+        return CLI_OK;
+    }
+    // Collective: the moments' shards into rank 0's model, whose
+    // parameters are every rank's; it writes what one process would.
+    int64_t step = 0;
+    if (dp_export_state(r->dp, r->root ? mhsa_gpt_moment1(r->g) : NULL,
+                        r->root ? mhsa_gpt_moment2(r->g) : NULL,
+                        &step) != MHSA_OK)
+        return dp_run_fail(r->comm, "--save", 0, CLI_FAIL);
+    int32_t code = MHSA_OK;
+    if (r->root) {
+        mhsa_gpt_set_step(r->g, step);
+        code = (int32_t)mhsa_gpt_save(r->g, path, 1, rm.m, rm.n);
+        if (code != MHSA_OK)
+            fail(CLI_FAIL, "--save");
+    }
+    // Every rank learns how rank 0 fared and returns alike.
+    if (r->comm->ops->bcast(r->comm, &code, sizeof code, 0))
+        return dp_run_fail(r->comm, "--save", 0, CLI_FAIL);
+    return code == MHSA_OK ? CLI_OK : CLI_FAIL;
 }
 
 // Reads the "train.*" settings of a checkpoint back into the arguments.
@@ -157,6 +201,23 @@ static int read_meta(const mhsa_st_file *f, const char *path, text_run *r,
             return CLI_USAGE;
         }
     }
+    // The groups fix how a step's gradient is summed: the checkpoint's,
+    // unless the command line says otherwise (then the rest of the run
+    // rounds differently from an uninterrupted one). Absent: 1.
+    const char *v = mhsa__st_meta(f, "train.grad_groups");
+    char *end = NULL;
+    long G = v ? strtol(v, &end, 10) : 1;
+    if (v && (!*v || *end || G < 1 || G > 4096)) {
+        fprintf(stderr, "mhsa-train: --resume %s: metadata "
+                "'train.grad_groups' = '%s' is invalid\n", path, v);
+        return CLI_USAGE;
+    }
+    if (!a->grad_groups)
+        a->grad_groups = (int)G;
+    else if (a->grad_groups != G)
+        fprintf(stderr, "mhsa-train: note: --grad-groups %d, the checkpoint "
+                "was trained with %ld: the rest of the run will not be the "
+                "uninterrupted run's bits\n", a->grad_groups, G);
     return CLI_OK;
 }
 
@@ -244,6 +305,11 @@ static int setup_resume(text_run *r)
                 "--task text\n", a->resume);
         return CLI_USAGE;
     }
+    if (a->batch % a->grad_groups) {
+        fprintf(stderr, "mhsa-train: --grad-groups %d does not divide the "
+                "checkpoint's --batch %d\n", a->grad_groups, a->batch);
+        return CLI_USAGE;
+    }
     c.max_batch = a->batch;
     if ((rc = load_data(r)) != CLI_OK || (rc = make_model(r, &c)) != CLI_OK)
         return rc;
@@ -266,6 +332,8 @@ static int setup_fresh(text_run *r)
     int rc = load_data(r);
     if (rc != CLI_OK)
         return rc;
+    if (!a->grad_groups)
+        a->grad_groups = 1;
     if (a->given & TF_EPOCHS) {
         double tokens = (double)mhsa_text_len(r->text, 0) * a->epochs;
         double per = (double)a->batch * a->block;
@@ -325,6 +393,8 @@ static int runtime(const text_args *a)
     return CLI_OK;
 }
 
+static int alloc_run(text_run *r);
+
 static int setup(text_run *r)
 {
     text_args *a = &r->a;
@@ -341,6 +411,18 @@ static int setup(text_run *r)
         return rc;
     if (a->eval_every < 1)
         a->eval_every = a->steps / 10 > 0 ? a->steps / 10 : 1;
+    if ((rc = alloc_run(r)) != CLI_OK)
+        return rc;
+    r->tty = isatty(fileno(stderr));
+    if (a->save_init && save(r, a->save_init) != CLI_OK)
+        return CLI_FAIL;
+    return CLI_OK;
+}
+
+// The buffers of a run (batch, losses, attention of the report).
+static int alloc_run(text_run *r)
+{
+    const text_args *a = &r->a;
     size_t bt = (size_t)a->batch * (size_t)a->block;
     size_t n = (size_t)a->steps;
     r->tok = malloc(2 * bt * sizeof(int32_t));
@@ -352,9 +434,139 @@ static int setup(text_run *r)
     }
     r->tgt = r->tok + bt;
     r->vals = r->losses + n;
-    r->tty = isatty(fileno(stderr));
-    if (a->save_init && save(r, a->save_init) != CLI_OK)
-        return CLI_FAIL;
+    return CLI_OK;
+}
+
+// ---- data parallel: the ranks' set-up ---------------------------------------
+
+// What rank 0's set-up decided (from the command line or the checkpoint it
+// resumes), sent to the others as bytes. Every rank parsed the same command
+// line, so everything else (file names, --val-tokens, --save-every, ...)
+// is already the same.
+typedef struct shared_setup {
+    int32_t rc;
+    int32_t layers, embd, heads, block, batch, steps, rope, no_proj, tie;
+    int32_t warmup, eval_every, grad_groups;
+    float lr, min_lr, weight_decay, clip, beta2, val_fraction;
+    uint64_t seed, rng, data_hash, data_bytes;
+    int64_t step0;
+} shared_setup;
+
+static void share(const text_run *r, shared_setup *h)
+{
+    const text_args *a = &r->a;
+    h->layers = a->layers;
+    h->embd = a->embd;
+    h->heads = a->heads;
+    h->block = a->block;
+    h->batch = a->batch;
+    h->steps = a->steps;
+    h->rope = a->rope;
+    h->no_proj = a->no_proj;
+    h->tie = a->tie;
+    h->warmup = r->warmup;
+    h->eval_every = a->eval_every;
+    h->grad_groups = a->grad_groups;
+    h->lr = a->lr;
+    h->min_lr = a->min_lr;
+    h->weight_decay = a->weight_decay;
+    h->clip = a->clip;
+    h->beta2 = a->beta2;
+    h->val_fraction = a->val_fraction;
+    h->seed = a->seed;
+    h->rng = r->rng;
+    h->data_hash = r->data_hash;
+    h->data_bytes = mhsa_text_len(r->text, 0) + mhsa_text_len(r->text, 1);
+    h->step0 = r->step0;
+}
+
+static void adopt(text_run *r, const shared_setup *h)
+{
+    text_args *a = &r->a;
+    a->layers = h->layers;
+    a->embd = h->embd;
+    a->heads = h->heads;
+    a->block = h->block;
+    a->batch = h->batch;
+    a->steps = h->steps;
+    a->rope = h->rope;
+    a->no_proj = h->no_proj;
+    a->tie = h->tie;
+    r->warmup = h->warmup;
+    a->eval_every = h->eval_every;
+    a->grad_groups = h->grad_groups;
+    a->lr = h->lr;
+    a->min_lr = h->min_lr;
+    a->weight_decay = h->weight_decay;
+    a->clip = h->clip;
+    a->beta2 = h->beta2;
+    a->val_fraction = h->val_fraction;
+    a->seed = h->seed;
+    r->rng = h->rng;
+    r->step0 = h->step0;
+}
+
+// A rank other than 0: rank 0's settings, the same data, the same model
+// (its weights, moments and step arrive in start_dp).
+static int setup_other(text_run *r, const shared_setup *h)
+{
+    adopt(r, h);
+    int rc = runtime(&r->a);
+    if (rc == CLI_OK)
+        rc = load_data(r);
+    if (rc != CLI_OK)
+        return rc;
+    uint64_t bytes = mhsa_text_len(r->text, 0) + mhsa_text_len(r->text, 1);
+    if (r->data_hash != h->data_hash || bytes != h->data_bytes) {
+        fprintf(stderr, "mhsa-train: rank %d: --data %s: %" PRIu64 " bytes "
+                "(hash %016" PRIx64 "), rank 0 has %" PRIu64 " (hash %016"
+                PRIx64 "): every rank must train on the same text\n",
+                r->comm->rank, r->data, bytes, r->data_hash, h->data_bytes,
+                h->data_hash);
+        return CLI_USAGE;
+    }
+    mhsa_gpt_config c = config_of(&r->a);
+    if ((rc = make_model(r, &c)) != CLI_OK)
+        return rc;
+    return alloc_run(r);
+}
+
+// Every rank's set-up (collective); all return the same status.
+static int setup_ranks(text_run *r)
+{
+    shared_setup h;
+    memset(&h, 0, sizeof h);
+    if (r->root) {
+        h.rc = setup(r);
+        if (h.rc == CLI_OK)
+            share(r, &h);
+    }
+    if (r->comm->ops->bcast(r->comm, &h, sizeof h, 0))
+        return dp_run_fail(r->comm, "sharing the set-up", 0, CLI_FAIL);
+    if (h.rc != CLI_OK)
+        return h.rc;   // rank 0 said why
+    int rc = r->root ? CLI_OK : setup_other(r, &h);
+    return dp_run_agree(r->comm, rc);
+}
+
+// The trainer over the ranks (collective): rank 0's weights to every rank,
+// and on --resume the moments and step rank 0 loaded.
+static int start_dp(text_run *r)
+{
+    dp_comm *c = r->comm;
+    int rc = dp_gpt_bind(&r->ad, r->g, &r->dm) == MHSA_OK ? CLI_OK : CLI_FAIL;
+    if (rc != CLI_OK)
+        fprintf(stderr, "mhsa-train: rank %d: %s\n", c->rank,
+                mhsa_last_error());
+    if ((rc = dp_run_agree(c, rc)) != CLI_OK)
+        return rc;
+    rc = dp_run_open(c, &r->dm, r->a.grad_groups, MHSA_OPTIM_ADAMW, &r->dp);
+    if (rc != CLI_OK || !r->a.resume)
+        return rc;
+    if (dp_import_state(r->dp, r->root ? mhsa_gpt_moment1(r->g) : NULL,
+                        r->root ? mhsa_gpt_moment2(r->g) : NULL,
+                        r->root ? mhsa_gpt_get_step(r->g) : 0) != MHSA_OK)
+        return dp_run_fail(c, "--resume", 0, CLI_FAIL);
     return CLI_OK;
 }
 
@@ -401,6 +613,34 @@ static void fmt_eta(char *buf, size_t n, double s)
 
 // ---- training ---------------------------------------------------------------
 
+// One training step on the next batch: the plain loop, or the trainer over
+// the ranks (which sees the batch through the GPT's dp_model).
+static mhsa_status one_step(text_run *r, const mhsa_optim_config *oc,
+                            float *loss)
+{
+    int B = r->a.batch, T = r->a.block;
+    mhsa_status st = mhsa_text_batch(r->text, &r->rng, B, T, r->tok, r->tgt);
+    if (st != MHSA_OK)
+        return st;
+    if (r->dp) {
+        dp_gpt_set_batch(&r->ad, r->tok, r->tgt, B, T);
+        return dp_step(r->dp, oc, loss, NULL);
+    }
+    if ((st = mhsa_gpt_forward(r->g, r->tok, r->tgt, B, T, 0.0, loss)) !=
+            MHSA_OK ||
+        (st = mhsa_gpt_backward(r->g)) != MHSA_OK)
+        return st;
+    return mhsa_gpt_step(r->g, oc, NULL);
+}
+
+// A failure of this rank alone: with other ranks, the whole job ends.
+static int rank_fail(text_run *r, const char *what)
+{
+    if (r->dp)
+        return dp_run_fail(r->comm, what, 0, CLI_FAIL);
+    return fail(CLI_FAIL, what);
+}
+
 static int train(text_run *r)
 {
     text_args *a = &r->a;
@@ -409,19 +649,26 @@ static int train(text_run *r)
     oc.weight_decay = a->weight_decay;
     oc.clip_norm = a->clip;
     oc.beta2 = a->beta2;
-    char rope[24] = "";
+    char rope[24] = "", ranks[96] = "";
     if (a->rope)
         snprintf(rope, sizeof rope, " rope %d", a->rope);
-    fprintf(stderr, "mhsa-train: text %s (%zu bytes, %zu held out), GPT "
-            "L=%d D=%d H=%d T=%d%s%s%s, %zu parameters, batch %d, %d steps "
-            "(warm-up %d), lr %g, isa %s, %d thread%s%s\n", r->data,
-            mhsa_text_len(r->text, 0) + mhsa_text_len(r->text, 1),
-            mhsa_text_len(r->text, 1), a->layers, a->embd, a->heads, T,
-            rope, a->no_proj ? " no-proj" : "",
-            a->tie ? " tied" : "", mhsa_gpt_n_params(r->g), B, a->steps,
-            r->warmup, (double)a->lr, mhsa_isa_name(mhsa_active_isa()),
-            omp_get_max_threads(), omp_get_max_threads() == 1 ? "" : "s",
-            r->step0 ? " (resumed)" : "");
+    if (r->dp)
+        snprintf(ranks, sizeof ranks, ", %d groups on %d rank%s (%s)",
+                 a->grad_groups, r->comm->size, r->comm->size == 1 ? "" : "s",
+                 r->comm->ops->name);
+    if (r->root)
+        fprintf(stderr, "mhsa-train: text %s (%zu bytes, %zu held out), GPT "
+                "L=%d D=%d H=%d T=%d%s%s%s, %zu parameters, batch %d, %d "
+                "steps (warm-up %d), lr %g, isa %s, %d thread%s%s%s%s\n",
+                r->data, mhsa_text_len(r->text, 0) +
+                mhsa_text_len(r->text, 1), mhsa_text_len(r->text, 1),
+                a->layers, a->embd, a->heads, T, rope,
+                a->no_proj ? " no-proj" : "", a->tie ? " tied" : "",
+                mhsa_gpt_n_params(r->g), B, a->steps, r->warmup,
+                (double)a->lr, mhsa_isa_name(mhsa_active_isa()),
+                omp_get_max_threads(), omp_get_max_threads() == 1 ? "" : "s",
+                r->dp ? " per rank" : "", ranks,
+                r->step0 ? " (resumed)" : "");
     double train_time = 0.0, last_draw = 0.0, sum = 0.0;
     int64_t since = 0, done = 0;
     int64_t end = a->steps;
@@ -434,18 +681,14 @@ static int train(text_run *r)
         double t0 = now_s();
         float loss;
         oc.lr = mhsa_lr_cosine(s, r->warmup, a->steps, a->lr, a->min_lr);
-        if (mhsa_text_batch(r->text, &r->rng, B, T, r->tok, r->tgt) !=
-                MHSA_OK ||
-            mhsa_gpt_forward(r->g, r->tok, r->tgt, B, T, 0.0, &loss) !=
-                MHSA_OK ||
-            mhsa_gpt_backward(r->g) != MHSA_OK ||
-            mhsa_gpt_step(r->g, &oc, NULL) != MHSA_OK)
-            return fail(CLI_FAIL, "training");
+        if (one_step(r, &oc, &loss) != MHSA_OK)
+            return rank_fail(r, "training");
         train_time += now_s() - t0;
-        if (!isfinite(loss)) {
-            fprintf(stderr, "%smhsa-train: loss is %g at step %" PRId64
-                    "; try a smaller --lr\n", r->tty ? "\n" : "",
-                    (double)loss, s + 1);
+        if (!isfinite(loss)) {   // the same loss on every rank
+            if (r->root)
+                fprintf(stderr, "%smhsa-train: loss is %g at step %" PRId64
+                        "; try a smaller --lr\n", r->tty ? "\n" : "",
+                        (double)loss, s + 1);
             return CLI_FAIL;
         }
         size_t i = (size_t)(s - r->step0);
@@ -457,14 +700,14 @@ static int train(text_run *r)
         int last = s + 1 == end;
         int eval = (s + 1) % a->eval_every == 0 || last;
         double val = NAN;
-        if (eval) {
+        if (eval && r->root) {   // every rank has rank 0's weights
             size_t w = (size_t)a->val_tokens / (size_t)T;
             if (val_loss(r, w ? w : 1, &val) != CLI_OK)
-                return CLI_FAIL;
+                return r->dp ? rank_fail(r, "validation") : CLI_FAIL;
             r->vals[i] = (float)val;
         }
         double now = now_s();
-        if (eval || (r->tty && now - last_draw > 0.2)) {
+        if (r->root && (eval || (r->tty && now - last_draw > 0.2))) {
             last_draw = now;
             double tps = (double)done * B * T / (train_time + 1e-9);
             char eta[32];
@@ -484,9 +727,18 @@ static int train(text_run *r)
                 since = 0;
             }
         }
+        if (r->dp && (s + 1) % a->verify_every == 0 &&
+            dp_verify(r->dp) != MHSA_OK)
+            return dp_run_fail(r->comm, "weight check", 1, CLI_FAIL);
         if (a->save && a->save_every && (s + 1) % a->save_every == 0 &&
             !last && save(r, a->save) != CLI_OK)
             return CLI_FAIL;
+    }
+    if (r->dp) {
+        if (dp_verify(r->dp) != MHSA_OK)
+            return dp_run_fail(r->comm, "weight check", 1, CLI_FAIL);
+        if (done > 0)   // the same test on every rank
+            dp_run_print_stats(r->dp, train_time, done, (double)B * T);
     }
     return CLI_OK;
 }
@@ -524,7 +776,9 @@ static void print_sample(const int32_t *tok, int T)
     printf("\"\n");
 }
 
-static int report(text_run *r)
+// Rank 0's report; the final checkpoint was written before it (saved: its
+// status, which report adds to its own).
+static int report(text_run *r, int saved)
 {
     text_args *a = &r->a;
     int T = a->block, rc = CLI_OK;
@@ -573,7 +827,7 @@ static int report(text_run *r)
     if (a->loss_csv && write_csv(r, a->loss_csv) != CLI_OK)
         rc = CLI_FAIL;
     if (a->save) {
-        if (save(r, a->save) != CLI_OK)
+        if (saved != CLI_OK)
             rc = CLI_FAIL;
         else
             printf("checkpoint written to %s (step %" PRId64 ")\n", a->save,
@@ -624,22 +878,48 @@ static int eval_only(text_run *r)
 
 int text_train_cli(int argc, char **argv)
 {
+    return text_train_cli_comm(argc, argv, dp_comm_self());
+}
+
+int text_train_cli_comm(int argc, char **argv, dp_comm *c)
+{
     text_run r;
     memset(&r, 0, sizeof r);
-    int rc = parse_text_args(argc, argv, &r.a, stderr);
+    r.comm = c;
+    r.root = c->rank == 0;
+    // Every rank parses the same command line; one message is enough.
+    FILE *quiet = r.root ? NULL : fopen("/dev/null", "w");
+    int rc = parse_text_args(argc, argv, &r.a, quiet ? quiet : stderr);
+    if (quiet)
+        fclose(quiet);
     if (rc == CLI_OK && r.a.help) {
-        print_text_help(stdout);
+        if (r.root)
+            print_text_help(stdout);
         return CLI_OK;
+    }
+    if (rc == CLI_OK && r.a.eval && c->size > 1) {
+        if (r.root)
+            fprintf(stderr, "mhsa-train: --eval runs in one process (start "
+                    "it without mpirun)\n");
+        rc = CLI_USAGE;
     }
     if (rc == CLI_OK && r.a.eval) {
         rc = eval_only(&r);
     } else if (rc == CLI_OK) {
-        rc = setup(&r);
+        rc = c->size > 1 ? setup_ranks(&r) : setup(&r);
+        if (rc == CLI_OK && (c->size > 1 || r.a.grad_groups > 1))
+            rc = start_dp(&r);
         if (rc == CLI_OK)
             rc = train(&r);
-        if (rc == CLI_OK)
-            rc = report(&r);
+        // The final checkpoint (collective), then rank 0's report.
+        int saved = rc == CLI_OK && r.a.save ? save(&r, r.a.save) : CLI_OK;
+        if (rc == CLI_OK && r.root)
+            rc = report(&r, saved);
+        else if (rc == CLI_OK)
+            rc = saved;
     }
+    dp_destroy(r.dp);
+    dp_gpt_unbind(&r.ad);
     mhsa_gpt_destroy(r.g);
     mhsa_text_destroy(r.text);
     free(r.tok);
