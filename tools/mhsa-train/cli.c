@@ -298,18 +298,9 @@ static int report(run *r)
         char title[96];
         snprintf(title, sizeof title, "mhsa-train %s: h=%d d=%d t=%d",
                  mhsa_task_name(a->task), a->heads, a->d_model, T);
-        if (!png_available()) {
-            fprintf(stderr, "mhsa-train: --heatmap-png: this build has no "
-                    "PNG writer (libstb-dev was not found)\n");
+        if (save_heatmap_png(a->heatmap_png, r->attn, a->heads, T,
+                             title) != CLI_OK)
             rc = CLI_FAIL;
-        } else if (write_heatmap_png(a->heatmap_png, r->attn, a->heads, T,
-                                     title) != 0) {
-            fprintf(stderr, "mhsa-train: --heatmap-png: cannot write '%s'\n",
-                    a->heatmap_png);
-            rc = CLI_FAIL;
-        } else {
-            printf("heatmaps written to %s\n", a->heatmap_png);
-        }
     }
     if (a->loss_csv && write_csv(a->loss_csv, r->losses, nsteps,
                                  r->first_step) != CLI_OK)

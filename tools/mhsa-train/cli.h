@@ -79,6 +79,10 @@ extern const unsigned char heatmap_masked_rgb[3];
 int write_heatmap_png(const char *path, const float *attn, int H, int T,
                       const char *title);
 int png_available(void);
+// --heatmap-png for both commands: writes the heatmaps and says so on
+// stdout, or says on stderr why not. CLI_OK or CLI_FAIL.
+int save_heatmap_png(const char *path, const float *attn, int H, int T,
+                     const char *title);
 
 // ---- the command (cli.c) ---------------------------------------------------
 

@@ -6,6 +6,7 @@
 // yellow 1); masked cells (above the diagonal) are light grey. Labels use a
 // small 5x7 bitmap font drawn at 2x. The PNG itself is written by
 // stb_image_write (Debian libstb-dev), not by hand.
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -196,4 +197,21 @@ int write_heatmap_png(const char *path, const float *attn, int H, int T,
 #endif
     free(img);
     return ok ? 0 : -1;
+}
+
+int save_heatmap_png(const char *path, const float *attn, int H, int T,
+                     const char *title)
+{
+    if (!png_available()) {
+        fprintf(stderr, "mhsa-train: --heatmap-png: this build has no PNG "
+                "writer (libstb-dev was not found)\n");
+        return CLI_FAIL;
+    }
+    if (write_heatmap_png(path, attn, H, T, title) != 0) {
+        fprintf(stderr, "mhsa-train: --heatmap-png: cannot write '%s'\n",
+                path);
+        return CLI_FAIL;
+    }
+    printf("heatmaps written to %s\n", path);
+    return CLI_OK;
 }

@@ -797,18 +797,9 @@ static int report(text_run *r, int saved)
         char title[96];
         snprintf(title, sizeof title, "mhsa-train text: layer 0, l=%d d=%d "
                  "h=%d t=%d", a->layers, a->embd, a->heads, T);
-        if (!png_available()) {
-            fprintf(stderr, "mhsa-train: --heatmap-png: this build has no "
-                    "PNG writer (libstb-dev was not found)\n");
+        if (save_heatmap_png(a->heatmap_png, r->attn, a->heads, T,
+                             title) != CLI_OK)
             rc = CLI_FAIL;
-        } else if (write_heatmap_png(a->heatmap_png, r->attn, a->heads, T,
-                                     title) != 0) {
-            fprintf(stderr, "mhsa-train: --heatmap-png: cannot write '%s'\n",
-                    a->heatmap_png);
-            rc = CLI_FAIL;
-        } else {
-            printf("heatmaps written to %s\n", a->heatmap_png);
-        }
     }
     // A query sees only the keys before it, so the first Ts positions'
     // weights are a whole attention pattern of their own: that is what
