@@ -16,9 +16,10 @@
 #include "cli.h"
 #include "generate.h"
 #include "text.h"
+#include "capture.h"
 #include "util.h"
 
-// ---- running a command in-process -----------------------------------------------
+// ---- a temporary folder of this test's files -----------------------------
 
 static char tmp_dir[256];
 
@@ -44,7 +45,7 @@ static void teardown(void)
     if (!tmp_dir[0])
         return;
     static const char *const names[] = {
-        "stdout", "stderr", "corpus.txt", "empty.txt", "short.txt",
+        "corpus.txt", "empty.txt", "short.txt",
         "block.st", "loss.csv", "a.st", "b.st", "c.st", "t1.st", "t2.st",
         "t3.st", "gen.st", "other.txt",
     };
@@ -52,58 +53,6 @@ static void teardown(void)
         unlink(tpath(names[i]));
     ck_assert_msg(rmdir(tmp_dir) == 0, "%s not empty", tmp_dir);
     tmp_dir[0] = '\0';
-}
-
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    ck_assert_int_eq(fread(s, 1, (size_t)n, f), (size_t)n);
-    s[n] = '\0';
-    fclose(f);
-    if (len)
-        *len = (size_t)n;
-    return s;
-}
-
-typedef int (*command)(int, char **);
-
-// Runs cmd with stdout and stderr captured into malloc'd strings.
-static int run(command cmd, char **out, char **err, int argc,
-               const char **argv)
-{
-    const char *fo = tpath("stdout"), *fe = tpath("stderr");
-    fflush(stdout);
-    fflush(stderr);
-    int so = dup(1), se = dup(2);
-    int o = open(fo, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    int e = open(fe, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    dup2(o, 1);
-    dup2(e, 2);
-    int rc = cmd(argc, (char **)argv);
-    fflush(stdout);
-    fflush(stderr);
-    dup2(so, 1);
-    dup2(se, 2);
-    close(o);
-    close(e);
-    close(so);
-    close(se);
-    *out = slurp(fo, NULL);
-    *err = slurp(fe, NULL);
-    return rc;
-}
-
-static int count_lines(const char *s)
-{
-    int n = 0;
-    for (; *s; s++)
-        n += *s == '\n';
-    return n;
 }
 
 // A small corpus with structure to learn: sentences built from a few
@@ -214,7 +163,7 @@ START_TEST(text_bad_input_exits_2)
         }
 #endif
     char *out, *err;
-    int rc = run(mhsa_train_cli, &out, &err, argc, argv);
+    int rc = run_captured(mhsa_train_cli, &out, &err, argc, argv);
     ck_assert_msg(rc == 2, "exit %d for case %d: %s", rc, _i, err);
     ck_assert_str_eq(out, "");
     ck_assert_msg(count_lines(err) == 1, "not one line: %s", err);
@@ -230,7 +179,7 @@ START_TEST(text_help_documents_every_flag)
 {
     const char *argv[] = { "mhsa-train", "--task", "text", "--help" };
     char *out, *err;
-    ck_assert_int_eq(run(mhsa_train_cli, &out, &err, 4, argv), 0);
+    ck_assert_int_eq(run_captured(mhsa_train_cli, &out, &err, 4, argv), 0);
     const char *flags[] = {
         "--data", "--val-fraction", "--preset", "--layers", "--embd",
         "--heads", "--block", "--rope", "--no-proj", "--tie", "--batch",
@@ -246,7 +195,7 @@ START_TEST(text_help_documents_every_flag)
     free(err);
     // The toy tasks' help points to it.
     const char *argv2[] = { "mhsa-train", "--help" };
-    ck_assert_int_eq(run(mhsa_train_cli, &out, &err, 2, argv2), 0);
+    ck_assert_int_eq(run_captured(mhsa_train_cli, &out, &err, 2, argv2), 0);
     ck_assert_ptr_nonnull(strstr(out, "--task text --help"));
     free(out);
     free(err);
@@ -270,7 +219,7 @@ START_TEST(text_trains_and_reports)
                            "--loss-csv", csv };
     char *out, *err;
     int argc = (int)(sizeof argv / sizeof argv[0]);
-    ck_assert_int_eq(run(mhsa_train_cli, &out, &err, argc, argv), 0);
+    ck_assert_int_eq(run_captured(mhsa_train_cli, &out, &err, argc, argv), 0);
     ck_assert_ptr_nonnull(strstr(err, "tok/s"));
     ck_assert_ptr_nonnull(strstr(err, "ETA"));
     ck_assert_ptr_nonnull(strstr(err, "step     24/24"));
@@ -300,7 +249,7 @@ static char *train_small(const char *const *extra, int n_extra)
     for (int i = 0; i < n_extra; i++)
         argv[argc++] = extra[i];
     char *out, *err;
-    int rc = run(mhsa_train_cli, &out, &err, argc, argv);
+    int rc = run_captured(mhsa_train_cli, &out, &err, argc, argv);
     ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
     free(err);
     return out;
@@ -328,7 +277,7 @@ START_TEST(text_resume_is_bit_for_bit)
                            corpus(), "--resume", b, "--save", c,
                            "--eval-every", "8", "--val-tokens", "64" };
     char *out, *err;
-    int rc = run(mhsa_train_cli, &out, &err, 13, argv);
+    int rc = run_captured(mhsa_train_cli, &out, &err, 13, argv);
     ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
     ck_assert_ptr_nonnull(strstr(err, "(resumed)"));
     assert_same_file(a, c);
@@ -337,7 +286,7 @@ START_TEST(text_resume_is_bit_for_bit)
     free(err);
     const char *ev[] = { "mhsa-train", "--task", "text", "--data", corpus(),
                          "--batch", "4", "--eval", a };
-    ck_assert_int_eq(run(mhsa_train_cli, &out, &err, 9, ev), 0);
+    ck_assert_int_eq(run_captured(mhsa_train_cli, &out, &err, 9, ev), 0);
     ck_assert_str_eq(out, last_line(out_a));
     free(out);
     free(err);
@@ -349,7 +298,7 @@ START_TEST(text_resume_is_bit_for_bit)
     fclose(f);
     const char *ro[] = { "mhsa-train", "--task", "text", "--data", other,
                          "--resume", b };
-    ck_assert_int_eq(run(mhsa_train_cli, &out, &err, 7, ro), 2);
+    ck_assert_int_eq(run_captured(mhsa_train_cli, &out, &err, 7, ro), 2);
     ck_assert_ptr_nonnull(strstr(err, "other data"));
     free(out);
     free(err);
@@ -398,7 +347,7 @@ START_TEST(generate_same_text_on_any_thread_count)
                                "--prompt", "the cat", "-n", "60", "--seed",
                                "7", "--threads", threads };
         char *out, *err;
-        ck_assert_int_eq(run(mhsa_generate_cli, &out, &err, 11, argv), 0);
+        ck_assert_int_eq(run_captured(mhsa_generate_cli, &out, &err, 11, argv), 0);
         ck_assert(!strncmp(out, "the cat", 7));
         ck_assert_uint_eq(strlen(out), 7 + 60 + 1);
         ck_assert_ptr_nonnull(strstr(err, "prefill 7 tokens"));
@@ -417,7 +366,7 @@ START_TEST(generate_same_text_on_any_thread_count)
                         "a dog ran to the big red house in the sun and",
                         "-n", "5", "--temperature", "0" };
     char *out, *err;
-    ck_assert_int_eq(run(mhsa_generate_cli, &out, &err, 9, g), 0);
+    ck_assert_int_eq(run_captured(mhsa_generate_cli, &out, &err, 9, g), 0);
     ck_assert_ptr_nonnull(strstr(err, "prefill 16 tokens"));
     free(out);
     free(err);
@@ -443,7 +392,7 @@ START_TEST(generate_bad_input_exits_2)
             argv[argc++] = strcmp(cases[c].args[i], "@M") ? cases[c].args[i]
                                                           : model();
         char *out, *err;
-        ck_assert_int_eq(run(mhsa_generate_cli, &out, &err, argc, argv), 2);
+        ck_assert_int_eq(run_captured(mhsa_generate_cli, &out, &err, argc, argv), 2);
         ck_assert_str_eq(out, "");
         ck_assert_msg(count_lines(err) == 1, "not one line: %s", err);
         ck_assert_msg(!strncmp(err, "mhsa-generate: ", 15), "got: %s", err);

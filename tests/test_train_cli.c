@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "capture.h"
 #include "util.h"
 
 #if MHSA_HAVE_STB
@@ -32,56 +33,6 @@ static void tmp_name(char *buf, size_t n, const char *suffix)
     int fd = mkstemp(buf);
     ck_assert_int_ge(fd, 0);
     close(fd);
-}
-
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    ck_assert_ptr_nonnull(f);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    ck_assert_int_eq(fread(s, 1, (size_t)n, f), (size_t)n);
-    s[n] = '\0';
-    fclose(f);
-    return s;
-}
-
-// Runs the command with stdout and stderr captured into malloc'd strings.
-static int run(char **out, char **err, int argc, const char **argv)
-{
-    char fo[256], fe[256];
-    tmp_name(fo, sizeof fo, ".out");
-    tmp_name(fe, sizeof fe, ".err");
-    fflush(stdout);
-    fflush(stderr);
-    int so = dup(1), se = dup(2);
-    int o = open(fo, O_WRONLY | O_TRUNC), e = open(fe, O_WRONLY | O_TRUNC);
-    dup2(o, 1);
-    dup2(e, 2);
-    int rc = mhsa_train_cli(argc, (char **)argv);
-    fflush(stdout);
-    fflush(stderr);
-    dup2(so, 1);
-    dup2(se, 2);
-    close(o);
-    close(e);
-    close(so);
-    close(se);
-    *out = slurp(fo);
-    *err = slurp(fe);
-    remove(fo);
-    remove(fe);
-    return rc;
-}
-
-static int count_lines(const char *s)
-{
-    int n = 0;
-    for (; *s; s++)
-        n += *s == '\n';
-    return n;
 }
 
 // Each bad command line with a word its one-line message must contain.
@@ -131,7 +82,7 @@ START_TEST(bad_flags_exit_2_with_one_line)
     for (int i = 0; i < 6 && bad[_i].args[i]; i++)
         argv[argc++] = bad[_i].args[i];
     char *out, *err;
-    int rc = run(&out, &err, argc, argv);
+    int rc = run_captured(mhsa_train_cli, &out, &err, argc, argv);
     ck_assert_int_eq(rc, 2);
     ck_assert_str_eq(out, "");
     ck_assert_int_eq(count_lines(err), 1);
@@ -147,7 +98,7 @@ START_TEST(help_documents_every_flag)
 {
     const char *argv[] = { "mhsa-train", "--help" };
     char *out, *err;
-    ck_assert_int_eq(run(&out, &err, 2, argv), 0);
+    ck_assert_int_eq(run_captured(mhsa_train_cli, &out, &err, 2, argv), 0);
     const char *flags[] = {
         "--task", "--heads", "--d-model", "--seq-len", "--vocab", "--epochs",
         "--steps-per-epoch", "--batch", "--optim", "--lr", "--weight-decay",
@@ -178,7 +129,7 @@ START_TEST(default_run_learns_repeat)
 {
     const char *argv[] = { "mhsa-train" };
     char *out, *err;
-    ck_assert_int_eq(run(&out, &err, 1, argv), 0);
+    ck_assert_int_eq(run_captured(mhsa_train_cli, &out, &err, 1, argv), 0);
     ck_assert_ptr_nonnull(strstr(err, "epoch 1/3"));
     ck_assert_ptr_nonnull(strstr(err, "epoch 3/3"));
     ck_assert_ptr_nonnull(strstr(err, "tokens/s"));
@@ -221,11 +172,11 @@ START_TEST(kv_heads_equal_to_heads_changes_nothing)
     const char *a1[] = { "mhsa-train", "--epochs", "1", "--steps-per-epoch",
                          "5", "--kv-heads", "4" };
     char *out, *err;
-    ck_assert_int_eq(run(&out, &err, 7, a1), 0);
+    ck_assert_int_eq(run_captured(mhsa_train_cli, &out, &err, 7, a1), 0);
     double l1 = final_loss(out);
     free(out);
     free(err);
-    ck_assert_int_eq(run(&out, &err, 5, a1), 0);
+    ck_assert_int_eq(run_captured(mhsa_train_cli, &out, &err, 5, a1), 0);
     ck_assert_double_eq(final_loss(out), l1);
     free(out);
     free(err);
@@ -241,7 +192,7 @@ START_TEST(png_decodes_with_the_right_size)
                            "--steps-per-epoch", "5", "--heatmap-png", png,
                            "--loss-csv", csv };
     char *out, *err;
-    int rc = run(&out, &err, 11, argv);
+    int rc = run_captured(mhsa_train_cli, &out, &err, 11, argv);
     if (!png_available()) {
         printf("skip: built without stb_image_write\n");
         ck_assert_int_eq(rc, 1);
@@ -251,7 +202,7 @@ START_TEST(png_decodes_with_the_right_size)
         return;
     }
     ck_assert_int_eq(rc, 0);
-    char *c = slurp(csv);
+    char *c = slurp(csv, NULL);
     ck_assert_int_eq(count_lines(c), 6);   // header + 5 steps
     ck_assert(strncmp(c, "step,loss\n1,", 12) == 0);
     free(c);
@@ -296,7 +247,7 @@ START_TEST(unwritable_png_fails_cleanly)
                            "--steps-per-epoch", "2", "--heatmap-png",
                            "no/such/dir/x.png" };
     char *out, *err;
-    ck_assert_int_eq(run(&out, &err, 7, argv), 1);
+    ck_assert_int_eq(run_captured(mhsa_train_cli, &out, &err, 7, argv), 1);
     ck_assert_ptr_nonnull(strstr(err, "cannot write 'no/such/dir/x.png'"));
     free(out);
     free(err);
@@ -313,7 +264,7 @@ START_TEST(save_then_load_round_trips)
     const char *a1[] = { "mhsa-train", "--epochs", "1", "--steps-per-epoch",
                          "20", "--save", st };
     char *out, *err;
-    int rc = run(&out, &err, 7, a1);
+    int rc = run_captured(mhsa_train_cli, &out, &err, 7, a1);
     if (rc == 1 && strstr(err, "--save")) {
         printf("skip: built without safetensors support: %s", err);
         remove(st);
@@ -325,13 +276,13 @@ START_TEST(save_then_load_round_trips)
     free(err);
     const char *a2[] = { "mhsa-train", "--epochs", "1", "--steps-per-epoch",
                          "1", "--lr", "1e-30", "--load", st };
-    ck_assert_int_eq(run(&out, &err, 9, a2), 0);
+    ck_assert_int_eq(run_captured(mhsa_train_cli, &out, &err, 9, a2), 0);
     ck_assert_double_eq(final_loss(out), l1);
     free(out);
     free(err);
     // A model of another shape does not load: exit 1 with the reason.
     const char *a3[] = { "mhsa-train", "--d-model", "16", "--load", st };
-    ck_assert_int_eq(run(&out, &err, 5, a3), 1);
+    ck_assert_int_eq(run_captured(mhsa_train_cli, &out, &err, 5, a3), 1);
     ck_assert_ptr_nonnull(strstr(err, "--load"));
     free(out);
     free(err);
@@ -351,7 +302,7 @@ START_TEST(attention_flags_train_save_load)
                          "--rope-theta", "500", "--rope-interleaved",
                          "--window", "4", "--save", st };
     char *out, *err;
-    int rc = run(&out, &err, (int)(sizeof a1 / sizeof *a1), a1);
+    int rc = run_captured(mhsa_train_cli, &out, &err, (int)(sizeof a1 / sizeof *a1), a1);
     if (rc == 1 && strstr(err, "--save")) {
         printf("skip: built without safetensors support: %s", err);
         remove(st);
@@ -361,7 +312,7 @@ START_TEST(attention_flags_train_save_load)
     double l1 = final_loss(out);
     free(out);
     free(err);
-    ck_assert_int_eq(run(&out, &err, 5, a1), 0);   // the same, plain
+    ck_assert_int_eq(run_captured(mhsa_train_cli, &out, &err, 5, a1), 0);   // the same, plain
     ck_assert(final_loss(out) != l1);
     free(out);
     free(err);
@@ -369,13 +320,13 @@ START_TEST(attention_flags_train_save_load)
                          "1", "--lr", "1e-30", "--kv-heads", "2", "--rope",
                          "8", "--rope-theta", "500", "--rope-interleaved",
                          "--window", "4", "--load", st };
-    ck_assert_int_eq(run(&out, &err, (int)(sizeof a2 / sizeof *a2), a2),
+    ck_assert_int_eq(run_captured(mhsa_train_cli, &out, &err, (int)(sizeof a2 / sizeof *a2), a2),
                      0);
     ck_assert_double_eq(final_loss(out), l1);
     free(out);
     free(err);
     const char *a3[] = { "mhsa-train", "--kv-heads", "1", "--load", st };
-    ck_assert_int_eq(run(&out, &err, 5, a3), 1);
+    ck_assert_int_eq(run_captured(mhsa_train_cli, &out, &err, 5, a3), 1);
     ck_assert_ptr_nonnull(strstr(err, "--load"));
     ck_assert_ptr_nonnull(strstr(err, "attn.in_proj_weight"));
     free(out);

@@ -14,6 +14,7 @@
 
 #include "cli.h"
 #include "dp_threads.h"
+#include "capture.h"
 #include "util.h"
 
 static void tmp_name(char *buf, size_t n)
@@ -23,50 +24,6 @@ static void tmp_name(char *buf, size_t n)
     int fd = mkstemp(buf);
     ck_assert_int_ge(fd, 0);
     close(fd);
-}
-
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    ck_assert_int_eq(fread(s, 1, (size_t)n, f), (size_t)n);
-    s[n] = '\0';
-    fclose(f);
-    if (len)
-        *len = (size_t)n;
-    return s;
-}
-
-// Runs the command with stdout and stderr captured (malloc'd strings).
-static int run(char **out, char **err, int argc, const char **argv)
-{
-    char fo[256], fe[256];
-    tmp_name(fo, sizeof fo);
-    tmp_name(fe, sizeof fe);
-    fflush(stdout);
-    fflush(stderr);
-    int so = dup(1), se = dup(2);
-    int o = open(fo, O_WRONLY | O_TRUNC), e = open(fe, O_WRONLY | O_TRUNC);
-    dup2(o, 1);
-    dup2(e, 2);
-    int rc = mhsa_train_cli(argc, (char **)argv);
-    fflush(stdout);
-    fflush(stderr);
-    dup2(so, 1);
-    dup2(se, 2);
-    close(o);
-    close(e);
-    close(so);
-    close(se);
-    *out = slurp(fo, NULL);
-    *err = slurp(fe, NULL);
-    remove(fo);
-    remove(fe);
-    return rc;
 }
 
 static const struct { const char *args[4]; const char *says; } bad[] = {
@@ -86,7 +43,7 @@ START_TEST(bad_values_exit_2_with_one_line)
     for (int i = 0; i < 4 && bad[_i].args[i]; i++)
         argv[argc++] = bad[_i].args[i];
     char *out, *err;
-    ck_assert_int_eq(run(&out, &err, argc, argv), 2);
+    ck_assert_int_eq(run_captured(mhsa_train_cli, &out, &err, argc, argv), 2);
     ck_assert_str_eq(out, "");
     ck_assert_msg(strstr(err, bad[_i].says) != NULL, "'%s' not in: %s",
                   bad[_i].says, err);
@@ -103,7 +60,7 @@ START_TEST(help_documents_the_options)
 {
     const char *argv[] = { "mhsa-train", "--help" };
     char *out, *err;
-    ck_assert_int_eq(run(&out, &err, 2, argv), 0);
+    ck_assert_int_eq(run_captured(mhsa_train_cli, &out, &err, 2, argv), 0);
     static const char *const flags[] = {
         "--grad-groups", "--checkpoint", "--checkpoint-every", "--resume",
         "--verify-every", "mpirun",
@@ -119,7 +76,7 @@ END_TEST
 static int run_quiet(int argc, const char **argv, char **err)
 {
     char *out;
-    int rc = run(&out, err, argc, argv);
+    int rc = run_captured(mhsa_train_cli, &out, err, argc, argv);
     free(out);
     return rc;
 }
@@ -209,7 +166,7 @@ START_TEST(one_group_saves_the_plain_loops_weights)
     char *out, *err;
     const char *a1[] = { "mhsa-train", "--epochs", "1", "--steps-per-epoch",
                          "15", "--save", plain };
-    ck_assert_int_eq(run(&out, &err, 7, a1), 0);
+    ck_assert_int_eq(run_captured(mhsa_train_cli, &out, &err, 7, a1), 0);
     const char *fl = strstr(out, "final loss: ");
     ck_assert_ptr_nonnull(fl);
     double l1 = atof(fl + 12);
@@ -222,7 +179,7 @@ START_TEST(one_group_saves_the_plain_loops_weights)
     same_file(plain, viadp);
     const char *a3[] = { "mhsa-train", "--epochs", "1", "--steps-per-epoch",
                          "15", "--grad-groups", "2" };
-    ck_assert_int_eq(run(&out, &err, 7, a3), 0);
+    ck_assert_int_eq(run_captured(mhsa_train_cli, &out, &err, 7, a3), 0);
     fl = strstr(out, "final loss: ");
     ck_assert_ptr_nonnull(fl);
     ck_assert_double_eq_tol(atof(fl + 12), l1, 0.02 * l1);
