@@ -78,7 +78,8 @@ static void fuzz_gen_args(const uint8_t *data, size_t size)
         CHECK(a.top_k >= 0 && a.top_k <= (1 << 24));
         CHECK(a.threads >= 0 && a.threads <= 1024);
         CHECK(a.isa == MHSA_ISA_AUTO || a.isa == MHSA_ISA_SCALAR ||
-              a.isa == MHSA_ISA_AVX2 || a.isa == MHSA_ISA_NEON);
+              a.isa == MHSA_ISA_AVX2 || a.isa == MHSA_ISA_AVX512 ||
+              a.isa == MHSA_ISA_NEON);
     }
     free(msg);
     free(buf);

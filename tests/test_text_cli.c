@@ -405,6 +405,38 @@ START_TEST(generate_bad_input_exits_2)
 END_TEST
 #endif
 
+// Every ISA mhsa_isa_name knows is a valid --isa for the three parsers
+// (mhsa-train, its --task text, mhsa-generate), and an unknown one is not.
+START_TEST(every_isa_name_is_accepted)
+{
+    static const mhsa_isa isas[] = { MHSA_ISA_AUTO, MHSA_ISA_SCALAR,
+                                     MHSA_ISA_AVX2, MHSA_ISA_AVX512,
+                                     MHSA_ISA_NEON };
+    FILE *sink = fopen("/dev/null", "w");
+    ck_assert_ptr_nonnull(sink);
+    for (size_t k = 0; k <= sizeof isas / sizeof isas[0]; k++) {
+        int known = k < sizeof isas / sizeof isas[0];
+        const char *name = known ? mhsa_isa_name(isas[k]) : "avx1024";
+        char *train[] = { "mhsa-train", "--isa", (char *)name, NULL };
+        char *text[] = { "mhsa-train", "--task", "text", "--isa",
+                         (char *)name, NULL };
+        char *gen[] = { "mhsa-generate", "--model", "m.st", "--isa",
+                        (char *)name, NULL };
+        train_args ta;
+        text_args xa;
+        gen_args ga;
+        int want = known ? CLI_OK : CLI_USAGE;
+        ck_assert_int_eq(parse_args(3, train, &ta, sink), want);
+        ck_assert_int_eq(parse_text_args(5, text, &xa, sink), want);
+        ck_assert_int_eq(parse_gen_args(5, gen, &ga, sink), want);
+        if (known)
+            ck_assert(ta.isa == isas[k] && xa.isa == isas[k] &&
+                      ga.isa == isas[k]);
+    }
+    fclose(sink);
+}
+END_TEST
+
 // The sampler: top-1 and temperature 0 are the argmax (first on ties); a
 // two-way softmax with p = 3/4 is drawn about 3/4 of the time; top-k never
 // picks outside the k largest.
@@ -443,6 +475,7 @@ static Suite *suite(void)
     tcase_add_test(tc, text_help_documents_every_flag);
     tcase_add_test(tc, text_trains_and_reports);
     tcase_add_test(tc, sampler_distribution);
+    tcase_add_test(tc, every_isa_name_is_accepted);
 #ifdef MHSA_TEST_SAFETENSORS
     tcase_add_test(tc, text_resume_is_bit_for_bit);
     tcase_add_test(tc, text_same_bits_on_any_thread_count);

@@ -39,7 +39,7 @@ static void print_gen_help(FILE *f)
 "  --top-k K           sample among the K likeliest bytes; 0: all (40)\n"
 "  --seed S            seed of the sampling; same seed, same text (1)\n"
 "  --threads N         OpenMP threads (default: OMP_NUM_THREADS or all)\n"
-"  --isa auto|scalar|avx2|neon  kernels to use (auto)\n"
+"  --isa auto|scalar|avx2|avx512|neon  kernels to use (auto)\n"
 "  --help              this text\n"
 "\n"
 "The prompt and the text go to stdout; prefill and decode tokens/s to\n"
@@ -52,7 +52,7 @@ static int usage(FILE *err, const char *msg, const char *what)
     return CLI_USAGE;
 }
 
-int parse_gen_args(int argc, char **argv, gen_args *a, FILE *err)
+static int parse_gen_args_as(int argc, char **argv, gen_args *a, FILE *err)
 {
     memset(a, 0, sizeof *a);
     a->prompt = "\n";
@@ -61,7 +61,6 @@ int parse_gen_args(int argc, char **argv, gen_args *a, FILE *err)
     a->temperature = 0.8f;
     a->seed = 1;
     a->isa = MHSA_ISA_AUTO;
-    args_prog = "mhsa-generate";
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
@@ -109,17 +108,7 @@ int parse_gen_args(int argc, char **argv, gen_args *a, FILE *err)
         } else if (!strcmp(flag, "--threads")) {
             rc = args_int(err, flag, val, 1, 1024, &a->threads);
         } else {
-            static const mhsa_isa isas[] = { MHSA_ISA_AUTO, MHSA_ISA_SCALAR,
-                                             MHSA_ISA_AVX2, MHSA_ISA_NEON };
-            rc = CLI_USAGE;
-            for (size_t k = 0; k < sizeof isas / sizeof isas[0]; k++)
-                if (!strcmp(val, mhsa_isa_name(isas[k]))) {
-                    a->isa = isas[k];
-                    rc = CLI_OK;
-                }
-            if (rc != CLI_OK)
-                return usage(err, val, ": unknown --isa (auto, scalar, avx2 "
-                             "or neon)");
+            rc = args_isa(err, flag, val, &a->isa);
         }
         if (rc != CLI_OK)
             return rc;
@@ -130,6 +119,17 @@ int parse_gen_args(int argc, char **argv, gen_args *a, FILE *err)
 }
 
 // ---- sampling ---------------------------------------------------------------
+
+int parse_gen_args(int argc, char **argv, gen_args *a, FILE *err)
+{
+    // The shared value parsers name the program in their messages; a test
+    // may run mhsa-train in the same process afterwards.
+    const char *prog = args_prog;
+    args_prog = "mhsa-generate";
+    int rc = parse_gen_args_as(argc, argv, a, err);
+    args_prog = prog;
+    return rc;
+}
 
 int sample_token(const float *logits, int V, float temperature, int top_k,
                  uint64_t *rng, int *order)

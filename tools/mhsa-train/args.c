@@ -94,10 +94,7 @@ static void set_defaults(train_args *a)
 
 const char *args_prog = "mhsa-train";
 
-// Writes "<program>: <message>" as one line and returns the usage code.
-static int bad(FILE *err, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static int bad(FILE *err, const char *fmt, ...)
+int args_usage(FILE *err, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -107,6 +104,9 @@ static int bad(FILE *err, const char *fmt, ...)
     va_end(ap);
     return CLI_USAGE;
 }
+
+// The short name this file's many messages use.
+#define bad args_usage
 
 static int parse_int(FILE *err, const char *flag, const char *s, long lo,
                      long hi, int *out)
@@ -287,18 +287,7 @@ int parse_args(int argc, char **argv, train_args *a, FILE *err)
         } else if (is_attention_flag(flag)) {
             rc = parse_attention_flag(err, flag, val, a);
         } else if (strcmp(flag, "--isa") == 0) {
-            static const mhsa_isa isas[] = { MHSA_ISA_AUTO, MHSA_ISA_SCALAR,
-                                             MHSA_ISA_AVX2, MHSA_ISA_NEON,
-                                             MHSA_ISA_AVX512 };
-            int ok = 0;
-            for (size_t k = 0; k < sizeof isas / sizeof isas[0]; k++)
-                if (strcmp(val, mhsa_isa_name(isas[k])) == 0) {
-                    a->isa = isas[k];
-                    ok = 1;
-                }
-            if (!ok)
-                rc = bad(err, "%s: unknown ISA '%s' (auto, scalar, avx2, "
-                         "avx512 or neon)", flag, val);
+            rc = args_isa(err, flag, val, &a->isa);
         } else if (dp_args_known(flag)) {
             rc = dp_args_parse(flag, val, &a->dp, err);
         } else {
@@ -328,6 +317,19 @@ int parse_args(int argc, char **argv, train_args *a, FILE *err)
 
 // The value parsers above for the other commands' parsers (text_args.c,
 // the mhsa-generate command), so that every flag is checked the same way.
+int args_isa(FILE *err, const char *flag, const char *s, mhsa_isa *out)
+{
+    static const mhsa_isa isas[] = { MHSA_ISA_AUTO, MHSA_ISA_SCALAR,
+                                     MHSA_ISA_AVX2, MHSA_ISA_AVX512,
+                                     MHSA_ISA_NEON };
+    for (size_t k = 0; k < sizeof isas / sizeof isas[0]; k++)
+        if (strcmp(s, mhsa_isa_name(isas[k])) == 0) {
+            *out = isas[k];
+            return CLI_OK;
+        }
+    return bad(err, "%s: unknown ISA '%s' (" ARGS_ISA_NAMES ")", flag, s);
+}
+
 int args_int(FILE *err, const char *flag, const char *s, long lo, long hi,
              int *out)
 {

@@ -36,6 +36,12 @@ void print_help(FILE *f);
 // One value of a flag, parsed strictly as parse_args does; CLI_OK, or
 // CLI_USAGE after one line "<args_prog>: ..." naming flag and value on err.
 extern const char *args_prog;   // "mhsa-train" unless a command sets it
+// Writes "<args_prog>: <message>" as one line; returns CLI_USAGE.
+int args_usage(FILE *err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+// An ISA name as mhsa_isa_name gives it (the list: ARGS_ISA_NAMES).
+#define ARGS_ISA_NAMES "auto, scalar, avx2, avx512 or neon"
+int args_isa(FILE *err, const char *flag, const char *s, mhsa_isa *out);
 int args_int(FILE *err, const char *flag, const char *s, long lo, long hi,
              int *out);
 int args_float(FILE *err, const char *flag, const char *s, int zero_ok,

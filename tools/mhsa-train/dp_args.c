@@ -27,41 +27,16 @@ int dp_args_known(const char *flag)
     return 0;
 }
 
-static int bad(FILE *err, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static int bad(FILE *err, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("mhsa-train: ", err);
-    vfprintf(err, fmt, ap);
-    fputc('\n', err);
-    va_end(ap);
-    return CLI_USAGE;
-}
-
-static int count(FILE *err, const char *flag, const char *s, long lo,
-                 long hi, int *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || errno == ERANGE)
-        return bad(err, "%s: '%s' is not an integer", flag, s);
-    if (v < lo || v > hi)
-        return bad(err, "%s %s is out of range (%ld..%ld)", flag, s, lo, hi);
-    *out = (int)v;
-    return CLI_OK;
-}
+#define bad args_usage   // one-line messages worded as args.c's
 
 int dp_args_parse(const char *flag, const char *val, dp_args *d, FILE *err)
 {
     if (strcmp(flag, "--grad-groups") == 0)
-        return count(err, flag, val, 1, 4096, &d->grad_groups);
+        return args_int(err, flag, val, 1, 4096, &d->grad_groups);
     if (strcmp(flag, "--checkpoint-every") == 0)
-        return count(err, flag, val, 0, 100000000, &d->checkpoint_every);
+        return args_int(err, flag, val, 0, 100000000, &d->checkpoint_every);
     if (strcmp(flag, "--verify-every") == 0)
-        return count(err, flag, val, 1, 100000000, &d->verify_every);
+        return args_int(err, flag, val, 1, 100000000, &d->verify_every);
     if (*val == '\0')
         return bad(err, "%s needs a file name", flag);
     if (strcmp(flag, "--checkpoint") == 0)

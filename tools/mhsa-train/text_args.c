@@ -80,7 +80,7 @@ void print_text_help(FILE *f)
 "  --verify-every N         compare a hash of the weights across ranks every\n"
 "                           N steps (100) and at the end\n"
 "runtime and output:\n"
-"  --threads N, --isa auto|scalar|avx2|neon   as for the toy tasks\n"
+"  --threads N, --isa auto|scalar|avx2|avx512|neon   as for the toy tasks\n"
 "  --loss-csv FILE          write step,loss,val_loss for every step\n"
 "  --heatmap-png FILE       per-head attention of layer 0 on held-out text\n"
 "  --help                   this text\n"
@@ -116,18 +116,7 @@ int wants_text_task(int argc, char **argv)
     return 0;
 }
 
-static int usage(FILE *err, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static int usage(FILE *err, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("mhsa-train: ", err);
-    vfprintf(err, fmt, ap);
-    fputc('\n', err);
-    va_end(ap);
-    return CLI_USAGE;
-}
+#define usage args_usage   // one-line messages worded as args.c's
 
 static void set_defaults(text_args *a)
 {
@@ -242,19 +231,6 @@ static void *slot(text_args *a, const char *name)
     return NULL;
 }
 
-static int parse_isa(FILE *err, const char *val, mhsa_isa *out)
-{
-    static const mhsa_isa isas[] = { MHSA_ISA_AUTO, MHSA_ISA_SCALAR,
-                                     MHSA_ISA_AVX2, MHSA_ISA_NEON };
-    for (size_t k = 0; k < sizeof isas / sizeof isas[0]; k++)
-        if (!strcmp(val, mhsa_isa_name(isas[k]))) {
-            *out = isas[k];
-            return CLI_OK;
-        }
-    return usage(err, "--isa: unknown ISA '%s' (auto, scalar, avx2 or neon)",
-                 val);
-}
-
 // One flag with its value (NULL for a switch).
 static int set_flag(text_args *a, const flag_def *d, const char *val,
                     FILE *err, int *preset_tiny)
@@ -289,7 +265,7 @@ static int set_flag(text_args *a, const flag_def *d, const char *val,
     if (!strcmp(d->name, "--task"))
         return CLI_OK;   // "text": how we got here
     if (!strcmp(d->name, "--isa"))
-        return parse_isa(err, val, &a->isa);
+        return args_isa(err, d->name, val, &a->isa);
     if (strcmp(val, "tiny"))
         return usage(err, "--preset: unknown preset '%s' (tiny)", val);
     *preset_tiny = 1;
