@@ -16,7 +16,7 @@ typedef struct gen_args {
                                   // threads 0 or in [1, 1024]
     float temperature;            // finite, >= 0
     uint64_t seed;
-    mhsa_isa isa;                 // auto, scalar, avx2 or neon
+    mhsa_isa isa;                 // auto, scalar, avx2, avx512 or neon
     int help;                     // --help or -h: nothing else is checked
 } gen_args;
 
