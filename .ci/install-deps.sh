@@ -28,15 +28,16 @@ done
 # (numpy), the x86-64 emulator for the no-AVX2 run (qemu-user), make and
 # cmake for the consumer projects of .ci/test-consumers.sh, SIMDe for the
 # tests' emulated AVX-512 kernels, oneDNN for the SGEMM comparison, Open
-# MPI for data-parallel mhsa-train (.ci/test-mpi.sh), and the text
-# mhsa-train --task text learns by default (Debian's fortune files).
+# MPI for data-parallel mhsa-train (.ci/test-mpi.sh), the text
+# mhsa-train --task text learns by default (Debian's fortune files) and
+# PyTorch for the GPT's comparison with its PyTorch peer (tools/gpt_*.py).
 native_pkgs=(
     meson ninja-build pkg-config g++ check libbenchmark-dev libopenblas-dev
     libsimde-dev libdnnl-dev
     valgrind clang libclang-rt-14-dev libomp-14-dev libjansson-dev libstb-dev
     python3-numpy
     qemu-user make cmake
-    fortunes
+    fortunes python3-torch
     libopenmpi-dev openmpi-bin
 )
 # The aarch64 cross toolchain; with --no-install-recommends the cross libc

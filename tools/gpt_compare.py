@@ -133,6 +133,11 @@ def main():
                     "of each also gives the curves")
     ap.add_argument("--svg", help="write both loss curves here")
     ap.add_argument("--data", help="as mhsa-train --data")
+    ap.add_argument("--check", type=float, metavar="TOL",
+                    help="exit 1 unless the training losses of the first "
+                    "50 steps agree within TOL and mhsa-train --eval of "
+                    "the PyTorch checkpoint gives PyTorch's validation loss "
+                    "within TOL (what CI runs, with a short setting)")
     a, rest = ap.parse_known_args()
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads),
                OPENBLAS_NUM_THREADS="1", LC_ALL="C")
@@ -186,6 +191,22 @@ def main():
           f"{pairs[-1]:.2f}x)")
     if a.svg:
         svg(a.svg, ma, tb, f"training loss, {' '.join(rest)}")
+    if a.check is not None:
+        # The two tools round differently (fused kernels, summation
+        # order), so early losses agree to about 1e-6; a wrong gradient
+        # or optimiser step shows up within a few steps far above that.
+        bad = []
+        if len(ma) != len(tb) or not ma:
+            bad.append(f"{len(ma)} mhsa steps against {len(tb)} torch ones")
+        if not early <= a.check:
+            bad.append(f"first-50-step losses differ by {early:.2e}")
+        if not abs(cross - t_val) <= a.check:
+            bad.append(f"--eval of the torch checkpoint: {cross:.6f} vs "
+                       f"{t_val:.6f}")
+        if bad:
+            sys.exit("gpt_compare: --check " + str(a.check) + " failed: " +
+                     "; ".join(bad))
+        print(f"gpt_compare: --check {a.check}: passed")
 
 
 if __name__ == "__main__":
