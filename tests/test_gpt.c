@@ -9,9 +9,11 @@
 // the KV cache against the full forward, and the argument errors.
 #include <math.h>
 #include <omp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "layers.h"
@@ -871,6 +873,72 @@ START_TEST(checkpoint_resumes_bit_for_bit)
 }
 END_TEST
 
+// A checkpoint write that fails half-way (here the file-size limit, as a
+// full disk would) returns MHSA_ERR_IO naming the path and leaves the
+// previous checkpoint byte for byte, with no temporary file beside it.
+START_TEST(failed_write_keeps_previous_checkpoint)
+{
+    mhsa_gpt_config c = train_cfg();
+    mhsa_gpt *g = make_gpt(&c, 6);
+    const char *p = tmp_path("keep.safetensors");
+    ck_assert_int_eq(mhsa_gpt_save(g, p, 1, NULL, 0), MHSA_OK);
+    FILE *f = fopen(p, "rb");
+    ck_assert_ptr_nonnull(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    unsigned char *old = malloc((size_t)n), *now = malloc((size_t)n);
+    ck_assert_int_eq(fread(old, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    // Other weights: a write that got through would change the file.
+    mhsa_gpt_params(g)[0] += 1.0f;
+    struct rlimit lim0, lim;
+    ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &lim0), 0);
+    lim = lim0;
+    void (*xfsz)(int) = signal(SIGXFSZ, SIG_IGN);   // write() fails instead
+    for (int k = 0; k < 3; k++) {
+        // Cut inside the header, inside the parameters, near the end.
+        rlim_t cut = (rlim_t)(k == 0 ? 16 : k == 1 ? n / 2 : n - 8);
+        lim.rlim_cur = cut;
+        ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+        mhsa_status st = mhsa_gpt_save(g, p, 1, NULL, 0);
+        ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim0), 0);
+        ck_assert_msg(st == MHSA_ERR_IO, "cut at %ld bytes: %s", (long)cut,
+                      mhsa_status_str(st));
+        ck_assert_ptr_nonnull(strstr(mhsa_last_error(), p));
+        f = fopen(p, "rb");
+        ck_assert_ptr_nonnull(f);
+        fseek(f, 0, SEEK_END);
+        ck_assert_int_eq(ftell(f), n);
+        rewind(f);
+        ck_assert_int_eq(fread(now, 1, (size_t)n, f), (size_t)n);
+        fclose(f);
+        ck_assert_msg(!memcmp(old, now, (size_t)n), "cut at %ld bytes: the "
+                      "previous checkpoint changed", (long)cut);
+        char tmp[300];
+        snprintf(tmp, sizeof tmp, "%s.tmp%ld.", p, (long)getpid());
+        // The temporary file (path.tmp<pid>.<counter>) is gone.
+        for (unsigned u = 0; u < 64; u++) {
+            char name[320];
+            snprintf(name, sizeof name, "%s%u", tmp, u);
+            ck_assert_msg(access(name, F_OK) != 0, "%s left behind", name);
+        }
+    }
+    signal(SIGXFSZ, xfsz);
+    // Without the limit the same call writes the new weights.
+    ck_assert_int_eq(mhsa_gpt_save(g, p, 1, NULL, 0), MHSA_OK);
+    mhsa_gpt *h = make_gpt(&c, 7);
+    ck_assert_int_eq(mhsa_gpt_load(h, p, 1), MHSA_OK);
+    ck_assert(!memcmp(mhsa_gpt_params(g), mhsa_gpt_params(h),
+                      mhsa_gpt_n_params(g) * sizeof(float)));
+    unlink(p);
+    free(old);
+    free(now);
+    mhsa_gpt_destroy(g);
+    mhsa_gpt_destroy(h);
+}
+END_TEST
+
 // A checkpoint of another shape, a missing tensor or missing optimiser
 // state is refused with a message naming it, and the model is unchanged.
 START_TEST(checkpoint_of_another_shape)
@@ -1139,6 +1207,7 @@ static Suite *suite(void)
                         (int)(sizeof ref_files / sizeof ref_files[0]));
     tcase_add_test(tt, checkpoint_resumes_bit_for_bit);
     tcase_add_test(tt, checkpoint_of_another_shape);
+    tcase_add_test(tt, failed_write_keeps_previous_checkpoint);
 #endif
     tcase_add_test(tt, cached_generation_matches_full_forward);
     tcase_add_test(tt, cache_errors);
