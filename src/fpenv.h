@@ -71,26 +71,29 @@ static inline void mhsa__fp_set(mhsa_fpword w) { (void)w; }
 
 typedef struct mhsa_fpstate { mhsa_fpword word; } mhsa_fpstate;
 
-// The state of the last calling thread that entered from a state other
-// than the library's (fpenv.c): what a pool thread born inside a call gets
-// when its region ends. Two application threads calling at once with
-// different states may see each other's here; each still gets its own
-// state back in its own thread.
+// The state of the last calling thread as its outermost public call found
+// it (fpenv.c): what a pool thread born inside a call gets when its region
+// ends. Two application threads calling at once with different states may
+// see each other's here; each still gets its own state back in its own
+// thread. mhsa__fp_depth counts the public calls a thread is inside (the
+// GPT's calls mhsa_forward), so only the outermost one publishes.
 extern _Atomic mhsa_fpword mhsa__fp_caller_word;
+extern _Thread_local int mhsa__fp_depth;
 
 static inline mhsa_fpstate mhsa__fp_enter(void)
 {
     mhsa_fpstate s = { mhsa__fp_get() };
-    if (s.word != MHSA_LIBRARY_FPWORD) {
+    if (mhsa__fp_depth++ == 0)
         atomic_store_explicit(&mhsa__fp_caller_word, s.word,
                               memory_order_relaxed);
+    if (s.word != MHSA_LIBRARY_FPWORD)
         mhsa__fp_set(MHSA_LIBRARY_FPWORD);
-    }
     return s;
 }
 
 static inline void mhsa__fp_leave(mhsa_fpstate s)
 {
+    mhsa__fp_depth--;
     if (s.word != MHSA_LIBRARY_FPWORD)
         mhsa__fp_set(s.word);
 }

@@ -92,9 +92,9 @@ static int has_subnormal(const float *x, size_t n)
 // ---- the block -------------------------------------------------------------
 
 // The attention variants and shapes: small ones with odd sizes, and one
-// large enough that every parallel region (projections, attention,
-// backward, the cached call, one-token decode and its matrix-vector
-// projections) runs on two threads when there are two.
+// large enough that the projections' GEMM, the attention and the backward
+// run on two threads when there are two (one-token decode and its
+// matrix-vector projections stay on one at this size).
 typedef struct variant {
     const char *name;
     int causal, bias, n_kv_heads, rope_dim, window, masked;
@@ -104,7 +104,7 @@ typedef struct variant {
 static const variant variants[] = {
     { "plain, bias, mask", 0, 1, 0, 0, 0, 1, 2, 13, 7, 32, 4 },
     { "causal GQA RoPE window", 1, 0, 2, 8, 5, 0, 2, 13, 7, 32, 4 },
-    { "causal MQA RoPE, large", 1, 1, 1, 16, 0, 0, 2, 200, 150, 256, 4 },
+    { "causal GQA RoPE, large", 1, 1, 2, 16, 0, 0, 2, 64, 40, 128, 4 },
 };
 enum { N_VARIANTS = sizeof variants / sizeof variants[0] };
 
@@ -544,7 +544,7 @@ START_TEST(caller_state_neither_changes_results_nor_survives)
     ck_assert_int_eq(mhsa_select_isa(all_isas[isa]), MHSA_OK);
     const caller_state *s = &states[si];
     inputs in[2];
-    make_inputs(&variants[_i % N_VARIANTS], 2000 + (uint64_t)isa, in);
+    make_inputs(&variants[_i % 2], 2000 + (uint64_t)isa, in);   // small ones
     size_t cap = 1 << 16, n = 0;
     float *p_def = fresh(cap), *p_st = fresh(cap);
     for (int nt = 1; nt <= 2; nt++) {
