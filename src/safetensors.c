@@ -21,6 +21,7 @@
 
 #include <jansson.h>
 
+#include "file_read.h"
 #include "mhsa_internal.h"
 #include "safetensors.h"
 
@@ -65,26 +66,6 @@ struct mhsa_st_file {
 };
 
 // ---- small helpers --------------------------------------------------------
-
-// pread until n bytes or EOF; 0 = all read, 1 = hit EOF early, -1 = error.
-static int pread_full(int fd, void *buf, size_t n, uint64_t off)
-{
-    unsigned char *p = buf;
-    while (n > 0) {
-        ssize_t r = pread(fd, p, n, (off_t)off);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        if (r == 0)
-            return 1;
-        p += r;
-        n -= (size_t)r;
-        off += (uint64_t)r;
-    }
-    return 0;
-}
 
 static int write_full(int fd, const void *buf, size_t n)
 {
@@ -293,36 +274,20 @@ mhsa_status mhsa__st_open(const char *path, mhsa_st_file **out)
     mhsa_st_file *f = mhsa__alloc(sizeof *f);
     if (!f)
         return mhsa__fail(MHSA_ERR_NO_MEMORY, "%s: no memory", path);
-    f->fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (f->fd < 0) {
-        int err = errno;
-        mhsa__free(f);
-        return mhsa__fail(MHSA_ERR_IO, "%s: cannot open: %s", path,
-                          strerror(err));
-    }
-    mhsa_status s = MHSA_OK;
+    f->fd = -1;
+    uint64_t size = 0, hlen = 0;
+    mhsa_status s = mhsa__open_regular(path, &f->fd, &size);
     char *hdr = NULL;
-    struct stat st;
     unsigned char len8[8];
-    uint64_t hlen = 0, size;
     int r;
-    if (fstat(f->fd, &st) != 0) {
-        s = mhsa__fail(MHSA_ERR_IO, "%s: cannot stat: %s", path,
-                       strerror(errno));
+    if (s != MHSA_OK)
         goto done;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        s = mhsa__fail(MHSA_ERR_IO, "%s: %s", path, S_ISDIR(st.st_mode)
-                       ? "is a directory" : "is not a regular file");
-        goto done;
-    }
-    size = (uint64_t)st.st_size;
     if (size < 8) {
         s = mhsa__fail(MHSA_ERR_FORMAT, "%s: %llu bytes, too short for the "
                        "8-byte header length", path, (unsigned long long)size);
         goto done;
     }
-    r = pread_full(f->fd, len8, 8, 0);
+    r = mhsa__pread_full(f->fd, len8, 8, 0);
     if (r != 0) {
         s = r < 0 ? mhsa__fail(MHSA_ERR_IO, "%s: read error: %s", path,
                                strerror(errno))
@@ -348,7 +313,7 @@ mhsa_status mhsa__st_open(const char *path, mhsa_st_file **out)
                        "header", path, (unsigned long long)hlen);
         goto done;
     }
-    r = pread_full(f->fd, hdr, (size_t)hlen, 8);
+    r = mhsa__pread_full(f->fd, hdr, (size_t)hlen, 8);
     if (r != 0) {
         s = r < 0 ? mhsa__fail(MHSA_ERR_IO, "%s: read error: %s", path,
                                strerror(errno))
@@ -448,7 +413,7 @@ mhsa_status mhsa__st_read_f32(const mhsa_st_file *f, const char *name,
     size_t per = ST_CHUNK / esize;
     for (size_t done = 0; done < count;) {
         size_t k = count - done < per ? count - done : per;
-        int r = pread_full(f->fd, buf, k * esize,
+        int r = mhsa__pread_full(f->fd, buf, k * esize,
                            f->data_start + e->begin + done * esize);
         if (r != 0) {
             // The file was validated at open: a short read now means it
