@@ -517,14 +517,16 @@ START_TEST(dequant_hand_values)
     unsigned char q80[34] = {0x00, 0x40};            // d = 2
     q80[2] = 0x80;                                   // -128 * 2
     q80[33] = 0x7f;                                  // 127 * 2
-    unsigned char f16[4] = {0x55, 0x35, 0x01, 0x80}; // 0x3555, -2^-24
+    // 0x3555, -2^-24, and a signalling NaN, which ggml's conversion (F16C
+    // or its C) makes quiet: 0x7c01 -> 0x7fc02000.
+    unsigned char f16[6] = {0x55, 0x35, 0x01, 0x80, 0x01, 0x7c};
     unsigned char bf16[4] = {0x80, 0x3f, 0x40, 0xc0};   // 1, -3
     gw w = {0};
     gw_tensor t[] = {
         {"q40", 1, {32}, MHSA_GGML_Q4_0, q40, sizeof q40},
         {"q41", 1, {32}, MHSA_GGML_Q4_1, q41, sizeof q41},
         {"q80", 1, {32}, MHSA_GGML_Q8_0, q80, sizeof q80},
-        {"f16", 1, {2}, MHSA_GGML_F16, f16, sizeof f16},
+        {"f16", 1, {3}, MHSA_GGML_F16, f16, sizeof f16},
         {"bf16", 1, {2}, MHSA_GGML_BF16, bf16, sizeof bf16},
     };
     gw_header(&w, 3, 5, 0);
@@ -532,7 +534,7 @@ START_TEST(dequant_hand_values)
     mhsa_gguf_file *f;
     ck_assert_int_eq(open_gw(&w, &f), MHSA_OK);
     float x[32];
-    uint64_t d32 = 32, d2 = 2;
+    uint64_t d32 = 32, d2 = 2, d3 = 3;
     ck_assert_int_eq(mhsa__gguf_read_f32(f, "q40", 1, &d32, x), MHSA_OK);
     ck_assert(x[0] == 3.5f && x[16] == -3.5f && x[15] == -4.0f &&
               x[31] == 0.0f && x[1] == -4.0f && x[17] == -4.0f);
@@ -540,8 +542,11 @@ START_TEST(dequant_hand_values)
     ck_assert(x[0] == 1.5f && x[16] == -0.5f && x[1] == -1.0f);
     ck_assert_int_eq(mhsa__gguf_read_f32(f, "q80", 1, &d32, x), MHSA_OK);
     ck_assert(x[0] == -256.0f && x[31] == 254.0f && x[1] == 0.0f);
-    ck_assert_int_eq(mhsa__gguf_read_f32(f, "f16", 1, &d2, x), MHSA_OK);
+    ck_assert_int_eq(mhsa__gguf_read_f32(f, "f16", 1, &d3, x), MHSA_OK);
     ck_assert(x[0] == 0.333251953125f && x[1] == -0x1p-24f);
+    uint32_t nan_bits;
+    memcpy(&nan_bits, &x[2], sizeof nan_bits);
+    ck_assert_uint_eq(nan_bits, 0x7fc02000u);
     ck_assert_int_eq(mhsa__gguf_read_f32(f, "bf16", 1, &d2, x), MHSA_OK);
     ck_assert(x[0] == 1.0f && x[1] == -3.0f);
     mhsa__gguf_close(f);
