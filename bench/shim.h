@@ -121,6 +121,7 @@ void mhsa_bench_register_decode(void);
 void mhsa_bench_register_variants(void);
 void mhsa_bench_register_kernels(void);
 void mhsa_bench_register_gpt(void);
+void mhsa_bench_register_adversarial(void);
 
 #ifdef __cplusplus
 }

@@ -114,7 +114,7 @@ void mhsa__attention(const mhsa_kernels *k, mhsa_workspace *ws,
     pp.kbad = pp.vbad + heads * pp.ntiles;
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
-    mhsa_fpstate fp = mhsa__fp_enter();
+    mhsa_fpstate fp = mhsa__fp_enter_team();
     float *tiles = ws->tiles + (size_t)omp_get_thread_num() * ws->tile_floats;
     if (pp.on) {
 #pragma omp for schedule(static)
@@ -152,6 +152,6 @@ void mhsa__attention(const mhsa_kernels *k, mhsa_workspace *ws,
         if (a.attn)
             mhsa__head_weights(k, &a, tiles);
     }
-    mhsa__fp_leave(fp);
+    mhsa__fp_leave_team(fp);
     }
 }

@@ -121,7 +121,7 @@ static void attention_backward(const mhsa_kernels *k, mhsa_workspace *ws,
     int split = (size_t)nt > kvs;
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
-    mhsa_fpstate fp = mhsa__fp_enter();
+    mhsa_fpstate fp = mhsa__fp_enter_team();
     float *tiles = ws->tiles + (size_t)omp_get_thread_num() *
                                ws->tile_floats;
     if (!split) {
@@ -161,7 +161,7 @@ static void attention_backward(const mhsa_kernels *k, mhsa_workspace *ws,
             mhsa__head_backward(k, &a, tiles);
         }
     }
-    mhsa__fp_leave(fp);
+    mhsa__fp_leave_team(fp);
     }
 }
 

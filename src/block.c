@@ -4,6 +4,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "fpenv.h"
 #include "mhsa_internal.h"
 
 static _Atomic uint64_t next_block_id = 1;
@@ -158,7 +159,11 @@ mhsa_status mhsa_block_create(const mhsa_config *cfg, mhsa_block **out)
         b->rope_sin = mhsa__alloc(n_rope * sizeof(float));
         if (!b->rope_cos || !b->rope_sin)
             goto oom;
+        // In the library's FP state: the caller's rounding mode must not
+        // change the tables' bits.
+        mhsa_fpstate fp = mhsa__fp_enter();
         rope_tables(b);
+        mhsa__fp_leave(fp);
     }
     b->id = atomic_fetch_add(&next_block_id, 1);
     mhsa__block_repack(b);   // zero weights, packed for the active table
@@ -279,7 +284,7 @@ static void xavier_uniform(float *w, size_t fan_out, size_t fan_in,
     }
 }
 
-mhsa_status mhsa_block_init_random(mhsa_block *blk, uint64_t seed)
+static mhsa_status block_init_random(mhsa_block *blk, uint64_t seed)
 {
     if (!blk)
         return mhsa__fail(MHSA_ERR_INVALID_ARG,
@@ -296,4 +301,12 @@ mhsa_status mhsa_block_init_random(mhsa_block *blk, uint64_t seed)
     }
     mhsa__block_repack(blk);
     return MHSA_OK;
+}
+
+mhsa_status mhsa_block_init_random(mhsa_block *blk, uint64_t seed)
+{
+    mhsa_fpstate fp = mhsa__fp_enter();
+    mhsa_status st = block_init_random(blk, seed);
+    mhsa__fp_leave(fp);
+    return st;
 }

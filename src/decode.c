@@ -153,7 +153,7 @@ void mhsa__attention_decode(const mhsa_kernels *k, mhsa_workspace *ws,
     int nt = mhsa__threads(ws->max_threads, flops, tasks);
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
-        mhsa_fpstate fp = mhsa__fp_enter();
+        mhsa_fpstate fp = mhsa__fp_enter_team();
         float *s = ws->tiles + (size_t)omp_get_thread_num() * ws->tile_floats;
         size_t b = 0;
 #pragma omp for schedule(static)
@@ -185,6 +185,6 @@ void mhsa__attention_decode(const mhsa_kernels *k, mhsa_workspace *ws,
                   j->ctx + bb * j->tq * j->H * dh + h * dh,
                   j->lse ? j->lse + bh * j->tq : NULL);
         }
-        mhsa__fp_leave(fp);
+        mhsa__fp_leave_team(fp);
     }
 }

@@ -192,7 +192,7 @@ void mhsa_sgemm(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
 
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
-        mhsa_fpstate fp = mhsa__fp_enter();
+        mhsa_fpstate fp = mhsa__fp_enter_team();
         float *apack = s->a + (size_t)omp_get_thread_num() * a_floats;
         for (size_t pc = 0; pc < kdim; pc += bl.kc) {
             size_t kc = kdim - pc < bl.kc ? kdim - pc : bl.kc;
@@ -208,7 +208,7 @@ void mhsa_sgemm(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
             // run_tiles' omp for ends with a barrier, so no thread repacks
             // the shared B panel while another still reads it.
         }
-        mhsa__fp_leave(fp);
+        mhsa__fp_leave_team(fp);
     }
 }
 

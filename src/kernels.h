@@ -6,6 +6,15 @@
 // describe: never past n of caller memory (tails are masked or scalar), and
 // no alignment beyond float's is assumed.
 //
+// Kernels run in the library's floating-point state (fpenv.h): round to
+// nearest, subnormals are zero (x86 FTZ+DAZ, AArch64 FPCR.FZ). So an fp32
+// subnormal operand counts as a zero of its sign and no fp32 arithmetic
+// result is subnormal: the exp of every ISA gives +0 below ln(FLT_MIN)
+// (its 2^n scaling multiplies under FTZ), online-softmax rescaling factors
+// that would be subnormal are 0, and so are products that would be. The
+// kernel tests call kernels in the default state as well; both agree
+// wherever no subnormal is involved.
+//
 // Five families:
 //  1. packed GEMM: pack_a / pack_b into micro-panels, sgemm_ukr on one tile
 //     (BLIS: the loops, blocking and threads live once in src/gemm.c);
@@ -204,6 +213,16 @@ typedef struct mhsa_kernels {
     // 0x7e00 | mantissa >> 13; BF16: (bits >> 16) | 0x0040), as F16C's
     // vcvtps2ph and AArch64's fcvtn do. From F16/BF16 the value is exact.
     // MHSA_F32 copies. The scalar versions are the bit-exact reference.
+    // In the library's state (FTZ/DAZ) the F16 conversions still make F16
+    // subnormals from fp32 normals and read them back exactly (they are
+    // fp32 normals): the scalar ones are integer code, and vcvtps2ph /
+    // vcvtph2ps ignore FTZ and (for F16 inputs) DAZ, as AArch64's fcvtn /
+    // fcvtl ignore FZ (FZ16 governs half precision and stays clear). An
+    // fp32 subnormal input rounds to +-0 in F16 either way. BF16 is integer
+    // code on every ISA: a BF16 subnormal pattern widens to its fp32
+    // subnormal bits, which the arithmetic then reads as zero; the library
+    // never stores one, since its fp32 results are never subnormal.
+    // tests/test_subnormal.c checks both states give the same bits.
     void (*cvt_from_f32)(size_t n, const float *src, void *dst,
                          mhsa_dtype dt);
     void (*cvt_to_f32)(size_t n, const void *src, mhsa_dtype dt, float *dst);

@@ -22,14 +22,14 @@ void mhsa__linear(const mhsa_kernels *k, const mhsa_workspace *ws,
                                (double)kdim, chunks);
 #pragma omp parallel num_threads(nt) if (nt > 1)
         {
-            mhsa_fpstate fp = mhsa__fp_enter();
+            mhsa_fpstate fp = mhsa__fp_enter_team();
 #pragma omp for schedule(static)
             for (size_t c = 0; c < chunks; c++) {
                 size_t j0 = c * CH, m = n - j0 < CH ? n - j0 : CH;
                 k->gemv_n(m, kdim, w + j0 * kdim, kdim, x, y + j0,
                           b ? 1.0f : 0.0f);
             }
-            mhsa__fp_leave(fp);
+            mhsa__fp_leave_team(fp);
         }
         return;
     }

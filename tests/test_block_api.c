@@ -423,8 +423,9 @@ START_TEST(isa_switch_between_every_pair)
 END_TEST
 
 // A caller's rounding mode and flush-to-zero bits neither change the
-// results nor survive being changed: the library computes under the default
-// state on every thread and restores the caller's.
+// results nor survive being changed: the library computes under its own
+// state (nearest, subnormals as zero) on every thread and restores the
+// caller's.
 START_TEST(fp_control_state_is_isolated_and_restored)
 {
     rng r = { 21 };

@@ -16,7 +16,9 @@
 //    significant bits, so n * ln2_hi is exact for every n reached here.
 //  - 2^n is applied as 2^(n/2) * 2^(n - n/2): both factors are normal for
 //    n in [-150, 128], so results down to the subnormal range round once,
-//    as libm's do, instead of flushing to 0.
+//    as libm's do, in the default FP state; in the library's (FPCR.FZ,
+//    fpenv.h) a result below FLT_MIN is flushed to +0 by the last multiply,
+//    as the AVX2 and AVX-512 exps give +0 there.
 //  - x is clamped to [-104, 88.72283]: large inputs give a finite value
 //    just below FLT_MAX (clamped, never +inf); inputs below -103.97 (where
 //    e^x rounds to 0 in fp32), including -INFINITY, give an exact +0.

@@ -7,6 +7,7 @@
 // the sums, and their bits, never depend on the thread count.
 #include <string.h>
 
+#include "fpenv.h"
 #include "layers.h"
 
 void mhsa__embed_forward(float *x, const int32_t *tokens, const float *wte,
@@ -14,17 +15,22 @@ void mhsa__embed_forward(float *x, const int32_t *tokens, const float *wte,
 {
     size_t N = B * T;
     int nt = mhsa__layer_threads(N, D);
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
-    for (size_t n = 0; n < N; n++) {
-        float *xn = x + n * D;                              // (D)
-        const float *te = wte + (size_t)tokens[n] * D;      // (D)
-        if (!wpe) {
-            memcpy(xn, te, D * sizeof(float));
-            continue;
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        mhsa_fpstate fp = mhsa__fp_enter_team();
+#pragma omp for schedule(static)
+        for (size_t n = 0; n < N; n++) {
+            float *xn = x + n * D;                              // (D)
+            const float *te = wte + (size_t)tokens[n] * D;      // (D)
+            if (!wpe) {
+                memcpy(xn, te, D * sizeof(float));
+                continue;
+            }
+            const float *pe = wpe + (n % T) * D;                // (D)
+            for (size_t d = 0; d < D; d++)
+                xn[d] = te[d] + pe[d];
         }
-        const float *pe = wpe + (n % T) * D;                // (D)
-        for (size_t d = 0; d < D; d++)
-            xn[d] = te[d] + pe[d];
+        mhsa__fp_leave_team(fp);
     }
 }
 

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "fpenv.h"
 #include "layers.h"
 
 #define GELU_S 0.7978845608028654f   // sqrt(2 / pi)
@@ -104,10 +105,15 @@ void mhsa__gelu_forward(float *y, float *dydx, const float *x, size_t n)
 {
     size_t chunks = (n + CHUNK - 1) / CHUNK;
     int nt = mhsa__layer_threads(chunks, CHUNK);
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
-    for (size_t c = 0; c < chunks; c++)
-        gelu_range(y, dydx, x, c * CHUNK,
-                   (c + 1) * CHUNK < n ? (c + 1) * CHUNK : n);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        mhsa_fpstate fp = mhsa__fp_enter_team();
+#pragma omp for schedule(static)
+        for (size_t c = 0; c < chunks; c++)
+            gelu_range(y, dydx, x, c * CHUNK,
+                       (c + 1) * CHUNK < n ? (c + 1) * CHUNK : n);
+        mhsa__fp_leave_team(fp);
+    }
 }
 
 void mhsa__gelu_backward(float *dx, const float *dydx, const float *dy,
@@ -115,8 +121,13 @@ void mhsa__gelu_backward(float *dx, const float *dydx, const float *dy,
 {
     size_t chunks = (n + CHUNK - 1) / CHUNK;
     int nt = mhsa__layer_threads(chunks, CHUNK);
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
-    for (size_t c = 0; c < chunks; c++)
-        mul_range(dx, dydx, dy, c * CHUNK,
-                  (c + 1) * CHUNK < n ? (c + 1) * CHUNK : n);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        mhsa_fpstate fp = mhsa__fp_enter_team();
+#pragma omp for schedule(static)
+        for (size_t c = 0; c < chunks; c++)
+            mul_range(dx, dydx, dy, c * CHUNK,
+                      (c + 1) * CHUNK < n ? (c + 1) * CHUNK : n);
+        mhsa__fp_leave_team(fp);
+    }
 }

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "fpenv.h"
 #include "gpt_internal.h"
 #include "train_internal.h"
 
@@ -387,7 +388,7 @@ static int ends_with(const char *s, const char *suffix)
     return a >= b && !strcmp(s + a - b, suffix);
 }
 
-mhsa_status mhsa_gpt_init_random(mhsa_gpt *g, uint64_t seed)
+static mhsa_status gpt_init_random(mhsa_gpt *g, uint64_t seed)
 {
     if (!g)
         return mhsa__fail(MHSA_ERR_INVALID_ARG,
@@ -419,6 +420,14 @@ mhsa_status mhsa_gpt_init_random(mhsa_gpt *g, uint64_t seed)
     return MHSA_OK;
 }
 
+mhsa_status mhsa_gpt_init_random(mhsa_gpt *g, uint64_t seed)
+{
+    mhsa_fpstate fp = mhsa__fp_enter();
+    mhsa_status st = gpt_init_random(g, seed);
+    mhsa__fp_leave(fp);
+    return st;
+}
+
 // ---- forward ----------------------------------------------------------------
 
 mhsa_status mhsa__gpt_sync_block(mhsa_gpt *g, size_t l)
@@ -445,9 +454,14 @@ void mhsa__gpt_layer_post(mhsa_gpt *g, size_t l, size_t N, float *x_next,
     gpt_layer_acts *a = &g->la[l];
     size_t D = g->D, F = 4 * D;
     int nt = mhsa__layer_threads(N, D);
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
-    for (size_t i = 0; i < N * D; i++)
-        a->xmid[i] = a->x[i] + a->att[i];
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        mhsa_fpstate fp = mhsa__fp_enter_team();
+#pragma omp for schedule(static)
+        for (size_t i = 0; i < N * D; i++)
+            a->xmid[i] = a->x[i] + a->att[i];
+        mhsa__fp_leave_team(fp);
+    }
     mhsa__layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->xmid,
                             gpt_p(g, o->ln2_w), gpt_p(g, o->ln2_b), N, D);
     mhsa__linear_forward(g->k, &g->gs, a->fch, NULL, a->ln2,
@@ -494,9 +508,9 @@ static mhsa_status forward_layers(mhsa_gpt *g, int B, int T, int attn_layer,
     return MHSA_OK;
 }
 
-mhsa_status mhsa_gpt_forward(mhsa_gpt *g, const int32_t *tokens,
-                             const int32_t *targets, int B, int T,
-                             double norm, float *loss)
+static mhsa_status gpt_forward(mhsa_gpt *g, const int32_t *tokens,
+                               const int32_t *targets, int B, int T,
+                               double norm, float *loss)
 {
     static const char fn[] = "mhsa_gpt_forward";
     if (!g || !tokens || (targets && !loss))
@@ -535,8 +549,18 @@ mhsa_status mhsa_gpt_forward(mhsa_gpt *g, const int32_t *tokens,
     return MHSA_OK;
 }
 
-mhsa_status mhsa_gpt_attention(mhsa_gpt *g, int layer, const int32_t *tokens,
-                               int T, float *attn)
+mhsa_status mhsa_gpt_forward(mhsa_gpt *g, const int32_t *tokens,
+                             const int32_t *targets, int B, int T,
+                             double norm, float *loss)
+{
+    mhsa_fpstate fp = mhsa__fp_enter();
+    mhsa_status st = gpt_forward(g, tokens, targets, B, T, norm, loss);
+    mhsa__fp_leave(fp);
+    return st;
+}
+
+static mhsa_status gpt_attention(mhsa_gpt *g, int layer, const int32_t *tokens,
+                                 int T, float *attn)
 {
     static const char fn[] = "mhsa_gpt_attention";
     if (!g || !tokens || !attn)
@@ -555,6 +579,15 @@ mhsa_status mhsa_gpt_attention(mhsa_gpt *g, int layer, const int32_t *tokens,
     g->have_forward = 0;
     memcpy(g->tokens, tokens, (size_t)T * sizeof(int32_t));
     return forward_layers(g, 1, T, layer, attn);
+}
+
+mhsa_status mhsa_gpt_attention(mhsa_gpt *g, int layer, const int32_t *tokens,
+                               int T, float *attn)
+{
+    mhsa_fpstate fp = mhsa__fp_enter();
+    mhsa_status st = gpt_attention(g, layer, tokens, T, attn);
+    mhsa__fp_leave(fp);
+    return st;
 }
 
 // ---- backward ---------------------------------------------------------------
@@ -603,7 +636,7 @@ static mhsa_status layer_backward(mhsa_gpt *g, size_t l, size_t N)
     return MHSA_OK;
 }
 
-mhsa_status mhsa_gpt_backward(mhsa_gpt *g)
+static mhsa_status gpt_backward(mhsa_gpt *g)
 {
     if (!g)
         return mhsa__fail(MHSA_ERR_INVALID_ARG,
@@ -638,6 +671,14 @@ mhsa_status mhsa_gpt_backward(mhsa_gpt *g)
     return MHSA_OK;
 }
 
+mhsa_status mhsa_gpt_backward(mhsa_gpt *g)
+{
+    mhsa_fpstate fp = mhsa__fp_enter();
+    mhsa_status st = gpt_backward(g);
+    mhsa__fp_leave(fp);
+    return st;
+}
+
 // ---- optimiser --------------------------------------------------------------
 
 // Sum of x[i]^2 in eight interleaved double lanes (a fixed order the
@@ -655,8 +696,8 @@ MHSA_CLONES static double sum_squares(const float *x, size_t n)
            ((acc[1] + acc[5]) + (acc[3] + acc[7]));
 }
 
-mhsa_status mhsa_gpt_step(mhsa_gpt *g, const mhsa_optim_config *cfg,
-                          float *grad_norm)
+static mhsa_status gpt_step(mhsa_gpt *g, const mhsa_optim_config *cfg,
+                            float *grad_norm)
 {
     if (!g)
         return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa_gpt_step: g is NULL");
@@ -680,6 +721,15 @@ mhsa_status mhsa_gpt_step(mhsa_gpt *g, const mhsa_optim_config *cfg,
     if (grad_norm)
         *grad_norm = (float)norm;
     return MHSA_OK;
+}
+
+mhsa_status mhsa_gpt_step(mhsa_gpt *g, const mhsa_optim_config *cfg,
+                          float *grad_norm)
+{
+    mhsa_fpstate fp = mhsa__fp_enter();
+    mhsa_status st = gpt_step(g, cfg, grad_norm);
+    mhsa__fp_leave(fp);
+    return st;
 }
 
 float mhsa_lr_cosine(int64_t s, int64_t warmup, int64_t total, float lr_max,

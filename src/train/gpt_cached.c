@@ -7,6 +7,7 @@
 // With one row the linear layers use the table's gemv_n (linear.c).
 #include <string.h>
 
+#include "fpenv.h"
 #include "gpt_internal.h"
 
 struct mhsa_gpt_cache {
@@ -73,9 +74,9 @@ void mhsa_gpt_cache_reset(mhsa_gpt_cache *c)
 
 int mhsa_gpt_cache_len(const mhsa_gpt_cache *c) { return c ? c->len : 0; }
 
-mhsa_status mhsa_gpt_forward_cached(mhsa_gpt *g, mhsa_gpt_cache *c,
-                                    const int32_t *tokens, int n,
-                                    float *logits)
+static mhsa_status gpt_forward_cached(mhsa_gpt *g, mhsa_gpt_cache *c,
+                                      const int32_t *tokens, int n,
+                                      float *logits)
 {
     static const char fn[] = "mhsa_gpt_forward_cached";
     if (!g || !c || !tokens || !logits)
@@ -136,4 +137,14 @@ mhsa_status mhsa_gpt_forward_cached(mhsa_gpt *g, mhsa_gpt_cache *c,
     memcpy(logits, g->logits, g->V * sizeof(float));
     c->len += n;
     return MHSA_OK;
+}
+
+mhsa_status mhsa_gpt_forward_cached(mhsa_gpt *g, mhsa_gpt_cache *c,
+                                    const int32_t *tokens, int n,
+                                    float *logits)
+{
+    mhsa_fpstate fp = mhsa__fp_enter();
+    mhsa_status st = gpt_forward_cached(g, c, tokens, n, logits);
+    mhsa__fp_leave(fp);
+    return st;
 }

@@ -13,6 +13,7 @@
 // over threads; dw and db are summed over rows in order on one thread.
 #include <math.h>
 
+#include "fpenv.h"
 #include "layers.h"
 
 #define LN_EPS 1e-5f
@@ -66,9 +67,14 @@ void mhsa__layernorm_forward(float *y, float *mean, float *rstd,
                              size_t N, size_t D)
 {
     int nt = mhsa__layer_threads(N, 3 * D);
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
-    for (size_t n = 0; n < N; n++)
-        ln_row(y + n * D, mean + n, rstd + n, x + n * D, w, b, D);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        mhsa_fpstate fp = mhsa__fp_enter_team();
+#pragma omp for schedule(static)
+        for (size_t n = 0; n < N; n++)
+            ln_row(y + n * D, mean + n, rstd + n, x + n * D, w, b, D);
+        mhsa__fp_leave_team(fp);
+    }
 }
 
 // dx of one row (added).
@@ -123,9 +129,14 @@ void mhsa__layernorm_backward(float *dx, float *dw, float *db,
                               const float *rstd, size_t N, size_t D)
 {
     int nt = mhsa__layer_threads(N, 4 * D);
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
-    for (size_t n = 0; n < N; n++)
-        ln_row_backward(dx + n * D, dy + n * D, x + n * D, w, mean[n],
-                        rstd[n], D);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        mhsa_fpstate fp = mhsa__fp_enter_team();
+#pragma omp for schedule(static)
+        for (size_t n = 0; n < N; n++)
+            ln_row_backward(dx + n * D, dy + n * D, x + n * D, w, mean[n],
+                            rstd[n], D);
+        mhsa__fp_leave_team(fp);
+    }
     ln_param_grads(dw, db, dy, x, mean, rstd, N, D);
 }

@@ -9,6 +9,7 @@
 //            db += sum over rows of dy      (OC)
 #include <string.h>
 
+#include "fpenv.h"
 #include "layers.h"
 
 // db (OC) += sum over the N rows of dy (N, OC), in row order.
@@ -30,18 +31,23 @@ void mhsa__linear_forward(const mhsa_kernels *k, const mhsa_gemm_scratch *gs,
     // C of the GEMM starts as (add + b) and the product is added to it.
     if (add || b) {
         int nt = mhsa__layer_threads(N, OC);
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
-        for (size_t n = 0; n < N; n++) {
-            float *yn = y + n * OC;                         // (OC)
-            if (!add) {
-                memcpy(yn, b, OC * sizeof(float));
-            } else if (b) {
-                const float *an = add + n * OC;             // (OC)
-                for (size_t o = 0; o < OC; o++)
-                    yn[o] = an[o] + b[o];
-            } else if (add != y) {
-                memcpy(yn, add + n * OC, OC * sizeof(float));
+#pragma omp parallel num_threads(nt) if (nt > 1)
+        {
+            mhsa_fpstate fp = mhsa__fp_enter_team();
+#pragma omp for schedule(static)
+            for (size_t n = 0; n < N; n++) {
+                float *yn = y + n * OC;                         // (OC)
+                if (!add) {
+                    memcpy(yn, b, OC * sizeof(float));
+                } else if (b) {
+                    const float *an = add + n * OC;             // (OC)
+                    for (size_t o = 0; o < OC; o++)
+                        yn[o] = an[o] + b[o];
+                } else if (add != y) {
+                    memcpy(yn, add + n * OC, OC * sizeof(float));
+                }
             }
+            mhsa__fp_leave_team(fp);
         }
     }
     float beta = add || b ? 1.0f : 0.0f;

@@ -10,6 +10,7 @@
 // double, in row order, so the result does not depend on threads.
 #include <math.h>
 
+#include "fpenv.h"
 #include "mhsa_internal.h"
 #include "train_internal.h"
 
@@ -17,8 +18,11 @@ mhsa_status mhsa_cross_entropy(int n, int V, const float *logits,
                                const int32_t *targets, float *loss,
                                float *row_loss, float *dlogits)
 {
-    return mhsa__cross_entropy_over(n, V, logits, targets, 0, loss, row_loss,
-                                    dlogits);
+    mhsa_fpstate fp = mhsa__fp_enter();
+    mhsa_status st = mhsa__cross_entropy_over(n, V, logits, targets, 0, loss,
+                                              row_loss, dlogits);
+    mhsa__fp_leave(fp);
+    return st;
 }
 
 mhsa_status mhsa__cross_entropy_over(int n, int V, const float *logits,

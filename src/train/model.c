@@ -22,6 +22,7 @@
 #include <omp.h>
 #include <string.h>
 
+#include "fpenv.h"
 #include "gemm.h"
 #include "mhsa_internal.h"
 #include "train_internal.h"
@@ -266,7 +267,7 @@ mhsa_status mhsa_lm_get_tensor(const mhsa_lm *lm, int i, mhsa_lm_tensor *out)
     return MHSA_OK;
 }
 
-mhsa_status mhsa_lm_init_random(mhsa_lm *lm, uint64_t seed)
+static mhsa_status lm_init_random(mhsa_lm *lm, uint64_t seed)
 {
     if (!lm)
         return mhsa__fail(MHSA_ERR_INVALID_ARG,
@@ -296,6 +297,14 @@ mhsa_status mhsa_lm_init_random(mhsa_lm *lm, uint64_t seed)
     return MHSA_OK;
 }
 
+mhsa_status mhsa_lm_init_random(mhsa_lm *lm, uint64_t seed)
+{
+    mhsa_fpstate fp = mhsa__fp_enter();
+    mhsa_status st = lm_init_random(lm, seed);
+    mhsa__fp_leave(fp);
+    return st;
+}
+
 // x (T, D) rows of one sequence: token embedding plus position embedding.
 static void embed(const mhsa_lm *lm, const int32_t *tok, int T, float *x)
 {
@@ -322,12 +331,22 @@ void mhsa__lm_flat(mhsa_lm *lm, float **param, float **grad)
     *grad = lm->grad;
 }
 
+static mhsa_status lm_forward(mhsa_lm *lm, const int32_t *tokens,
+                              const int32_t *targets, int B, int T,
+                              float *loss, float *pos_loss)
+{
+    return mhsa__lm_forward_over(lm, tokens, targets, B, T, 0, loss,
+                                 pos_loss);
+}
+
 mhsa_status mhsa_lm_forward(mhsa_lm *lm, const int32_t *tokens,
                             const int32_t *targets, int B, int T,
                             float *loss, float *pos_loss)
 {
-    return mhsa__lm_forward_over(lm, tokens, targets, B, T, 0, loss,
-                                 pos_loss);
+    mhsa_fpstate fp = mhsa__fp_enter();
+    mhsa_status st = lm_forward(lm, tokens, targets, B, T, loss, pos_loss);
+    mhsa__fp_leave(fp);
+    return st;
 }
 
 mhsa_status mhsa__lm_forward_over(mhsa_lm *lm, const int32_t *tokens,
@@ -383,7 +402,7 @@ mhsa_status mhsa__lm_forward_over(mhsa_lm *lm, const int32_t *tokens,
     return MHSA_OK;
 }
 
-mhsa_status mhsa_lm_backward(mhsa_lm *lm)
+static mhsa_status lm_backward(mhsa_lm *lm)
 {
     if (!lm)
         return mhsa__fail(MHSA_ERR_INVALID_ARG,
@@ -434,8 +453,16 @@ mhsa_status mhsa_lm_backward(mhsa_lm *lm)
     return MHSA_OK;
 }
 
-mhsa_status mhsa_lm_step(mhsa_lm *lm, const mhsa_optim_config *cfg,
-                         float *grad_norm)
+mhsa_status mhsa_lm_backward(mhsa_lm *lm)
+{
+    mhsa_fpstate fp = mhsa__fp_enter();
+    mhsa_status st = lm_backward(lm);
+    mhsa__fp_leave(fp);
+    return st;
+}
+
+static mhsa_status lm_step(mhsa_lm *lm, const mhsa_optim_config *cfg,
+                           float *grad_norm)
 {
     if (!lm)
         return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa_lm_step: lm is NULL");
@@ -462,8 +489,17 @@ mhsa_status mhsa_lm_step(mhsa_lm *lm, const mhsa_optim_config *cfg,
     return MHSA_OK;
 }
 
-mhsa_status mhsa_lm_attention(mhsa_lm *lm, const int32_t *tokens, int T,
-                              float *attn)
+mhsa_status mhsa_lm_step(mhsa_lm *lm, const mhsa_optim_config *cfg,
+                         float *grad_norm)
+{
+    mhsa_fpstate fp = mhsa__fp_enter();
+    mhsa_status st = lm_step(lm, cfg, grad_norm);
+    mhsa__fp_leave(fp);
+    return st;
+}
+
+static mhsa_status lm_attention(mhsa_lm *lm, const int32_t *tokens, int T,
+                                float *attn)
 {
     static const char fn[] = "mhsa_lm_attention";
     if (!lm || !tokens || !attn)
@@ -483,4 +519,13 @@ mhsa_status mhsa_lm_attention(mhsa_lm *lm, const int32_t *tokens, int T,
     embed(lm, tokens, T, lm->attn_x);
     return mhsa_forward(lm->blk, lm->ws, lm->attn_x, 1, T, NULL, lm->attn_y,
                         attn);
+}
+
+mhsa_status mhsa_lm_attention(mhsa_lm *lm, const int32_t *tokens, int T,
+                              float *attn)
+{
+    mhsa_fpstate fp = mhsa__fp_enter();
+    mhsa_status st = lm_attention(lm, tokens, T, attn);
+    mhsa__fp_leave(fp);
+    return st;
 }

@@ -8,6 +8,7 @@
 // no order of summation is involved at all.
 #include <math.h>
 
+#include "fpenv.h"
 #include "layers.h"
 #include "mhsa_internal.h"
 #include "train_internal.h"
@@ -78,9 +79,9 @@ MHSA_CLONES static void adamw(size_t n, float *p, const float *g, float *m,
     }
 }
 
-mhsa_status mhsa_optim_update(const mhsa_optim_config *cfg, int64_t step,
-                              size_t n, float *p, const float *g, float *m,
-                              float *v, float grad_scale, int decay)
+static mhsa_status optim_update(const mhsa_optim_config *cfg, int64_t step,
+                                size_t n, float *p, const float *g, float *m,
+                                float *v, float grad_scale, int decay)
 {
     mhsa_status st = mhsa__optim_check(cfg, "mhsa_optim_update");
     if (st != MHSA_OK)
@@ -110,4 +111,14 @@ mhsa_status mhsa_optim_update(const mhsa_optim_config *cfg, int64_t step,
     adamw(n, p, g, m, v, grad_scale, 1.0f - lr * wd, lr, b1, b2, bc1, bc2,
           eps);
     return MHSA_OK;
+}
+
+mhsa_status mhsa_optim_update(const mhsa_optim_config *cfg, int64_t step,
+                              size_t n, float *p, const float *g, float *m,
+                              float *v, float grad_scale, int decay)
+{
+    mhsa_fpstate fp = mhsa__fp_enter();
+    mhsa_status st = optim_update(cfg, step, n, p, g, m, v, grad_scale, decay);
+    mhsa__fp_leave(fp);
+    return st;
 }

@@ -10,6 +10,7 @@
 // summed in row order afterwards, so no bit depends on the thread count.
 #include <math.h>
 
+#include "fpenv.h"
 #include "layers.h"
 
 static double lse_minus_target(const float *z, size_t V, int c)
@@ -28,18 +29,23 @@ double mhsa__xent_forward(const mhsa_kernels *k, float *probs, float *loss,
                           size_t N, size_t V)
 {
     int nt = mhsa__layer_threads(N, 4 * V);
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
-    for (size_t n = 0; n < N; n++) {
-        const float *z = logits + n * V;    // (V)
-        float *p = probs + n * V;           // (V)
-        k->softmax_row(V, z, p);
-        int c = targets[n];
-        if (c < 0)
-            loss[n] = 0.0f;
-        else if (p[c] > 0.0f)
-            loss[n] = (float)-log((double)p[c]);
-        else
-            loss[n] = (float)lse_minus_target(z, V, c);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        mhsa_fpstate fp = mhsa__fp_enter_team();
+#pragma omp for schedule(static)
+        for (size_t n = 0; n < N; n++) {
+            const float *z = logits + n * V;    // (V)
+            float *p = probs + n * V;           // (V)
+            k->softmax_row(V, z, p);
+            int c = targets[n];
+            if (c < 0)
+                loss[n] = 0.0f;
+            else if (p[c] > 0.0f)
+                loss[n] = (float)-log((double)p[c]);
+            else
+                loss[n] = (float)lse_minus_target(z, V, c);
+        }
+        mhsa__fp_leave_team(fp);
     }
     double sum = 0.0;
     for (size_t n = 0; n < N; n++)
@@ -66,7 +72,12 @@ void mhsa__xent_backward(float *probs, const int32_t *targets, size_t N,
                          size_t V, float scale)
 {
     int nt = mhsa__layer_threads(N, V);
-#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
-    for (size_t n = 0; n < N; n++)
-        xent_row_backward(probs + n * V, targets[n], V, scale);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        mhsa_fpstate fp = mhsa__fp_enter_team();
+#pragma omp for schedule(static)
+        for (size_t n = 0; n < N; n++)
+            xent_row_backward(probs + n * V, targets[n], V, scale);
+        mhsa__fp_leave_team(fp);
+    }
 }
