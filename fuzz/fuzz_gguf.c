@@ -4,7 +4,8 @@
 // element), the typed getters on the keys a llama loader asks for, and
 // every tensor read as fp32 at its own shape. A file that opens must keep
 // the reader's promises (tensors inside the file, strings as long as they
-// say); nothing may crash, leak or read outside the file's bytes.
+// say); a tokenizer it loads must give a text back byte for byte; nothing
+// may crash, leak or read outside the file's bytes.
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "gguf.h"
+#include "llama/tokenizer.h"
 #include "mhsa.h"
 
 #define CHECK(c) do { if (!(c)) abort(); } while (0)
@@ -107,6 +109,30 @@ static void getters(const mhsa_gguf_file *f)
     }
 }
 
+// The file's tokenizer, if it has one that loads: a text with a bit of
+// everything (digits, contractions, emoji, a combining mark, invalid
+// bytes) encodes and decodes back to itself.
+static void tokenizer(const mhsa_gguf_file *f)
+{
+    static const char text[] = "It's 2024: caf\xc3\xa9 e\xcc\x81 "
+                               "\xf0\x9f\x98\x80\xff\xc0  x\n\n";
+    mhsa_tokenizer *t = NULL;
+    mhsa_status s = mhsa__tok_load(f, &t);
+    CHECK(s == MHSA_OK || s == MHSA_ERR_FORMAT ||
+          s == MHSA_ERR_UNSUPPORTED);
+    if (!t)
+        return;
+    int32_t ids[sizeof text + 2];
+    char back[sizeof text];
+    size_t n, len;
+    CHECK(mhsa__tok_encode(t, text, sizeof text - 1, 0, ids,
+                           sizeof text + 1, &n) == MHSA_OK);
+    CHECK(mhsa__tok_decode(t, ids, n, 0, back, sizeof back, &len) ==
+          MHSA_OK);
+    CHECK(len == sizeof text - 1 && !memcmp(back, text, len));
+    mhsa__tok_free(t);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -137,6 +163,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         walk(mhsa__gguf_kv_val(f, i), size, 0);
     }
     getters(f);
+    tokenizer(f);
     uint64_t data_off = mhsa__gguf_data_offset(f);
     for (size_t i = 0; i < mhsa__gguf_tensor_count(f); i++) {
         const mhsa_gguf_tensor *t = mhsa__gguf_tensor_at(f, i);

@@ -2,7 +2,8 @@
 // with the tests' writer (tests/gguf_writer.c): every metadata type, one
 // tensor of each readable type and an unreadable one, version 2 with
 // general.alignment 64, a tokenizer-like vocabulary with a Llama-like
-// tensor set, and an empty file. Deterministic. Built with -Dfuzz=true:
+// tensor set, a whole byte-level vocabulary, and an empty file.
+// Deterministic. Built with -Dfuzz=true:
 //   build-fuzz/fuzz/make_gguf_seeds fuzz/corpus/fuzz_gguf
 // The seeds are committed; this program documents how they were made.
 #include <stdint.h>
@@ -12,6 +13,7 @@
 
 #include "gguf.h"
 #include "gguf_writer.h"
+#include "llama/unicode.h"
 
 // fuzz.sh's -max_len: a longer seed would be cut short.
 enum { MAX_SEED = 4096 };
@@ -124,6 +126,39 @@ static void llama_like(gw *w)
     gw_tensors(w, t, 2, 32);
 }
 
+// A whole byte-level vocabulary (the 256 byte tokens, a few merges and a
+// control token), so that fuzz_gguf's tokenizer check has one that loads.
+static void byte_vocab(gw *w)
+{
+    static const char *const merges[] = {
+        "h e", "l l", "he ll", "\xc4\xa0 w", "' s", "2 0",
+    };
+    static const char *const merged[] = {"he", "ll", "hell", "\xc4\xa0w",
+                                         "'s", "<|im_end|>"};
+    gw_header(w, 3, 0, 6);
+    gw_key(w, "tokenizer.ggml.model", MHSA_GGUF_STRING);
+    gw_str(w, "gpt2");
+    gw_key(w, "tokenizer.ggml.pre", MHSA_GGUF_STRING);
+    gw_str(w, "smollm");
+    gw_key(w, "tokenizer.ggml.tokens", MHSA_GGUF_ARRAY);
+    gw_arr(w, MHSA_GGUF_STRING, 256 + 6);
+    for (int b = 0; b < 256; b++) {
+        unsigned char u[4];
+        size_t n = mhsa__utf8_put(mhsa__byte_to_cp((unsigned char)b), u);
+        gw_strn(w, (const char *)u, n);
+    }
+    for (int i = 0; i < 6; i++)
+        gw_str(w, merged[i]);
+    gw_key(w, "tokenizer.ggml.merges", MHSA_GGUF_ARRAY);
+    gw_arr(w, MHSA_GGUF_STRING, 6);
+    for (int i = 0; i < 6; i++)
+        gw_str(w, merges[i]);
+    gw_key(w, "tokenizer.ggml.eos_token_id", MHSA_GGUF_UINT32);
+    gw_u32(w, 256 + 5);
+    gw_key(w, "tokenizer.ggml.add_bos_token", MHSA_GGUF_BOOL);
+    gw_u8(w, 0);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -142,6 +177,9 @@ int main(int argc, char **argv)
     gw_free(&w);
     llama_like(&w);
     save(&w, argv[1], "llama_like");
+    gw_free(&w);
+    byte_vocab(&w);
+    save(&w, argv[1], "byte_vocab");
     gw_free(&w);
     gw_header(&w, 3, 0, 0);
     save(&w, argv[1], "empty");

@@ -351,7 +351,7 @@ static mhsa_status rd_tensor(cursor *c, size_t i)
         if (numel > (uint64_t)INT64_MAX / ne[d] || numel * ne[d] > SIZE_MAX)
             return bad(c, "element count overflows");
         numel *= ne[d];
-        t->dims[nd - 1 - d] = ne[d];
+        t->dims[nd - 1 - d] = (size_t)ne[d];   // numel fits size_t
     }
     t->numel = numel;
     if ((s = rd_u32(c, &type, "tensor type")) != MHSA_OK)

@@ -132,7 +132,7 @@ typedef struct mhsa_gguf_tensor {
     uint32_t type;          // ggml type number
     const char *type_name;  // ggml's name: "f32", "q4_0", "q6_K", ...
     int n_dims;             // 1 .. MHSA_GGUF_MAX_DIMS
-    uint64_t dims[MHSA_GGUF_MAX_DIMS];   // outermost first (see the top)
+    size_t dims[MHSA_GGUF_MAX_DIMS];     // outermost first (see the top)
     uint64_t numel;         // product of dims
     uint64_t offset;        // bytes from the start of the data section
     uint64_t bytes;         // bytes of data
@@ -155,7 +155,7 @@ uint64_t mhsa__gguf_data_offset(const mhsa_gguf_file *f);
 // is MHSA_ERR_FORMAT naming the tensor (and the expected and found shape,
 // or the type's name and number). dst may be partly written on failure.
 mhsa_status mhsa__gguf_read_f32(const mhsa_gguf_file *f, const char *name,
-                                int n_dims, const uint64_t *dims,
+                                int n_dims, const size_t *dims,
                                 float *dst);
 
 #endif

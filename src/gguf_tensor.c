@@ -4,7 +4,6 @@
 // fp32 array. The data are row-major with ne[0] contiguous, so the blocks
 // in file order are the elements in row-major order of dims (gguf.h).
 #include <errno.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "file_read.h"
@@ -49,20 +48,8 @@ uint64_t mhsa__gguf_data_offset(const mhsa_gguf_file *f)
     return f->data_offset;
 }
 
-// "[3, 4]" into buf (truncated to cap), for error messages.
-static const char *fmt_dims(char *buf, size_t cap, int n, const uint64_t *d)
-{
-    size_t len = (size_t)snprintf(buf, cap, "[");
-    for (int i = 0; i < n && len < cap; i++)
-        len += (size_t)snprintf(buf + len, cap - len, "%s%llu",
-                                i ? ", " : "", (unsigned long long)d[i]);
-    if (len < cap)
-        snprintf(buf + len, cap - len, "]");
-    return buf;
-}
-
 mhsa_status mhsa__gguf_read_f32(const mhsa_gguf_file *f, const char *name,
-                                int n_dims, const uint64_t *dims,
+                                int n_dims, const size_t *dims,
                                 float *dst)
 {
     if (!f || !name || n_dims < 1 || n_dims > MHSA_GGUF_MAX_DIMS ||
@@ -72,16 +59,10 @@ mhsa_status mhsa__gguf_read_f32(const mhsa_gguf_file *f, const char *name,
     const mhsa_gguf_tensor *t = mhsa__gguf_tensor(f, name);
     if (!t)
         return mhsa__fail(MHSA_ERR_FORMAT, "tensor '%s' not found", name);
-    int same = t->n_dims == n_dims;
-    for (int i = 0; same && i < n_dims; i++)
-        same = t->dims[i] == dims[i];
-    if (!same) {
-        char want[96], got[96];
-        return mhsa__fail(MHSA_ERR_FORMAT, "tensor '%s': expected shape %s, "
-                          "found %s", name, fmt_dims(want, sizeof want,
-                          n_dims, dims), fmt_dims(got, sizeof got, t->n_dims,
-                          t->dims));
-    }
+    mhsa_status s = mhsa__check_shape(name, n_dims, dims, t->n_dims,
+                                      t->dims);
+    if (s != MHSA_OK)
+        return s;
     const mhsa_ggml_type_info *info = mhsa__ggml_type(t->type);
     if (!info->dequant)
         return mhsa__fail(MHSA_ERR_FORMAT, "tensor '%s': type %s (%u) cannot "
@@ -94,7 +75,6 @@ mhsa_status mhsa__gguf_read_f32(const mhsa_gguf_file *f, const char *name,
     size_t blocks = (size_t)(t->numel / info->block);
     size_t per = GGUF_READ_CHUNK / info->bytes;
     uint64_t off = f->data_offset + t->offset;
-    mhsa_status s = MHSA_OK;
     for (size_t done = 0; done < blocks;) {
         size_t k = blocks - done < per ? blocks - done : per;
         int r = mhsa__pread_full(f->fd, buf, k * info->bytes,

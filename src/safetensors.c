@@ -83,21 +83,6 @@ static int write_full(int fd, const void *buf, size_t n)
     return 0;
 }
 
-// "[3, 4]" into buf (truncated to cap), for error messages.
-static const char *fmt_shape(char *buf, size_t cap, int ndim,
-                             const size_t *dims)
-{
-    size_t len = 0;
-    buf[0] = '\0';
-    len += (size_t)snprintf(buf, cap, "[");
-    for (int i = 0; i < ndim && len < cap; i++)
-        len += (size_t)snprintf(buf + len, cap - len, "%s%zu",
-                                i ? ", " : "", dims[i]);
-    if (len < cap)
-        snprintf(buf + len, cap - len, "]");
-    return buf;
-}
-
 // A JSON integer in [0, SIZE_MAX], else 0. jansson keeps integers as
 // json_int_t (long long); reals, negatives and out-of-range values fail.
 static int json_size(const json_t *v, size_t *out)
@@ -185,7 +170,7 @@ static mhsa_status parse_entry(const char *path, const char *name,
                           "%s: tensor '%s': %s %s needs %zu bytes, "
                           "data_offsets give %zu", path, name,
                           st_dtypes[e->dtype].name,
-                          fmt_shape(s, sizeof s, e->ndim, e->dims), bytes,
+                          mhsa__fmt_shape(s, sizeof s, e->ndim, e->dims), bytes,
                           e->end - e->begin);
     }
     return MHSA_OK;
@@ -389,15 +374,9 @@ mhsa_status mhsa__st_read_f32(const mhsa_st_file *f, const char *name,
     const st_entry *e = find(f, name);
     if (!e)
         return mhsa__fail(MHSA_ERR_FORMAT, "tensor '%s' not found", name);
-    int same = e->ndim == ndim;
-    for (int i = 0; same && i < ndim; i++)
-        same = e->dims[i] == dims[i];
-    if (!same) {
-        char want[96], got[96];
-        return mhsa__fail(MHSA_ERR_FORMAT, "tensor '%s': expected shape %s, "
-                          "found %s", name, fmt_shape(want, sizeof want, ndim,
-                          dims), fmt_shape(got, sizeof got, e->ndim, e->dims));
-    }
+    mhsa_status s = mhsa__check_shape(name, ndim, dims, e->ndim, e->dims);
+    if (s != MHSA_OK)
+        return s;
     st_dtype kind = st_dtypes[e->dtype].kind;
     if (kind == ST_OTHER)
         return mhsa__fail(MHSA_ERR_FORMAT, "tensor '%s': dtype %s cannot be "
@@ -409,7 +388,6 @@ mhsa_status mhsa__st_read_f32(const mhsa_st_file *f, const char *name,
     unsigned char *buf = mhsa__alloc(ST_CHUNK);
     if (!buf)
         return mhsa__fail(MHSA_ERR_NO_MEMORY, "tensor '%s': no memory", name);
-    mhsa_status s = MHSA_OK;
     size_t per = ST_CHUNK / esize;
     for (size_t done = 0; done < count;) {
         size_t k = count - done < per ? count - done : per;

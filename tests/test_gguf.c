@@ -461,7 +461,7 @@ START_TEST(tensors_match_reference)
         ck_assert_uint_eq(t->type, readable[k]);
         ck_assert_int_eq(t->n_dims, (int)tf.nd[k]);
         ck_assert_uint_eq(t->bytes, tf.nbytes[k]);
-        uint64_t dims[4];
+        size_t dims[4];
         for (int d = 0; d < t->n_dims; d++) {
             dims[d] = tf.ne[k][t->n_dims - 1 - d];
             ck_assert_uint_eq(t->dims[d], dims[d]);
@@ -484,14 +484,14 @@ START_TEST(tensors_match_reference)
     const mhsa_gguf_tensor *q6 = mhsa__gguf_tensor(f, "t.q6_k");
     ck_assert_ptr_nonnull(q6);
     ck_assert_str_eq(q6->type_name, "q6_K");
-    uint64_t d256 = 256;
+    size_t d256 = 256;
     float out[256];
     ck_assert_int_eq(mhsa__gguf_read_f32(f, "t.q6_k", 1, &d256, out),
                      MHSA_ERR_FORMAT);
     ck_assert_ptr_nonnull(strstr(mhsa_last_error(), "tensor 't.q6_k': type "
                                  "q6_K (14) cannot be read as fp32"));
     // Shape and name errors.
-    uint64_t wrong[2] = {32, 3};   // t.f16's ne order; its dims are {3, 32}
+    size_t wrong[2] = {32, 3};   // t.f16's ne order; its dims are {3, 32}
     ck_assert_int_eq(mhsa__gguf_read_f32(f, "t.f16", 2, wrong, out),
                      MHSA_ERR_FORMAT);
     ck_assert_str_eq(mhsa_last_error(), "tensor 't.f16': expected shape "
@@ -534,7 +534,7 @@ START_TEST(dequant_hand_values)
     mhsa_gguf_file *f;
     ck_assert_int_eq(open_gw(&w, &f), MHSA_OK);
     float x[32];
-    uint64_t d32 = 32, d2 = 2, d3 = 3;
+    size_t d32 = 32, d2 = 2, d3 = 3;
     ck_assert_int_eq(mhsa__gguf_read_f32(f, "q40", 1, &d32, x), MHSA_OK);
     ck_assert(x[0] == 3.5f && x[16] == -3.5f && x[15] == -4.0f &&
               x[31] == 0.0f && x[1] == -4.0f && x[17] == -4.0f);
@@ -867,7 +867,7 @@ START_TEST(alloc_failures)
     write_small(&w, k);
     ck_assert_int_eq(open_gw(&w, &f), MHSA_OK);
     float x[64];
-    uint64_t dims[2] = {2, 32};
+    size_t dims[2] = {2, 32};
     mhsa__alloc_fail_at(1);
     ck_assert_int_eq(mhsa__gguf_read_f32(f, "w", 2, dims, x),
                      MHSA_ERR_NO_MEMORY);

@@ -151,8 +151,8 @@ static mhsa_status read_config(const mhsa_gguf_file *f, const char *path,
                               "the llama architecture that is not "
                               "supported)", path, unsupported[i]);
     const mhsa_gguf_tensor *emb = mhsa__gguf_tensor(f, "token_embd.weight");
-    if (!emb || emb->n_dims != 2 || emb->dims[1] != (uint64_t)c->d_model ||
-        emb->dims[0] > (uint64_t)INT_MAX)
+    if (!emb || emb->n_dims != 2 || emb->dims[1] != (size_t)c->d_model ||
+        emb->dims[0] > (size_t)INT_MAX)
         return mhsa__fail(MHSA_ERR_FORMAT, "%s: token_embd.weight %s (want "
                           "(vocab, %d))", path, emb ? "has another shape" :
                           "is missing", c->d_model);
@@ -166,14 +166,14 @@ static mhsa_status read_config(const mhsa_gguf_file *f, const char *path,
 static mhsa_status read2(const mhsa_gguf_file *f, const char *name,
                          size_t rows, size_t cols, float *dst)
 {
-    uint64_t dims[2] = { rows, cols };
+    size_t dims[2] = { rows, cols };
     return mhsa__gguf_read_f32(f, name, 2, dims, dst);
 }
 
 static mhsa_status read1(const mhsa_gguf_file *f, const char *name,
                          size_t n, float *dst)
 {
-    uint64_t dims[1] = { n };
+    size_t dims[1] = { n };
     return mhsa__gguf_read_f32(f, name, 1, dims, dst);
 }
 
