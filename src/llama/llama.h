@@ -54,6 +54,9 @@ typedef struct mhsa_llama_cache mhsa_llama_cache;
 mhsa_status mhsa__llama_load(const char *path, int capacity,
                              mhsa_llama **out);
 void mhsa__llama_destroy(mhsa_llama *m);   // NULL is a no-op
+// The config of the model at path, checked as mhsa__llama_load checks it,
+// without reading any tensor.
+mhsa_status mhsa__llama_read_config(const char *path, mhsa_llama_config *cfg);
 const mhsa_llama_config *mhsa__llama_config(const mhsa_llama *m);
 int mhsa__llama_capacity(const mhsa_llama *m);
 // Bytes of the fp32 weights the model holds (without packed copies).

@@ -354,6 +354,20 @@ static mhsa_status load(const char *path, int capacity, mhsa_llama **out)
     return MHSA_OK;
 }
 
+mhsa_status mhsa__llama_read_config(const char *path,
+                                    mhsa_llama_config *cfg)
+{
+    if (!path || !cfg)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa__llama_read_config: "
+                          "%s is NULL", !path ? "path" : "cfg");
+    mhsa_gguf_file *f = NULL;
+    mhsa_status st = mhsa__gguf_open(path, &f);
+    if (st == MHSA_OK)
+        st = read_config(f, path, cfg);
+    mhsa__gguf_close(f);
+    return st;
+}
+
 mhsa_status mhsa__llama_load(const char *path, int capacity,
                              mhsa_llama **out)
 {

@@ -239,11 +239,10 @@ static mhsa_status index_vocab(mhsa_tokenizer *t)
     for (int b = 0; b < 256; b++) {
         unsigned char u[4];
         size_t n = mhsa__utf8_put(mhsa__byte_to_cp((unsigned char)b), u);
+        // -1 when the vocabulary lacks it: SmolLM2's has no token for
+        // most control bytes (0x00-0x08, ...); such a byte is dropped when
+        // no merge covers it, as llama.cpp drops it.
         t->byte_token[b] = find_token(t, (const char *)u, n);
-        if (t->byte_token[b] < 0)
-            return mhsa__fail(MHSA_ERR_FORMAT, "key 'tokenizer.ggml.tokens':"
-                              " no token for byte 0x%02x ('%.*s')", b,
-                              (int)n, (const char *)u);
     }
     return MHSA_OK;
 }
@@ -406,7 +405,8 @@ static void encode_piece(const mhsa_tokenizer *t, const unsigned char *p,
             ids[(*k)++] = id;
         } else {   // not in the vocabulary: its bytes one by one
             for (size_t j = 0; j < nb; j++)
-                ids[(*k)++] = t->byte_token[p[byte + j]];
+                if (t->byte_token[p[byte + j]] >= 0)
+                    ids[(*k)++] = t->byte_token[p[byte + j]];
         }
         byte += nb;
     }
