@@ -22,6 +22,7 @@
 #
 # Exit 77 (meson: skipped) without torch/numpy; CI installs python3-torch.
 import os
+import shlex
 import struct
 import subprocess
 import sys
@@ -465,13 +466,17 @@ CASES = [
 def run_helper(exe, path, out, text_path, toks, prefill, isa, threads):
     env = dict(os.environ, OMP_NUM_THREADS=str(threads))
     env.pop("MHSA_ISA", None)
-    cmd = [exe, "--isa", isa, "--text", text_path, path, out,
+    # In a cross build meson names the emulator (qemu-aarch64) in
+    # MESON_EXE_WRAPPER: the helper is a foreign binary.
+    wrapper = shlex.split(os.environ.get("MESON_EXE_WRAPPER", ""))
+    cmd = wrapper + [exe, "--isa", isa, "--text", text_path, path, out,
            str(prefill)] + [str(t) for t in toks]
     r = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if r.returncode == 77:
         return None
     if r.returncode != 0:
-        sys.exit(f"FAIL: {' '.join(cmd[:6])}...: exit {r.returncode}\n"
+        shown = " ".join(cmd[:len(wrapper) + 6])
+        sys.exit(f"FAIL: {shown} ...: exit {r.returncode}\n"
                  f"{r.stdout}{r.stderr}")
     assert r.stdout.split()[:2] == ["isa", isa], r.stdout
     b = open(out, "rb").read()
