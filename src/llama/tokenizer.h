@@ -8,8 +8,10 @@
 // and BPE merges them pairwise, lowest rank (tokenizer.ggml.merges order)
 // first and leftmost among equals, as llama.cpp's llm_tokenizer_bpe does;
 // each final symbol is its token (or, absent from the vocabulary, one
-// token per byte). Decoding maps the byte alphabet back, so decoding an
-// encoding gives the text back byte for byte, invalid UTF-8 included.
+// token per byte; a byte the vocabulary has no token for is left out, as
+// llama.cpp leaves it out: SmolLM2's has none for most control bytes).
+// Decoding maps the byte alphabet back, so decoding an encoding gives the
+// text back byte for byte, invalid UTF-8 included, but for such bytes.
 // Special tokens are not recognised inside the text (it is all plain text).
 //
 // Errors: a tokenizer of another kind (tokenizer.ggml.model "llama", or an
