@@ -162,7 +162,10 @@ START_TEST(exp_emulated_equals_native)
     enum { N = 1 << 16 };
     static float x[N], a[N], b[N];
     rng r = { 77 };
-    for (int rep = 0; rep < 64; rep++) {
+    // Quick mode (util.h): a quarter of the random repeats here and below.
+    int n_rand = test_count(64);
+    note_quick("a quarter of the random repeats");
+    for (int rep = 0; rep < n_rand; rep++) {
         for (int i = 0; i < N; i++)
             x[i] = rng_uniform(&r, -100.0f, 100.0f);
         nat->exp(N, x, a);
@@ -277,7 +280,9 @@ START_TEST(half_conversions)
     // they are the instruction's), on random patterns and on values near
     // every F16 rounding boundary.
     rng r = { 4242 };
-    for (int rep = 0; rep < 40000; rep++) {
+    int n_rand = test_count(40000);
+    note_quick("a quarter of the random patterns");
+    for (int rep = 0; rep < n_rand; rep++) {
         uint32_t u[16];
         uint16_t out[16];
         fill_bits(&r, u, 16);
@@ -301,7 +306,9 @@ START_TEST(widen_and_narrow)
     if (!p)
         return;
     rng r = { 31 };
-    for (int rep = 0; rep < 1000; rep++) {
+    int n_rand = test_count(1000);
+    note_quick("a quarter of the random patterns");
+    for (int rep = 0; rep < n_rand; rep++) {
         uint32_t x[16], w[16];
         uint16_t h[16], n[16];
         fill_bits(&r, x, 16);
@@ -359,7 +366,9 @@ START_TEST(scalef_definition)
                       p->build, a[l], b[l], y[l]);
     ck_assert(isfinite(y[0]) && y[0] == FLT_MAX);
     rng r = { 5150 };
-    for (int rep = 0; rep < 20000; rep++) {
+    int n_rand = test_count(20000);
+    note_quick("a quarter of the random patterns");
+    for (int rep = 0; rep < n_rand; rep++) {
         for (int l = 0; l < 16; l++) {
             uint32_t u = (uint32_t)rng_u64(&r);
             a[l] = mhsa_bits_f32(u);

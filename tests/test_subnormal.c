@@ -89,6 +89,20 @@ static int has_subnormal(const float *x, size_t n)
     return 0;
 }
 
+// Selects all_isas[isa] for this (forked) test; 0 to skip it: the ISA is
+// not here, or valgrind runs the test (it does not emulate FTZ/DAZ).
+static int start(int isa)
+{
+    if (!kernels_or_skip(isa))
+        return 0;
+    if (under_valgrind()) {
+        printf("skip: valgrind does not emulate FTZ/DAZ\n");
+        return 0;
+    }
+    ck_assert_int_eq(mhsa_select_isa(all_isas[isa]), MHSA_OK);
+    return 1;
+}
+
 // ---- the block -------------------------------------------------------------
 
 // The attention variants and shapes: small ones with odd sizes, and one
@@ -351,13 +365,8 @@ static const mhsa_dtype kv_dtypes[] = { MHSA_F32, MHSA_BF16 };
 START_TEST(subnormals_are_zero_in_the_block)
 {
     int isa = _i / (N_VARIANTS * 2), vi = _i / 2 % N_VARIANTS, kd = _i % 2;
-    if (!kernels_or_skip(isa))
+    if (!start(isa))
         return;
-    if (under_valgrind()) {
-        printf("skip: valgrind does not emulate FTZ/DAZ\n");
-        return;
-    }
-    ck_assert_int_eq(mhsa_select_isa(all_isas[isa]), MHSA_OK);
     const variant *v = &variants[vi];
     inputs in[2];
     make_inputs(v, 1000 + (uint64_t)_i, in);
@@ -433,13 +442,8 @@ static float gpt_step(int zero, float *params_after, size_t *n_out)
 
 START_TEST(subnormals_are_zero_in_the_gpt)
 {
-    if (!kernels_or_skip(_i))
+    if (!start(_i))
         return;
-    if (under_valgrind()) {
-        printf("skip: valgrind does not emulate FTZ/DAZ\n");
-        return;
-    }
-    ck_assert_int_eq(mhsa_select_isa(all_isas[_i]), MHSA_OK);
     size_t cap = 1 << 16, n0 = 0, n1 = 0;
     float *p0 = fresh(cap), *p1 = fresh(cap);
     for (int nt = 1; nt <= 2; nt++) {
@@ -535,13 +539,8 @@ static void reset_state(void)
 START_TEST(caller_state_neither_changes_results_nor_survives)
 {
     int isa = _i / N_STATES, si = _i % N_STATES;
-    if (!kernels_or_skip(isa))
+    if (!start(isa))
         return;
-    if (under_valgrind()) {
-        printf("skip: valgrind does not emulate FTZ/DAZ\n");
-        return;
-    }
-    ck_assert_int_eq(mhsa_select_isa(all_isas[isa]), MHSA_OK);
     const caller_state *s = &states[si];
     inputs in[2];
     make_inputs(&variants[_i % 2], 2000 + (uint64_t)isa, in);   // small ones

@@ -152,10 +152,13 @@ static int use_isa(int i)
 }
 
 // Random problems per ISA: an emulated table (SIMDe, ten times slower)
-// runs a quarter of them; its kernels are tested in full elsewhere.
+// runs a quarter of them; its kernels are tested in full elsewhere. Quick
+// mode (util.h) takes test_count's share of that: the fixed-shape tests
+// below and the kernel tests' edge lists stay whole.
 static int n_random(int i, int n)
 {
     const mhsa_kernels *e = emulated_table(all_isas[i]);
+    n = test_count(n);
     return e && mhsa_kernels_for(all_isas[i]) == e ? (n + 3) / 4 : n;
 }
 
@@ -166,7 +169,9 @@ START_TEST(forward_matches_reference)
     if (!use_isa(_i))
         return;
     rng r = { 1000 + (uint64_t)_i };
-    for (int it = 0; it < n_random(_i, N_RANDOM); it++) {
+    int n_prob = n_random(_i, N_RANDOM);
+    note_quick("a quarter of the random problems");
+    for (int it = 0; it < n_prob; it++) {
         static const int ts[] = { 1, 2, 5, 13, 64, 73, 130, 200, 257 };
         int T = ts[rng_int(&r, 0, 8)], B = rng_int(&r, 1, 3);
         mhsa_config cfg = random_cfg(&r, T);
@@ -254,7 +259,9 @@ START_TEST(backward_matches_finite_differences)
     if (!use_isa(_i))
         return;
     rng r = { 2000 + (uint64_t)_i };
-    for (int it = 0; it < n_random(_i, N_RANDOM / 2); it++) {
+    int n_prob = n_random(_i, N_RANDOM / 2);
+    note_quick("a quarter of the random problems");
+    for (int it = 0; it < n_prob; it++) {
         static const int ts[] = { 1, 3, 9, 40, 75, 131 };
         int T = ts[rng_int(&r, 0, 5)], B = rng_int(&r, 1, 2);
         if (T > 40)
@@ -333,7 +340,9 @@ START_TEST(cached_calls_match_reference)
     if (!use_isa(_i))
         return;
     rng r = { 3000 + (uint64_t)_i };
-    for (int it = 0; it < n_random(_i, N_RANDOM); it++) {
+    int n_prob = n_random(_i, N_RANDOM);
+    note_quick("a quarter of the random problems");
+    for (int it = 0; it < n_prob; it++) {
         static const int ts[] = { 1, 4, 19, 70, 150, 300 };
         int T = ts[rng_int(&r, 0, 5)], B = rng_int(&r, 1, 4);
         mhsa_config cfg = random_cfg(&r, T);
@@ -455,7 +464,9 @@ START_TEST(sequences_are_independent)
     if (!use_isa(_i))
         return;
     rng r = { 4000 + (uint64_t)_i };
-    for (int it = 0; it < 8; it++) {
+    int n_prob = test_count(8);
+    note_quick("a quarter of the random problems");
+    for (int it = 0; it < n_prob; it++) {
         int T = rng_int(&r, 2, 150), B = 3;
         mhsa_config cfg = random_cfg(&r, T);
         vprob p;

@@ -228,3 +228,27 @@ void add_case(Suite *s, const char *name, const TTest *t, int n,
     tcase_add_loop_test(tc, t, 0, n);
     suite_add_tcase(s, tc);
 }
+
+static int env_on(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+int test_quick(void)
+{
+    return env_on("MHSA_TEST_QUICK") || env_on("MHSA_TEST_QEMU");
+}
+
+int test_count(int n)
+{
+    if (!test_quick() || n <= 1)
+        return n;
+    return (n + 3) / 4;
+}
+
+void note_quick(const char *what)
+{
+    if (test_quick())
+        printf("note: quick mode (MHSA_TEST_QUICK): %s\n", what);
+}

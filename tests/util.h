@@ -33,6 +33,23 @@ int install_emulated_isas(void);
 // LD_PRELOAD): for the few checks valgrind cannot judge.
 int under_valgrind(void);
 
+// The size knob of the slow runs (ASan, valgrind, qemu): they need every
+// code path, not every random problem. MHSA_TEST_QUICK=1, or
+// MHSA_TEST_QEMU=1 (which .ci/test-aarch64.sh sets), makes test_quick()
+// return 1; unset, empty or "0" gives 0. Quick mode shrinks only counts:
+// random problems, repeats, seeds and similar sizes; the fixed edge-shape
+// lists, the all-ISA loops and the thread bit-exactness checks stay whole,
+// and no bound is loosened.
+int test_quick(void);
+// How many of n random problems (or repeats) to run: n normally; in quick
+// mode a quarter, rounded up, so 1 stays 1 and the count never reaches 0.
+// The quick sample is the first test_count(n) of the full one (the same
+// seeds), so whatever fails in quick mode fails in the full run too.
+int test_count(int n);
+// In quick mode prints "note: quick mode (MHSA_TEST_QUICK): <what>", so a
+// test's log says it ran the reduced sample; a test calls it once.
+void note_quick(const char *what);
+
 // splitmix64: the same stream on every platform.
 typedef struct rng { uint64_t s; } rng;
 uint64_t rng_u64(rng *r);
