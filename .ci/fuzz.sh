@@ -30,7 +30,7 @@ if [[ ! -f $build/build.ninja ]]; then
         -Db_sanitize=address,undefined -Db_lundef=false \
         -Dbuildtype=debugoptimized -Dc_args="$cflags"
 fi
-targets=(fuzz_forward fuzz_train_args)
+targets=(fuzz_forward fuzz_train_args fuzz_gguf)
 # The weight-file reader and the GPT checkpoints exist only with jansson.
 if grep -q 'fuzz/fuzz_safetensors:' "$build/build.ninja"; then
     targets+=(fuzz_safetensors fuzz_gpt)

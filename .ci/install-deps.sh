@@ -6,6 +6,8 @@
 #
 #   bash .ci/install-deps.sh            # native + aarch64 cross (CI)
 #   bash .ci/install-deps.sh --native   # native build, tests and benchmarks
+#   bash .ci/install-deps.sh --model    # only the real model the model
+#                                       # tests run (.ci/fetch-model.sh)
 #
 # MHSA_DEPS=native has the same effect as --native.
 set -euo pipefail
@@ -15,8 +17,9 @@ for arg in "$@"; do
     case "$arg" in
     --native) mode=native ;;
     --all)    mode=all ;;
+    --model)  exec bash "$(dirname "$0")/fetch-model.sh" ;;
     -h|--help)
-        sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+        sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
         exit 0 ;;
     *) echo "install-deps.sh: unknown argument '$arg'" >&2; exit 2 ;;
     esac

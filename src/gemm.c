@@ -212,6 +212,26 @@ void mhsa_sgemm(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
     }
 }
 
+void mhsa_gemv_rows(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
+                    size_t n, size_t d, const float *w, size_t ldw,
+                    const float *x, float *y, float beta)
+{
+    enum { CH = 64 };
+    size_t chunks = (n + CH - 1) / CH;
+    int nt = mhsa__threads(s->max_threads, 2.0 * (double)n * (double)d,
+                           chunks);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        mhsa_fpstate fp = mhsa__fp_enter_team();
+#pragma omp for schedule(static)
+        for (size_t c = 0; c < chunks; c++) {
+            size_t j0 = c * CH, m = n - j0 < CH ? n - j0 : CH;
+            k->gemv_n(m, d, w + j0 * ldw, ldw, x, y + j0, beta);
+        }
+        mhsa__fp_leave_team(fp);
+    }
+}
+
 // ---- single-threaded tile helpers ----------------------------------------
 
 size_t mhsa_tile_a_floats(const mhsa_kernels *k, size_t m, size_t kdim)

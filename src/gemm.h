@@ -48,6 +48,15 @@ void mhsa_sgemm(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
                 const float *b, size_t ldb, const float *bp_prepacked,
                 float beta, float *c, size_t ldc);
 
+// y (n) = beta * y + W (n, d; row stride ldw) x (d): one row through a
+// weight matrix (a decoding step), streaming W once with the table's
+// gemv_n in fixed chunks of 64 outputs, one writer each, on up to
+// s->max_threads threads (one below the work threshold). The bits do not
+// depend on the thread count. Call from outside any OpenMP region.
+void mhsa_gemv_rows(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
+                    size_t n, size_t d, const float *w, size_t ldw,
+                    const float *x, float *y, float beta);
+
 #endif
 
 // ---- single-threaded tile helpers for the attention loops --------------

@@ -94,6 +94,12 @@ struct mhsa_kv_cache {
     size_t bytes;
 };
 
+// Points ws, made for another block of exactly the same config, at blk
+// (forgetting any forward it saved), so that the layers of a model share
+// one workspace (src/llama): a workspace is sized by the config alone.
+// Another config: MHSA_ERR_INVALID_ARG.
+mhsa_status mhsa__workspace_rebind(mhsa_workspace *ws, const mhsa_block *blk);
+
 // Packs the weights for the active kernel table (after any weight change).
 void mhsa__block_repack(mhsa_block *b);
 

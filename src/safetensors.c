@@ -21,6 +21,7 @@
 
 #include <jansson.h>
 
+#include "file_read.h"
 #include "mhsa_internal.h"
 #include "safetensors.h"
 
@@ -66,26 +67,6 @@ struct mhsa_st_file {
 
 // ---- small helpers --------------------------------------------------------
 
-// pread until n bytes or EOF; 0 = all read, 1 = hit EOF early, -1 = error.
-static int pread_full(int fd, void *buf, size_t n, uint64_t off)
-{
-    unsigned char *p = buf;
-    while (n > 0) {
-        ssize_t r = pread(fd, p, n, (off_t)off);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        if (r == 0)
-            return 1;
-        p += r;
-        n -= (size_t)r;
-        off += (uint64_t)r;
-    }
-    return 0;
-}
-
 static int write_full(int fd, const void *buf, size_t n)
 {
     const unsigned char *p = buf;
@@ -100,21 +81,6 @@ static int write_full(int fd, const void *buf, size_t n)
         n -= (size_t)r;
     }
     return 0;
-}
-
-// "[3, 4]" into buf (truncated to cap), for error messages.
-static const char *fmt_shape(char *buf, size_t cap, int ndim,
-                             const size_t *dims)
-{
-    size_t len = 0;
-    buf[0] = '\0';
-    len += (size_t)snprintf(buf, cap, "[");
-    for (int i = 0; i < ndim && len < cap; i++)
-        len += (size_t)snprintf(buf + len, cap - len, "%s%zu",
-                                i ? ", " : "", dims[i]);
-    if (len < cap)
-        snprintf(buf + len, cap - len, "]");
-    return buf;
 }
 
 // A JSON integer in [0, SIZE_MAX], else 0. jansson keeps integers as
@@ -204,7 +170,7 @@ static mhsa_status parse_entry(const char *path, const char *name,
                           "%s: tensor '%s': %s %s needs %zu bytes, "
                           "data_offsets give %zu", path, name,
                           st_dtypes[e->dtype].name,
-                          fmt_shape(s, sizeof s, e->ndim, e->dims), bytes,
+                          mhsa__fmt_shape(s, sizeof s, e->ndim, e->dims), bytes,
                           e->end - e->begin);
     }
     return MHSA_OK;
@@ -293,36 +259,20 @@ mhsa_status mhsa__st_open(const char *path, mhsa_st_file **out)
     mhsa_st_file *f = mhsa__alloc(sizeof *f);
     if (!f)
         return mhsa__fail(MHSA_ERR_NO_MEMORY, "%s: no memory", path);
-    f->fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (f->fd < 0) {
-        int err = errno;
-        mhsa__free(f);
-        return mhsa__fail(MHSA_ERR_IO, "%s: cannot open: %s", path,
-                          strerror(err));
-    }
-    mhsa_status s = MHSA_OK;
+    f->fd = -1;
+    uint64_t size = 0, hlen = 0;
+    mhsa_status s = mhsa__open_regular(path, &f->fd, &size);
     char *hdr = NULL;
-    struct stat st;
     unsigned char len8[8];
-    uint64_t hlen = 0, size;
     int r;
-    if (fstat(f->fd, &st) != 0) {
-        s = mhsa__fail(MHSA_ERR_IO, "%s: cannot stat: %s", path,
-                       strerror(errno));
+    if (s != MHSA_OK)
         goto done;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        s = mhsa__fail(MHSA_ERR_IO, "%s: %s", path, S_ISDIR(st.st_mode)
-                       ? "is a directory" : "is not a regular file");
-        goto done;
-    }
-    size = (uint64_t)st.st_size;
     if (size < 8) {
         s = mhsa__fail(MHSA_ERR_FORMAT, "%s: %llu bytes, too short for the "
                        "8-byte header length", path, (unsigned long long)size);
         goto done;
     }
-    r = pread_full(f->fd, len8, 8, 0);
+    r = mhsa__pread_full(f->fd, len8, 8, 0);
     if (r != 0) {
         s = r < 0 ? mhsa__fail(MHSA_ERR_IO, "%s: read error: %s", path,
                                strerror(errno))
@@ -348,7 +298,7 @@ mhsa_status mhsa__st_open(const char *path, mhsa_st_file **out)
                        "header", path, (unsigned long long)hlen);
         goto done;
     }
-    r = pread_full(f->fd, hdr, (size_t)hlen, 8);
+    r = mhsa__pread_full(f->fd, hdr, (size_t)hlen, 8);
     if (r != 0) {
         s = r < 0 ? mhsa__fail(MHSA_ERR_IO, "%s: read error: %s", path,
                                strerror(errno))
@@ -424,15 +374,9 @@ mhsa_status mhsa__st_read_f32(const mhsa_st_file *f, const char *name,
     const st_entry *e = find(f, name);
     if (!e)
         return mhsa__fail(MHSA_ERR_FORMAT, "tensor '%s' not found", name);
-    int same = e->ndim == ndim;
-    for (int i = 0; same && i < ndim; i++)
-        same = e->dims[i] == dims[i];
-    if (!same) {
-        char want[96], got[96];
-        return mhsa__fail(MHSA_ERR_FORMAT, "tensor '%s': expected shape %s, "
-                          "found %s", name, fmt_shape(want, sizeof want, ndim,
-                          dims), fmt_shape(got, sizeof got, e->ndim, e->dims));
-    }
+    mhsa_status s = mhsa__check_shape(name, ndim, dims, e->ndim, e->dims);
+    if (s != MHSA_OK)
+        return s;
     st_dtype kind = st_dtypes[e->dtype].kind;
     if (kind == ST_OTHER)
         return mhsa__fail(MHSA_ERR_FORMAT, "tensor '%s': dtype %s cannot be "
@@ -444,11 +388,10 @@ mhsa_status mhsa__st_read_f32(const mhsa_st_file *f, const char *name,
     unsigned char *buf = mhsa__alloc(ST_CHUNK);
     if (!buf)
         return mhsa__fail(MHSA_ERR_NO_MEMORY, "tensor '%s': no memory", name);
-    mhsa_status s = MHSA_OK;
     size_t per = ST_CHUNK / esize;
     for (size_t done = 0; done < count;) {
         size_t k = count - done < per ? count - done : per;
-        int r = pread_full(f->fd, buf, k * esize,
+        int r = mhsa__pread_full(f->fd, buf, k * esize,
                            f->data_start + e->begin + done * esize);
         if (r != 0) {
             // The file was validated at open: a short read now means it

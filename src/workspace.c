@@ -7,6 +7,7 @@
 //   block sizes) and GEMM packing buffers (D x block sizes): linear in Tm,
 //   never Tm x Tm.
 #include <omp.h>
+#include <string.h>
 
 #include "mhsa_internal.h"
 #include "plan.h"
@@ -21,6 +22,22 @@ mhsa_status mhsa__check_ws(const char *fn, const mhsa_block *blk,
     if (ws->blk != blk || ws->blk_id != blk->id)
         return mhsa__fail(MHSA_ERR_INVALID_ARG,
                           "%s: ws was created for another block", fn);
+    return MHSA_OK;
+}
+
+mhsa_status mhsa__workspace_rebind(mhsa_workspace *ws, const mhsa_block *blk)
+{
+    if (!ws || !blk || !ws->blk)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa__workspace_rebind: "
+                          "NULL argument");
+    // Every config field sizes or shapes some view: all must agree.
+    if (memcmp(&ws->blk->cfg, &blk->cfg, sizeof blk->cfg) != 0)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa__workspace_rebind: "
+                          "the block's config differs from the one the "
+                          "workspace was made for");
+    ws->blk = blk;
+    ws->blk_id = blk->id;
+    ws->has_forward = 0;   // a backward must follow a forward of this block
     return MHSA_OK;
 }
 

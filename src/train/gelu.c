@@ -1,5 +1,6 @@
-// gelu.c — GELU in GPT-2's tanh form (Hendrycks & Gimpel 2016; PyTorch's
-// F.gelu(x, approximate='tanh')), forward and backward.
+// gelu.c — the MLP activations: GELU in GPT-2's tanh form (Hendrycks &
+// Gimpel 2016; PyTorch's F.gelu(x, approximate='tanh')), forward and
+// backward, and the SwiGLU gate of Llama's MLP (forward).
 //
 //   u = s (x + c x^3),  s = sqrt(2/pi),  c = 0.044715
 //   y = 0.5 x (1 + tanh u)
@@ -9,6 +10,10 @@
 // tanhf is a scalar call (about 1 ms per layer and step at the tiny
 // preset's 64k hidden units), while this loop vectorises. Each element is
 // computed on its own, so the bits never depend on threads.
+//
+// SwiGLU (Shazeer 2020): h = silu(g) * u with silu(g) = g * sigmoid(g) and
+// sigmoid(g) = e / (1 + e) for g >= 0, 1 / (1 + e) below, e = exp(|g|)
+// from the same exp_pos (exp(-g) of a large negative g would overflow).
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -128,6 +133,31 @@ void mhsa__gelu_backward(float *dx, const float *dydx, const float *dy,
         for (size_t c = 0; c < chunks; c++)
             mul_range(dx, dydx, dy, c * CHUNK,
                       (c + 1) * CHUNK < n ? (c + 1) * CHUNK : n);
+        mhsa__fp_leave_team(fp);
+    }
+}
+
+MHSA_CLONES static void swiglu_range(float *h, const float *g,
+                                     const float *u, size_t i0, size_t i1)
+{
+    for (size_t i = i0; i < i1; i++) {
+        float gi = g[i], e = exp_pos(fabsf(gi));
+        float sig = (gi >= 0.0f ? e : 1.0f) / (1.0f + e);
+        h[i] = gi * sig * u[i];
+    }
+}
+
+void mhsa__swiglu_forward(float *h, const float *g, const float *u, size_t n)
+{
+    size_t chunks = (n + CHUNK - 1) / CHUNK;
+    int nt = mhsa__layer_threads(chunks, CHUNK);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        mhsa_fpstate fp = mhsa__fp_enter_team();
+#pragma omp for schedule(static)
+        for (size_t c = 0; c < chunks; c++)
+            swiglu_range(h, g, u, c * CHUNK,
+                         (c + 1) * CHUNK < n ? (c + 1) * CHUNK : n);
         mhsa__fp_leave_team(fp);
     }
 }

@@ -11,6 +11,11 @@
 // Statistics are summed in eight interleaved lanes (a fixed order the
 // compiler can vectorise) and combined in a fixed tree. Rows are split
 // over threads; dw and db are summed over rows in order on one thread.
+//
+// Also RMSNorm (Zhang & Sennrich 2019; Llama's norm), forward only:
+//   rstd = 1/sqrt(sum(x^2)/D + eps),  y = (x * rstd) * w
+// in that order of operations, as llama.cpp's rms_norm followed by its
+// multiply by the weight.
 #include <math.h>
 
 #include "fpenv.h"
@@ -73,6 +78,28 @@ void mhsa__layernorm_forward(float *y, float *mean, float *rstd,
 #pragma omp for schedule(static)
         for (size_t n = 0; n < N; n++)
             ln_row(y + n * D, mean + n, rstd + n, x + n * D, w, b, D);
+        mhsa__fp_leave_team(fp);
+    }
+}
+
+MHSA_CLONES static void rms_row(float *yn, const float *xn, const float *w,
+                                size_t D, float eps)
+{
+    float rs = 1.0f / sqrtf(sumsq8(xn, 0.0f, D) / (float)D + eps);
+    for (size_t d = 0; d < D; d++)
+        yn[d] = xn[d] * rs * w[d];
+}
+
+void mhsa__rmsnorm_forward(float *y, const float *x, const float *w,
+                           size_t N, size_t D, float eps)
+{
+    int nt = mhsa__layer_threads(N, 3 * D);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        mhsa_fpstate fp = mhsa__fp_enter_team();
+#pragma omp for schedule(static)
+        for (size_t n = 0; n < N; n++)
+            rms_row(y + n * D, x + n * D, w, D, eps);
         mhsa__fp_leave_team(fp);
     }
 }

@@ -64,6 +64,11 @@ void mhsa__layernorm_backward(float *dx, float *dw, float *db,
                               const float *w, const float *mean,
                               const float *rstd, size_t N, size_t D);
 
+// ---- RMSNorm: y = x / sqrt(mean(x^2) + eps) * w (Llama) --------------------
+// y (N, D); x (N, D); w (D). Forward only.
+void mhsa__rmsnorm_forward(float *y, const float *x, const float *w,
+                           size_t N, size_t D, float eps);
+
 // ---- linear: y = x W^T + b (PyTorch's nn.Linear, W (OC, C)) ----------------
 // y (N, OC); x (N, C); w (OC, C); b (OC) or NULL. With add != NULL the
 // result is add + b + x W^T (a residual fused into the GEMM); add may be y.
@@ -90,6 +95,10 @@ void mhsa__gelu_forward(float *y, float *dydx, const float *x, size_t n);
 // gradient, which nothing else adds to.
 void mhsa__gelu_backward(float *dx, const float *dydx, const float *dy,
                          size_t n);
+// ---- SwiGLU gate (Llama's MLP): h = silu(g) * u, n elements ---------------
+// h may be g or u. Forward only.
+void mhsa__swiglu_forward(float *h, const float *g, const float *u, size_t n);
+
 // The tanh used by the GELU (exposed for its accuracy test).
 float mhsa__tanh_approx(float x);
 

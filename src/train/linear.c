@@ -52,8 +52,10 @@ void mhsa__linear_forward(const mhsa_kernels *k, const mhsa_gemm_scratch *gs,
     }
     float beta = add || b ? 1.0f : 0.0f;
     // One row (a decoding step): a GEMM would pack all of W for one use.
+    // (Each row of gemv_n sums alone, so its chunks give the same bits as
+    // one call over all OC rows.)
     if (N == 1)
-        k->gemv_n(OC, C, w, C, x, y, beta);
+        mhsa_gemv_rows(k, gs, OC, C, w, C, x, y, beta);
     else
         mhsa_sgemm(k, gs, 0, 1, N, OC, C, 1.0f, x, C, w, C, NULL, beta, y,
                    OC);

@@ -28,10 +28,11 @@ static void print_gen_help(FILE *f)
 {
     fprintf(f,
 "usage: mhsa-generate --model FILE [options]\n"
-"Samples text from a GPT checkpoint (mhsa-train --task text --save):\n"
-"prefills the prompt, then decodes byte by byte through the KV cache.\n"
+"Samples text from a GPT checkpoint (mhsa-train --task text --save) or a\n"
+"Llama-architecture GGUF model (llama.cpp's format): prefills the prompt,\n"
+"then decodes token by token through the KV cache.\n"
 "\n"
-"  --model FILE        the checkpoint (.safetensors)\n"
+"  --model FILE        a checkpoint (.safetensors) or a GGUF model\n"
 "  --prompt TEXT       text to continue (default: a newline)\n"
 "  -n N                bytes to generate (200)\n"
 "  --temperature T     0: always the likeliest byte; higher: more varied\n"
@@ -40,6 +41,13 @@ static void print_gen_help(FILE *f)
 "  --seed S            seed of the sampling; same seed, same text (1)\n"
 "  --threads N         OpenMP threads (default: OMP_NUM_THREADS or all)\n"
 "  --isa auto|scalar|avx2|avx512|neon  kernels to use (auto)\n"
+"GGUF models only:\n"
+"  --kv-dtype f32|f16|bf16  storage of the KV cache (f32)\n"
+"  --ctx N             cache positions (default: prompt + -n tokens)\n"
+"  --ids               print the prompt's and the new token ids\n"
+"                      (prompt_ids: ... / new_ids: ...) instead of text\n"
+"  --bench             time a 512-token prefill and 64 decoded tokens\n"
+"                      (as llama-bench's pp512 and tg64)\n"
 "  --help              this text\n"
 "\n"
 "The prompt and the text go to stdout; prefill and decode tokens/s to\n"
@@ -61,11 +69,17 @@ static int parse_gen_args_as(int argc, char **argv, gen_args *a, FILE *err)
     a->temperature = 0.8f;
     a->seed = 1;
     a->isa = MHSA_ISA_AUTO;
+    a->kv_dtype = MHSA_F32;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
             a->help = 1;
             return CLI_OK;
+        }
+        if (!strcmp(arg, "--ids") || !strcmp(arg, "--bench")) {
+            *(arg[2] == 'i' ? &a->ids : &a->bench) = 1;
+            a->gguf_only = 1;
+            continue;
         }
         char flag[32];
         const char *eq = strncmp(arg, "--", 2) ? NULL : strchr(arg, '=');
@@ -76,7 +90,7 @@ static int parse_gen_args_as(int argc, char **argv, gen_args *a, FILE *err)
         flag[len] = '\0';
         static const char *const known[] = {
             "--model", "--prompt", "-n", "--temperature", "--top-k",
-            "--seed", "--threads", "--isa",
+            "--seed", "--threads", "--isa", "--kv-dtype", "--ctx",
         };
         int found = 0;
         for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
@@ -107,6 +121,20 @@ static int parse_gen_args_as(int argc, char **argv, gen_args *a, FILE *err)
             rc = args_u64(err, flag, val, &a->seed);
         } else if (!strcmp(flag, "--threads")) {
             rc = args_int(err, flag, val, 1, 1024, &a->threads);
+        } else if (!strcmp(flag, "--ctx")) {
+            rc = args_int(err, flag, val, 1, 1 << 24, &a->ctx);
+            a->gguf_only = 1;
+        } else if (!strcmp(flag, "--kv-dtype")) {
+            a->gguf_only = 1;
+            if (!strcmp(val, "f32"))
+                a->kv_dtype = MHSA_F32;
+            else if (!strcmp(val, "f16"))
+                a->kv_dtype = MHSA_F16;
+            else if (!strcmp(val, "bf16"))
+                a->kv_dtype = MHSA_BF16;
+            else
+                return usage(err, "--kv-dtype must be f32, f16 or bf16, not ",
+                             val);
         } else {
             rc = args_isa(err, flag, val, &a->isa);
         }
@@ -171,14 +199,14 @@ int sample_token(const float *logits, int V, float temperature, int top_k,
 
 // ---- the run ----------------------------------------------------------------
 
-static double now_s(void)
+double gen_now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static int fail(const char *what)
+int gen_fail(const char *what)
 {
     fprintf(stderr, "mhsa-generate: %s: %s\n", what, mhsa_last_error());
     return CLI_FAIL;
@@ -199,7 +227,7 @@ static int prefill(gen_run *r, size_t from, size_t to)
     mhsa_gpt_cache_reset(r->cache);
     if (mhsa_gpt_forward_cached(r->g, r->cache, r->ctx + from,
                                 (int)(to - from), r->logits) != MHSA_OK)
-        return fail("prefill");
+        return gen_fail("prefill");
     return CLI_OK;
 }
 
@@ -224,10 +252,10 @@ static int generate(gen_run *r)
     fflush(stdout);
     // A prompt longer than the block: its last block is the context.
     size_t from = n > (size_t)block ? n - (size_t)block : 0;
-    double t0 = now_s();
+    double t0 = gen_now_s();
     if (prefill(r, from, n) != CLI_OK)
         return CLI_FAIL;
-    double t_prefill = now_s() - t0, t_decode = 0.0;
+    double t_prefill = gen_now_s() - t0, t_decode = 0.0;
     size_t pre = n - from;
     uint64_t rng = r->a.seed;
     for (int i = 0; i < r->a.n; i++) {
@@ -239,15 +267,15 @@ static int generate(gen_run *r)
             fflush(stdout);
         if (i + 1 == r->a.n)
             break;
-        double t1 = now_s();
+        double t1 = gen_now_s();
         int rc;
         if (mhsa_gpt_cache_len(r->cache) < block)
             rc = mhsa_gpt_forward_cached(r->g, r->cache, r->ctx + n - 1, 1,
                                          r->logits) == MHSA_OK ? CLI_OK
-                                                               : fail("decode");
+                                                               : gen_fail("decode");
         else
             rc = prefill(r, n - (size_t)(block / 2 > 0 ? block / 2 : 1), n);
-        t_decode += now_s() - t1;
+        t_decode += gen_now_s() - t1;
         if (rc != CLI_OK)
             return rc;
     }
@@ -286,7 +314,7 @@ static int setup(gen_run *r)
         return CLI_USAGE;
     }
     if (mhsa_gpt_cache_create(r->g, c.block_size, &r->cache) != MHSA_OK)
-        return fail("creating the cache");
+        return gen_fail("creating the cache");
     size_t total = strlen(a->prompt) + (size_t)a->n + 1;
     r->ctx = malloc(total * sizeof(int32_t));
     r->logits = malloc((size_t)c.vocab * sizeof(float));
@@ -306,6 +334,13 @@ int mhsa_generate_cli(int argc, char **argv)
     if (rc == CLI_OK && r.a.help) {
         print_gen_help(stdout);
         return CLI_OK;
+    }
+    if (rc == CLI_OK && mhsa_is_gguf(r.a.model))
+        return mhsa_generate_gguf(&r.a);
+    if (rc == CLI_OK && r.a.gguf_only) {
+        fprintf(stderr, "mhsa-generate: --kv-dtype, --ctx, --ids and --bench "
+                "are for GGUF models; %s is a GPT checkpoint\n", r.a.model);
+        rc = CLI_USAGE;
     }
     if (rc == CLI_OK)
         rc = setup(&r);

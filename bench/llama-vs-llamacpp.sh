@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# bench/llama-vs-llamacpp.sh LLAMA_CPP [MODEL.gguf] — a real model's speed
+# beside llama.cpp's, in one run: prefill (pp512: a 512-token prompt) and
+# decode (tg64: 64 new tokens) tokens/s of mhsa-generate --bench and of
+# llama-bench (-fa 1), at 1 and 2 threads, alternating, best of each, with
+# the ratio mhsa / llama.cpp; beside decode, the read bandwidth measured in
+# the same run (./build/bench roofline/read, 256 MiB: DRAM) and what it
+# allows: fp32 weight bytes per token / bandwidth.
+#
+# LLAMA_CPP: a llama.cpp checkout built with cmake outside this repository
+# (build/bin/llama-bench, llama-quantize). MODEL: default the file
+# .ci/fetch-model.sh gets. Both engines compute with the same fp32 weights:
+# llama.cpp runs the file dequantized to F32 (llama-quantize ... F32), mhsa
+# dequantizes at load. Needs ./build (meson setup build; meson compile -C
+# build mhsa-generate bench). ROUNDS=3 pairs per thread count.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+llama=$1
+model=${2:-$(bash .ci/fetch-model.sh | tail -n 1)}
+rounds=${ROUNDS:-3}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$llama/build/bin/llama-quantize" --allow-requantize "$model" \
+    "$work/f32.gguf" F32 >/dev/null 2>&1
+meson compile -C build mhsa-generate bench >/dev/null
+
+best() { sort -g | tail -n 1; }
+echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')" \
+     "($(nproc) cores), $(date -u '+%Y-%m-%d %H:%M UTC'), load" \
+     "$(cut -d' ' -f1-3 /proc/loadavg)"
+for t in 1 2; do
+    : > "$work/m_pp"; : > "$work/m_tg"; : > "$work/l_pp"; : > "$work/l_tg"
+    for r in $(seq "$rounds"); do
+        ./build/mhsa-generate --model "$model" --bench --threads "$t" \
+            > "$work/m" 2>/dev/null
+        awk '/^pp512:/ { print $2 }' "$work/m" >> "$work/m_pp"
+        awk '/^tg64:/ { print $2 }' "$work/m" >> "$work/m_tg"
+        "$llama/build/bin/llama-bench" -m "$work/f32.gguf" -p 512 -n 64 \
+            -t "$t" -fa 1 -r 1 -o csv > "$work/l" 2>/dev/null
+        # csv: n_prompt, n_gen and avg_ts columns by header name.
+        python3 - "$work/l" "$work/l_pp" "$work/l_tg" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+for r in rows:
+    out = sys.argv[2] if int(r["n_prompt"]) > 0 else sys.argv[3]
+    open(out, "a").write(r["avg_ts"] + "\n")
+PY
+    done
+    bw=$(./build/bench \
+         --benchmark_filter="roofline/read/kib:262144/threads:$t/" \
+         --benchmark_format=csv 2>/dev/null | python3 -c '
+import csv, sys
+rows = [r for r in csv.reader(sys.stdin) if r]
+hdr = next(r for r in rows if r[0] == "name")
+print(rows[rows.index(hdr) + 1][hdr.index("best_GB/s")])
+')
+    m_pp=$(best < "$work/m_pp"); m_tg=$(best < "$work/m_tg")
+    l_pp=$(best < "$work/l_pp"); l_tg=$(best < "$work/l_tg")
+    bytes=$(awk '/weights/ { for (i = 1; i <= NF; i++) if ($i == "MB") print $(i-1) }' "$work/m")
+    python3 - "$t" "$m_pp" "$l_pp" "$m_tg" "$l_tg" "$bw" "$bytes" <<'PY'
+import sys
+t, mpp, lpp, mtg, ltg, bw, mb = sys.argv[1:]
+mpp, lpp, mtg, ltg, bw, mb = map(float, (mpp, lpp, mtg, ltg, bw, mb or 0))
+lim = bw * 1e3 / mb if mb and bw else 0.0
+print(f"{t} thread(s): pp512 mhsa {mpp:.1f} / llama.cpp {lpp:.1f} tokens/s"
+      f" = {mpp / lpp:.2f}x; tg64 mhsa {mtg:.1f} / llama.cpp {ltg:.1f}"
+      f" = {mtg / ltg:.2f}x; read bandwidth {bw:.1f} GB/s, {mb:.0f} MB of"
+      f" weights per token: at most {lim:.1f} tokens/s"
+      f" (mhsa at {mtg / lim if lim else 0:.2f} of it)")
+PY
+done

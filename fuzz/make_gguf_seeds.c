@@ -1,0 +1,188 @@
+// make_gguf_seeds.c — writes fuzz_gguf's seeds: small valid GGUF files made
+// with the tests' writer (tests/gguf_writer.c): every metadata type, one
+// tensor of each readable type and an unreadable one, version 2 with
+// general.alignment 64, a tokenizer-like vocabulary with a Llama-like
+// tensor set, a whole byte-level vocabulary, and an empty file.
+// Deterministic. Built with -Dfuzz=true:
+//   build-fuzz/fuzz/make_gguf_seeds fuzz/corpus/fuzz_gguf
+// The seeds are committed; this program documents how they were made.
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gguf.h"
+#include "gguf_writer.h"
+#include "llama/unicode.h"
+
+// fuzz.sh's -max_len: a longer seed would be cut short.
+enum { MAX_SEED = 4096 };
+
+static void save(const gw *w, const char *dir, const char *name)
+{
+    char p[1024];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    if (w->len > MAX_SEED || gw_save(w, p) != 0) {
+        fprintf(stderr, "%s: %zu bytes, cannot write or too long\n", p,
+                w->len);
+        exit(1);
+    }
+}
+
+static void bytes(unsigned char *p, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        p[i] = (unsigned char)(seed >> 16);
+    }
+}
+
+static void metadata(gw *w)
+{
+    gw_header(w, 3, 0, 16);
+    gw_key(w, "u8", MHSA_GGUF_UINT8);     gw_u8(w, 7);
+    gw_key(w, "i8", MHSA_GGUF_INT8);      gw_u8(w, 0xf0);
+    gw_key(w, "u16", MHSA_GGUF_UINT16);   gw_u16(w, 513);
+    gw_key(w, "i16", MHSA_GGUF_INT16);    gw_u16(w, 0x8001);
+    gw_key(w, "u32", MHSA_GGUF_UINT32);   gw_u32(w, 70000);
+    gw_key(w, "i32", MHSA_GGUF_INT32);    gw_u32(w, 0xfffffff0u);
+    gw_key(w, "f32", MHSA_GGUF_FLOAT32);  gw_f32(w, 0.125f);
+    gw_key(w, "bool", MHSA_GGUF_BOOL);    gw_u8(w, 1);
+    gw_key(w, "str", MHSA_GGUF_STRING);   gw_str(w, "caf\xc3\xa9");
+    gw_key(w, "u64", MHSA_GGUF_UINT64);   gw_u64(w, 1ull << 40);
+    gw_key(w, "i64", MHSA_GGUF_INT64);    gw_u64(w, (uint64_t)-5);
+    gw_key(w, "f64", MHSA_GGUF_FLOAT64);  gw_f64(w, 2.5);
+    gw_key(w, "arr.f32", MHSA_GGUF_ARRAY);
+    gw_arr(w, MHSA_GGUF_FLOAT32, 2);      gw_f32(w, 1); gw_f32(w, -1);
+    gw_key(w, "arr.str", MHSA_GGUF_ARRAY);
+    gw_arr(w, MHSA_GGUF_STRING, 2);       gw_str(w, "a"); gw_str(w, "");
+    gw_key(w, "arr.arr", MHSA_GGUF_ARRAY);
+    gw_arr(w, MHSA_GGUF_ARRAY, 2);
+    gw_arr(w, MHSA_GGUF_INT16, 1);        gw_u16(w, 3);
+    gw_arr(w, MHSA_GGUF_STRING, 1);       gw_str(w, "x");
+    gw_key(w, "arr.empty", MHSA_GGUF_ARRAY);
+    gw_arr(w, MHSA_GGUF_BOOL, 0);
+}
+
+// f32 [3], f16 [2, 32], bf16 [4], q4_0 [32], q4_1 [2, 32], q8_0 [32],
+// q6_K [256] (opens, is not readable).
+static void tensors(gw *w, uint32_t version, uint32_t align)
+{
+    static unsigned char d[7][256];
+    static const gw_tensor proto[7] = {
+        {"f32", 1, {3}, MHSA_GGML_F32, d[0], 12},
+        {"f16", 2, {32, 2}, MHSA_GGML_F16, d[1], 128},
+        {"bf16", 1, {4}, MHSA_GGML_BF16, d[2], 8},
+        {"q4_0", 1, {32}, MHSA_GGML_Q4_0, d[3], 18},
+        {"q4_1", 2, {32, 2}, MHSA_GGML_Q4_1, d[4], 40},
+        {"q8_0", 1, {32}, MHSA_GGML_Q8_0, d[5], 34},
+        {"q6_k", 1, {256}, 14, d[6], 210},
+    };
+    for (int i = 0; i < 7; i++)
+        bytes(d[i], sizeof d[i], (unsigned)i + 1);
+    gw_header(w, version, 7, align == 32 ? 0 : 1);
+    if (align != 32) {
+        gw_key(w, "general.alignment", MHSA_GGUF_UINT32);
+        gw_u32(w, align);
+    }
+    gw_tensors(w, proto, 7, align);
+}
+
+// What a Llama file's loader and tokenizer read, in miniature.
+static void llama_like(gw *w)
+{
+    static const char *const tokens[] = {"a", "b", "ab", "\xc4\xa0", "<s>"};
+    static const char *const merges[] = {"a b", "\xc4\xa0 a"};
+    static unsigned char emb[5 * 34], norm[4 * 32];
+    bytes(emb, sizeof emb, 9);
+    bytes(norm, sizeof norm, 10);
+    for (int i = 0; i < 5; i++)
+        emb[34 * i + 1] = 0x2c;   // finite scales
+    gw_header(w, 3, 2, 8);
+    gw_key(w, "general.architecture", MHSA_GGUF_STRING);
+    gw_str(w, "llama");
+    gw_key(w, "llama.block_count", MHSA_GGUF_UINT32);
+    gw_u32(w, 1);
+    gw_key(w, "llama.rope.freq_base", MHSA_GGUF_FLOAT32);
+    gw_f32(w, 100000.0f);
+    gw_key(w, "tokenizer.ggml.model", MHSA_GGUF_STRING);
+    gw_str(w, "gpt2");
+    gw_key(w, "tokenizer.ggml.tokens", MHSA_GGUF_ARRAY);
+    gw_arr(w, MHSA_GGUF_STRING, 5);
+    for (int i = 0; i < 5; i++)
+        gw_str(w, tokens[i]);
+    gw_key(w, "tokenizer.ggml.merges", MHSA_GGUF_ARRAY);
+    gw_arr(w, MHSA_GGUF_STRING, 2);
+    for (int i = 0; i < 2; i++)
+        gw_str(w, merges[i]);
+    gw_key(w, "tokenizer.ggml.bos_token_id", MHSA_GGUF_UINT32);
+    gw_u32(w, 4);
+    gw_key(w, "tokenizer.ggml.add_bos_token", MHSA_GGUF_BOOL);
+    gw_u8(w, 0);
+    gw_tensor t[2] = {
+        {"token_embd.weight", 2, {32, 5}, MHSA_GGML_Q8_0, emb, sizeof emb},
+        {"output_norm.weight", 1, {32}, MHSA_GGML_F32, norm, sizeof norm},
+    };
+    gw_tensors(w, t, 2, 32);
+}
+
+// A whole byte-level vocabulary (the 256 byte tokens, a few merges and a
+// control token), so that fuzz_gguf's tokenizer check has one that loads.
+static void byte_vocab(gw *w)
+{
+    static const char *const merges[] = {
+        "h e", "l l", "he ll", "\xc4\xa0 w", "' s", "2 0",
+    };
+    static const char *const merged[] = {"he", "ll", "hell", "\xc4\xa0w",
+                                         "'s", "<|im_end|>"};
+    gw_header(w, 3, 0, 6);
+    gw_key(w, "tokenizer.ggml.model", MHSA_GGUF_STRING);
+    gw_str(w, "gpt2");
+    gw_key(w, "tokenizer.ggml.pre", MHSA_GGUF_STRING);
+    gw_str(w, "smollm");
+    gw_key(w, "tokenizer.ggml.tokens", MHSA_GGUF_ARRAY);
+    gw_arr(w, MHSA_GGUF_STRING, 256 + 6);
+    for (int b = 0; b < 256; b++) {
+        unsigned char u[4];
+        size_t n = mhsa__utf8_put(mhsa__byte_to_cp((unsigned char)b), u);
+        gw_strn(w, (const char *)u, n);
+    }
+    for (int i = 0; i < 6; i++)
+        gw_str(w, merged[i]);
+    gw_key(w, "tokenizer.ggml.merges", MHSA_GGUF_ARRAY);
+    gw_arr(w, MHSA_GGUF_STRING, 6);
+    for (int i = 0; i < 6; i++)
+        gw_str(w, merges[i]);
+    gw_key(w, "tokenizer.ggml.eos_token_id", MHSA_GGUF_UINT32);
+    gw_u32(w, 256 + 5);
+    gw_key(w, "tokenizer.ggml.add_bos_token", MHSA_GGUF_BOOL);
+    gw_u8(w, 0);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s DIR\n", argv[0]);
+        return 2;
+    }
+    gw w = {0};
+    metadata(&w);
+    save(&w, argv[1], "metadata");
+    gw_free(&w);
+    tensors(&w, 3, 32);
+    save(&w, argv[1], "tensors_v3");
+    gw_free(&w);
+    tensors(&w, 2, 64);
+    save(&w, argv[1], "tensors_v2_align64");
+    gw_free(&w);
+    llama_like(&w);
+    save(&w, argv[1], "llama_like");
+    gw_free(&w);
+    byte_vocab(&w);
+    save(&w, argv[1], "byte_vocab");
+    gw_free(&w);
+    gw_header(&w, 3, 0, 0);
+    save(&w, argv[1], "empty");
+    gw_free(&w);
+    return 0;
+}

@@ -1,0 +1,30 @@
+// file_read.h — what the weight-file readers (safetensors.c, gguf.c) share
+// to read an untrusted file: opening it as a regular file, and pread until
+// a whole range is in.
+#ifndef MHSA_FILE_READ_H
+#define MHSA_FILE_READ_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mhsa.h"
+
+// Opens `path` read-only; *fd and its size in *size. A path that cannot be
+// opened or stat'ed, a directory or anything but a regular file:
+// MHSA_ERR_IO naming the path (nothing left open).
+mhsa_status mhsa__open_regular(const char *path, int *fd, uint64_t *size);
+
+// A shape as "[3, 4]" into buf (truncated to cap), for messages.
+const char *mhsa__fmt_shape(char *buf, size_t cap, int n, const size_t *d);
+
+// MHSA_OK when tensor `name` has the shape want[0..want_n), else
+// MHSA_ERR_FORMAT "tensor 'name': expected shape [..], found [..]".
+mhsa_status mhsa__check_shape(const char *name, int want_n,
+                              const size_t *want, int got_n,
+                              const size_t *got);
+
+// pread until n bytes or EOF; 0 = all read, 1 = hit EOF early, -1 = error
+// (errno set).
+int mhsa__pread_full(int fd, void *buf, size_t n, uint64_t off);
+
+#endif

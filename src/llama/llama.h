@@ -1,0 +1,83 @@
+// llama.h — a pretrained Llama-architecture language model read from its
+// GGUF file (llama.cpp's format), run for generation with a KV cache.
+//
+// The model (general.architecture = "llama"): x = token_embd[token]; per
+// layer l
+//   x = x + attention(rmsnorm(x) * attn_norm)      (mhsa_block: GQA, RoPE)
+//   h = rmsnorm(x) * ffn_norm
+//   x = x + (silu(h W_gate^T) * (h W_up^T)) W_down^T        (SwiGLU MLP)
+// then logits = (rmsnorm(x) * output_norm) W_out^T, with W_out =
+// token_embd when the file has no output.weight (tied embeddings). Every
+// size comes from the file's llama.* metadata; nothing is hard-coded.
+//
+// RoPE pairing. llama.cpp's converter stores the rows of attn_q and
+// attn_k permuted so that ggml's "normal" rope rotates adjacent pairs
+// (2i, 2i+1) of each head; the blocks use the file's rows as they are with
+// mhsa_config.rope_interleaved = 1, which is that same rotation.
+//
+// Weights are dequantized to fp32 at load (gguf.h: F32, F16, BF16, Q8_0,
+// Q4_0, Q4_1, bit for bit as ggml); the attention weights live in the
+// layers' blocks, the rest in one allocation. The layers share one
+// workspace (mhsa__workspace_rebind) and the model's activation buffers,
+// so memory is the weights, one workspace, and each cache's K and V.
+#ifndef MHSA_LLAMA_H
+#define MHSA_LLAMA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mhsa.h"
+
+typedef struct mhsa_llama_config {
+    int vocab;          // rows of token_embd
+    int n_layer;        // llama.block_count
+    int d_model;        // llama.embedding_length
+    int n_head;         // llama.attention.head_count
+    int n_kv_head;      // llama.attention.head_count_kv (default n_head)
+    int d_ff;           // llama.feed_forward_length
+    int context;        // llama.context_length
+    int rope_dim;       // llama.rope.dimension_count (default head size)
+    float rope_theta;   // llama.rope.freq_base (default 10000)
+    float rms_eps;      // llama.attention.layer_norm_rms_epsilon
+    int tied;           // 1: no output.weight, the head is token_embd
+} mhsa_llama_config;
+
+typedef struct mhsa_llama mhsa_llama;
+typedef struct mhsa_llama_cache mhsa_llama_cache;
+
+// Loads `path`. capacity: the most positions a cache of this model holds
+// (prompt and generated tokens), 1 .. llama.context_length; 0 means
+// min(context_length, 4096). Errors: MHSA_ERR_IO (the file), MHSA_ERR_FORMAT
+// naming the key or tensor (not a llama model, a missing or misshapen
+// tensor, a tensor type it cannot dequantize), MHSA_ERR_INVALID_ARG
+// (capacity), MHSA_ERR_NO_MEMORY.
+mhsa_status mhsa__llama_load(const char *path, int capacity,
+                             mhsa_llama **out);
+void mhsa__llama_destroy(mhsa_llama *m);   // NULL is a no-op
+// The config of the model at path, checked as mhsa__llama_load checks it,
+// without reading any tensor.
+mhsa_status mhsa__llama_read_config(const char *path, mhsa_llama_config *cfg);
+const mhsa_llama_config *mhsa__llama_config(const mhsa_llama *m);
+int mhsa__llama_capacity(const mhsa_llama *m);
+// Bytes of the fp32 weights the model holds (without packed copies).
+size_t mhsa__llama_weight_bytes(const mhsa_llama *m);
+
+// A KV cache for one sequence, its K and V stored as dtype (MHSA_F32,
+// MHSA_F16 or MHSA_BF16), for the model's capacity.
+mhsa_status mhsa__llama_cache_create(const mhsa_llama *m, mhsa_dtype dtype,
+                                     mhsa_llama_cache **out);
+void mhsa__llama_cache_destroy(mhsa_llama_cache *c);   // NULL: no-op
+void mhsa__llama_cache_reset(mhsa_llama_cache *c);     // NULL: no-op
+int  mhsa__llama_cache_len(const mhsa_llama_cache *c); // 0 for NULL
+
+// Runs tokens[0..n) at positions len .. len + n - 1 of the cache's
+// sequence (one mhsa_forward_cached call per layer for all n) and appends
+// them to the cache. logits: (V) of the last token, or with all_logits
+// (n, V) of every token. Nothing is allocated. Errors: NULL arguments, n <
+// 1, a token outside [0, vocab): MHSA_ERR_INVALID_ARG; n more than the
+// cache has room for: MHSA_ERR_SHAPE (the cache is unchanged).
+mhsa_status mhsa__llama_forward(mhsa_llama *m, mhsa_llama_cache *c,
+                                const int32_t *tokens, int n, int all_logits,
+                                float *logits);
+
+#endif

@@ -1,0 +1,42 @@
+// llama_internal.h — the Llama model's structs, shared by its loader
+// (llama_load.c) and its forward (llama.c).
+#ifndef MHSA_LLAMA_INTERNAL_H
+#define MHSA_LLAMA_INTERNAL_H
+
+#include "llama/llama.h"
+#include "mhsa_internal.h"
+
+typedef struct llama_layer {
+    const float *attn_norm, *ffn_norm;   // (D) each
+    const float *gate, *up;              // (F, D) each
+    const float *down;                   // (D, F)
+    mhsa_block *blk;                     // w_qkv = [attn_q; attn_k; attn_v]
+} llama_layer;
+
+struct mhsa_llama {
+    mhsa_llama_config cfg;
+    const mhsa_kernels *k;      // the ISA active at load
+    size_t V, L, D, F, cap;
+    float *weights;             // the one allocation behind the pointers
+    size_t weight_floats;       // of it, plus the blocks' attention weights
+    const float *tok_emb;       // (V, D)
+    const float *out_norm;      // (D)
+    const float *head;          // (V, D): tok_emb when tied
+    llama_layer *layer;         // (L)
+    mhsa_workspace *ws;         // one for every layer's block (rebound)
+    // Activations for up to cap rows: x, h, att (cap, D); g, u (cap, F).
+    float *acts, *x, *h, *att, *g, *u;
+    mhsa_gemm_scratch gs;
+    float *gemm_buf;
+};
+
+struct mhsa_llama_cache {
+    const mhsa_llama *m;
+    mhsa_kv_cache **kv;         // (L), batch 1, capacity cap
+    int len;
+};
+
+// Frees everything a (partly) loaded model holds.
+void mhsa__llama_free(mhsa_llama *m);
+
+#endif

@@ -1,0 +1,113 @@
+// pretok.c — GPT-2's and SmolLM's pre-tokenizer split (pretok.h).
+#include "pretok.h"
+
+#include "unicode.h"
+
+enum { CLS_NONE = 255 };   // past the end of the piece
+
+typedef struct span {
+    const mhsa_pretok_scratch *s;
+    size_t end;            // units of the piece: [start, end)
+    size_t prev;           // where the next token starts
+    size_t *ends;
+    size_t k;
+} span;
+
+static unsigned cls(const span *p, size_t i)
+{
+    return i < p->end ? p->s->unit_cls[i] : CLS_NONE;
+}
+
+static uint32_t cp(const span *p, size_t i)
+{
+    return i < p->end ? p->s->unit_cp[i] : MHSA_CP_INVALID;
+}
+
+// A token of units [prev, upto), if not empty.
+static void emit(span *p, size_t upto)
+{
+    if (upto > p->prev)
+        p->ends[p->k++] = p->s->unit_off[upto];
+    p->prev = upto;
+}
+
+// GPT-2's regex over units [start, end) (see pretok.h), alternative by
+// alternative in its order.
+static void split_gpt2(span *p, size_t start)
+{
+    p->prev = start;
+    for (size_t pos = start; pos < p->end;) {
+        uint32_t c = cp(p, pos);
+        // 's|'t|'re|'ve|'m|'ll|'d (lower case only, as the regex says)
+        if (c == '\'' && pos + 1 < p->end) {
+            uint32_t n1 = cp(p, pos + 1), n2 = cp(p, pos + 2);
+            if (n1 == 's' || n1 == 't' || n1 == 'm' || n1 == 'd') {
+                emit(p, pos += 2);
+                continue;
+            }
+            if ((n1 == 'r' && n2 == 'e') || (n1 == 'v' && n2 == 'e') ||
+                (n1 == 'l' && n2 == 'l')) {
+                emit(p, pos += 3);
+                continue;
+            }
+        }
+        //  ?\p{L}+ |  ?\p{N}+ |  ?[^\s\p{L}\p{N}]+
+        unsigned k = c == ' ' ? cls(p, pos + 1) : cls(p, pos);
+        if (k == MHSA_CP_LETTER || k == MHSA_CP_NUMBER ||
+            k == MHSA_CP_OTHER) {
+            pos += c == ' ';
+            while (cls(p, pos) == k)
+                pos++;
+            emit(p, pos);
+            continue;
+        }
+        // \s+(?!\S): a run of spaces followed by more of the piece leaves
+        // its last space to start the next token; else \s+ takes it all.
+        size_t ws = 0;
+        while (cls(p, pos + ws) == MHSA_CP_SPACE)
+            ws++;
+        if (ws > 1 && pos + ws < p->end) {
+            emit(p, pos += ws - 1);
+            continue;
+        }
+        if (ws > 0) {
+            emit(p, pos += ws);
+            continue;
+        }
+        emit(p, ++pos);   // not reached: every unit has a class above
+    }
+}
+
+size_t mhsa__pretok_split(mhsa_pretok kind, const unsigned char *text,
+                          size_t n, const mhsa_pretok_scratch *s,
+                          size_t *ends)
+{
+    size_t units = 0;
+    for (size_t off = 0; off < n; units++) {
+        s->unit_off[units] = off;
+        off += mhsa__utf8_next(text + off, n - off, &s->unit_cp[units]);
+        s->unit_cls[units] = (unsigned char)mhsa__cp_class(s->unit_cp[units]);
+    }
+    s->unit_off[units] = n;
+    span p = {.s = s, .ends = ends};
+    if (kind == MHSA_PRETOK_GPT2) {
+        p.end = units;
+        split_gpt2(&p, 0);
+        return p.k;
+    }
+    // SmolLM: each number alone; the runs between them split as GPT-2.
+    size_t start = 0;
+    for (size_t i = 0; i <= units; i++) {
+        if (i < units && s->unit_cls[i] != MHSA_CP_NUMBER)
+            continue;
+        p.end = i;
+        split_gpt2(&p, start);
+        if (i < units) {
+            p.end = i + 1;
+            p.prev = i;
+            emit(&p, i + 1);
+        }
+        start = i + 1;
+    }
+    return p.k;
+}
