@@ -1198,10 +1198,15 @@ static Suite *suite(void)
     tcase_add_test(tm, split_batch_gradients_add_up);
     tcase_add_test(tm, lr_schedule);
     suite_add_tcase(s, tm);
+    // The learning curve, tagged slow: the qemu runs leave it out
+    // (CK_EXCLUDE_TAGS=slow); native and ASan runs take it.
+    TCase *tcurve = tcase_create("learning");
+    tcase_set_tags(tcurve, "slow");
+    tcase_add_test(tcurve, learns_a_sentence);
+    suite_add_tcase(s, tcurve);
     TCase *tt = tcase_create("training");
     tcase_add_test(tt, steps_allocate_nothing);
     tcase_add_test(tt, same_bits_on_any_thread_count);
-    tcase_add_test(tt, learns_a_sentence);
 #ifdef MHSA_TEST_SAFETENSORS
     tcase_add_loop_test(tt, matches_pytorch, 0,
                         (int)(sizeof ref_files / sizeof ref_files[0]));

@@ -566,12 +566,16 @@ static Suite *suite(void)
     tcase_add_test(tc, tasks_have_their_structure);
     tcase_add_test(tc, steps_allocate_nothing);
     suite_add_tcase(s, tc);
+    tcase_add_test(tc, same_bits_on_one_and_two_threads);
+    // Learning curves, tagged slow: the qemu runs leave them out
+    // (CK_EXCLUDE_TAGS=slow; two minutes there, and the kernels they use
+    // are checked case by case above); native and ASan runs take them.
     TCase *tr = tcase_create("training");
+    tcase_set_tags(tr, "slow");
     // Quick mode (util.h): seed 1 only. Every run keeps its 150 steps and
     // its loss bound; seed 2 is the same code path on other numbers.
     tcase_add_loop_test(tr, repeat_converges_at_demo_size, 0, test_count(2));
     tcase_add_loop_test(tr, induction_learns_to_look_back, 0, test_count(2));
-    tcase_add_test(tr, same_bits_on_one_and_two_threads);
     suite_add_tcase(s, tr);
     return s;
 }

@@ -85,8 +85,8 @@ const char *data_path(const char *rel);
 int run_suite(Suite *s);
 // Adds test t (a loop test over [0, n)) as a test case of its own, named
 // after it, so that it can run alone (CK_RUN_CASE=name). Cases tagged
-// "slow" take minutes under valgrind, whose CI step leaves them out
-// (CK_EXCLUDE_TAGS=slow); ASan, qemu and native runs take them all.
+// "slow" take minutes under valgrind or qemu, whose CI steps leave them
+// out (CK_EXCLUDE_TAGS=slow); ASan and native runs take them all.
 void add_case(Suite *s, const char *name, const TTest *t, int n,
               const char *tags);
 #define ADD_CASE(s, t, n, tags) add_case(s, #t, t, n, tags)
