@@ -111,7 +111,8 @@ static void getters(const mhsa_gguf_file *f)
 
 // The file's tokenizer, if it has one that loads: a text with a bit of
 // everything (digits, contractions, emoji, a combining mark, invalid
-// bytes) encodes and decodes back to itself.
+// bytes) encodes and decodes back to itself, less the bytes its
+// vocabulary has no token for.
 static void tokenizer(const mhsa_gguf_file *f)
 {
     static const char text[] = "It's 2024: caf\xc3\xa9 e\xcc\x81 "
@@ -129,7 +130,15 @@ static void tokenizer(const mhsa_gguf_file *f)
                            sizeof text + 1, &n) == MHSA_OK);
     CHECK(mhsa__tok_decode(t, ids, n, 0, back, sizeof back, &len) ==
           MHSA_OK);
-    CHECK(len == sizeof text - 1 && !memcmp(back, text, len));
+    // Exactly the text, but for bytes the vocabulary has no token for,
+    // which are left out (tokenizer.h): the decoded bytes are the text's
+    // in order, with nothing added.
+    size_t j = 0;
+    for (size_t i = 0; i < len; i++, j++) {
+        while (j < sizeof text - 1 && text[j] != back[i])
+            j++;
+        CHECK(j < sizeof text - 1);
+    }
     mhsa__tok_free(t);
 }
 
