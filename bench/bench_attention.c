@@ -20,8 +20,8 @@
 #include <string.h>
 
 #include "bench_util.h"
-#include "attend.h"
-#include "mhsa_internal.h"
+#include "attn/attend.h"
+#include "api/objects.h"
 #include "shim.h"
 
 static double peak_of(int threads)

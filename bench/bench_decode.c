@@ -27,9 +27,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attend.h"
+#include "attn/attend.h"
 #include "bench_util.h"
-#include "mhsa_internal.h"
+#include "api/objects.h"
 #include "shim.h"
 
 enum { MAX_B = 16, RAGGED_MIN = 128 };

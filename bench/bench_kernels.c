@@ -17,8 +17,8 @@
 #include <string.h>
 
 #include "bench_util.h"
-#include "gemm.h"
-#include "kernels.h"
+#include "gemm/gemm.h"
+#include "kernels/kernels.h"
 #include "shim.h"
 
 #if MHSA_BENCH_OPENBLAS

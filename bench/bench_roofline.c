@@ -19,7 +19,7 @@
 #endif
 
 #include "bench_util.h"
-#include "kernels.h"
+#include "kernels/kernels.h"
 #include "shim.h"
 
 float *mhsa_bench_floats(size_t n)

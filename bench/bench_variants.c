@@ -25,9 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attend.h"
+#include "attn/attend.h"
 #include "bench_util.h"
-#include "mhsa_internal.h"
+#include "api/objects.h"
 #include "shim.h"
 
 typedef struct thread_scope { int saved; } thread_scope;

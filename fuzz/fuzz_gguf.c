@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gguf.h"
+#include "io/gguf.h"
 #include "llama/tokenizer.h"
 #include "mhsa.h"
 

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "mhsa.h"
-#include "safetensors.h"
+#include "io/safetensors.h"
 
 #define CHECK(c) do { if (!(c)) abort(); } while (0)
 

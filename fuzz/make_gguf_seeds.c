@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf.h"
+#include "io/gguf.h"
 #include "gguf_writer.h"
 #include "llama/unicode.h"
 

@@ -4,7 +4,7 @@
 #ifndef MHSA_TEST_DP_THREADS_H
 #define MHSA_TEST_DP_THREADS_H
 
-#include "dp_comm.h"
+#include "train/dp/dp_comm.h"
 
 // Calls fn(comm of rank r, arg[r]) on P threads (rank 0 on its own thread
 // too) and returns when all have returned. OpenMP inside each thread uses

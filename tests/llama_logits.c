@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gguf.h"
+#include "io/gguf.h"
 #include "llama/llama.h"
 #include "llama/tokenizer.h"
 

@@ -14,8 +14,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "alloc.h"
-#include "attention.h"
+#include "core/alloc.h"
+#include "attn/attention.h"
 #include "blockutil.h"
 #include "guard.h"
 

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attention.h"
+#include "attn/attention.h"
 #include "guard.h"
 #include "ref_variants.h"
 #include "util.h"

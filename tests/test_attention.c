@@ -8,8 +8,8 @@
 #include <string.h>
 
 #include "blockutil.h"
-#include "gemm.h"
-#include "threads.h"
+#include "gemm/gemm.h"
+#include "core/threads.h"
 
 static const int dh_choices[] = { 1, 2, 3, 5, 7, 8, 9, 16, 17, 33, 64 };
 static const int t_choices[] = { 1, 2, 3, 5, 7, 13, 47, 48, 49, 64, 65, 97,

@@ -21,7 +21,7 @@
 
 #include "avx512_probe.h"
 #include "guard.h"
-#include "half.h"
+#include "kernels/half.h"
 #include "util.h"
 
 enum { N_BUILDS = 2 };

@@ -1,4 +1,4 @@
-// test_dp.c — data-parallel training (src/train/dp.h) without MPI: ranks are
+// test_dp.c — data-parallel training (src/train/dp/dp.h) without MPI: ranks are
 // threads (dp_threads.c) or the single-process transport. The fixed tree
 // against hand-bracketed sums; per-group losses normalised by the batch's
 // count; G = 1 against the plain mhsa_lm loop bit for bit; the same bits for
@@ -12,14 +12,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "alloc.h"
-#include "dp.h"
-#include "dp_gpt.h"
-#include "dp_internal.h"
-#include "dp_lm.h"
+#include "core/alloc.h"
+#include "train/dp/dp.h"
+#include "train/dp/dp_gpt.h"
+#include "train/dp/dp_internal.h"
+#include "train/dp/dp_lm.h"
 #include "dp_threads.h"
-#include "dp_tree.h"
-#include "train_internal.h"
+#include "train/dp/dp_tree.h"
+#include "train/train_internal.h"
 #include "util.h"
 
 // ---- the tree --------------------------------------------------------------

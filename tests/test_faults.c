@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "alloc.h"
+#include "core/alloc.h"
 #include "blockutil.h"
 #include "mhsa_train.h"
 

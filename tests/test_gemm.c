@@ -1,4 +1,4 @@
-// test_gemm.c — the blocked SGEMM driver (src/gemm.c) on every ISA against
+// test_gemm.c — the blocked SGEMM driver (src/gemm/gemm.c) on every ISA against
 // a double naive reference: tile-edge and KC-edge shapes, all transpose
 // combinations, odd leading dimensions, alpha / beta variants (beta 0 with
 // NaN-poisoned C), seeded random shapes, prepacked B equal bit for bit to
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gemm.h"
+#include "gemm/gemm.h"
 #include "util.h"
 
 #define LOOP(tc, fn) tcase_add_loop_test(tc, fn, 0, N_ISAS)

@@ -1,4 +1,4 @@
-// test_gguf.c — the GGUF reader (src/gguf.h): every metadata type round
+// test_gguf.c — the GGUF reader (src/io/gguf.h): every metadata type round
 // trip in versions 2 and 3, every readable tensor type dequantized against
 // an independent implementation here and against values worked out by
 // hand, the dims order, and malformed files (truncated at every byte, and
@@ -12,8 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "alloc.h"
-#include "gguf.h"
+#include "core/alloc.h"
+#include "io/gguf.h"
 #include "gguf_writer.h"
 #include "util.h"
 

@@ -16,9 +16,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "layers.h"
-#include "mhsa_internal.h"
-#include "safetensors.h"
+#include "train/layers.h"
+#include "api/objects.h"
+#include "io/safetensors.h"
 #include "mhsa_train.h"
 #include "util.h"
 

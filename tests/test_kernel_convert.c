@@ -1,7 +1,7 @@
 // test_kernel_convert.c — the fp32 <-> F16 / BF16 conversions of every ISA
 // (cvt_from_f32, cvt_to_f32; contract in kernels.h).
 //
-// The references here are written differently from src/half.h on purpose:
+// The references here are written differently from src/kernels/half.h on purpose:
 // decoding builds the value in double with ldexp, encoding rounds in double
 // with rint (round to nearest even) on the format's quantum and builds the
 // bits from frexp. Every table is checked against them and bit for bit

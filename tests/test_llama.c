@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gguf.h"
+#include "io/gguf.h"
 #include "gguf_writer.h"
 #include "llama/llama.h"
 #include "util.h"

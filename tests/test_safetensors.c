@@ -11,10 +11,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "alloc.h"
-#include "half.h"
+#include "core/alloc.h"
+#include "kernels/half.h"
 #include "mhsa.h"
-#include "safetensors.h"
+#include "io/safetensors.h"
 #include "util.h"
 
 // ---- temporary files: one directory per (forked) test --------------------

@@ -9,7 +9,7 @@
 // On a CPU where the library computed with gradual underflow these differ
 // (x * w with x = 1e-39 is 1e-39 * w, not 0), so the tests fail when FTZ or
 // DAZ is missing in any thread that computes (try MHSA_LIBRARY_MXCSR =
-// 0x1F80 in src/fpenv.h). valgrind does not emulate FTZ/DAZ (it reads back
+// 0x1F80 in src/core/fpenv.h). valgrind does not emulate FTZ/DAZ (it reads back
 // the default MXCSR and computes with subnormals): there these tests say so
 // and check nothing.
 #include <fenv.h>
@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fpenv.h"
-#include "mhsa_internal.h"
+#include "core/fpenv.h"
+#include "api/objects.h"
 #include "mhsa_train.h"
 #include "util.h"
 

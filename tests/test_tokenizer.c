@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "alloc.h"
-#include "gguf.h"
+#include "core/alloc.h"
+#include "io/gguf.h"
 #include "gguf_writer.h"
 #include "llama/pretok.h"
 #include "llama/tokenizer.h"

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mhsa_internal.h"
+#include "api/objects.h"
 #include "mhsa_train.h"
 #include "util.h"
 

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "refrun.h"
-#include "safetensors.h"
+#include "io/safetensors.h"
 
 #define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
 

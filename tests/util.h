@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kernels.h"
+#include "kernels/kernels.h"
 
 // Every ISA a test loops over; mhsa_kernels_for() says which this machine has.
 extern const mhsa_isa all_isas[];

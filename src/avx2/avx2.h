@@ -6,7 +6,7 @@
 #ifndef MHSA_AVX2_H
 #define MHSA_AVX2_H
 
-#include "kernel_decl.h"
+#include "kernels/kernel_decl.h"
 
 MHSA_DECLARE_KERNELS(avx2, 6, 16)
 

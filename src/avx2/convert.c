@@ -15,8 +15,8 @@
 #include <immintrin.h>
 #include <string.h>
 
-#include "half.h"
-#include "kernels.h"
+#include "kernels/half.h"
+#include "kernels/kernels.h"
 #include "avx2/avx2.h"
 #include "avx2/vhalf.h"
 

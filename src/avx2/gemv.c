@@ -3,7 +3,7 @@
 // one FMA, so they run at the speed of memory, not of the FMA units.
 #include <immintrin.h>
 
-#include "kernels.h"
+#include "kernels/kernels.h"
 #include "avx2/avx2.h"
 #include "avx2/vmath.h"
 

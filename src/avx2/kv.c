@@ -35,7 +35,7 @@
 #include <immintrin.h>
 #include <string.h>
 
-#include "kernels.h"
+#include "kernels/kernels.h"
 #include "avx2/avx2.h"
 #include "avx2/vhalf.h"
 #include "avx2/vmath.h"

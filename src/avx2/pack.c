@@ -9,7 +9,7 @@
 // padding is an exact 0 and no memory past the block is read.
 #include <immintrin.h>
 
-#include "kernels.h"
+#include "kernels/kernels.h"
 #include "avx2/avx2.h"
 #include "avx2/vmath.h"
 

@@ -4,7 +4,7 @@
 // load/store, which moves the bits unchanged (NaN payloads included).
 #include <immintrin.h>
 
-#include "kernels.h"
+#include "kernels/kernels.h"
 #include "avx2/avx2.h"
 #include "avx2/vmath.h"
 

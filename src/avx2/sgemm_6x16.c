@@ -10,7 +10,7 @@
 // never loads C, so NaN there cannot leak in.
 #include <immintrin.h>
 
-#include "kernels.h"
+#include "kernels/kernels.h"
 #include "avx2/avx2.h"
 #include "avx2/vmath.h"
 

@@ -15,7 +15,7 @@
 #include <math.h>
 #include <immintrin.h>
 
-#include "kernels.h"
+#include "kernels/kernels.h"
 #include "avx2/avx2.h"
 #include "avx2/vmath.h"
 

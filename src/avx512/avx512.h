@@ -13,7 +13,7 @@
 #ifndef MHSA_AVX512_H
 #define MHSA_AVX512_H
 
-#include "kernel_decl.h"
+#include "kernels/kernel_decl.h"
 
 #if MHSA_AVX512_EMULATED
 #define MHSA_AVX512_SFX avx512_emul

@@ -9,7 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kernels.h"
+#include "kernels/kernels.h"
 #include "avx512/intrin.h"
 
 #define MHSA_AVX512_INLINE static inline __attribute__((always_inline))

@@ -9,7 +9,7 @@
 // allocates, so memory stays flat while generating.
 #include <string.h>
 
-#include "fpenv.h"
+#include "core/fpenv.h"
 #include "llama/llama_internal.h"
 #include "train/layers.h"
 

@@ -4,7 +4,10 @@
 #define MHSA_LLAMA_INTERNAL_H
 
 #include "llama/llama.h"
-#include "mhsa_internal.h"
+#include "api/workspace_rebind.h"
+#include "core/alloc.h"
+#include "core/status.h"
+#include "gemm/gemm.h"
 
 typedef struct llama_layer {
     const float *attn_norm, *ffn_norm;   // (D) each

@@ -7,8 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fpenv.h"
-#include "gguf.h"
+#include "core/fpenv.h"
+#include "io/gguf.h"
 #include "llama/llama_internal.h"
 
 void mhsa__llama_free(mhsa_llama *m)

@@ -7,8 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "alloc.h"
-#include "mhsa_internal.h"
+#include "core/alloc.h"
+#include "core/status.h"
+#include "core/alloc.h"
 #include "pretok.h"
 #include "tokenizer.h"
 #include "unicode.h"

@@ -25,7 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gguf.h"
+#include "io/gguf.h"
 #include "mhsa.h"
 
 typedef struct mhsa_tokenizer mhsa_tokenizer;

@@ -14,8 +14,8 @@
 #include <arm_neon.h>
 #include <string.h>
 
-#include "half.h"
-#include "kernels.h"
+#include "kernels/half.h"
+#include "kernels/kernels.h"
 #include "neon/neon.h"
 #include "neon/vhalf.h"
 

@@ -2,7 +2,7 @@
 // token); both stream the matrix once, unpacked (contracts in kernels.h).
 #include <arm_neon.h>
 
-#include "kernels.h"
+#include "kernels/kernels.h"
 #include "neon/neon.h"
 
 // y[j] = beta*y[j] + a[j,:] . x, four rows at a time (4 FMA chains).

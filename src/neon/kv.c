@@ -24,8 +24,8 @@
 // gemv_n / gemv_t's bits (test_kernel_gemv.c checks both).
 #include <arm_neon.h>
 
-#include "half.h"
-#include "kernels.h"
+#include "kernels/half.h"
+#include "kernels/kernels.h"
 #include "neon/neon.h"
 #include "neon/vhalf.h"
 

@@ -4,7 +4,7 @@
 #ifndef MHSA_NEON_H
 #define MHSA_NEON_H
 
-#include "kernel_decl.h"
+#include "kernels/kernel_decl.h"
 
 MHSA_DECLARE_KERNELS(neon, 8, 12)
 

@@ -8,7 +8,7 @@
 // packer's bit for bit: alpha * x is the same single multiply.
 #include <arm_neon.h>
 
-#include "kernels.h"
+#include "kernels/kernels.h"
 #include "neon/neon.h"
 
 // In-place transpose of the 4x4 block held in r0..r3 (rows -> columns).

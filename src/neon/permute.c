@@ -5,7 +5,7 @@
 // (NaN payloads and signs of zero survive), as the scalar copy does.
 #include <arm_neon.h>
 
-#include "kernels.h"
+#include "kernels/kernels.h"
 #include "neon/neon.h"
 
 static void copy_row(float *d, const float *s, size_t n)

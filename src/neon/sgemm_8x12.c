@@ -19,7 +19,7 @@
 // separate multiply and add, like the scalar kernel.
 #include <arm_neon.h>
 
-#include "kernels.h"
+#include "kernels/kernels.h"
 #include "neon/neon.h"
 
 enum { MR = 8, NR = 12 };

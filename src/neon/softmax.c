@@ -21,7 +21,7 @@
 // buffers, so nothing past n is read or written.
 #include <math.h>
 
-#include "kernels.h"
+#include "kernels/kernels.h"
 #include "neon/neon.h"
 #include "neon/vmath.h"
 

@@ -3,7 +3,7 @@
 // SIMD ones.
 #include <string.h>
 
-#include "half.h"
+#include "kernels/half.h"
 #include "scalar/scalar.h"
 
 void mhsa_cvt_from_f32__scalar(size_t n, const float *src, void *dst,

@@ -1,5 +1,5 @@
 // gemv.c — scalar matrix-vector products (contracts in kernels.h).
-#include "half.h"
+#include "kernels/half.h"
 #include "scalar/scalar.h"
 
 void mhsa_gemv_n__scalar(size_t n, size_t d, const float *a, size_t lda,

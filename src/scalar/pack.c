@@ -1,6 +1,6 @@
 // pack.c — scalar packing of GEMM operands into micro-panels (layouts in
 // kernels.h). Plain loops: the reference the SIMD packers are tested against.
-#include "kernels.h"
+#include "kernels/kernels.h"
 #include "scalar/scalar.h"
 
 void mhsa_pack_a_mr4__scalar(size_t m, size_t k, const float *a, size_t lda,

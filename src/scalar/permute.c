@@ -1,5 +1,5 @@
 // permute.c — scalar strided 4-D copy with scale (split/merge heads).
-#include "kernels.h"
+#include "kernels/kernels.h"
 #include "scalar/scalar.h"
 
 void mhsa_permute_4d__scalar(const mhsa_permute_args *a)

@@ -3,7 +3,7 @@
 #ifndef MHSA_SCALAR_H
 #define MHSA_SCALAR_H
 
-#include "kernel_decl.h"
+#include "kernels/kernel_decl.h"
 
 MHSA_DECLARE_KERNELS(scalar, 4, 8)
 

@@ -1,7 +1,7 @@
 // sgemm_4x8.c — the scalar 4x8 micro-kernel. 32 accumulators in locals; the
 // compiler keeps them in registers and may vectorise the j loop with SSE2,
 // which does not change the result (no contraction: -ffp-contract=off).
-#include "kernels.h"
+#include "kernels/kernels.h"
 #include "scalar/scalar.h"
 
 void mhsa_sgemm_4x8__scalar(size_t k, const float *ap, const float *bp,

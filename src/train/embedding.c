@@ -7,7 +7,7 @@
 // the sums, and their bits, never depend on the thread count.
 #include <string.h>
 
-#include "fpenv.h"
+#include "core/fpenv.h"
 #include "layers.h"
 
 void mhsa__embed_forward(float *x, const int32_t *tokens, const float *wte,

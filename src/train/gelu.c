@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "fpenv.h"
+#include "core/fpenv.h"
 #include "layers.h"
 
 #define GELU_S 0.7978845608028654f   // sqrt(2 / pi)

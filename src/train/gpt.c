@@ -26,7 +26,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "fpenv.h"
+#include "core/fpenv.h"
 #include "gpt_internal.h"
 #include "train_internal.h"
 

@@ -7,7 +7,7 @@
 // With one row the linear layers use the table's gemv_n (linear.c).
 #include <string.h>
 
-#include "fpenv.h"
+#include "core/fpenv.h"
 #include "gpt_internal.h"
 
 struct mhsa_gpt_cache {

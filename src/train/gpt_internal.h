@@ -5,7 +5,8 @@
 #define MHSA_GPT_INTERNAL_H
 
 #include "layers.h"
-#include "mhsa_internal.h"
+#include "core/alloc.h"
+#include "core/status.h"
 #include "mhsa_train.h"
 
 // Offsets into the flat buffers of one layer's parameters. c_q, c_k, c_v

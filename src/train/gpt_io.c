@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "gpt_internal.h"
-#include "safetensors.h"
+#include "io/safetensors.h"
 
 #define META_PREFIX "mhsa.gpt."
 

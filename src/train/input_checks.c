@@ -1,7 +1,7 @@
 // input_checks.c — the argument checks every language model of the
 // training library makes on a batch of token ids (the synthetic-task model
 // of model.c and the GPT of gpt.c), with one wording of their errors.
-#include "mhsa_internal.h"
+#include "core/status.h"
 #include "train_internal.h"
 
 mhsa_status mhsa__check_ids(const char *fn, const char *what,

@@ -18,7 +18,7 @@
 // multiply by the weight.
 #include <math.h>
 
-#include "fpenv.h"
+#include "core/fpenv.h"
 #include "layers.h"
 
 #define LN_EPS 1e-5f

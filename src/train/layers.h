@@ -18,8 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "gemm.h"
-#include "kernels.h"
+#include "gemm/gemm.h"
+#include "kernels/kernels.h"
 
 // The layers' loops are plain C that the compiler vectorises. On x86-64
 // it builds each marked function twice, for the SSE2 baseline and for AVX2,

@@ -9,7 +9,7 @@
 //            db += sum over rows of dy      (OC)
 #include <string.h>
 
-#include "fpenv.h"
+#include "core/fpenv.h"
 #include "layers.h"
 
 // db (OC) += sum over the N rows of dy (N, OC), in row order.

@@ -10,8 +10,8 @@
 // double, in row order, so the result does not depend on threads.
 #include <math.h>
 
-#include "fpenv.h"
-#include "mhsa_internal.h"
+#include "core/fpenv.h"
+#include "core/status.h"
 #include "train_internal.h"
 
 mhsa_status mhsa_cross_entropy(int n, int V, const float *logits,

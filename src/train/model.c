@@ -14,7 +14,7 @@
 //   dx (N, D), block grads = mhsa_backward(dy)
 //   g_tok_emb[tokens[n]] += dx[n];  g_pos_emb[t(n)] += dx[n]   (scatter-add)
 //
-// Determinism: the GEMMs go through the one driver (src/gemm.c), which never
+// Determinism: the GEMMs go through the one driver (src/gemm/gemm.c), which never
 // splits K by thread count; the bias column sums and the scatter-adds run
 // sequentially in row order; the global gradient norm is summed in double in
 // tensor order. So the bits do not depend on OMP_NUM_THREADS.
@@ -22,9 +22,11 @@
 #include <omp.h>
 #include <string.h>
 
-#include "fpenv.h"
-#include "gemm.h"
-#include "mhsa_internal.h"
+#include "core/fpenv.h"
+#include "gemm/gemm.h"
+#include "core/status.h"
+#include "core/alloc.h"
+#include "gemm/gemm.h"
 #include "train_internal.h"
 
 enum {

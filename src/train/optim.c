@@ -8,9 +8,9 @@
 // no order of summation is involved at all.
 #include <math.h>
 
-#include "fpenv.h"
+#include "core/fpenv.h"
 #include "layers.h"
-#include "mhsa_internal.h"
+#include "core/status.h"
 #include "train_internal.h"
 
 mhsa_optim_config mhsa_optim_defaults(mhsa_optim_kind kind)

@@ -2,7 +2,7 @@
 #include <omp.h>
 
 #include "layers.h"
-#include "threads.h"
+#include "core/threads.h"
 
 // Below this many floats of work a parallel region (a few microseconds to
 // wake the pool) costs more than the loop it splits.

@@ -8,7 +8,7 @@
 //              to look back by a fixed offset; earlier positions are noise and
 //              do not count (target -1).
 // splitmix64 (rng.c) gives the same stream on every platform.
-#include "mhsa_internal.h"
+#include "core/status.h"
 #include "train_internal.h"
 
 // Uniform in [0, V): the modulo bias of 2^64 mod V is below 2^-57 for the

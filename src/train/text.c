@@ -10,7 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "mhsa_internal.h"
+#include "core/status.h"
+#include "core/alloc.h"
 #include "train_internal.h"
 
 struct mhsa_text {

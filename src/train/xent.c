@@ -10,7 +10,7 @@
 // summed in row order afterwards, so no bit depends on the thread count.
 #include <math.h>
 
-#include "fpenv.h"
+#include "core/fpenv.h"
 #include "layers.h"
 
 static double lse_minus_target(const float *z, size_t V, int c)

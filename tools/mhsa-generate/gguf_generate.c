@@ -12,7 +12,7 @@
 
 #include "cli.h"
 #include "generate.h"
-#include "gguf.h"
+#include "io/gguf.h"
 #include "llama/llama.h"
 #include "llama/tokenizer.h"
 

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "safetensors.h"
+#include "io/safetensors.h"
 #include "text.h"
 
 enum { EVAL_BATCHES = 8 };

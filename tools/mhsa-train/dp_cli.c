@@ -5,7 +5,7 @@
 
 #include "cli.h"
 #include "dp_run.h"
-#include "train/dp_lm.h"
+#include "train/dp/dp_lm.h"
 
 int dp_cli_wanted(const train_args *a, const dp_comm *c)
 {

@@ -1,6 +1,6 @@
 // dp_cli.h — mhsa-train's data-parallel options (dp_args.c) and the
 // synthetic tasks' data-parallel training (dp_cli.c, on the model-agnostic
-// loop of dp_run.c and the trainer of src/train/dp.h).
+// loop of dp_run.c and the trainer of src/train/dp/dp.h).
 //
 // A run goes through the data-parallel trainer when it has more than one
 // rank (mpirun -np P), more than one gradient group, or a checkpoint to
@@ -13,7 +13,7 @@
 #include <stdio.h>
 
 #include "mhsa_train.h"
-#include "train/dp_comm.h"
+#include "train/dp/dp_comm.h"
 
 typedef struct dp_args {
     int grad_groups;          // --grad-groups G (1)

@@ -3,7 +3,7 @@
 // every rank, checkpoints and resume, the periodic weight check, progress
 // and the time each part of a step takes. mhsa-train's synthetic tasks
 // (dp_cli.c) fill in a job for mhsa_lm; another model fills in its own
-// dp_model (src/train/dp.h) and batch function. A command with a loop of
+// dp_model (src/train/dp/dp.h) and batch function. A command with a loop of
 // its own (the GPT on text, text_cli.c, with its own checkpoints and
 // evaluation) uses the pieces every run shares: dp_run_open,
 // dp_run_agree, dp_run_fail and dp_run_print_stats.
@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #include "dp_cli.h"
-#include "train/dp.h"
+#include "train/dp/dp.h"
 
 // A checkpoint entry that must match on resume for the data to be the
 // same: the metadata key, the option it comes from, this run's value.

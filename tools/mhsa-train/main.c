@@ -5,7 +5,7 @@
 #include "cli.h"
 
 #if MHSA_HAVE_MPI
-#include "train/dp_mpi.h"
+#include "train/dp/dp_mpi.h"
 #endif
 
 int main(int argc, char **argv)

@@ -13,7 +13,7 @@
 // one process would (data, checks, the checkpoint it resumes) and sends
 // the settings to the others, which load the same data (its hash must
 // match) and build the same model; then dp_run_open broadcasts rank 0's
-// weights and every step goes through the trainer of src/train/dp.h on the
+// weights and every step goes through the trainer of src/train/dp/dp.h on the
 // GPT (dp_gpt.h): every rank draws the whole batch from the same stream
 // and computes its groups. Checkpoints are the GPT's own files: the
 // optimiser's shards are gathered into rank 0's model, which writes them
@@ -38,9 +38,9 @@
 
 #include "cli.h"
 #include "dp_run.h"
-#include "safetensors.h"
+#include "io/safetensors.h"
 #include "text.h"
-#include "train/dp_gpt.h"
+#include "train/dp/dp_gpt.h"
 
 typedef struct text_run {
     text_args a;

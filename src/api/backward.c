@@ -1,0 +1,202 @@
+// backward.c — mhsa_backward: gradients of the last recorded forward.
+//
+// With ctx the merged attention output and qkv the projection:
+//   db_out += colsum(dy);  dW_out += dy^T ctx;  dctx = dy W_out
+//   dq, dk, dv per head from dctx (attention.c, FlashAttention-2 style)
+//   db_qkv += colsum(dqkv); dW_qkv += dqkv^T x;  dx = dqkv W_qkv
+// Every sum has one fixed order (GEMM K loop, rows in order for the bias
+// sums, heads one per task), so the bits do not depend on the thread count.
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+
+#include "attn/attention.h"
+#include "core/fpenv.h"
+#include "attn/split.h"
+#include "core/threads.h"
+
+// acc[c] += sum over rows r of x[r*ld + c], rows in order.
+static void add_colsum(size_t rows, size_t cols, const float *x, size_t ld,
+                       float *acc)
+{
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < cols; c++)
+            acc[c] += x[r * ld + c];
+}
+
+static mhsa_status check_backward(const mhsa_block *blk,
+                                  const mhsa_workspace *ws, const float *dy,
+                                  const mhsa_grads *g)
+{
+    static const char fn[] = "mhsa_backward";
+    mhsa_status st = mhsa__check_ws(fn, blk, ws);
+    if (st != MHSA_OK)
+        return st;
+    if (!dy)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: dy is NULL", fn);
+    if (!g)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: g is NULL", fn);
+    const mhsa_grads_impl *gi = (const mhsa_grads_impl *)g;
+    if (gi->D != blk->D || gi->nqkv != blk->nqkv ||
+        gi->bias != blk->cfg.bias)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG,
+                          "%s: g was made for d_model = %zu, bias = %d, the "
+                          "block has d_model = %zu, bias = %d", fn, gi->D,
+                          gi->bias, blk->D, blk->cfg.bias);
+    if (!ws->has_forward)
+        return mhsa__fail(MHSA_ERR_STATE,
+                          "%s: the workspace holds no forward to "
+                          "differentiate (call mhsa_forward first)", fn);
+    if (ws->fwd_version != blk->version)
+        return mhsa__fail(MHSA_ERR_STATE,
+                          "%s: the block's weights changed after the "
+                          "recorded forward", fn);
+    return MHSA_OK;
+}
+
+// The arguments for query block qb (rows qb*br ...) of head h of sequence
+// b; dk and dv are those of its kv head.
+static head_args block_args(const mhsa_block *blk, const mhsa_workspace *ws,
+                            size_t br, size_t b, size_t h, size_t qb)
+{
+    size_t T = ws->fwd_t, H = blk->H, Hkv = blk->Hkv, dh = blk->dh;
+    size_t D = blk->D, nqkv = blk->nqkv, kvh = h / blk->group;
+    size_t bh = b * H + h, r0 = qb * br, row = b * T + r0;
+    float *g0 = ws->qkv + b * T * nqkv;   // dqkv of the sequence's row 0
+    size_t klen = 0;
+    if (ws->fwd_seq_len && (size_t)ws->fwd_seq_len[b] < T)
+        klen = (size_t)ws->fwd_seq_len[b];
+    head_args a = {
+        .tq = T - r0 < br ? T - r0 : br, .tk = T, .dh = dh, .q_pos = r0,
+        .causal = blk->cfg.causal, .window = (size_t)blk->cfg.window,
+        .klen = klen,
+        .mask = ws->fwd_mask ? ws->fwd_mask + r0 * T : NULL,
+        .ldmask = T,
+        .scale = 1.0f / sqrtf((float)dh),
+        .q = ws->q + (bh * T + r0) * dh,
+        .k = ws->k + (b * Hkv + kvh) * T * dh,
+        .v = ws->v + (b * Hkv + kvh) * T * dh,
+        .kv_dtype = MHSA_F32,
+        .o = ws->ctx + row * D + h * dh, .ldo = D,
+        .lse = ws->lse + bh * T + r0,
+        .dout = ws->dctx + row * D + h * dh, .lddo = D,
+        .dq = g0 + r0 * nqkv + h * dh,
+        .dk = g0 + D + kvh * dh, .dv = g0 + D + (Hkv + kvh) * dh,
+        .ldg = nqkv,
+    };
+    return a;
+}
+
+// dk and dv of kv head g of sequence b accumulate from zero.
+static void zero_dkv(const mhsa_block *blk, const mhsa_workspace *ws,
+                     size_t b, size_t g)
+{
+    size_t T = ws->fwd_t, dh = blk->dh, D = blk->D, nqkv = blk->nqkv;
+    float *g0 = ws->qkv + b * T * nqkv + D + g * dh;
+    for (size_t t = 0; t < T; t++) {
+        memset(g0 + t * nqkv, 0, dh * sizeof(float));
+        memset(g0 + t * nqkv + blk->Hkv * dh, 0, dh * sizeof(float));
+    }
+}
+
+// One task per kv head when there are at least as many kv heads as
+// threads: its query heads in order, each over its query blocks in order,
+// so dk and dv sum the group's contributions in a fixed order. With fewer
+// (one long sequence, few heads), each kv head is split instead: a pass
+// over (kv head, key tile) makes dk and dv, each tile visiting the group's
+// heads and query blocks in order, and a pass over (head, query block)
+// makes dq, each block visiting the key tiles in order. Every sum runs in
+// the order of the one-task version, so the bits are the same either way;
+// the split pays for recomputing the scores twice.
+static void attention_backward(const mhsa_kernels *k, mhsa_workspace *ws,
+                               const mhsa_block *blk)
+{
+    size_t B = ws->fwd_b, T = ws->fwd_t, H = blk->H, dh = blk->dh;
+    size_t Hkv = blk->Hkv, group = blk->group;
+    size_t br = mhsa__attn_br(k), bc = mhsa__attn_bc(k), kvs = B * Hkv;
+    size_t nqb = (T + br - 1) / br, ntile = (T + bc - 1) / bc;
+    double flops = 8.0 * (double)B * (double)H * (double)T * (double)T *
+                   (double)dh;
+    int nt = mhsa__threads(ws->max_threads, flops, B * H * nqb);
+    int split = (size_t)nt > kvs;
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+    mhsa_fpstate fp = mhsa__fp_enter_team();
+    float *tiles = ws->tiles + (size_t)omp_get_thread_num() *
+                               ws->tile_floats;
+    if (!split) {
+#pragma omp for schedule(static)
+        for (size_t bg = 0; bg < kvs; bg++) {
+            size_t b = bg / Hkv, g = bg % Hkv;
+            zero_dkv(blk, ws, b, g);
+            for (size_t h = g * group; h < (g + 1) * group; h++)
+                for (size_t qb = 0; qb < nqb; qb++) {
+                    head_args a = block_args(blk, ws, br, b, h, qb);
+                    mhsa__head_backward(k, &a, tiles);
+                }
+        }
+    } else {
+#pragma omp for schedule(static)
+        for (size_t bg = 0; bg < kvs; bg++)
+            zero_dkv(blk, ws, bg / Hkv, bg % Hkv);
+#pragma omp for schedule(static)
+        for (size_t task = 0; task < kvs * ntile; task++) {
+            size_t bg = task / ntile, j0 = (task % ntile) * bc;
+            size_t b = bg / Hkv, g = bg % Hkv;
+            for (size_t h = g * group; h < (g + 1) * group; h++)
+                for (size_t qb = 0; qb < nqb; qb++) {
+                    head_args a = block_args(blk, ws, br, b, h, qb);
+                    a.skip_dq = 1;
+                    a.key0 = j0;
+                    a.key1 = j0 + bc;
+                    mhsa__head_backward(k, &a, tiles);
+                }
+        }
+#pragma omp for schedule(static)
+        for (size_t task = 0; task < B * H * nqb; task++) {
+            size_t bh = task / nqb;
+            head_args a = block_args(blk, ws, br, bh / H, bh % H,
+                                     task % nqb);
+            a.skip_dkv = 1;
+            mhsa__head_backward(k, &a, tiles);
+        }
+    }
+    mhsa__fp_leave_team(fp);
+    }
+}
+
+mhsa_status mhsa_backward(const mhsa_block *blk, mhsa_workspace *ws,
+                          const float *dy, float *dx, mhsa_grads *g)
+{
+    mhsa_status st = check_backward(blk, ws, dy, g);
+    if (st != MHSA_OK)
+        return st;
+    mhsa_fpstate fp = mhsa__fp_enter();
+    const mhsa_kernels *k = mhsa__kernels();
+    const mhsa_gemm_scratch *s = &ws->gemm;
+    size_t D = blk->D, nqkv = blk->nqkv, bt = ws->fwd_b * ws->fwd_t;
+    const float *x = ws->fwd_x;
+
+    // Output projection.
+    if (blk->cfg.bias)
+        add_colsum(bt, D, dy, D, g->b_out);
+    mhsa_sgemm(k, s, 1, 0, D, D, bt, 1.0f, dy, D, ws->ctx, D, NULL, 1.0f,
+               g->w_out, D);
+    mhsa_sgemm(k, s, 0, 0, bt, D, D, 1.0f, dy, D, blk->w_out, D, NULL, 0.0f,
+               ws->dctx, D);
+    // Attention, into dqkv (B*T, nqkv) = [dq | dk | dv] per row, then
+    // back through the rotation of q and k.
+    attention_backward(k, ws, blk);
+    mhsa__rope_backward(blk, ws->fwd_b, ws->fwd_t, ws->qkv);
+    // QKV projection.
+    const float *dqkv = ws->qkv;
+    if (blk->cfg.bias)
+        add_colsum(bt, nqkv, dqkv, nqkv, g->b_qkv);
+    mhsa_sgemm(k, s, 1, 0, nqkv, D, bt, 1.0f, dqkv, nqkv, x, D, NULL, 1.0f,
+               g->w_qkv, D);
+    if (dx)
+        mhsa_sgemm(k, s, 0, 0, bt, D, nqkv, 1.0f, dqkv, nqkv, blk->w_qkv, D,
+                   NULL, 0.0f, dx, D);
+    mhsa__fp_leave(fp);
+    return MHSA_OK;
+}

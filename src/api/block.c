@@ -1,0 +1,312 @@
+// block.c — the attention block's lifetime: create, weights in and out,
+// deterministic random init, and packing the weights once for the GEMM.
+#include <math.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "core/fpenv.h"
+#include "objects.h"
+
+static _Atomic uint64_t next_block_id = 1;
+
+// Packed weights are sized for the table that pads them most (each rounds
+// n up to its own NR), so a later mhsa_select_isa can repack without
+// allocating. 0 on overflow.
+static size_t packed_floats(size_t kdim, size_t n)
+{
+    size_t most = 0;
+    for (mhsa_isa i = MHSA_ISA_SCALAR; i <= MHSA_ISA_LAST; i++) {
+        const mhsa_kernels *k = mhsa_kernels_for(i);
+        if (!k)
+            continue;
+        size_t f = mhsa_gemm_prepacked_floats(k, kdim, n);
+        if (f == 0)
+            return 0;
+        if (f > most)
+            most = f;
+    }
+    return most;
+}
+
+// The 0.1 fields, then the 0.2 ones (zero means "as before"); every
+// message names the field and its value.
+static mhsa_status check_config(const mhsa_config *cfg)
+{
+    static const char fn[] = "mhsa_block_create";
+    if (cfg->d_model <= 0)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: d_model = %d must be > 0",
+                          fn, cfg->d_model);
+    if (cfg->n_heads <= 0)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: n_heads = %d must be > 0",
+                          fn, cfg->n_heads);
+    if (cfg->max_seq_len <= 0)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG,
+                          "%s: max_seq_len = %d must be > 0", fn,
+                          cfg->max_seq_len);
+    if (cfg->causal != 0 && cfg->causal != 1)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG,
+                          "%s: causal = %d must be 0 or 1", fn, cfg->causal);
+    if (cfg->bias != 0 && cfg->bias != 1)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG,
+                          "%s: bias = %d must be 0 or 1", fn, cfg->bias);
+    if (cfg->d_model % cfg->n_heads != 0)
+        return mhsa__fail(MHSA_ERR_SHAPE, "%s: d_model = %d is not divisible "
+                          "by n_heads = %d", fn, cfg->d_model, cfg->n_heads);
+    int dh = cfg->d_model / cfg->n_heads;
+    if (cfg->n_kv_heads < 0)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG,
+                          "%s: n_kv_heads = %d must be >= 0 (0 means "
+                          "n_heads)", fn, cfg->n_kv_heads);
+    if (cfg->rope_dim < 0 || cfg->rope_dim % 2 != 0 || cfg->rope_dim > dh)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG,
+                          "%s: rope_dim = %d must be 0 or even in 2..%d "
+                          "(the head size)", fn, cfg->rope_dim, dh);
+    if (!(cfg->rope_theta >= 0.0f) || isinf(cfg->rope_theta))
+        return mhsa__fail(MHSA_ERR_INVALID_ARG,
+                          "%s: rope_theta = %g must be finite and >= 0 (0 "
+                          "means 10000)", fn, (double)cfg->rope_theta);
+    if (cfg->rope_interleaved != 0 && cfg->rope_interleaved != 1)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG,
+                          "%s: rope_interleaved = %d must be 0 or 1", fn,
+                          cfg->rope_interleaved);
+    if (cfg->window < 0)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG,
+                          "%s: window = %d must be >= 0", fn, cfg->window);
+    if (cfg->window > 0 && !cfg->causal)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG,
+                          "%s: window = %d needs a causal block (causal = "
+                          "0)", fn, cfg->window);
+    if (cfg->n_kv_heads > 0 && cfg->n_heads % cfg->n_kv_heads != 0)
+        return mhsa__fail(MHSA_ERR_SHAPE,
+                          "%s: n_heads = %d is not divisible by n_kv_heads "
+                          "= %d", fn, cfg->n_heads, cfg->n_kv_heads);
+    return MHSA_OK;
+}
+
+// cos and sin of every angle p * theta^(-2i/R), in double: a float angle
+// at p = 32768 would already be off by up to 2e-3 radians.
+static void rope_tables(mhsa_block *b)
+{
+    double theta = b->cfg.rope_theta > 0.0f ? (double)b->cfg.rope_theta
+                                            : 10000.0;
+    size_t half = b->rope_half, R = 2 * half;
+    for (size_t i = 0; i < half; i++) {
+        double inv_freq = pow(theta, -2.0 * (double)i / (double)R);
+        for (size_t p = 0; p < (size_t)b->cfg.max_seq_len; p++) {
+            double a = (double)p * inv_freq;
+            b->rope_cos[p * half + i] = (float)cos(a);
+            b->rope_sin[p * half + i] = (float)sin(a);
+        }
+    }
+}
+
+mhsa_status mhsa_block_create(const mhsa_config *cfg, mhsa_block **out)
+{
+    if (!out)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG,
+                          "mhsa_block_create: out is NULL");
+    if (!cfg)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG,
+                          "mhsa_block_create: cfg is NULL");
+    mhsa_status st = check_config(cfg);
+    if (st != MHSA_OK)
+        return st;
+
+    size_t D = (size_t)cfg->d_model, H = (size_t)cfg->n_heads, dh = D / H;
+    size_t Hkv = cfg->n_kv_heads > 0 ? (size_t)cfg->n_kv_heads : H;
+    size_t nqkv = (H + 2 * Hkv) * dh;    // <= 3D: no overflow
+    size_t half = (size_t)cfg->rope_dim / 2, n_rope = 0;
+    size_t n_wqkv, n_wout, p_qkv = packed_floats(D, nqkv),
+           p_out = packed_floats(D, D);
+    if (!mhsa__mul(nqkv, D, &n_wqkv) || !mhsa__mul(D, D, &n_wout) ||
+        !p_qkv || !p_out || n_wqkv > SIZE_MAX / sizeof(float) ||
+        p_qkv > SIZE_MAX / sizeof(float))
+        return mhsa__fail(MHSA_ERR_NO_MEMORY,
+                          "mhsa_block_create: d_model = %d overflows size_t",
+                          cfg->d_model);
+    if (half && (!mhsa__mul((size_t)cfg->max_seq_len, half, &n_rope) ||
+                 n_rope > SIZE_MAX / sizeof(float)))
+        return mhsa__fail(MHSA_ERR_NO_MEMORY,
+                          "mhsa_block_create: rotary tables for max_seq_len "
+                          "= %d x rope_dim = %d overflow size_t",
+                          cfg->max_seq_len, cfg->rope_dim);
+
+    mhsa_block *b = mhsa__alloc(sizeof *b);
+    if (!b)
+        goto oom;
+    b->cfg = *cfg;
+    b->D = D;
+    b->H = H;
+    b->dh = dh;
+    b->Hkv = Hkv;
+    b->group = H / Hkv;
+    b->nqkv = nqkv;
+    b->rope_half = half;
+    b->w_qkv = mhsa__alloc(n_wqkv * sizeof(float));
+    b->w_out = mhsa__alloc(n_wout * sizeof(float));
+    b->w_qkv_packed = mhsa__alloc(p_qkv * sizeof(float));
+    b->w_out_packed = mhsa__alloc(p_out * sizeof(float));
+    if (!b->w_qkv || !b->w_out || !b->w_qkv_packed || !b->w_out_packed)
+        goto oom;
+    if (cfg->bias) {
+        b->b_qkv = mhsa__alloc(nqkv * sizeof(float));
+        b->b_out = mhsa__alloc(D * sizeof(float));
+        if (!b->b_qkv || !b->b_out)
+            goto oom;
+    }
+    if (half) {
+        b->rope_cos = mhsa__alloc(n_rope * sizeof(float));
+        b->rope_sin = mhsa__alloc(n_rope * sizeof(float));
+        if (!b->rope_cos || !b->rope_sin)
+            goto oom;
+        // In the library's FP state: the caller's rounding mode must not
+        // change the tables' bits.
+        mhsa_fpstate fp = mhsa__fp_enter();
+        rope_tables(b);
+        mhsa__fp_leave(fp);
+    }
+    b->id = atomic_fetch_add(&next_block_id, 1);
+    mhsa__block_repack(b);   // zero weights, packed for the active table
+    *out = b;
+    return MHSA_OK;
+oom:
+    mhsa_block_destroy(b);
+    return mhsa__fail(MHSA_ERR_NO_MEMORY,
+                      "mhsa_block_create: out of memory for d_model = %d",
+                      cfg->d_model);
+}
+
+void mhsa_block_destroy(mhsa_block *b)
+{
+    if (!b)
+        return;
+    mhsa__free(b->w_qkv);
+    mhsa__free(b->b_qkv);
+    mhsa__free(b->w_out);
+    mhsa__free(b->b_out);
+    mhsa__free(b->w_qkv_packed);
+    mhsa__free(b->w_out_packed);
+    mhsa__free(b->rope_cos);
+    mhsa__free(b->rope_sin);
+    mhsa__free(b);
+}
+
+const mhsa_config *mhsa_block_config(const mhsa_block *blk)
+{
+    return blk ? &blk->cfg : NULL;
+}
+
+void mhsa__block_repack(mhsa_block *b)
+{
+    const mhsa_kernels *k = mhsa__kernels();
+    // y = x W^T: op(B) = W^T, i.e. B = W read transposed (trans_b = 1).
+    mhsa_gemm_prepack_b(k, b->D, b->nqkv, b->w_qkv, b->D, 1,
+                        b->w_qkv_packed);
+    mhsa_gemm_prepack_b(k, b->D, b->D, b->w_out, b->D, 1, b->w_out_packed);
+    b->packed_for = k;
+    b->version++;
+}
+
+static mhsa_status check_weight_ptrs(const char *fn, const mhsa_block *blk,
+                                     const void *w_qkv, const void *b_qkv,
+                                     const void *w_out, const void *b_out)
+{
+    if (!blk)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: blk is NULL", fn);
+    if (!w_qkv)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: w_qkv is NULL", fn);
+    if (!w_out)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: w_out is NULL", fn);
+    if (blk->cfg.bias && !b_qkv)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG,
+                          "%s: b_qkv is NULL but the block has bias = 1", fn);
+    if (blk->cfg.bias && !b_out)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG,
+                          "%s: b_out is NULL but the block has bias = 1", fn);
+    return MHSA_OK;
+}
+
+mhsa_status mhsa_block_set_weights(mhsa_block *blk,
+                                   const float *w_qkv, const float *b_qkv,
+                                   const float *w_out, const float *b_out)
+{
+    mhsa_status st = check_weight_ptrs("mhsa_block_set_weights", blk, w_qkv,
+                                       b_qkv, w_out, b_out);
+    if (st != MHSA_OK)
+        return st;
+    size_t D = blk->D, nqkv = blk->nqkv;
+    // memmove: the caller may pass views of the block's own weights.
+    memmove(blk->w_qkv, w_qkv, nqkv * D * sizeof(float));
+    memmove(blk->w_out, w_out, D * D * sizeof(float));
+    if (blk->cfg.bias) {
+        memmove(blk->b_qkv, b_qkv, nqkv * sizeof(float));
+        memmove(blk->b_out, b_out, D * sizeof(float));
+    }
+    mhsa__block_repack(blk);
+    return MHSA_OK;
+}
+
+mhsa_status mhsa_block_get_weights(const mhsa_block *blk,
+                                   float *w_qkv, float *b_qkv,
+                                   float *w_out, float *b_out)
+{
+    mhsa_status st = check_weight_ptrs("mhsa_block_get_weights", blk, w_qkv,
+                                       b_qkv, w_out, b_out);
+    if (st != MHSA_OK)
+        return st;
+    size_t D = blk->D, nqkv = blk->nqkv;
+    memmove(w_qkv, blk->w_qkv, nqkv * D * sizeof(float));
+    memmove(w_out, blk->w_out, D * D * sizeof(float));
+    if (blk->cfg.bias) {
+        memmove(b_qkv, blk->b_qkv, nqkv * sizeof(float));
+        memmove(b_out, blk->b_out, D * sizeof(float));
+    }
+    return MHSA_OK;
+}
+
+// splitmix64, and a uniform draw in [-bound, bound) computed in double from
+// 53 random bits and rounded once: the same bits on every platform.
+static uint64_t splitmix64(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static void xavier_uniform(float *w, size_t fan_out, size_t fan_in,
+                           uint64_t *state)
+{
+    double bound = sqrt(6.0 / (double)(fan_in + fan_out));
+    for (size_t i = 0; i < fan_out * fan_in; i++) {
+        double u = (double)(splitmix64(state) >> 11) * 0x1.0p-53;
+        w[i] = (float)((2.0 * u - 1.0) * bound);
+    }
+}
+
+static mhsa_status block_init_random(mhsa_block *blk, uint64_t seed)
+{
+    if (!blk)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG,
+                          "mhsa_block_init_random: blk is NULL");
+    uint64_t state = seed;
+    size_t D = blk->D, nqkv = blk->nqkv;
+    // As torch.nn.MultiheadAttention: in_proj_weight (3D, D) as one matrix
+    // (with grouped-query attention, the whole (nqkv, D) matrix's shape).
+    xavier_uniform(blk->w_qkv, nqkv, D, &state);
+    xavier_uniform(blk->w_out, D, D, &state);
+    if (blk->cfg.bias) {
+        memset(blk->b_qkv, 0, nqkv * sizeof(float));
+        memset(blk->b_out, 0, D * sizeof(float));
+    }
+    mhsa__block_repack(blk);
+    return MHSA_OK;
+}
+
+mhsa_status mhsa_block_init_random(mhsa_block *blk, uint64_t seed)
+{
+    mhsa_fpstate fp = mhsa__fp_enter();
+    mhsa_status st = block_init_random(blk, seed);
+    mhsa__fp_leave(fp);
+    return st;
+}

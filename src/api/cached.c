@@ -1,0 +1,136 @@
+// cached.c — mhsa_forward_cached and mhsa_forward_cached_ex: append each
+// sequence's new rows to its part of the KV cache and attend over its
+// whole history.
+//
+// The same pipeline as mhsa_forward (projection, split into heads with
+// RoPE at each sequence's own positions, attention, output projection),
+// with K and V split straight into the cache at positions len[b] ...,
+// rounded to the cache's storage type. Every sequence has its own length;
+// the attention description (attend.h) says so per sequence.
+#include <string.h>
+
+#include "attn/attend.h"
+#include "core/fpenv.h"
+#include "gemm/linear.h"
+#include "attn/split.h"
+
+// legacy: the rules of mhsa_forward_cached (B the same since the last
+// reset, every sequence appends t_new rows).
+static mhsa_status check_cached(const char *fn, const mhsa_block *blk,
+                                const mhsa_workspace *ws,
+                                const mhsa_kv_cache *c,
+                                const mhsa_cached_args *a, int legacy)
+{
+    mhsa_status st = mhsa__check_ws(fn, blk, ws);
+    if (st != MHSA_OK)
+        return st;
+    if (!c)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: cache is NULL", fn);
+    if (c->blk != blk || c->blk_id != blk->id)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG,
+                          "%s: cache was created for another block", fn);
+    if (!a)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: a is NULL", fn);
+    if (!a->x_new)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: x_new is NULL", fn);
+    if (!a->y)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: y is NULL", fn);
+    if (a->B <= 0)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: B = %d must be > 0",
+                          fn, a->B);
+    if (a->t_new <= 0)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG,
+                          "%s: t_new = %d must be > 0", fn, a->t_new);
+    if ((size_t)a->B > ws->max_batch)
+        return mhsa__fail(MHSA_ERR_SHAPE,
+                          "%s: B = %d exceeds the workspace's max_batch = %zu",
+                          fn, a->B, ws->max_batch);
+    // The workspace holds max_seq_len rows per sequence; with n_new a step
+    // may be wider than what any one sequence appends.
+    if (a->t_new > blk->cfg.max_seq_len)
+        return mhsa__fail(MHSA_ERR_SHAPE,
+                          "%s: t_new = %d exceeds max_seq_len = %d", fn,
+                          a->t_new, blk->cfg.max_seq_len);
+    if ((size_t)a->B > c->max_batch)
+        return mhsa__fail(MHSA_ERR_SHAPE,
+                          "%s: B = %d exceeds the cache's max_batch = %zu",
+                          fn, a->B, c->max_batch);
+    if (legacy && c->batch != 0 && c->batch != (size_t)a->B)
+        return mhsa__fail(MHSA_ERR_SHAPE,
+                          "%s: B = %d differs from B = %zu of the earlier "
+                          "calls since the last reset", fn, a->B, c->batch);
+    for (int b = 0; a->n_new && b < a->B; b++)
+        if (a->n_new[b] < 0 || a->n_new[b] > a->t_new)
+            return mhsa__fail(MHSA_ERR_INVALID_ARG,
+                              "%s: n_new[%d] = %d must be in 0..t_new = %d",
+                              fn, b, a->n_new[b], a->t_new);
+    for (int b = 0; b < a->B; b++) {
+        size_t n = a->n_new ? (size_t)a->n_new[b] : (size_t)a->t_new;
+        if (n > c->capacity - c->len[b])
+            return mhsa__fail(MHSA_ERR_SHAPE,
+                              "%s: sequence %d: len = %zu + %zu new exceeds "
+                              "the cache's capacity = %zu", fn, b, c->len[b],
+                              n, c->capacity);
+    }
+    return MHSA_OK;
+}
+
+static mhsa_status cached(const char *fn, const mhsa_block *blk,
+                          mhsa_workspace *ws, mhsa_kv_cache *cache,
+                          const mhsa_cached_args *a, int legacy)
+{
+    mhsa_status st = check_cached(fn, blk, ws, cache, a, legacy);
+    if (st != MHSA_OK)
+        return st;
+    mhsa_fpstate fp = mhsa__fp_enter();
+    const mhsa_kernels *k = mhsa__kernels();
+    int packed = blk->packed_for == k;
+    size_t D = blk->D, b = (size_t)a->B, t = (size_t)a->t_new, bt = b * t;
+
+    ws->has_forward = 0;   // the workspace's views are reused below
+    mhsa__linear(k, &ws->gemm, bt, blk->nqkv, D, a->x_new, blk->w_qkv,
+                 packed ? blk->w_qkv_packed : NULL, blk->b_qkv, ws->qkv);
+    split_args sp = {
+        .batch = b, .t = t, .qkv = ws->qkv, .q = ws->q, .k = cache->k,
+        .v = cache->v, .kv_t = cache->capacity, .dt = cache->dtype,
+        .pos = cache->len, .rows = a->n_new, .tmp = ws->row,
+    };
+    mhsa__split_heads(k, blk, &sp);
+    attn_job j = {
+        .batch = b, .H = blk->H, .Hkv = blk->Hkv, .dh = blk->dh, .tq = t,
+        .kv_t = cache->capacity, .causal = 1,
+        .window = (size_t)blk->cfg.window, .mask = NULL,
+        .kv_len = cache->len, .n_new = a->n_new,
+        .q = ws->q, .k = cache->k, .v = cache->v, .kv_dtype = cache->dtype,
+        .ctx = ws->ctx, .lse = NULL, .attn = NULL,
+    };
+    mhsa__attention(k, ws, &j);
+    mhsa__linear(k, &ws->gemm, bt, D, D, ws->ctx, blk->w_out,
+                 packed ? blk->w_out_packed : NULL, blk->b_out, a->y);
+    for (size_t s = 0; s < b; s++) {
+        size_t n = a->n_new ? (size_t)a->n_new[s] : t;
+        // Rows past a sequence's new ones hold no token: zeros, as
+        // documented (their ctx rows were never computed).
+        memset(a->y + (s * t + n) * D, 0, (t - n) * D * sizeof(float));
+        cache->len[s] += n;
+    }
+    if (legacy)
+        cache->batch = b;
+    mhsa__fp_leave(fp);
+    return MHSA_OK;
+}
+
+mhsa_status mhsa_forward_cached(const mhsa_block *blk, mhsa_workspace *ws,
+                                mhsa_kv_cache *cache,
+                                const float *x_new, int B, int t_new, float *y)
+{
+    mhsa_cached_args a = { x_new, B, t_new, NULL, y };
+    return cached("mhsa_forward_cached", blk, ws, cache, &a, 1);
+}
+
+mhsa_status mhsa_forward_cached_ex(const mhsa_block *blk, mhsa_workspace *ws,
+                                   mhsa_kv_cache *cache,
+                                   const mhsa_cached_args *a)
+{
+    return cached("mhsa_forward_cached_ex", blk, ws, cache, a, 0);
+}

@@ -1,0 +1,105 @@
+// forward.c — mhsa_forward and mhsa_forward_ex: validation, the QKV
+// projection, the split into heads (RoPE fused), the attention over
+// (sequence, head, query block) and the output projection.
+//
+//   qkv = x W_qkv^T + b_qkv                 (B*T, nqkv) prepacked GEMM
+//   q, k, v = split(qkv); q *= 1/sqrt(dh)   (B, H|Hkv, T, dh) one pass
+//   ctx[b, t, h*dh:] = attention(q, k, v)   written in merged layout
+//   y = ctx W_out^T + b_out                 (B*T, D)    prepacked GEMM
+#include <string.h>
+
+#include "attn/attend.h"
+#include "core/fpenv.h"
+#include "gemm/linear.h"
+#include "attn/split.h"
+
+static mhsa_status check_forward(const char *fn, const mhsa_block *blk,
+                                 const mhsa_workspace *ws,
+                                 const mhsa_forward_args *a)
+{
+    mhsa_status st = mhsa__check_ws(fn, blk, ws);
+    if (st != MHSA_OK)
+        return st;
+    if (!a)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: a is NULL", fn);
+    if (!a->x)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: x is NULL", fn);
+    if (!a->y)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: y is NULL", fn);
+    if (a->B <= 0)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: B = %d must be > 0",
+                          fn, a->B);
+    if (a->T <= 0)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: T = %d must be > 0",
+                          fn, a->T);
+    if ((size_t)a->B > ws->max_batch)
+        return mhsa__fail(MHSA_ERR_SHAPE,
+                          "%s: B = %d exceeds the workspace's max_batch = %zu",
+                          fn, a->B, ws->max_batch);
+    if (a->T > blk->cfg.max_seq_len)
+        return mhsa__fail(MHSA_ERR_SHAPE,
+                          "%s: T = %d exceeds max_seq_len = %d", fn, a->T,
+                          blk->cfg.max_seq_len);
+    for (int b = 0; a->seq_len && b < a->B; b++)
+        if (a->seq_len[b] < 1 || a->seq_len[b] > a->T)
+            return mhsa__fail(MHSA_ERR_INVALID_ARG,
+                              "%s: seq_len[%d] = %d must be in 1..T = %d",
+                              fn, b, a->seq_len[b], a->T);
+    return MHSA_OK;
+}
+
+static mhsa_status forward(const char *fn, const mhsa_block *blk,
+                           mhsa_workspace *ws, const mhsa_forward_args *a)
+{
+    mhsa_status st = check_forward(fn, blk, ws, a);
+    if (st != MHSA_OK)
+        return st;
+    mhsa_fpstate fp = mhsa__fp_enter();
+    const mhsa_kernels *k = mhsa__kernels();
+    int packed = blk->packed_for == k;
+    size_t D = blk->D, b = (size_t)a->B, t = (size_t)a->T, bt = b * t;
+
+    mhsa__linear(k, &ws->gemm, bt, blk->nqkv, D, a->x, blk->w_qkv,
+                 packed ? blk->w_qkv_packed : NULL, blk->b_qkv, ws->qkv);
+    split_args sp = {
+        .batch = b, .t = t, .qkv = ws->qkv, .q = ws->q, .k = ws->k,
+        .v = ws->v, .kv_t = t, .dt = MHSA_F32, .tmp = ws->row,
+    };
+    mhsa__split_heads(k, blk, &sp);
+    attn_job j = {
+        .batch = b, .H = blk->H, .Hkv = blk->Hkv, .dh = blk->dh, .tq = t,
+        .kv_t = t, .causal = blk->cfg.causal,
+        .window = (size_t)blk->cfg.window, .mask = a->mask,
+        .q_pos = 0, .tk = t, .seq_len = a->seq_len,
+        .q = ws->q, .k = ws->k, .v = ws->v, .kv_dtype = MHSA_F32,
+        .ctx = ws->ctx, .lse = ws->lse, .attn = a->attn,
+    };
+    mhsa__attention(k, ws, &j);
+    mhsa__linear(k, &ws->gemm, bt, D, D, ws->ctx, blk->w_out,
+                 packed ? blk->w_out_packed : NULL, blk->b_out, a->y);
+
+    ws->has_forward = 1;
+    ws->fwd_b = b;
+    ws->fwd_t = t;
+    ws->fwd_x = a->x;
+    ws->fwd_mask = a->mask;
+    ws->fwd_seq_len = a->seq_len;
+    ws->fwd_version = blk->version;
+    ws->fwd_kern = k;
+    mhsa__fp_leave(fp);
+    return MHSA_OK;
+}
+
+mhsa_status mhsa_forward(const mhsa_block *blk, mhsa_workspace *ws,
+                         const float *x, int B, int T,
+                         const float *mask, float *y, float *attn)
+{
+    mhsa_forward_args a = { x, B, T, mask, NULL, y, attn };
+    return forward("mhsa_forward", blk, ws, &a);
+}
+
+mhsa_status mhsa_forward_ex(const mhsa_block *blk, mhsa_workspace *ws,
+                            const mhsa_forward_args *a)
+{
+    return forward("mhsa_forward_ex", blk, ws, a);
+}

@@ -1,0 +1,104 @@
+// objects.h — the layout of the API's objects (block, workspace, KV cache,
+// gradients) and the internal entry points on them. Only the API floor
+// (src/api) and the drivers it hands its objects to include this; code
+// above the API (the trainer, the models, file formats) sees the objects
+// through include/mhsa.h alone.
+#ifndef MHSA_API_OBJECTS_H
+#define MHSA_API_OBJECTS_H
+
+#include <stddef.h>
+
+#include <stdint.h>
+
+#include "api/workspace_rebind.h"
+#include "core/alloc.h"
+#include "core/status.h"
+#include "gemm/gemm.h"
+#include "kernels/kernels.h"
+#include "mhsa.h"
+
+// ---- the block ------------------------------------------------------------
+struct mhsa_block {
+    mhsa_config cfg;
+    size_t D, H, dh;
+    size_t Hkv;             // kv heads (cfg.n_kv_heads, or H)
+    size_t group;           // H / Hkv query heads share one kv head
+    size_t nqkv;            // rows of w_qkv: (H + 2*Hkv) * dh
+    size_t rope_half;       // rope_dim / 2 rotated pairs per head (0: none)
+    uint64_t id;            // unique per block ever created: ownership checks
+    uint64_t version;       // bumped by every weight change
+    float *w_qkv;           // (nqkv, D) = [Wq (D); Wk (Hkv*dh); Wv]
+    float *b_qkv;           // (nqkv) or NULL
+    float *w_out;           // (D, D)
+    float *b_out;           // (D) or NULL
+    // Weights packed once for the GEMM as op(B) = W^T, for the table that
+    // was active at the last weight change; another table packs on the fly.
+    const mhsa_kernels *packed_for;
+    float *w_qkv_packed;    // K = D, N = nqkv
+    float *w_out_packed;    // K = D, N = D
+    // Rotary embedding: cos and sin of p * theta^(-2i/R) for positions p <
+    // max_seq_len and pairs i < R/2, computed in double, stored as float.
+    float *rope_cos, *rope_sin;   // (max_seq_len, rope_half) or NULL
+};
+
+// ---- the workspace ---------------------------------------------------------
+// Carved once into named views (sizes for max_batch x max_seq_len tokens);
+// nothing is allocated after creation.
+struct mhsa_workspace {
+    const mhsa_block *blk;
+    uint64_t blk_id;
+    size_t max_batch, max_t;
+    int max_threads;          // per-thread views exist for this many threads
+    size_t bytes;
+    float *qkv;               // (B*T, nqkv) projection; backward: dqkv
+    size_t qkv_floats;
+    float *q;                 // (B, H, T, dh), scaled by 1/sqrt(dh)
+    float *k, *v;             // (B, Hkv, T, dh) each
+    float *ctx;               // (B, T, D) merged attention output
+    float *dctx;              // (B, T, D) backward only
+    float *lse;               // (B, H, T) log-sum-exp per query row
+    float *decode;            // one-token decode: per key chunk (m, l, o)
+    float *tiles;             // max_threads * tile_floats, see plan.h
+    size_t tile_floats;
+    float *row;               // dh floats: one rotated / converted row
+    size_t *plan;             // per-call task tables, see plan.h
+    mhsa_gemm_scratch gemm;   // driver scratch (packed A per thread, B)
+    // The recorded forward for mhsa_backward.
+    int has_forward;
+    size_t fwd_b, fwd_t;
+    const float *fwd_x, *fwd_mask;
+    const int *fwd_seq_len;
+    uint64_t fwd_version;     // blk->version at the forward
+    const mhsa_kernels *fwd_kern;
+};
+
+// ---- gradients ------------------------------------------------------------
+typedef struct mhsa_grads_impl {
+    mhsa_grads pub;           // first member: mhsa_grads * casts to it
+    size_t D, nqkv;           // w_qkv is (nqkv, D)
+    int bias;
+} mhsa_grads_impl;
+
+// ---- KV cache -------------------------------------------------------------
+struct mhsa_kv_cache {
+    const mhsa_block *blk;
+    uint64_t blk_id;
+    size_t max_batch, capacity;
+    size_t *len;              // (max_batch) cached positions per sequence
+    size_t batch;             // B of mhsa_forward_cached calls since the
+                              // last reset; 0 = not yet set
+    mhsa_dtype dtype;         // of the stored K and V
+    void *k, *v;              // (max_batch, Hkv, capacity, dh) each
+    size_t bytes;
+};
+
+
+// Packs the weights for the active kernel table (after any weight change).
+void mhsa__block_repack(mhsa_block *b);
+
+// Checks shared by the public entry points; each sets last_error naming the
+// function and argument.
+mhsa_status mhsa__check_ws(const char *fn, const mhsa_block *blk,
+                           const mhsa_workspace *ws);
+
+#endif

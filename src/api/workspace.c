@@ -1,0 +1,163 @@
+// workspace.c — one allocation per workspace, carved into named views.
+//
+// Memory (floats), for Bm = max_batch, Tm = max_seq_len, D, H, Hkv kv
+// heads of dh, nqkv = (H + 2 Hkv) dh, threads n:
+//   qkv Bm*Tm*nqkv, q Bm*Tm*D, k/v 2*Bm*Tm*Hkv*dh, ctx and dctx 2*Bm*Tm*D,
+//   lse Bm*H*Tm, decode partials, plus per-thread attention tiles (dh x
+//   block sizes) and GEMM packing buffers (D x block sizes): linear in Tm,
+//   never Tm x Tm.
+#include <omp.h>
+#include <string.h>
+
+#include "objects.h"
+#include "attn/plan.h"
+
+mhsa_status mhsa__check_ws(const char *fn, const mhsa_block *blk,
+                           const mhsa_workspace *ws)
+{
+    if (!blk)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: blk is NULL", fn);
+    if (!ws)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: ws is NULL", fn);
+    if (ws->blk != blk || ws->blk_id != blk->id)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG,
+                          "%s: ws was created for another block", fn);
+    return MHSA_OK;
+}
+
+mhsa_status mhsa__workspace_rebind(mhsa_workspace *ws, const mhsa_block *blk)
+{
+    if (!ws || !blk || !ws->blk)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa__workspace_rebind: "
+                          "NULL argument");
+    // Every config field sizes or shapes some view: all must agree.
+    if (memcmp(&ws->blk->cfg, &blk->cfg, sizeof blk->cfg) != 0)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa__workspace_rebind: "
+                          "the block's config differs from the one the "
+                          "workspace was made for");
+    ws->blk = blk;
+    ws->blk_id = blk->id;
+    ws->has_forward = 0;   // a backward must follow a forward of this block
+    return MHSA_OK;
+}
+
+// The largest need over every table this build can run, so a later
+// mhsa_select_isa never finds the workspace too small.
+static size_t max_over_tables(size_t n,
+                              size_t (*need)(const mhsa_kernels *, size_t))
+{
+    size_t most = 0;
+    for (mhsa_isa i = MHSA_ISA_SCALAR; i <= MHSA_ISA_LAST; i++) {
+        const mhsa_kernels *k = mhsa_kernels_for(i);
+        if (k && need(k, n) > most)
+            most = need(k, n);
+    }
+    return most;
+}
+
+static size_t gemm_a_need(const mhsa_kernels *k, size_t unused)
+{
+    (void)unused;
+    return mhsa_gemm_a_floats(k);
+}
+
+static size_t gemm_b_need(const mhsa_kernels *k, size_t n)
+{
+    return mhsa_gemm_b_floats(k, n);
+}
+
+mhsa_status mhsa_workspace_create(const mhsa_block *blk, int max_batch,
+                                  mhsa_workspace **out)
+{
+    static const char fn[] = "mhsa_workspace_create";
+    if (!blk)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: blk is NULL", fn);
+    if (!out)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: out is NULL", fn);
+    if (max_batch < 1)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG,
+                          "%s: max_batch = %d must be >= 1", fn, max_batch);
+
+    size_t D = blk->D, H = blk->H, dh = blk->dh, kvd = blk->Hkv * dh;
+    size_t tm = (size_t)blk->cfg.max_seq_len, bm = (size_t)max_batch;
+    int nt = omp_get_max_threads();
+    if (nt < 1)
+        nt = 1;
+    size_t tile = mhsa__tile_floats(dh, blk->group);
+    size_t ga = max_over_tables(0, gemm_a_need);
+    size_t gb = max_over_tables(blk->nqkv, gemm_b_need);
+    size_t dec = 0;
+
+    // Overflow-checked total, before anything is allocated.
+    size_t bt, btd, qkv = 0, total = 0;
+    int ok = mhsa__mul(bm, tm, &bt) && mhsa__mul(bt, D, &btd) &&
+             mhsa__mul(bt, blk->nqkv, &qkv) && gb != 0 && tile != 0 &&
+             mhsa__mul_add(&total, 1, qkv) &&
+             mhsa__mul_add(&total, 3, btd) &&       // q, ctx, dctx
+             mhsa__mul_add(&total, 2 * bt, kvd) &&  // k, v (kvd <= D)
+             mhsa__mul_add(&total, bm * H, tm) &&   // bm*H <= bm*D: no wrap
+             mhsa__mul_add(&total, (size_t)nt, tile) &&
+             mhsa__mul_add(&total, (size_t)nt, ga) &&
+             mhsa__mul_add(&total, 1, gb) &&
+             (dec = mhsa__decode_partial_floats(bm, H, tm, dh)) != 0 &&
+             mhsa__mul_add(&total, 1, dec) &&
+             mhsa__mul_add(&total, 1, dh) &&
+             total <= SIZE_MAX / sizeof(float) - 64;
+    if (!ok)
+        return mhsa__fail(MHSA_ERR_NO_MEMORY,
+                          "%s: max_batch = %d x max_seq_len = %d x d_model = "
+                          "%d overflows size_t", fn, max_batch,
+                          blk->cfg.max_seq_len, blk->cfg.d_model);
+
+    size_t plan_n = mhsa__plan_entries(bm);
+    mhsa_workspace *ws = mhsa__alloc(sizeof *ws);
+    float *mem = ws ? mhsa__alloc(total * sizeof(float)) : NULL;
+    size_t *plan = mem ? mhsa__alloc(plan_n * sizeof(size_t)) : NULL;
+    if (!plan) {
+        mhsa__free(mem);
+        mhsa__free(ws);
+        return mhsa__fail(MHSA_ERR_NO_MEMORY,
+                          "%s: cannot allocate %zu bytes for max_batch = %d",
+                          fn, total * sizeof(float), max_batch);
+    }
+    ws->blk = blk;
+    ws->blk_id = blk->id;
+    ws->max_batch = bm;
+    ws->max_t = tm;
+    ws->max_threads = nt;
+    ws->bytes = total * sizeof(float) + plan_n * sizeof(size_t) + sizeof *ws;
+    float *p = mem;
+    ws->qkv = p;   p += qkv;
+    ws->qkv_floats = qkv;
+    ws->q = p;     p += btd;
+    ws->k = p;     p += bt * kvd;
+    ws->v = p;     p += bt * kvd;
+    ws->ctx = p;   p += btd;
+    ws->dctx = p;  p += btd;
+    ws->lse = p;   p += bm * H * tm;
+    ws->decode = p; p += dec;
+    ws->tiles = p; p += (size_t)nt * tile;
+    ws->tile_floats = tile;
+    ws->row = p;   p += dh;
+    ws->gemm.a = p; p += (size_t)nt * ga;
+    ws->gemm.b = p;
+    ws->gemm.b_floats = gb;
+    ws->gemm.max_threads = nt;
+    ws->plan = plan;
+    *out = ws;
+    return MHSA_OK;
+}
+
+void mhsa_workspace_destroy(mhsa_workspace *ws)
+{
+    if (!ws)
+        return;
+    mhsa__free(ws->qkv);   // the start of the one float allocation
+    mhsa__free(ws->plan);
+    mhsa__free(ws);
+}
+
+size_t mhsa_workspace_bytes(const mhsa_workspace *ws)
+{
+    return ws ? ws->bytes : 0;
+}

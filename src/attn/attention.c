@@ -1,0 +1,607 @@
+// attention.c — FlashAttention-style forward and backward of one query block
+// of one head, on the packed-GEMM micro-kernel and the online softmax.
+//
+// Forward (Milakov & Gimelshein 2018; Dao et al. 2022): for each key tile
+//   S = Q K^T (q pre-scaled), then the online-softmax step rescales the
+//   running output O and sum l by exp(m_old - m_new) and turns S into
+//   P = exp(S - m_new); O += P V. At the end O /= l and lse = m + log l.
+// No T x T buffer: S is one br x bc tile.
+//
+// Backward (FlashAttention-2): with P recomputed per tile from lse,
+//   dP = dO V^T, dS = P * (dP - delta) with delta = rowsum(dO * O),
+//   dV += P^T dO, dK += dS^T Q, dQ += scale * dS K.
+//
+// Blocked keys (causal, sliding window, padding or -INFINITY mask) are never
+// read: whole tiles that no row of a block sees are skipped, the softmax
+// kernels decide the rest before looking at a score, and when a head's K,
+// V, Q or dO hold a non-finite value the products over keys switch to loops
+// that skip blocked pairs, since 0 * NaN in a GEMM would leak a blocked
+// key's NaN. Scores of keys (and queries) holding inf or NaN are made NaN
+// before the softmax, so that a +inf among them is not taken for a score
+// that overflowed (kernels.h): what a row reads propagates to it.
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "attention.h"
+#include "gemm/gemm.h"
+
+// Measured (bench attention/fused, dh = 64, AVX2): 72 x 128 beats 48 x 64
+// by 5-7% at T = 512 and 2048: each K/V tile packed per query block is
+// reused by more rows, and the online rescale of O runs half as often. The
+// tiles (Q 18 KiB, K^T and V 32 KiB each, S 36 KiB) stay in L2.
+enum { BR_ROWS = 72, BC_KEYS = 128 };
+
+size_t mhsa__attn_br(const mhsa_kernels *k)
+{
+    size_t mr = (size_t)k->mr;
+    return (BR_ROWS + mr - 1) / mr * mr;
+}
+
+size_t mhsa__attn_bc(const mhsa_kernels *k)
+{
+    size_t nr = (size_t)k->nr;
+    return (BC_KEYS + nr - 1) / nr * nr;
+}
+
+static size_t up(size_t x, size_t to) { return (x + to - 1) / to * to; }
+
+// The views one thread carves from its tile memory.
+typedef struct tile_views {
+    float *qa;    // Q block as A       (br x dh)
+    float *da;    // dO block as A      (br x dh)
+    float *qb;    // Q block as B       (br x dh)
+    float *db;    // dO block as B      (br x dh)
+    float *kb;    // K tile as B        (K^T: dh x bc, or K: bc x dh)
+    float *vb;    // V tile as B        (V: bc x dh, or V^T: dh x bc)
+    float *pa;    // P / dS (or transposed) as A (max(br, bc) x max(br, bc))
+    float *s;     // scores / P         (br x bc)
+    float *dp;    // dP / dS            (br x bc)
+    float *m, *l, *delta;   // (br); forward: delta flags non-finite q rows
+    float *infw;  // (br) backward: weight of a +inf score, see kernels.h
+    float *kc, *vc;   // K and V tile rows converted from 16-bit (bc x dh)
+} tile_views;
+
+// Sizes of the views, in the order carve() lays them out.
+enum { N_VIEWS = 15 };
+static void view_sizes(const mhsa_kernels *k, size_t dh, size_t sz[N_VIEWS])
+{
+    size_t br = mhsa__attn_br(k), bc = mhsa__attn_bc(k);
+    size_t mr = (size_t)k->mr, nr = (size_t)k->nr;
+    size_t qa = up(br, mr) * dh, qb = up(dh, nr) * br;
+    size_t kt = up(bc, nr) * dh, kn = up(dh, nr) * bc;
+    size_t big = br > bc ? br : bc;
+    size_t i = 0;
+    sz[i++] = qa;                  // qa
+    sz[i++] = qa;                  // da
+    sz[i++] = qb;                  // qb
+    sz[i++] = qb;                  // db
+    sz[i++] = kt > kn ? kt : kn;   // kb
+    sz[i++] = kt > kn ? kt : kn;   // vb
+    sz[i++] = up(big, mr) * big;   // pa
+    sz[i++] = br * bc;             // s
+    sz[i++] = br * bc;             // dp
+    sz[i++] = br;                  // m
+    sz[i++] = br;                  // l
+    sz[i++] = br;                  // delta
+    sz[i++] = br;                  // infw
+    sz[i++] = bc * dh;             // kc
+    sz[i++] = bc * dh;             // vc
+}
+
+static tile_views carve(const mhsa_kernels *k, size_t dh, float *t)
+{
+    size_t sz[N_VIEWS];
+    view_sizes(k, dh, sz);
+    tile_views v;
+    float **order[N_VIEWS] = { &v.qa, &v.da, &v.qb, &v.db, &v.kb, &v.vb,
+                               &v.pa, &v.s, &v.dp, &v.m, &v.l, &v.delta,
+                               &v.infw, &v.kc, &v.vc };
+    for (int i = 0; i < N_VIEWS; i++) {
+        *order[i] = t;
+        t += sz[i];
+    }
+    return v;
+}
+
+size_t mhsa__attn_tile_floats(const mhsa_kernels *k, size_t dh)
+{
+    size_t sz[N_VIEWS], total = 0;
+    view_sizes(k, dh, sz);
+    for (int i = 0; i < N_VIEWS; i++)
+        total += sz[i];
+    return total;
+}
+
+static mhsa_mask_view mask_view(const head_args *a, size_t j0)
+{
+    mhsa_mask_view mv = { a->mask ? a->mask + j0 : NULL, a->ldmask,
+                          a->q_pos, j0, a->causal, a->window, a->klen };
+    return mv;
+}
+
+// The rule of kernels.h for one (row, key), for the scalar paths.
+static int blocked(const head_args *a, size_t r, size_t j)
+{
+    mhsa_mask_view mv = mask_view(a, 0);
+    size_t lo, hi;
+    mhsa_mask_view_range(&mv, r, a->tk, &lo, &hi);
+    if (j < lo || j >= hi)
+        return 1;
+    return a->mask && a->mask[r * a->ldmask + j] == -INFINITY;
+}
+
+static int rows_finite(const float *x, size_t rows, size_t cols, size_t ld)
+{
+    // On the bits (exponent all ones = inf or NaN), OR-reduced without an
+    // early exit: the compiler vectorises it, where a scalar isfinite()
+    // per element cost as much as a fifth of the forward.
+    uint32_t bad = 0;
+    for (size_t r = 0; r < rows; r++) {
+        const float *row = x + r * ld;
+        for (size_t c = 0; c < cols; c++) {
+            uint32_t u;
+            memcpy(&u, row + c, sizeof u);
+            bad |= (uint32_t)((u & 0x7f800000u) == 0x7f800000u);
+        }
+    }
+    return !bad;
+}
+
+// One past the last key any row of the block can see: under the causal
+// mask none after the last row's position, and none in the padding.
+static size_t key_end(const head_args *a)
+{
+    size_t end = a->tk;
+    if (a->causal && a->q_pos + a->tq < end)   // one past the last row
+        end = a->q_pos + a->tq;
+    if (a->klen && a->klen < end)
+        end = a->klen;
+    return end;
+}
+
+// The first key tile any row of the block can see: with a sliding window
+// the first row sees keys from q_pos + 1 - W on, and later rows fewer, so
+// the tiles before are skipped (work O(T * W), not O(T^2)).
+static size_t tile_start(const head_args *a, size_t bc)
+{
+    if (!a->window || a->q_pos + 1 <= a->window)
+        return 0;
+    return (a->q_pos + 1 - a->window) / bc * bc;
+}
+
+// Rows [j0, j0 + n) of the head's K or V as fp32: the stored rows
+// themselves, or 16-bit rows converted into `conv` (n x dh).
+static const float *kv_rows(const mhsa_kernels *k, const head_args *a,
+                            int is_v, size_t j0, size_t n, float *conv)
+{
+    if (a->kv_dtype == MHSA_F32)
+        return (is_v ? a->v : a->k) + j0 * a->dh;
+    const uint16_t *src = is_v ? a->v16 : a->k16;
+    k->cvt_to_f32(n * a->dh, src + j0 * a->dh, a->kv_dtype, conv);
+    return conv;
+}
+
+// The first row of x (rows x cols, ld) holding inf or NaN; rows if none.
+static size_t first_bad_row(const float *x, size_t rows, size_t cols,
+                            size_t ld)
+{
+    size_t r = 0;
+    while (r < rows && rows_finite(x + r * ld, 1, cols, ld))
+        r++;
+    return r;
+}
+
+// Scores of a tile (tq x n, lds) whose query row or key row holds inf or
+// NaN become NaN: such a row reads a non-finite value, and a blocked key's
+// score is never read anyway. qbad (tq) flags the rows, kbad is the first
+// bad key of the tile (n if none).
+static void nanify(const float *kt, size_t n, size_t dh, size_t kbad,
+                   const float *qbad, size_t tq, float *s, size_t lds)
+{
+    for (size_t r = 0; r < tq; r++)
+        if (qbad[r] != 0.0f)
+            for (size_t j = 0; j < n; j++)
+                s[r * lds + j] = NAN;
+    for (size_t j = kbad; j < n; j++)
+        if (!rows_finite(kt + j * dh, 1, dh, dh))
+            for (size_t r = 0; r < tq; r++)
+                s[r * lds + j] = NAN;
+}
+
+// Keys [0, result) of the tile at key j0 (n keys) that some row of
+// [0, row_end) can see: all n without the causal mask, else up to the last
+// of those rows' positions. (Padding is cut by key_end, the window's lower
+// edge left to the softmax.)
+static size_t panel_keys(const head_args *a, size_t j0, size_t n,
+                         size_t row_end)
+{
+    if (!a->causal)
+        return n;
+    size_t last = a->q_pos + row_end;   // one past the last visible key
+    if (last <= j0)
+        return 0;
+    return last - j0 < n ? last - j0 : n;
+}
+
+// On a tile that crosses the diagonal, S = Q K^T and O += P V run per
+// panel of mr rows only over the keys that panel can see: with one block-
+// wide key range, a block of br rows would spend br/T of the causal work
+// (14% at br = 72, T = 512) on products the mask throws away. S columns a
+// panel skips are blocked for all its rows, so the softmax never reads
+// them (it writes their p = 0), and the P V sum over a panel stops where
+// its p become zeros.
+static void diag_scores(const mhsa_kernels *k, const head_args *a, size_t j0,
+                        size_t n, const float *qa, const float *kb, float *s,
+                        size_t lds)
+{
+    size_t mr = (size_t)k->mr, nr = (size_t)k->nr, dh = a->dh;
+    for (size_t i = 0; i < a->tq; i += mr) {
+        size_t h = a->tq - i < mr ? a->tq - i : mr;
+        size_t ni = panel_keys(a, j0, n, i + h);
+        for (size_t j = 0; j < ni; j += nr) {
+            size_t w = ni - j < nr ? ni - j : nr;
+            k->sgemm_ukr(dh, qa + i * dh, kb + j * dh, s + i * lds + j, lds,
+                         h, w, 0.0f);
+        }
+    }
+}
+
+// C (tq x dh, ldc) += P V with P (tq x n) packed at depth n and V packed
+// as NR-column panels whose first n rows are used, panel j at vb + j *
+// vdepth (vdepth >= n: a tile packed once for every query block holds all
+// its keys, of which a causal block may use fewer): O += P V in the
+// forward, dQ += dS K in the backward. diag: each mr-row panel stops at
+// its last visible key (see diag_scores).
+static void diag_pv(const mhsa_kernels *k, const head_args *a, size_t j0,
+                    size_t n, int diag, const float *pa, const float *vb,
+                    size_t vdepth, float *c, size_t ldc)
+{
+    size_t mr = (size_t)k->mr, nr = (size_t)k->nr, dh = a->dh;
+    for (size_t i = 0; i < a->tq; i += mr) {
+        size_t h = a->tq - i < mr ? a->tq - i : mr;
+        size_t ki = diag ? panel_keys(a, j0, n, i + h) : n;
+        if (ki == 0)
+            continue;
+        for (size_t j = 0; j < dh; j += nr) {
+            size_t w = dh - j < nr ? dh - j : nr;
+            k->sgemm_ukr(ki, pa + i * n, vb + j * vdepth, c + i * ldc + j,
+                         ldc, h, w, 1.0f);
+        }
+    }
+}
+
+// C (n x dh, ldc) += P^T dO with P^T (n x tq) and dO (tq x dh) packed at
+// depth tq (dV, and dK from dS^T Q): a panel of mr keys starts its sum at
+// the first row that sees its first key; the rows before have p = 0 there,
+// and leaving out a sum's leading +0 products changes no bits.
+static void diag_keys(const mhsa_kernels *k, const head_args *a, size_t j0,
+                      size_t n, const float *pa, const float *bp, float *c,
+                      size_t ldc)
+{
+    size_t mr = (size_t)k->mr, nr = (size_t)k->nr, dh = a->dh, tq = a->tq;
+    for (size_t i = 0; i < n; i += mr) {
+        size_t h = n - i < mr ? n - i : mr;
+        size_t key = j0 + i;   // row r sees it when q_pos + r >= key
+        size_t r0 = key > a->q_pos ? key - a->q_pos : 0;
+        if (r0 >= tq)
+            continue;
+        for (size_t j = 0; j < dh; j += nr) {
+            size_t w = dh - j < nr ? dh - j : nr;
+            k->sgemm_ukr(tq - r0, pa + i * tq + r0 * mr, bp + j * tq + r0 * nr,
+                         c + i * ldc + j, ldc, h, w, 1.0f);
+        }
+    }
+}
+
+size_t mhsa__head_kpack_floats(const mhsa_kernels *k, size_t tk, size_t dh)
+{
+    return up(tk, (size_t)k->nr) * dh;   // bc is a multiple of nr
+}
+
+size_t mhsa__head_vpack_floats(const mhsa_kernels *k, size_t tk, size_t dh)
+{
+    return tk * up(dh, (size_t)k->nr);
+}
+
+void mhsa__head_pack_kv(const mhsa_kernels *k, size_t tk, size_t dh,
+                        size_t tile, const void *kd, const void *vd,
+                        mhsa_dtype dt, float *kpack, float *vpack,
+                        float *tiles, float *vbad, float *kbad)
+{
+    size_t bc = mhsa__attn_bc(k), j0 = tile * bc;
+    size_t n = tk - j0 < bc ? tk - j0 : bc;
+    tile_views t = carve(k, dh, tiles);
+    head_args a = { .dh = dh, .kv_dtype = dt, .k = kd, .v = vd,
+                    .k16 = kd, .v16 = vd };
+    const float *kt = kv_rows(k, &a, 0, j0, n, t.kc);
+    const float *vt = kv_rows(k, &a, 1, j0, n, t.vc);
+    mhsa_tile_pack_b(k, dh, n, kt, dh, 1, kpack + j0 * dh);
+    mhsa_tile_pack_b(k, n, dh, vt, dh, 0, vpack + j0 * up(dh, (size_t)k->nr));
+    *vbad = (float)first_bad_row(vt, n, dh, dh);
+    *kbad = (float)first_bad_row(kt, n, dh, dh);
+}
+
+void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
+                        float *tiles)
+{
+    size_t tq = a->tq, dh = a->dh, bc = mhsa__attn_bc(k);
+    size_t kend = key_end(a);
+    tile_views t = carve(k, dh, tiles);
+
+    mhsa_tile_pack_a(k, tq, dh, a->q, dh, 0, 1.0f, t.qa);
+    int q_ok = 1;
+    for (size_t r = 0; r < tq; r++) {
+        t.m[r] = -INFINITY;
+        t.l[r] = 0.0f;
+        memset(a->o + r * a->ldo, 0, dh * sizeof(float));
+        t.delta[r] = !rows_finite(a->q + r * dh, 1, dh, dh);
+        q_ok &= t.delta[r] == 0.0f;
+    }
+    for (size_t j0 = tile_start(a, bc); j0 < kend; j0 += bc) {
+        size_t n = kend - j0 < bc ? kend - j0 : bc;
+        // Every row sees the whole tile, or the tile crosses the diagonal.
+        int diag = panel_keys(a, j0, n, 1) < n;
+        // S = Q K^T: K tile read transposed into NR-wide panels.
+        const float *kb = t.kb, *kt = NULL;
+        size_t kbad;
+        if (a->kpack) {
+            kb = a->kpack + j0 * dh;
+            kbad = (size_t)a->kbad[j0 / bc];
+        } else {
+            kt = kv_rows(k, a, 0, j0, n, t.kc);
+            mhsa_tile_pack_b(k, dh, n, kt, dh, 1, t.kb);
+            kbad = first_bad_row(kt, n, dh, dh);
+        }
+        if (diag)
+            diag_scores(k, a, j0, n, t.qa, kb, t.s, bc);
+        else
+            mhsa_tile_gemm(k, tq, n, dh, t.qa, kb, t.s, bc, 0.0f);
+        if (!q_ok || kbad < n) {   // rare: inf/NaN in what rows read
+            if (!kt)
+                kt = kv_rows(k, a, 0, j0, n, t.kc);
+            nanify(kt, n, dh, kbad, t.delta, tq, t.s, bc);
+        }
+        mhsa_softmax_args sa = { tq, n, t.s, bc, mask_view(a, j0), t.m, t.l,
+                                 a->o, a->ldo, dh };
+        k->softmax_online(&sa);
+        // Only V matters here: a non-finite K score is never read when
+        // blocked and makes its row NaN when not, as it should; but a
+        // blocked key's p = 0 times a NaN in V would leak into the GEMM.
+        // (Checked once per head when its tiles were packed up front.)
+        const float *vt = NULL;
+        int v_ok;
+        if (a->vbad) {
+            v_ok = (size_t)a->vbad[j0 / bc] >= n;
+        } else {
+            vt = kv_rows(k, a, 1, j0, n, t.vc);
+            v_ok = rows_finite(vt, n, dh, dh);
+        }
+        if (v_ok) {   // O += P V
+            mhsa_tile_pack_a(k, tq, n, t.s, bc, 0, 1.0f, t.pa);
+            const float *vb = t.vb;
+            size_t vdepth = n;
+            if (a->vpack) {   // packed with all the tile's keys
+                vb = a->vpack + j0 * up(dh, (size_t)k->nr);
+                vdepth = a->tk - j0 < bc ? a->tk - j0 : bc;
+            } else {
+                mhsa_tile_pack_b(k, n, dh, vt, dh, 0, t.vb);
+            }
+            diag_pv(k, a, j0, n, diag, t.pa, vb, vdepth, a->o, a->ldo);
+        } else {      // a non-finite V: skip blocked pairs explicitly
+            if (!vt)
+                vt = kv_rows(k, a, 1, j0, n, t.vc);
+            for (size_t r = 0; r < tq; r++)
+                for (size_t j = 0; j < n; j++) {
+                    if (blocked(a, r, j0 + j))
+                        continue;
+                    float p = t.s[r * bc + j];
+                    const float *vj = vt + j * dh;
+                    float *o = a->o + r * a->ldo;
+                    for (size_t d = 0; d < dh; d++)
+                        o[d] += p * vj[d];
+                }
+        }
+    }
+    for (size_t r = 0; r < tq; r++) {
+        float *o = a->o + r * a->ldo;
+        if (t.l[r] == 0.0f) {   // every key blocked: zero context, not NaN
+            memset(o, 0, dh * sizeof(float));
+            if (a->lse)
+                a->lse[r] = -INFINITY;
+            continue;
+        }
+        float inv = 1.0f / t.l[r];
+        for (size_t d = 0; d < dh; d++)
+            o[d] *= inv;
+        if (a->lse)
+            a->lse[r] = t.m[r] + logf(t.l[r]);
+    }
+}
+
+void mhsa__head_weights(const mhsa_kernels *k, const head_args *a,
+                        float *tiles)
+{
+    size_t tq = a->tq, dh = a->dh, bc = mhsa__attn_bc(k);
+    tile_views t = carve(k, dh, tiles);
+    mhsa_tile_pack_a(k, tq, dh, a->q, dh, 0, 1.0f, t.qa);
+    for (size_t r = 0; r < tq; r++)
+        t.delta[r] = !rows_finite(a->q + r * dh, 1, dh, dh);
+    for (size_t j0 = 0; j0 < a->tk; j0 += bc) {
+        size_t n = a->tk - j0 < bc ? a->tk - j0 : bc;
+        const float *kt = kv_rows(k, a, 0, j0, n, t.kc);
+        mhsa_tile_pack_b(k, dh, n, kt, dh, 1, t.kb);
+        mhsa_tile_gemm(k, tq, n, dh, t.qa, t.kb, a->attn + j0, a->ldattn,
+                       0.0f);
+        nanify(kt, n, dh, first_bad_row(kt, n, dh, dh), t.delta, tq,
+               a->attn + j0, a->ldattn);
+    }
+    for (size_t r = 0; r < tq; r++) {
+        float *w = a->attn + r * a->ldattn;
+        for (size_t j = 0; j < a->tk; j++) {
+            if (blocked(a, r, j))
+                w[j] = -INFINITY;
+            else if (a->mask)
+                w[j] += a->mask[r * a->ldmask + j];
+        }
+        k->softmax_row(a->tk, w, w);
+        // A row that read a NaN (or +inf) is normalised by a NaN sum, and
+        // 0 * NaN would make its blocked weights NaN too: they stay +0.
+        if (!rows_finite(w, 1, a->tk, a->tk))
+            for (size_t j = 0; j < a->tk; j++)
+                if (blocked(a, r, j))
+                    w[j] = 0.0f;
+    }
+}
+
+// dst (rows x dh, ld) += scalar loops over unblocked (r, j) pairs; used when
+// a head holds non-finite values (see the file comment).
+static void backward_safe(const head_args *a, size_t j0, size_t n,
+                          const float *p, const float *ds, size_t ld)
+{
+    int do_q = !a->skip_dq, do_kv = !a->skip_dkv;
+    size_t dh = a->dh;
+    for (size_t r = 0; r < a->tq; r++)
+        for (size_t j = 0; j < n; j++) {
+            if (blocked(a, r, j0 + j))
+                continue;
+            float pr = p[r * ld + j], dsr = ds[r * ld + j];
+            const float *q = a->q + r * dh, *dout = a->dout + r * a->lddo;
+            const float *kj = a->k + (j0 + j) * dh;
+            float *dv = a->dv + (j0 + j) * a->ldg;
+            float *dk = a->dk + (j0 + j) * a->ldg;
+            float *dq = a->dq + r * a->ldg;
+            for (size_t d = 0; d < dh && do_kv; d++) {
+                dv[d] += pr * dout[d];
+                dk[d] += dsr * q[d];
+            }
+            for (size_t d = 0; d < dh && do_q; d++)
+                dq[d] += a->scale * (dsr * kj[d]);
+        }
+}
+
+// For rows whose forward max score was +inf (lse == +inf, kernels.h):
+// infw[r] = 1 / the number of their unblocked +inf scores, counted on the
+// same scores the tiles below recompute. Returns 0 (infw unused) when no
+// row of the block has lse == +inf, the usual case.
+static int inf_weights(const mhsa_kernels *k, const head_args *a,
+                       const tile_views *t, size_t kend)
+{
+    size_t tq = a->tq, dh = a->dh, bc = mhsa__attn_bc(k);
+    int any = 0;
+    for (size_t r = 0; r < tq; r++) {
+        t->infw[r] = 0.0f;
+        any |= a->lse[r] == INFINITY;
+    }
+    if (!any)
+        return 0;
+    for (size_t j0 = tile_start(a, bc); j0 < kend; j0 += bc) {
+        size_t n = kend - j0 < bc ? kend - j0 : bc;
+        mhsa_tile_pack_b(k, dh, n, a->k + j0 * dh, dh, 1, t->kb);
+        mhsa_tile_gemm(k, tq, n, dh, t->qa, t->kb, t->s, bc, 0.0f);
+        for (size_t r = 0; r < tq; r++) {
+            if (a->lse[r] != INFINITY)
+                continue;
+            for (size_t j = 0; j < n; j++) {
+                if (blocked(a, r, j0 + j))
+                    continue;
+                float x = t->s[r * bc + j];
+                if (a->mask)
+                    x += a->mask[r * a->ldmask + j0 + j];
+                t->infw[r] += x == INFINITY;   // a count, for now
+            }
+        }
+    }
+    for (size_t r = 0; r < tq; r++)
+        if (a->lse[r] == INFINITY)
+            t->infw[r] = 1.0f / t->infw[r];
+    return 1;
+}
+
+void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
+                         float *tiles)
+{
+    size_t tq = a->tq, dh = a->dh, bc = mhsa__attn_bc(k);
+    size_t kend = key_end(a);
+    tile_views t = carve(k, dh, tiles);
+    size_t k0 = tile_start(a, bc) < kend ? tile_start(a, bc) : kend;
+    int safe = rows_finite(a->k + k0 * dh, kend - k0, dh, dh) &&
+               rows_finite(a->v + k0 * dh, kend - k0, dh, dh) &&
+               rows_finite(a->q, tq, dh, dh) &&
+               rows_finite(a->dout, tq, dh, a->lddo);
+
+    // delta = rowsum(dO * O), O the forward's normalised output.
+    for (size_t r = 0; r < tq; r++) {
+        const float *o = a->o + r * a->ldo, *dout = a->dout + r * a->lddo;
+        float sum = 0.0f;
+        for (size_t d = 0; d < dh; d++)
+            sum += dout[d] * o[d];
+        t.delta[r] = sum;
+        if (!a->skip_dq)
+            memset(a->dq + r * a->ldg, 0, dh * sizeof(float));
+    }
+    mhsa_tile_pack_a(k, tq, dh, a->q, dh, 0, 1.0f, t.qa);
+    mhsa_tile_pack_a(k, tq, dh, a->dout, a->lddo, 0, 1.0f, t.da);
+    const float *infw = inf_weights(k, a, &t, kend) ? t.infw : NULL;
+    if (!a->skip_dkv) {
+        mhsa_tile_pack_b(k, tq, dh, a->q, dh, 0, t.qb);
+        mhsa_tile_pack_b(k, tq, dh, a->dout, a->lddo, 0, t.db);
+    }
+
+    // Each tile's products are the same whichever part a call computes, so
+    // splitting a head into a dk/dv pass and a dq pass keeps the bits.
+    size_t jend = a->key1 && a->key1 < kend ? a->key1 : kend;
+    size_t jstart = tile_start(a, bc) > a->key0 ? tile_start(a, bc) : a->key0;
+    for (size_t j0 = jstart; j0 < jend; j0 += bc) {
+        size_t n = kend - j0 < bc ? kend - j0 : bc;
+        const float *kt = a->k + j0 * dh, *vt = a->v + j0 * dh;
+        // On a tile crossing the causal diagonal every product below runs
+        // only over the (row, key) panels that see each other (see
+        // diag_scores); the softmax gradient never reads the rest.
+        int diag = safe && panel_keys(a, j0, n, 1) < n;
+        mhsa_tile_pack_b(k, dh, n, kt, dh, 1, t.kb);     // K^T
+        mhsa_tile_pack_b(k, dh, n, vt, dh, 1, t.vb);     // V^T
+        if (diag) {
+            diag_scores(k, a, j0, n, t.qa, t.kb, t.s, bc);
+            diag_scores(k, a, j0, n, t.da, t.vb, t.dp, bc);
+        } else {
+            mhsa_tile_gemm(k, tq, n, dh, t.qa, t.kb, t.s, bc, 0.0f);
+            mhsa_tile_gemm(k, tq, n, dh, t.da, t.vb, t.dp, bc, 0.0f);
+        }
+        mhsa_softmax_grad_args ga = { tq, n, t.s, bc, t.dp, bc,
+                                      mask_view(a, j0), a->lse, t.delta,
+                                      infw };
+        k->softmax_grad(&ga);   // s = P, dp = dS
+        if (!safe) {
+            backward_safe(a, j0, n, t.s, t.dp, bc);
+            continue;
+        }
+        if (!a->skip_dkv) {
+            // dV[j0:j0+n] += P^T dO
+            mhsa_tile_pack_a(k, n, tq, t.s, bc, 1, 1.0f, t.pa);
+            if (diag)
+                diag_keys(k, a, j0, n, t.pa, t.db, a->dv + j0 * a->ldg,
+                          a->ldg);
+            else
+                mhsa_tile_gemm(k, n, dh, tq, t.pa, t.db, a->dv + j0 * a->ldg,
+                               a->ldg, 1.0f);
+            // dK[j0:j0+n] += dS^T Q
+            mhsa_tile_pack_a(k, n, tq, t.dp, bc, 1, 1.0f, t.pa);
+            if (diag)
+                diag_keys(k, a, j0, n, t.pa, t.qb, a->dk + j0 * a->ldg,
+                          a->ldg);
+            else
+                mhsa_tile_gemm(k, n, dh, tq, t.pa, t.qb, a->dk + j0 * a->ldg,
+                               a->ldg, 1.0f);
+        }
+        if (a->skip_dq)
+            continue;
+        // dQ += scale * dS K
+        mhsa_tile_pack_a(k, tq, n, t.dp, bc, 0, a->scale, t.pa);
+        mhsa_tile_pack_b(k, n, dh, kt, dh, 0, t.kb);     // K
+        if (diag)
+            diag_pv(k, a, j0, n, 1, t.pa, t.kb, n, a->dq, a->ldg);
+        else
+            mhsa_tile_gemm(k, tq, dh, n, t.pa, t.kb, a->dq, a->ldg, 1.0f);
+    }
+}

@@ -1,0 +1,190 @@
+// decode.c — attention for sequences with one query row that sees every
+// stored key (decoding one token with the KV cache, or a forward with T =
+// 1), but those before a sliding window.
+//
+// A GEMM tile would waste mr - 1 rows and packing would double the memory
+// traffic, so K and V are streamed once, unpacked and in their stored type,
+// by the kv kernels: for the `group` query heads that share a kv head, s =
+// K q (one K read for the whole group), the online-softmax step on each
+// head's scores, o += s V (one V read). The keys are split into fixed
+// chunks (fixed by the sequence alone, independent of the thread count and
+// of the rest of the batch); tasks are (sequence, kv head, chunk), so one
+// long sequence does not leave a thread idle, and each leaves a partial
+// (m, l, o) per query head; the partials merge in chunk order.
+#include <math.h>
+#include <omp.h>
+#include <string.h>
+
+#include "attend.h"
+#include "core/fpenv.h"
+#include "plan.h"
+#include "core/threads.h"
+
+// The keys sequence b's row sees: [lo, hi).
+static void key_range(const attn_job *j, const seq_view *v, size_t *lo,
+                      size_t *hi)
+{
+    size_t p = v->q_pos;
+    *hi = v->tk;
+    *lo = j->window && p + 1 > j->window ? p + 1 - j->window : 0;
+}
+
+static int all_finite(const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i]))
+            return 0;
+    return 1;
+}
+
+// A score of +-inf made from a query or key holding inf or NaN is not a
+// score that overflowed (kernels.h): what a row reads propagates, so such
+// scores become NaN. (A key holding inf gives +-inf or NaN, never a finite
+// score.) Only looked at when an infinite score shows up: a finite cache
+// costs nothing here.
+static void nanify_inf(const mhsa_kernels *k, const attn_job *j,
+                       const float *q, size_t ldq, size_t m, const void *kc,
+                       size_t n, float *s, size_t lds, float *row)
+{
+    size_t dh = j->dh, es = mhsa_dtype_size(j->kv_dtype);
+    for (size_t r = 0; r < m; r++)
+        for (size_t c = 0; c < n; c++) {
+            if (!isinf(s[r * lds + c]))
+                continue;
+            k->cvt_to_f32(dh, (const char *)kc + c * dh * es, j->kv_dtype,
+                          row);
+            if (!all_finite(row, dh) || !all_finite(q + r * ldq, dh))
+                s[r * lds + c] = NAN;
+        }
+}
+
+// One task: chunk c of kv head g of sequence b, for the group's query
+// heads; partials (m, l, o[dh]) of those heads, contiguous, at part.
+static void decode_chunk(const mhsa_kernels *k, const attn_job *j, size_t b,
+                         size_t g, size_t j0, size_t n, float *part,
+                         float *s)
+{
+    size_t dh = j->dh, group = j->H / j->Hkv, stride = dh + 2;
+    size_t es = mhsa_dtype_size(j->kv_dtype);
+    size_t h0 = g * group;
+    const float *q = j->q + (b * j->H + h0) * j->tq * dh;
+    size_t ldq = j->tq * dh;
+    size_t kvoff = ((b * j->Hkv + g) * j->kv_t + j0) * dh * es;
+    const void *kc = (const char *)j->k + kvoff;
+    const void *vc = (const char *)j->v + kvoff;
+    k->kv_dot(group, n, dh, q, ldq, kc, dh, j->kv_dtype, s, n);
+    for (size_t r = 0; r < group; r++) {
+        float *pr = part + r * stride;   // m, l, o[dh]
+        float *sr = s + r * n;
+        for (size_t c = 0; c < n; c++)
+            if (isinf(sr[c])) {   // o (dh floats) serves as scratch
+                nanify_inf(k, j, q + r * ldq, ldq, 1, kc, n, sr, n, pr + 2);
+                break;
+            }
+        pr[0] = -INFINITY;
+        pr[1] = 0.0f;
+        memset(pr + 2, 0, dh * sizeof(float));
+        mhsa_softmax_args sa = { 1, n, sr, n, { NULL, 0, 0, 0, 0, 0, 0 },
+                                 pr, pr + 1, pr + 2, dh, dh };
+        k->softmax_online(&sa);
+    }
+    k->kv_acc(group, n, dh, s, n, vc, dh, j->kv_dtype, part + 2, stride);
+}
+
+// Merges the partials of one (sequence, query head) in chunk order into
+// its context row o (dh) and lse.
+static void merge(size_t nch, size_t dh, size_t step, const float *p0,
+                  float *o, float *lse)
+{
+    float mx = -INFINITY, l = 0.0f;
+    for (size_t c = 0; c < nch; c++)
+        if (p0[c * step] > mx)
+            mx = p0[c * step];
+    memset(o, 0, dh * sizeof(float));
+    if (mx == -INFINITY) {   // no finite score anywhere
+        // An unblocked NaN score leaves its chunk l = NaN (see the
+        // softmax contract): the row is NaN, not a silent zero.
+        float lsum = 0.0f;
+        for (size_t c = 0; c < nch; c++)
+            lsum += p0[c * step + 1];
+        if (lsum != lsum)
+            for (size_t d = 0; d < dh; d++)
+                o[d] = lsum;
+        if (lse)
+            *lse = lsum != lsum ? lsum : -INFINITY;
+        return;
+    }
+    for (size_t c = 0; c < nch; c++) {
+        const float *p = p0 + c * step;
+        // With a +inf max only the chunks whose max is +inf count (their l
+        // counts their +inf keys); exp(inf - inf) would be NaN.
+        float w = mx == INFINITY ? (p[0] == INFINITY ? 1.0f : 0.0f)
+                                 : expf(p[0] - mx);
+        l += w * p[1];
+        for (size_t d = 0; d < dh; d++)
+            o[d] += w * p[2 + d];
+    }
+    float inv = 1.0f / l;
+    for (size_t d = 0; d < dh; d++)
+        o[d] *= inv;
+    if (lse)
+        *lse = mx + logf(l);
+}
+
+void mhsa__attention_decode(const mhsa_kernels *k, mhsa_workspace *ws,
+                            const attn_job *j)
+{
+    size_t dh = j->dh, group = j->H / j->Hkv, stride = dh + 2;
+    // Task table: first[b] = the first task of sequence b, chunks of kv
+    // head g at first[b] + g * nch(b); partials at task * group * stride.
+    size_t *first = ws->plan, tasks = 0;
+    double flops = 0.0;
+    for (size_t b = 0; b < j->batch; b++) {
+        first[b] = tasks;
+        seq_view v = mhsa__seq_view(j, b);
+        if (!mhsa__seq_decodes(j, &v))
+            continue;
+        size_t lo, hi;
+        key_range(j, &v, &lo, &hi);
+        tasks += j->Hkv * mhsa__decode_chunks(lo, hi);
+        flops += 4.0 * (double)j->H * (double)(hi - lo) * (double)dh;
+    }
+    first[j->batch] = tasks;
+    int nt = mhsa__threads(ws->max_threads, flops, tasks);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        mhsa_fpstate fp = mhsa__fp_enter_team();
+        float *s = ws->tiles + (size_t)omp_get_thread_num() * ws->tile_floats;
+        size_t b = 0;
+#pragma omp for schedule(static)
+        for (size_t task = 0; task < tasks; task++) {
+            while (first[b + 1] <= task)   // tasks ascend in each thread
+                b++;
+            seq_view v = mhsa__seq_view(j, b);
+            size_t lo, hi;
+            key_range(j, &v, &lo, &hi);
+            size_t nch = mhsa__decode_chunks(lo, hi);
+            size_t g = (task - first[b]) / nch, c = (task - first[b]) % nch;
+            size_t j0 = lo + c * MHSA_DECODE_CHUNK;
+            size_t n = hi - j0 < MHSA_DECODE_CHUNK ? hi - j0
+                                                   : MHSA_DECODE_CHUNK;
+            decode_chunk(k, j, b, g, j0, n, ws->decode +
+                         task * group * stride, s);
+        }
+        // Merge: one (sequence, query head) per task, chunk order.
+#pragma omp for schedule(static)
+        for (size_t bh = 0; bh < j->batch * j->H; bh++) {
+            size_t bb = bh / j->H, h = bh % j->H;
+            if (first[bb + 1] == first[bb])   // not a decode sequence
+                continue;
+            size_t nch = (first[bb + 1] - first[bb]) / j->Hkv;
+            size_t g = h / group, r = h % group;
+            const float *p0 = ws->decode +
+                              ((first[bb] + g * nch) * group + r) * stride;
+            merge(nch, dh, group * stride, p0,
+                  j->ctx + bb * j->tq * j->H * dh + h * dh,
+                  j->lse ? j->lse + bh * j->tq : NULL);
+        }
+        mhsa__fp_leave_team(fp);
+    }
+}

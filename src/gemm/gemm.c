@@ -1,0 +1,283 @@
+// gemm.c — the blocked SGEMM driver: BLIS's five loops around one
+// register-blocked micro-kernel, with packing and OpenMP, written once for
+// every ISA (the ISA directories hold only pack_a, pack_b and sgemm_ukr).
+//
+// Loop nest for one call (jc over N in NC chunks is folded into the shared B
+// panel, which holds all n columns of one KC block):
+//   for pc in K by KC:                 pack op(B)[pc:pc+kc, :] (shared)
+//     parallel for (ic, jb) tiles:     pack op(A)[ic:ic+mc, pc:pc+kc] (own)
+//       for jr in the chunk by NR:     B micro-panel stays in L1
+//         for ir in the block by MR:   A block stays in L2
+//           sgemm_ukr(kc, ...)         beta on the first KC block, then 1
+#include <omp.h>
+#include <string.h>
+
+#include "gemm.h"
+#include "core/threads.h"
+
+#include "core/alloc.h"
+#include "core/fpenv.h"
+
+// Cache blocking, per table (a function of the tile and the caches the
+// ISA's cores have):
+//   kc         depth of one packed block: the kc x NR B micro-panel stays
+//              in L1 while the A panels stream past;
+//   mc_rows    about this many rows of A per packed block (L2);
+//   nb_panels  NR panels per parallel column chunk.
+// Scalar, AVX2 (6x16) and NEON: kc 256 (a 16 KiB B micro-panel at NR 16),
+// 128 rows, 8 panels (128 columns at NR 16), as measured for 0.1.
+// AVX-512 (12x32): kc 128 keeps the B micro-panel at 16 KiB (kc 256 would
+// fill Zen 4's 32 KiB L1D); 240 rows make the A block 120 KiB of the
+// 1 MiB L2 of Zen 4/5 and recent Intel cores (more A reuse per packed B
+// chunk at the shallower depth); 4 panels keep the column chunk at 128
+// columns, so the parallel split of a GEMM is as fine as AVX2's. These are
+// reasoned, not measured: no AVX-512 CPU was at hand (README).
+typedef struct gemm_blocking {
+    size_t kc, mc_rows, nb_panels;
+} gemm_blocking;
+
+static gemm_blocking blocking_of(const mhsa_kernels *k)
+{
+    if (k->isa == MHSA_ISA_AVX512)
+        return (gemm_blocking){ 128, 240, 4 };
+    return (gemm_blocking){ 256, 128, 8 };
+}
+
+size_t mhsa_gemm_kc(const mhsa_kernels *k) { return blocking_of(k).kc; }
+
+static size_t mc_of(const mhsa_kernels *k)
+{
+    size_t mr = (size_t)k->mr, rows = blocking_of(k).mc_rows;
+    return mr * ((rows + mr - 1) / mr);
+}
+
+static size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
+
+size_t mhsa_gemm_a_floats(const mhsa_kernels *k)
+{
+    return mc_of(k) * mhsa_gemm_kc(k);
+}
+
+size_t mhsa_gemm_b_floats(const mhsa_kernels *k, size_t n)
+{
+    size_t f;
+    if (n > ((size_t)-1) / 2 ||
+        !mhsa__mul(mhsa_gemm_kc(k), round_up(n, (size_t)k->nr), &f))
+        return 0;
+    return f;
+}
+
+size_t mhsa_gemm_prepacked_floats(const mhsa_kernels *k, size_t kdim, size_t n)
+{
+    size_t f;
+    if (n > ((size_t)-1) / 2 || !mhsa__mul(kdim, round_up(n, (size_t)k->nr), &f))
+        return 0;
+    return f;
+}
+
+// Packs the kc x n block of op(B) starting at depth pc into panels.
+static void pack_b_block(const mhsa_kernels *k, size_t pc, size_t kc,
+                         size_t n, const float *b, size_t ldb, int trans_b,
+                         float *bp, int parallel)
+{
+    size_t nr = (size_t)k->nr;
+    size_t panels = (n + nr - 1) / nr;
+    const float *b0 = trans_b ? b + pc : b + pc * ldb;
+    if (parallel) {
+#pragma omp for schedule(static)
+        for (size_t p = 0; p < panels; p++) {
+            size_t j = p * nr, w = n - j < nr ? n - j : nr;
+            k->pack_b(kc, w, trans_b ? b0 + j * ldb : b0 + j, ldb, trans_b,
+                      bp + p * nr * kc);
+        }
+    } else {
+        for (size_t p = 0; p < panels; p++) {
+            size_t j = p * nr, w = n - j < nr ? n - j : nr;
+            k->pack_b(kc, w, trans_b ? b0 + j * ldb : b0 + j, ldb, trans_b,
+                      bp + p * nr * kc);
+        }
+    }
+}
+
+void mhsa_gemm_prepack_b(const mhsa_kernels *k, size_t kdim, size_t n,
+                         const float *b, size_t ldb, int trans_b, float *bp)
+{
+    size_t npad = round_up(n, (size_t)k->nr), kcb = mhsa_gemm_kc(k);
+    for (size_t pc = 0; pc < kdim; pc += kcb) {
+        size_t kc = kdim - pc < kcb ? kdim - pc : kcb;
+        pack_b_block(k, pc, kc, n, b, ldb, trans_b, bp + pc * npad, 0);
+    }
+}
+
+static void scale_c(size_t m, size_t n, float beta, float *c, size_t ldc)
+{
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < n; j++)
+            c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+}
+
+// Tiles of one KC block, handed out statically by index so that which
+// thread computes a tile never changes its arithmetic.
+typedef struct tile_plan {
+    size_t mc, nb, m_blocks, n_chunks;
+} tile_plan;
+
+static void run_tiles(const mhsa_kernels *k, const tile_plan *tp,
+                      float *apack, int trans_a, size_t m, size_t n,
+                      size_t pc, size_t kc, float alpha, const float *a,
+                      size_t lda, const float *bpk, float beta, float *c,
+                      size_t ldc)
+{
+    size_t mr = (size_t)k->mr, nr = (size_t)k->nr;
+    size_t packed_ib = (size_t)-1;
+    size_t tiles = tp->m_blocks * tp->n_chunks;
+#pragma omp for schedule(static)
+    for (size_t t = 0; t < tiles; t++) {
+        size_t ib = t / tp->n_chunks, jb = t % tp->n_chunks;
+        size_t ic = ib * tp->mc;
+        size_t mcur = m - ic < tp->mc ? m - ic : tp->mc;
+        if (ib != packed_ib) {
+            const float *a0 = trans_a ? a + pc * lda + ic : a + ic * lda + pc;
+            for (size_t ir = 0; ir < mcur; ir += mr) {
+                size_t h = mcur - ir < mr ? mcur - ir : mr;
+                k->pack_a(h, kc, trans_a ? a0 + ir : a0 + ir * lda, lda,
+                          trans_a, alpha, apack + ir * kc);
+            }
+            packed_ib = ib;
+        }
+        size_t j0 = jb * tp->nb, j1 = j0 + tp->nb < n ? j0 + tp->nb : n;
+        for (size_t jr = j0; jr < j1; jr += nr) {
+            size_t w = j1 - jr < nr ? j1 - jr : nr;
+            const float *bpanel = bpk + jr * kc;
+            for (size_t ir = 0; ir < mcur; ir += mr) {
+                size_t h = mcur - ir < mr ? mcur - ir : mr;
+                k->sgemm_ukr(kc, apack + ir * kc, bpanel,
+                             c + (ic + ir) * ldc + jr, ldc, h, w, beta);
+            }
+        }
+    }
+}
+
+void mhsa_sgemm(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
+                int trans_a, int trans_b, size_t m, size_t n, size_t kdim,
+                float alpha, const float *a, size_t lda,
+                const float *b, size_t ldb, const float *bp_prepacked,
+                float beta, float *c, size_t ldc)
+{
+    if (m == 0 || n == 0)
+        return;
+    if (kdim == 0 || alpha == 0.0f) {
+        scale_c(m, n, beta, c, ldc);
+        return;
+    }
+    size_t nr = (size_t)k->nr;
+    size_t npad = round_up(n, nr);
+    gemm_blocking bl = blocking_of(k);
+    tile_plan tp = { mc_of(k), nr * bl.nb_panels, 0, 0 };
+    tp.m_blocks = (m + tp.mc - 1) / tp.mc;
+    tp.n_chunks = (n + tp.nb - 1) / tp.nb;
+
+    // Threads: never more than the scratch was sized for, and one thread
+    // when there is a single tile (no parallel region cost for tiny GEMMs).
+    int nt = omp_get_max_threads();
+    if (nt > s->max_threads)
+        nt = s->max_threads;
+    size_t tiles = tp.m_blocks * tp.n_chunks;
+    if ((size_t)nt > tiles)
+        nt = (int)tiles;
+    if (nt < 1)
+        nt = 1;
+    nt = mhsa__pool_threads(nt);
+    size_t a_floats = mhsa_gemm_a_floats(k);
+
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        mhsa_fpstate fp = mhsa__fp_enter_team();
+        float *apack = s->a + (size_t)omp_get_thread_num() * a_floats;
+        for (size_t pc = 0; pc < kdim; pc += bl.kc) {
+            size_t kc = kdim - pc < bl.kc ? kdim - pc : bl.kc;
+            const float *bpk;
+            if (bp_prepacked) {
+                bpk = bp_prepacked + pc * npad;
+            } else {
+                pack_b_block(k, pc, kc, n, b, ldb, trans_b, s->b, 1);
+                bpk = s->b;   // the omp for above ends with a barrier
+            }
+            run_tiles(k, &tp, apack, trans_a, m, n, pc, kc, alpha, a, lda,
+                      bpk, pc == 0 ? beta : 1.0f, c, ldc);
+            // run_tiles' omp for ends with a barrier, so no thread repacks
+            // the shared B panel while another still reads it.
+        }
+        mhsa__fp_leave_team(fp);
+    }
+}
+
+void mhsa_gemv_rows(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
+                    size_t n, size_t d, const float *w, size_t ldw,
+                    const float *x, float *y, float beta)
+{
+    enum { CH = 64 };
+    size_t chunks = (n + CH - 1) / CH;
+    int nt = mhsa__threads(s->max_threads, 2.0 * (double)n * (double)d,
+                           chunks);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        mhsa_fpstate fp = mhsa__fp_enter_team();
+#pragma omp for schedule(static)
+        for (size_t c = 0; c < chunks; c++) {
+            size_t j0 = c * CH, m = n - j0 < CH ? n - j0 : CH;
+            k->gemv_n(m, d, w + j0 * ldw, ldw, x, y + j0, beta);
+        }
+        mhsa__fp_leave_team(fp);
+    }
+}
+
+// ---- single-threaded tile helpers ----------------------------------------
+
+size_t mhsa_tile_a_floats(const mhsa_kernels *k, size_t m, size_t kdim)
+{
+    return round_up(m, (size_t)k->mr) * kdim;
+}
+
+size_t mhsa_tile_b_floats(const mhsa_kernels *k, size_t kdim, size_t n)
+{
+    return round_up(n, (size_t)k->nr) * kdim;
+}
+
+void mhsa_tile_pack_a(const mhsa_kernels *k, size_t m, size_t kdim,
+                      const float *a, size_t lda, int trans, float alpha,
+                      float *ap)
+{
+    size_t mr = (size_t)k->mr;
+    for (size_t i = 0; i < m; i += mr) {
+        size_t h = m - i < mr ? m - i : mr;
+        k->pack_a(h, kdim, trans ? a + i : a + i * lda, lda, trans, alpha,
+                  ap + i * kdim);
+    }
+}
+
+void mhsa_tile_pack_b(const mhsa_kernels *k, size_t kdim, size_t n,
+                      const float *b, size_t ldb, int trans, float *bp)
+{
+    size_t nr = (size_t)k->nr;
+    for (size_t j = 0; j < n; j += nr) {
+        size_t w = n - j < nr ? n - j : nr;
+        k->pack_b(kdim, w, trans ? b + j * ldb : b + j, ldb, trans,
+                  bp + j * kdim);
+    }
+}
+
+void mhsa_tile_gemm(const mhsa_kernels *k, size_t m, size_t n, size_t kdim,
+                    const float *ap, const float *bp, float *c, size_t ldc,
+                    float beta)
+{
+    size_t mr = (size_t)k->mr, nr = (size_t)k->nr;
+    for (size_t j = 0; j < n; j += nr) {
+        size_t w = n - j < nr ? n - j : nr;
+        for (size_t i = 0; i < m; i += mr) {
+            size_t h = m - i < mr ? m - i : mr;
+            k->sgemm_ukr(kdim, ap + i * kdim, bp + j * kdim,
+                         c + i * ldc + j, ldc, h, w, beta);
+        }
+    }
+}

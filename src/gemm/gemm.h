@@ -1,0 +1,80 @@
+// gemm.h — the one blocked SGEMM driver (BLIS loops, packing, OpenMP).
+//
+//   C (m x n, ldc) = alpha * op(A) * op(B) + beta * C
+//   op(A) is m x k: trans_a ? A^T with A (k x m, lda) : A (m x k, lda)
+//   op(B) is k x n: trans_b ? B^T with B (n x k, ldb) : B (k x n, ldb)
+//
+// Work is split over (MC row block, NB column chunk) tiles with sizes fixed by
+// the shapes and the kernel table, never by the thread count; K is never
+// split, and each C element sums its K blocks in order. So the bits of C do
+// not depend on how many threads run. beta == 0 never reads C.
+#ifndef MHSA_GEMM_H
+#define MHSA_GEMM_H
+
+#include <stddef.h>
+
+#include "kernels/kernels.h"
+
+// Scratch for the driver: per-thread packed-A blocks and one shared packed-B
+// panel. Carved from caller memory (a workspace), never allocated inside.
+typedef struct mhsa_gemm_scratch {
+    float *a;            // max_threads * mhsa_gemm_a_floats(k)
+    float *b;            // b_floats
+    size_t b_floats;     // capacity of b
+    int max_threads;     // at most this many threads run a GEMM
+} mhsa_gemm_scratch;
+
+// Depth of one packed block for table k (the K blocking; each C element
+// sums its K blocks in order, so the bits depend on it: fixed per table).
+size_t mhsa_gemm_kc(const mhsa_kernels *k);
+// Floats of packed A one thread needs.
+size_t mhsa_gemm_a_floats(const mhsa_kernels *k);
+// Floats of shared packed B for GEMMs with n columns (0 on overflow).
+size_t mhsa_gemm_b_floats(const mhsa_kernels *k, size_t n);
+
+// A whole k x n op(B) packed once for repeated use ("prepacked B", e.g. a
+// weight matrix): KC blocks one after another, each as NR panels.
+size_t mhsa_gemm_prepacked_floats(const mhsa_kernels *k, size_t kdim,
+                                  size_t n);   // 0 on overflow
+void mhsa_gemm_prepack_b(const mhsa_kernels *k, size_t kdim, size_t n,
+                         const float *b, size_t ldb, int trans_b, float *bp);
+
+// C = alpha * op(A) op(B) + beta * C. bp_prepacked: NULL, or B packed by
+// mhsa_gemm_prepack_b with the same k table (then b/ldb/trans_b are unused).
+// Call from outside any OpenMP region; it opens its own.
+void mhsa_sgemm(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
+                int trans_a, int trans_b, size_t m, size_t n, size_t kdim,
+                float alpha, const float *a, size_t lda,
+                const float *b, size_t ldb, const float *bp_prepacked,
+                float beta, float *c, size_t ldc);
+
+// y (n) = beta * y + W (n, d; row stride ldw) x (d): one row through a
+// weight matrix (a decoding step), streaming W once with the table's
+// gemv_n in fixed chunks of 64 outputs, one writer each, on up to
+// s->max_threads threads (one below the work threshold). The bits do not
+// depend on the thread count. Call from outside any OpenMP region.
+void mhsa_gemv_rows(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
+                    size_t n, size_t d, const float *w, size_t ldw,
+                    const float *x, float *y, float beta);
+
+#endif
+
+// ---- single-threaded tile helpers for the attention loops --------------
+// The attention code multiplies small blocks (a query block by a key tile)
+// whose depth fits one pass, so it packs whole blocks and runs the micro-
+// kernel over them directly, without the driver's KC blocking or threads.
+
+// Packs all of an m x kdim op(A) as ceil(m/mr) panels of depth kdim.
+void mhsa_tile_pack_a(const mhsa_kernels *k, size_t m, size_t kdim,
+                      const float *a, size_t lda, int trans, float alpha,
+                      float *ap);
+// Packs all of a kdim x n op(B) as ceil(n/nr) panels of depth kdim.
+void mhsa_tile_pack_b(const mhsa_kernels *k, size_t kdim, size_t n,
+                      const float *b, size_t ldb, int trans, float *bp);
+// C (m x n) = beta * C + Ap Bp for blocks packed by the two functions above.
+void mhsa_tile_gemm(const mhsa_kernels *k, size_t m, size_t n, size_t kdim,
+                    const float *ap, const float *bp, float *c, size_t ldc,
+                    float beta);
+// Floats that mhsa_tile_pack_a / _b write.
+size_t mhsa_tile_a_floats(const mhsa_kernels *k, size_t m, size_t kdim);
+size_t mhsa_tile_b_floats(const mhsa_kernels *k, size_t kdim, size_t n);

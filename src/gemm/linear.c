@@ -1,0 +1,22 @@
+// linear.c — the block's projections (linear.h).
+#include <string.h>
+
+#include "linear.h"
+
+void mhsa__linear(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
+                  size_t rows, size_t n, size_t kdim, const float *x,
+                  const float *w, const float *w_packed, const float *b,
+                  float *y)
+{
+    if (b)   // start from the bias, then accumulate x W^T onto it
+        for (size_t r = 0; r < rows; r++)
+            memcpy(y + r * n, b, n * sizeof(float));
+    if (rows == 1) {
+        // One token: stream W once, unpacked (a GEMM tile would waste
+        // mr - 1 rows).
+        mhsa_gemv_rows(k, s, n, kdim, w, kdim, x, y, b ? 1.0f : 0.0f);
+        return;
+    }
+    mhsa_sgemm(k, s, 0, 1, rows, n, kdim, 1.0f, x, kdim, w, kdim,
+               w_packed, b ? 1.0f : 0.0f, y, n);
+}

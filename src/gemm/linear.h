@@ -1,0 +1,17 @@
+// linear.h — y = x W^T + b for the block's projections: the prepacked
+// GEMM, or one streaming pass over W for a single row.
+#ifndef MHSA_LINEAR_H
+#define MHSA_LINEAR_H
+
+#include "gemm.h"
+#include "kernels/kernels.h"
+
+// y (rows, n) = x (rows, kdim) W^T + b, with W (n, kdim) prepacked when
+// the block was packed for this table (w_packed, else NULL); b may be
+// NULL. One row streams W once through gemv in fixed chunks of outputs.
+void mhsa__linear(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
+                  size_t rows, size_t n, size_t kdim, const float *x,
+                  const float *w, const float *w_packed, const float *b,
+                  float *y);
+
+#endif

@@ -1,0 +1,267 @@
+// gguf_meta.c — a GGUF file's metadata: lookup by key and the typed
+// getters of gguf.h. Everything here reads what mhsa__gguf_open already
+// validated (types, sizes, bools), so the getters only check that the
+// caller asks for the type the file has.
+#include <string.h>
+
+#include "gguf_impl.h"
+#include "core/status.h"
+
+typedef unsigned long long ull;   // for printf
+
+const char *mhsa__gguf_type_name(uint32_t type)
+{
+    static const char *const names[] = {
+        "u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "string",
+        "array", "u64", "i64", "f64",
+    };
+    return type < sizeof names / sizeof names[0] ? names[type] : "?";
+}
+
+uint32_t mhsa__gguf_version(const mhsa_gguf_file *f) { return f->version; }
+
+uint32_t mhsa__gguf_alignment(const mhsa_gguf_file *f)
+{
+    return f->alignment;
+}
+
+size_t mhsa__gguf_kv_count(const mhsa_gguf_file *f) { return f->n_kv; }
+
+const char *mhsa__gguf_kv_key(const mhsa_gguf_file *f, size_t i)
+{
+    return i < f->n_kv ? f->kv[i].key : NULL;
+}
+
+const mhsa_gguf_val *mhsa__gguf_kv_val(const mhsa_gguf_file *f, size_t i)
+{
+    return i < f->n_kv ? &f->kv[i].val : NULL;
+}
+
+// Binary search of the keys sorted by (bytes, length).
+const mhsa_gguf_val *mhsa__gguf_find(const mhsa_gguf_file *f,
+                                     const char *key)
+{
+    if (!f || !key)
+        return NULL;
+    size_t len = strlen(key), lo = 0, hi = f->n_kv;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const gguf_kv *kv = f->kv_sorted[mid];
+        size_t n = kv->key_len < len ? (size_t)kv->key_len : len;
+        int r = memcmp(kv->key, key, n);
+        if (!r)
+            r = kv->key_len < len ? -1 : kv->key_len > len;
+        if (!r)
+            return &kv->val;
+        if (r < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+mhsa_gguf_type mhsa__gguf_val_type(const mhsa_gguf_val *v)
+{
+    return (mhsa_gguf_type)v->type;
+}
+
+static const char *key_of(const mhsa_gguf_val *v)
+{
+    return (const char *)v->f->buf + v->key;
+}
+
+// The number of `type` at p (validated bytes), exactly.
+static mhsa_gguf_num decode(uint32_t type, const unsigned char *p)
+{
+    mhsa_gguf_num n = {.type = (mhsa_gguf_type)type};
+    size_t bytes = mhsa__gguf_fixed_size(type);
+    uint64_t u = 0;
+    for (size_t i = bytes; i-- > 0;)
+        u = u << 8 | p[i];
+    switch (type) {
+    case MHSA_GGUF_INT8:  n.as.i = u < 0x80 ? (int64_t)u : (int64_t)u - 0x100;
+                          break;
+    case MHSA_GGUF_INT16: n.as.i = u < 0x8000 ? (int64_t)u
+                                              : (int64_t)u - 0x10000;
+                          break;
+    case MHSA_GGUF_INT32: n.as.i = u < 0x80000000u ? (int64_t)u
+                                                   : (int64_t)u - 0x100000000;
+                          break;
+    case MHSA_GGUF_INT64: memcpy(&n.as.i, &u, sizeof u);   // two's complement
+                          break;
+    case MHSA_GGUF_FLOAT32: {
+        uint32_t b = (uint32_t)u;
+        float x;
+        memcpy(&x, &b, sizeof x);
+        n.as.f = x;
+        break;
+    }
+    case MHSA_GGUF_FLOAT64: memcpy(&n.as.f, &u, sizeof u); break;
+    default:              n.as.u = u; break;   // unsigned types and bool
+    }
+    return n;
+}
+
+mhsa_status mhsa__gguf_val_num(const mhsa_gguf_val *v, mhsa_gguf_num *out)
+{
+    if (!mhsa__gguf_fixed_size(v->type))
+        return mhsa__fail(MHSA_ERR_FORMAT, "key '%s' is %s, not a number",
+                          key_of(v), mhsa__gguf_type_name(v->type));
+    *out = decode(v->type, v->f->buf + v->off);
+    return MHSA_OK;
+}
+
+mhsa_status mhsa__gguf_val_str(const mhsa_gguf_val *v, const char **s,
+                               size_t *len)
+{
+    if (v->type != MHSA_GGUF_STRING)
+        return mhsa__fail(MHSA_ERR_FORMAT, "key '%s' is %s, not a string",
+                          key_of(v), mhsa__gguf_type_name(v->type));
+    *s = (const char *)v->f->buf + v->off;
+    if (len)
+        *len = (size_t)v->n;
+    return MHSA_OK;
+}
+
+int mhsa__gguf_arr_type(const mhsa_gguf_val *v)
+{
+    return v->type == MHSA_GGUF_ARRAY ? (int)v->elem : -1;
+}
+
+uint64_t mhsa__gguf_arr_count(const mhsa_gguf_val *v)
+{
+    return v->type == MHSA_GGUF_ARRAY ? v->n : 0;
+}
+
+// v an array of elements of `want` (0: any fixed-size type) holding i.
+static mhsa_status check_elem(const mhsa_gguf_val *v, uint64_t i,
+                              uint32_t want, const char *what)
+{
+    int ok = v->type == MHSA_GGUF_ARRAY &&
+             (want ? v->elem == want : mhsa__gguf_fixed_size(v->elem) > 0);
+    if (!ok)
+        return mhsa__fail(MHSA_ERR_FORMAT, "key '%s': %s %s, not an array "
+                          "of %s", key_of(v),
+                          v->type == MHSA_GGUF_ARRAY ? "array of" : "is",
+                          mhsa__gguf_type_name(v->type == MHSA_GGUF_ARRAY
+                                               ? v->elem : v->type), what);
+    if (i >= v->n)
+        return mhsa__fail(MHSA_ERR_FORMAT, "key '%s': element %llu of an "
+                          "array of %llu", key_of(v), (ull)i, (ull)v->n);
+    return MHSA_OK;
+}
+
+mhsa_status mhsa__gguf_arr_num(const mhsa_gguf_val *v, uint64_t i,
+                               mhsa_gguf_num *out)
+{
+    mhsa_status s = check_elem(v, i, 0, "numbers");
+    if (s == MHSA_OK)
+        *out = decode(v->elem, v->f->buf + v->off +
+                      (size_t)i * mhsa__gguf_fixed_size(v->elem));
+    return s;
+}
+
+mhsa_status mhsa__gguf_arr_str(const mhsa_gguf_val *v, uint64_t i,
+                               const char **s, size_t *len)
+{
+    mhsa_status st = check_elem(v, i, MHSA_GGUF_STRING, "strings");
+    if (st == MHSA_OK) {
+        *s = (const char *)v->f->buf + v->strs[i].off;
+        if (len)
+            *len = (size_t)v->strs[i].len;
+    }
+    return st;
+}
+
+mhsa_status mhsa__gguf_arr_arr(const mhsa_gguf_val *v, uint64_t i,
+                               const mhsa_gguf_val **out)
+{
+    mhsa_status s = check_elem(v, i, MHSA_GGUF_ARRAY, "arrays");
+    if (s == MHSA_OK)
+        *out = &v->arrs[i];
+    return s;
+}
+
+// ---- getters by key -------------------------------------------------------
+
+// The value of key, which must exist and be of `type`.
+static mhsa_status get(const mhsa_gguf_file *f, const char *key,
+                       uint32_t type, const mhsa_gguf_val **v)
+{
+    if (!f || !key)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa__gguf_get: %s is NULL",
+                          !f ? "f" : "key");
+    *v = mhsa__gguf_find(f, key);
+    if (!*v)
+        return mhsa__fail(MHSA_ERR_FORMAT, "key '%s' not found", key);
+    if ((*v)->type != type)
+        return mhsa__fail(MHSA_ERR_FORMAT, "key '%s' is %s, expected %s",
+                          key, mhsa__gguf_type_name((*v)->type),
+                          mhsa__gguf_type_name(type));
+    return MHSA_OK;
+}
+
+mhsa_status mhsa__gguf_get_str(const mhsa_gguf_file *f, const char *key,
+                               const char **s, size_t *len)
+{
+    const mhsa_gguf_val *v = NULL;
+    mhsa_status st = get(f, key, MHSA_GGUF_STRING, &v);
+    return st == MHSA_OK ? mhsa__gguf_val_str(v, s, len) : st;
+}
+
+mhsa_status mhsa__gguf_get_u32(const mhsa_gguf_file *f, const char *key,
+                               uint32_t *out)
+{
+    const mhsa_gguf_val *v = NULL;
+    mhsa_status s = get(f, key, MHSA_GGUF_UINT32, &v);
+    if (s == MHSA_OK)
+        *out = (uint32_t)decode(v->type, f->buf + v->off).as.u;
+    return s;
+}
+
+mhsa_status mhsa__gguf_get_i32(const mhsa_gguf_file *f, const char *key,
+                               int32_t *out)
+{
+    const mhsa_gguf_val *v = NULL;
+    mhsa_status s = get(f, key, MHSA_GGUF_INT32, &v);
+    if (s == MHSA_OK)
+        *out = (int32_t)decode(v->type, f->buf + v->off).as.i;
+    return s;
+}
+
+mhsa_status mhsa__gguf_get_u64(const mhsa_gguf_file *f, const char *key,
+                               uint64_t *out)
+{
+    const mhsa_gguf_val *v = NULL;
+    mhsa_status s = get(f, key, MHSA_GGUF_UINT64, &v);
+    if (s == MHSA_OK)
+        *out = decode(v->type, f->buf + v->off).as.u;
+    return s;
+}
+
+mhsa_status mhsa__gguf_get_f32(const mhsa_gguf_file *f, const char *key,
+                               float *out)
+{
+    const mhsa_gguf_val *v = NULL;
+    mhsa_status s = get(f, key, MHSA_GGUF_FLOAT32, &v);
+    if (s == MHSA_OK)
+        *out = (float)decode(v->type, f->buf + v->off).as.f;
+    return s;
+}
+
+mhsa_status mhsa__gguf_get_bool(const mhsa_gguf_file *f, const char *key,
+                                int *out)
+{
+    const mhsa_gguf_val *v = NULL;
+    mhsa_status s = get(f, key, MHSA_GGUF_BOOL, &v);
+    if (s == MHSA_OK)
+        *out = f->buf[v->off] != 0;
+    return s;
+}
+
+mhsa_status mhsa__gguf_get_arr(const mhsa_gguf_file *f, const char *key,
+                               const mhsa_gguf_val **arr)
+{
+    return get(f, key, MHSA_GGUF_ARRAY, arr);
+}

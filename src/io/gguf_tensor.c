@@ -1,0 +1,96 @@
+// gguf_tensor.c — a GGUF file's tensors: lookup by name and
+// mhsa__gguf_read_f32, which reads a tensor's bytes through a 64 KiB
+// buffer and dequantizes them (gguf_dequant.c) straight into the caller's
+// fp32 array. The data are row-major with ne[0] contiguous, so the blocks
+// in file order are the elements in row-major order of dims (gguf.h).
+#include <errno.h>
+#include <string.h>
+
+#include "file_read.h"
+#include "gguf_dequant.h"
+#include "gguf_impl.h"
+#include "core/status.h"
+#include "core/alloc.h"
+
+#define GGUF_READ_CHUNK ((size_t)1 << 16)
+
+size_t mhsa__gguf_tensor_count(const mhsa_gguf_file *f)
+{
+    return f->n_tensors;
+}
+
+const mhsa_gguf_tensor *mhsa__gguf_tensor_at(const mhsa_gguf_file *f,
+                                             size_t i)
+{
+    return i < f->n_tensors ? &f->t[i] : NULL;
+}
+
+const mhsa_gguf_tensor *mhsa__gguf_tensor(const mhsa_gguf_file *f,
+                                          const char *name)
+{
+    if (!f || !name)
+        return NULL;
+    size_t lo = 0, hi = f->n_tensors;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int r = strcmp(f->t_sorted[mid]->name, name);
+        if (!r)
+            return f->t_sorted[mid];
+        if (r < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+uint64_t mhsa__gguf_data_offset(const mhsa_gguf_file *f)
+{
+    return f->data_offset;
+}
+
+mhsa_status mhsa__gguf_read_f32(const mhsa_gguf_file *f, const char *name,
+                                int n_dims, const size_t *dims,
+                                float *dst)
+{
+    if (!f || !name || n_dims < 1 || n_dims > MHSA_GGUF_MAX_DIMS ||
+        !dims || !dst)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG,
+                          "mhsa__gguf_read_f32: bad argument");
+    const mhsa_gguf_tensor *t = mhsa__gguf_tensor(f, name);
+    if (!t)
+        return mhsa__fail(MHSA_ERR_FORMAT, "tensor '%s' not found", name);
+    mhsa_status s = mhsa__check_shape(name, n_dims, dims, t->n_dims,
+                                      t->dims);
+    if (s != MHSA_OK)
+        return s;
+    const mhsa_ggml_type_info *info = mhsa__ggml_type(t->type);
+    if (!info->dequant)
+        return mhsa__fail(MHSA_ERR_FORMAT, "tensor '%s': type %s (%u) cannot "
+                          "be read as fp32 (f32, f16, bf16, q4_0, q4_1 and "
+                          "q8_0 only)", name, info->name, t->type);
+    unsigned char *buf = mhsa__alloc(GGUF_READ_CHUNK);
+    if (!buf)
+        return mhsa__fail(MHSA_ERR_NO_MEMORY, "tensor '%s': no memory", name);
+    // Validated at open: bytes = blocks * info->bytes, inside the file.
+    size_t blocks = (size_t)(t->numel / info->block);
+    size_t per = GGUF_READ_CHUNK / info->bytes;
+    uint64_t off = f->data_offset + t->offset;
+    for (size_t done = 0; done < blocks;) {
+        size_t k = blocks - done < per ? blocks - done : per;
+        int r = mhsa__pread_full(f->fd, buf, k * info->bytes,
+                                 off + (uint64_t)done * info->bytes);
+        if (r != 0) {
+            // A short read now means the file shrank after it was opened.
+            s = r < 0 ? mhsa__fail(MHSA_ERR_IO, "tensor '%s': read error: "
+                                   "%s", name, strerror(errno))
+                      : mhsa__fail(MHSA_ERR_FORMAT, "tensor '%s': file "
+                                   "truncated while reading", name);
+            break;
+        }
+        mhsa__ggml_dequant(t->type, buf, k, dst + done * info->block);
+        done += k;
+    }
+    mhsa__free(buf);
+    return s;
+}

@@ -1,0 +1,263 @@
+// kernels.h — the kernel table and the written contract of every kernel.
+//
+// One table per ISA (src/<isa>/table.c). Every kernel is a single-threaded
+// pure function: no OpenMP, no malloc, no globals, no error paths. Strides are
+// in elements. A kernel reads and writes exactly the elements its arguments
+// describe: never past n of caller memory (tails are masked or scalar), and
+// no alignment beyond float's is assumed.
+//
+// Kernels run in the library's floating-point state (fpenv.h): round to
+// nearest, subnormals are zero (x86 FTZ+DAZ, AArch64 FPCR.FZ). So an fp32
+// subnormal operand counts as a zero of its sign and no fp32 arithmetic
+// result is subnormal: the exp of every ISA gives +0 below ln(FLT_MIN)
+// (its 2^n scaling multiplies under FTZ), online-softmax rescaling factors
+// that would be subnormal are 0, and so are products that would be. The
+// kernel tests call kernels in the default state as well; both agree
+// wherever no subnormal is involved.
+//
+// Five families:
+//  1. packed GEMM: pack_a / pack_b into micro-panels, sgemm_ukr on one tile
+//     (BLIS: the loops, blocking and threads live once in src/gemm/gemm.c);
+//  2. softmax: the masked online-softmax update of one block of score rows
+//     (Milakov & Gimelshein 2018, "Online normalizer calculation for
+//     softmax"; FlashAttention), its backward, and a plain whole-row softmax;
+//  3. permute: a strided 4-D copy with scale, used to split the QKV
+//     projection into heads and to merge heads back;
+//  4. gemv: one-row products, and the decode products over K/V rows stored
+//     in the KV cache's dtype (fp32, f16 or bf16), converted in registers;
+//  5. conversions between fp32 and the cache's 16-bit storage types.
+#ifndef MHSA_KERNELS_H
+#define MHSA_KERNELS_H
+
+#include <stddef.h>
+
+#include "mhsa.h"
+
+// ---- softmax ------------------------------------------------------------
+
+// Which keys a query row may see. Key j (absolute position k0 + j) is blocked
+// for query row r (absolute position q = q0 + r) when
+//   causal && k0 + j > q               (the causal mask),
+//   window && k0 + j + window <= q     (outside a sliding window of W keys),
+//   klen && k0 + j >= klen             (key padding: the sequence's length),
+//   or mask && mask[r*ldmask + j] == -INFINITY.
+// So row r sees at most the keys [lo, hi) that mhsa_mask_view_range gives,
+// minus the -INFINITY mask entries. A blocked key's score is never read (it
+// may hold NaN) and its weight is an exact +0.0f. Any finite mask value,
+// however negative, is added like any other. The mask pointer is already
+// offset to (row q0, key k0). window and klen are 0 when unused.
+typedef struct mhsa_mask_view {
+    const float *mask;   // additive (rows, ldmask) or NULL
+    size_t ldmask;
+    size_t q0, k0;       // absolute positions of row 0 and key 0
+    int causal;
+    size_t window;       // 0: no window; else W (see above)
+    size_t klen;         // 0: no padding; else keys >= klen are blocked
+} mhsa_mask_view;
+
+// Keys [*lo, *hi) (0 <= lo <= hi <= n) of a tile of n keys that row r may
+// see by position (causal, window, klen); the mask may block more of them.
+// Plain C, shared by every ISA's kernels and the drivers so that all apply
+// one rule.
+static inline void mhsa_mask_view_range(const mhsa_mask_view *mv, size_t r,
+                                        size_t n, size_t *lo, size_t *hi)
+{
+    size_t q = mv->q0 + r, k0 = mv->k0;
+    size_t end = k0 + n;                       // one past the last key
+    if (mv->causal && q + 1 < end)
+        end = q + 1;
+    if (mv->klen && mv->klen < end)
+        end = mv->klen;
+    size_t start = k0;
+    if (mv->window && q + 1 > mv->window && q + 1 - mv->window > start)
+        start = q + 1 - mv->window;
+    *hi = end > k0 ? end - k0 : 0;
+    *lo = start - k0 < *hi ? start - k0 : *hi;
+}
+
+// Scores that overflow. A score of +INFINITY from finite inputs is the
+// limit of a key that outweighs all others: a row whose largest unblocked
+// score is +INFINITY shares its weight equally among its +INFINITY keys,
+// and every other key gets 0 (never exp(inf - inf) = NaN). A row whose
+// every unblocked score is -INFINITY is treated like a fully blocked row.
+// Non-finite inputs are not scores that overflow: a +INFINITY (or NaN)
+// mask entry of an unblocked key makes its score NaN, and so the row NaN
+// (inf in what a row reads propagates); the drivers turn the scores of
+// keys and queries holding inf or NaN into NaN before the kernels see them.
+
+// One online-softmax step over a tile of n keys for `rows` query rows.
+// In:  s (rows, lds) raw scores (already scaled); running max m and sum l per
+//      row (m = -INFINITY, l = 0 before the first tile); o (rows, ldo) the
+//      unnormalised output accumulator, dv columns wide.
+// Out: s overwritten with p = exp(s + mask - m_new) (exact 0 where blocked);
+//      m = m_new = max(m_old, max unblocked s + mask);
+//      o *= alpha and l = l * alpha + sum(p), alpha = exp(m_old - m_new).
+// A row with no unblocked key so far keeps m = -INFINITY, l = 0, o untouched
+// and gets p = 0 (never NaN). NaN in an unblocked score makes that row NaN.
+// When m_new is +INFINITY: p = 1 for the +INFINITY scores and 0 for the
+// others (NaN scores stay NaN), and alpha = 1 if m_old is +INFINITY too,
+// else 0 (so l counts the row's +INFINITY keys).
+typedef struct mhsa_softmax_args {
+    size_t rows, n;
+    float *s;  size_t lds;
+    mhsa_mask_view mv;
+    float *m, *l;        // (rows)
+    float *o;  size_t ldo, dv;
+} mhsa_softmax_args;
+
+// Backward of softmax, one tile, with p recomputed from the saved
+// log-sum-exp: p = exp(s + mask - lse) (exact 0 where blocked, and the whole
+// row 0 when lse == -INFINITY); ds = p * (dp - delta).
+// A row with lse == +INFINITY (its forward had +INFINITY scores, see above)
+// takes p = inf_w[r] for its +INFINITY scores and 0 for the others.
+// In:  s (rows, lds) raw scaled scores; dp (rows, lddp) = dO V^T;
+//      lse, delta (rows) with delta = rowsum(dO * O); inf_w (rows) the
+//      weight of one +INFINITY key (1 / their count) for rows whose lse is
+//      +INFINITY, or NULL when no row's lse is +INFINITY.
+// Out: s overwritten with p; dp overwritten with ds (exact 0 where blocked).
+typedef struct mhsa_softmax_grad_args {
+    size_t rows, n;
+    float *s;  size_t lds;
+    float *dp; size_t lddp;
+    mhsa_mask_view mv;
+    const float *lse, *delta;
+    const float *inf_w;
+} mhsa_softmax_grad_args;
+
+// ---- permute ------------------------------------------------------------
+
+// dst[i0][i1][i2][i3] = scale * src[i0][i1][i2][i3] for a logical (n0, n1, n2,
+// n3) tensor whose innermost dimension is contiguous on both sides and whose
+// outer dimensions have arbitrary strides. Splitting heads is the view
+// src (B, T, H, dh) with strides (T*3D, 3D, dh) and dst strides
+// (H*T*dh, dh, T*dh); merging is the reverse. scale == 1 copies bitwise.
+typedef struct mhsa_permute_args {
+    size_t n0, n1, n2, n3;
+    const float *src;  size_t src_s0, src_s1, src_s2;
+    float *dst;        size_t dst_s0, dst_s1, dst_s2;
+    float scale;
+} mhsa_permute_args;
+
+// ---- the table ----------------------------------------------------------
+
+typedef struct mhsa_kernels {
+    mhsa_isa isa;
+    const char *name;          // == mhsa_isa_name(isa)
+    int mr, nr;                // sgemm register tile
+
+    // Packs an m x k block of op(A) into ceil(m/mr) micro-panels, panel p at
+    // ap + p*mr*k, column-major inside: ap[p*mr*k + kk*mr + i] =
+    // alpha * op(A)[p*mr + i][kk], and 0 for rows p*mr + i >= m.
+    // op(A)[i][kk] = trans ? a[kk*lda + i] : a[i*lda + kk].
+    void (*pack_a)(size_t m, size_t k, const float *a, size_t lda, int trans,
+                   float alpha, float *ap);
+    // Packs a k x n block of op(B) into ceil(n/nr) micro-panels, panel p at
+    // bp + p*nr*k, row-major inside: bp[p*nr*k + kk*nr + j] =
+    // op(B)[kk][p*nr + j], and 0 for columns p*nr + j >= n.
+    // op(B)[kk][j] = trans ? b[j*ldb + kk] : b[kk*ldb + j].
+    void (*pack_b)(size_t k, size_t n, const float *b, size_t ldb, int trans,
+                   float *bp);
+    // One tile: C[i][j] = beta*C[i][j] + sum_kk ap[kk*mr+i] * bp[kk*nr+j] for
+    // i < m <= mr, j < n <= nr. beta == 0 never reads C (NaN there is fine);
+    // beta == 1 adds exactly. Elements of C outside m x n are not touched.
+    // k == 0 is allowed (the sum is 0). The sum runs over kk in order.
+    void (*sgemm_ukr)(size_t k, const float *ap, const float *bp, float *c,
+                      size_t ldc, size_t m, size_t n, float beta);
+
+    void (*softmax_online)(const mhsa_softmax_args *a);
+    void (*softmax_grad)(const mhsa_softmax_grad_args *a);
+    // y[j] = exp(x[j] - max) / sum over the n values; -INFINITY entries give
+    // an exact 0, and a row that is all -INFINITY gives all zeros. A row
+    // whose max is +INFINITY gives 1/count to each of its +INFINITY entries
+    // and 0 to the rest. A row holding a NaN may give NaN everywhere,
+    // -INFINITY entries included (callers that promise zeros for blocked
+    // keys reset them). In place (y == x) is allowed.
+    void (*softmax_row)(size_t n, const float *x, float *y);
+
+    void (*permute)(const mhsa_permute_args *a);
+
+    // Matrix-vector products for one-row work (decoding one token), where a
+    // GEMM tile would waste mr - 1 rows of work and packing would double
+    // the memory traffic. Both stream the matrix once, unpacked.
+    // gemv_n: y[j] = beta*y[j] + sum_i a[j*lda + i] * x[i], j < n, i < d.
+    //         beta == 0 never reads y. The i sum runs in a fixed order.
+    void (*gemv_n)(size_t n, size_t d, const float *a, size_t lda,
+                   const float *x, float *y, float beta);
+    // gemv_t: y[i] += sum_j p[j] * a[j*lda + i], i < d, j < n; rows j with
+    //         p[j] == 0 are still read (callers pass only unblocked rows).
+    void (*gemv_t)(size_t n, size_t d, const float *p, const float *a,
+                   size_t lda, float *y);
+
+    // The decode products over a K or V cache whose rows (stride ld
+    // elements of the dtype) are stored as dt, read once for m query rows
+    // (a group of query heads sharing one kv head) and converted in
+    // registers; no fp32 copy of the cache is made. Row r's result has the
+    // same bits whatever m is, and with MHSA_F32 the bits of gemv_n (beta
+    // 0) / gemv_t on that row alone.
+    // kv_dot: s[r*lds + j] = sum_i q[r*ldq + i] * K[j][i], r < m, j < n,
+    //         i < d.
+    void (*kv_dot)(size_t m, size_t n, size_t d, const float *q, size_t ldq,
+                   const void *k, size_t ldk, mhsa_dtype dt, float *s,
+                   size_t lds);
+    // kv_acc: o[r*ldo + i] += sum_j p[r*ldp + j] * V[j][i], r < m, i < d,
+    //         j < n in order; rows j with p == 0 are still read.
+    void (*kv_acc)(size_t m, size_t n, size_t d, const float *p, size_t ldp,
+                   const void *v, size_t ldv, mhsa_dtype dt, float *o,
+                   size_t ldo);
+
+    // Conversions of n values between fp32 and a storage type (dst and src
+    // do not overlap). To F16 (IEEE binary16) and BF16 (the top half of an
+    // fp32): round to nearest even; F16 overflow gives +-inf, results below
+    // the F16 normal range are F16 subnormals (or +-0); a NaN stays a NaN
+    // with its sign and the top payload bits, made quiet (F16: sign |
+    // 0x7e00 | mantissa >> 13; BF16: (bits >> 16) | 0x0040), as F16C's
+    // vcvtps2ph and AArch64's fcvtn do. From F16/BF16 the value is exact.
+    // MHSA_F32 copies. The scalar versions are the bit-exact reference.
+    // In the library's state (FTZ/DAZ) the F16 conversions still make F16
+    // subnormals from fp32 normals and read them back exactly (they are
+    // fp32 normals): the scalar ones are integer code, and vcvtps2ph /
+    // vcvtph2ps ignore FTZ and (for F16 inputs) DAZ, as AArch64's fcvtn /
+    // fcvtl ignore FZ (FZ16 governs half precision and stays clear). An
+    // fp32 subnormal input rounds to +-0 in F16 either way. BF16 is integer
+    // code on every ISA: a BF16 subnormal pattern widens to its fp32
+    // subnormal bits, which the arithmetic then reads as zero; the library
+    // never stores one, since its fp32 results are never subnormal.
+    // tests/test_subnormal.c checks both states give the same bits.
+    void (*cvt_from_f32)(size_t n, const float *src, void *dst,
+                         mhsa_dtype dt);
+    void (*cvt_to_f32)(size_t n, const void *src, mhsa_dtype dt, float *dst);
+} mhsa_kernels;
+
+// Bytes of one stored element of dt (4 or 2).
+static inline size_t mhsa_dtype_size(mhsa_dtype dt)
+{
+    return dt == MHSA_F32 ? 4 : 2;
+}
+
+// Tables this build has (each defined in src/<isa>/table.c).
+extern const mhsa_kernels mhsa_kernels_scalar;
+#if MHSA_HAVE_AVX2
+extern const mhsa_kernels mhsa_kernels_avx2;
+#endif
+#if MHSA_HAVE_NEON
+extern const mhsa_kernels mhsa_kernels_neon;
+#endif
+#if MHSA_HAVE_AVX512
+extern const mhsa_kernels mhsa_kernels_avx512;
+#endif
+
+// The last value of mhsa_isa: loops over every ISA run SCALAR..LAST.
+#define MHSA_ISA_LAST MHSA_ISA_AVX512
+
+// The active table (chosen once, see dispatch.c). Never NULL.
+const mhsa_kernels *mhsa__kernels(void);
+// The table for one ISA if this build has it and the CPU supports it, else
+// NULL. Used by tests and benchmarks to run every ISA side by side.
+const mhsa_kernels *mhsa_kernels_for(mhsa_isa isa);
+// Test-only hook (dispatch.c): k (or NULL to remove it) stands in for
+// k->isa where this build or CPU lacks that ISA, so that a test program can
+// run the whole library on the emulated AVX-512 kernels. Call before any
+// block is created; never called by the library.
+void mhsa__set_stand_in(const mhsa_kernels *k);
+
+#endif
