@@ -98,6 +98,11 @@ class Block:
                 f"max_seq_len={self.max_seq_len}, causal={self.causal}, "
                 f"bias={self.bias}, n_kv_heads={self.n_kv_heads})")
 
+    @property
+    def qkv_rows(self):
+        """Rows of w_qkv: (n_heads + 2 * n_kv_heads) * head_dim."""
+        return self._c.qkv_rows
+
     # ---- weights ---------------------------------------------------------
     def _weight_shapes(self):
         R, D = self._c.qkv_rows, self.d_model
