@@ -79,6 +79,8 @@ def test_select_isa():
     with pytest.raises(ValueError, match="unknown ISA"):
         mhsa.select_isa("sse9")
     mhsa.select_isa("auto")
+    assert mhsa.active_isa() in ("scalar", "avx2", "avx512", "neon")
+    mhsa.select_isa(before)
     assert mhsa.active_isa() == before
 
 
