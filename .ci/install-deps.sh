@@ -33,7 +33,9 @@ done
 # tests' emulated AVX-512 kernels, oneDNN for the SGEMM comparison, Open
 # MPI for data-parallel mhsa-train (.ci/test-mpi.sh), the text
 # mhsa-train --task text learns by default (Debian's fortune files) and
-# PyTorch for the GPT's comparison with its PyTorch peer (tools/gpt_*.py).
+# PyTorch for the GPT's comparison with its PyTorch peer (tools/gpt_*.py);
+# for the Python package (pip install ., .ci/test-python.sh) the Python
+# headers, venv, Debian's meson-python (an offline build) and pytest.
 native_pkgs=(
     meson ninja-build pkg-config g++ check libbenchmark-dev libopenblas-dev
     libsimde-dev libdnnl-dev
@@ -42,6 +44,7 @@ native_pkgs=(
     qemu-user make cmake
     fortunes python3-torch
     libopenmpi-dev openmpi-bin
+    python3-dev python3-venv python3-mesonpy python3-pytest
 )
 # The aarch64 cross toolchain; with --no-install-recommends the cross libc
 # headers must be named explicitly.

@@ -1,0 +1,38 @@
+"""mhsa: multi-head self-attention on CPUs, the mhsa C library from Python.
+
+    import mhsa
+    blk = mhsa.Block(d_model=64, n_heads=4, max_seq_len=128, causal=True)
+    blk.init_random(0)
+    y = blk.forward(x)                  # x: (B, T, 64) NumPy or CPU tensor
+    dx, grads = blk.backward(dy)
+
+mhsa.torch.MultiheadAttention is the torch.nn.Module (import mhsa.torch;
+importing mhsa alone does not import torch).
+"""
+from . import _mhsa
+from ._block import Block, KVCache
+
+__all__ = ["Block", "KVCache", "Error", "active_isa", "select_isa",
+           "__version__"]
+
+#: The C library's version, mhsa_version(). The wheel's version is
+#: meson.build's project version (pyproject.toml: dynamic); the tests check
+#: that the two agree.
+__version__ = _mhsa.version()
+
+#: Raised with the C library's message; .status is its status name
+#: ("INVALID_ARG", "SHAPE", "NO_MEMORY", "UNSUPPORTED", "STATE", "IO",
+#: "FORMAT").
+Error = _mhsa.Error
+
+
+def active_isa():
+    """The kernels dispatch uses: "scalar", "avx2", "avx512" or "neon"."""
+    return _mhsa.active_isa()
+
+
+def select_isa(name):
+    """Process-wide kernel choice ("auto", "scalar", "avx2", "avx512",
+    "neon"); mhsa.Error (status "UNSUPPORTED") if this CPU or build lacks
+    it. Call it before other threads use the library."""
+    _mhsa.select_isa(name)
