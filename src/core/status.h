@@ -7,7 +7,7 @@
 #include "mhsa.h"
 
 // The same as meson.build's project version (mhsa.pc, mhsaConfigVersion.cmake).
-#define MHSA_VERSION_STRING "0.2.0"
+#define MHSA_VERSION_STRING "0.3.0"
 
 // Sets the calling thread's last error (printf-style) and returns s.
 mhsa_status mhsa__fail(mhsa_status s, const char *fmt, ...)
