@@ -1,5 +1,6 @@
 // tok_internal.h — the tokenizer's state, shared by its files: loading and
-// decoding (tokenizer.c), special-token partition (tok_special.c), and the
+// encoding (tokenizer.c), decoding (tok_decode.c), special-token partition
+// (tok_special.c), and the
 // two encoders of a run of plain text, byte-level BPE (tok_bpe.c) and
 // SentencePiece-style (tok_spm.c).
 #ifndef MHSA_LLAMA_TOK_INTERNAL_H
@@ -58,6 +59,10 @@ int32_t mhsa__tok_find(const mhsa_tokenizer *t, const char *s, size_t n);
 // The rank of the BPE merge "a b", or -1.
 int32_t mhsa__tok_find_merge(const mhsa_tokenizer *t, const char *a,
                              size_t an, const char *b, size_t bn);
+
+// SPM byte tokens are "<0xXX>" (hex digits of either case): the byte, or
+// -1 for any other text.
+int mhsa__tok_byte_of(const char *s, size_t n);
 
 // A piece of the text after special-token partition: a special token
 // (id >= 0) or the plain text [off, off + len) (id -1).
