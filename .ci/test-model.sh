@@ -17,6 +17,7 @@ fails=0
 while IFS= read -r line; do
     [[ $line == prompt:\ * ]] || continue
     prompt=${line#prompt: }
+    prompt=${prompt//\\n/$'\n'}   # "\n" in the file is a newline
     IFS= read -r want_prompt
     IFS= read -r want_new
     prompts=$((prompts + 1))
@@ -24,6 +25,7 @@ while IFS= read -r line; do
         got=$("$build/mhsa-generate" --model "$model" --prompt "$prompt" \
               --temperature 0 -n 24 --ids --threads "$t" 2>/dev/null)
         if [[ $got != "$want_prompt"$'\n'"$want_new" ]]; then
+            prompt=${line#prompt: }
             fails=$((fails + 1))
             printf 'model: %d thread(s), prompt "%s":\n  got  %s\n  want %s\n' \
                 "$t" "$prompt" "${got//$'\n'/ | }" \

@@ -3,7 +3,11 @@
 # beside llama.cpp's, in one run: prefill (pp512: a 512-token prompt) and
 # decode (tg64: 64 new tokens) tokens/s of mhsa-generate --bench and of
 # llama-bench (-fa 1), at 1 and 2 threads, alternating, best of each, with
-# the ratio mhsa / llama.cpp; beside decode, the read bandwidth measured in
+# the ratio mhsa / llama.cpp; the time to first token of a 16-token prompt
+# (mhsa-generate --bench: text in to the first new token's text out, the
+# median of 9; llama.cpp: llama-bench's pp16, 16 / its tokens/s, which
+# leaves out tokenizing and picking the token, both well under 1% of it),
+# the least over the rounds; beside decode, the read bandwidth measured in
 # the same run (./build/bench roofline/read, 256 MiB: DRAM) and what it
 # allows: fp32 weight bytes per token / bandwidth.
 #
@@ -30,20 +34,28 @@ echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')" 
      "$(cut -d' ' -f1-3 /proc/loadavg)"
 for t in 1 2; do
     : > "$work/m_pp"; : > "$work/m_tg"; : > "$work/l_pp"; : > "$work/l_tg"
+    : > "$work/m_ft"; : > "$work/l_ft"
     for r in $(seq "$rounds"); do
         ./build/mhsa-generate --model "$model" --bench --threads "$t" \
             > "$work/m" 2>/dev/null
         awk '/^pp512:/ { print $2 }' "$work/m" >> "$work/m_pp"
         awk '/^tg64:/ { print $2 }' "$work/m" >> "$work/m_tg"
-        "$llama/build/bin/llama-bench" -m "$work/f32.gguf" -p 512 -n 64 \
+        awk '/^ttft:/ { print $2 }' "$work/m" >> "$work/m_ft"
+        "$llama/build/bin/llama-bench" -m "$work/f32.gguf" -p 512,16 -n 64 \
             -t "$t" -fa 1 -r 1 -o csv > "$work/l" 2>/dev/null
+        "$llama/build/bin/llama-bench" -m "$work/f32.gguf" -p 16 -n 0 \
+            -t "$t" -fa 1 -r 9 -o csv > "$work/l16" 2>/dev/null
         # csv: n_prompt, n_gen and avg_ts columns by header name.
-        python3 - "$work/l" "$work/l_pp" "$work/l_tg" <<'PY'
+        python3 - "$work/l" "$work/l16" "$work/l_pp" "$work/l_tg" \
+            "$work/l_ft" <<'PY'
 import csv, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-for r in rows:
-    out = sys.argv[2] if int(r["n_prompt"]) > 0 else sys.argv[3]
-    open(out, "a").write(r["avg_ts"] + "\n")
+for r in list(csv.DictReader(open(sys.argv[1]))):
+    if int(r["n_prompt"]) == 512:
+        open(sys.argv[3], "a").write(r["avg_ts"] + "\n")
+    elif int(r["n_gen"]) > 0:
+        open(sys.argv[4], "a").write(r["avg_ts"] + "\n")
+for r in list(csv.DictReader(open(sys.argv[2]))):
+    open(sys.argv[5], "a").write(f"{16e3 / float(r['avg_ts'])}\n")
 PY
     done
     bw=$(./build/bench \
@@ -56,16 +68,22 @@ print(rows[rows.index(hdr) + 1][hdr.index("best_GB/s")])
 ')
     m_pp=$(best < "$work/m_pp"); m_tg=$(best < "$work/m_tg")
     l_pp=$(best < "$work/l_pp"); l_tg=$(best < "$work/l_tg")
+    m_ft=$(sort -g "$work/m_ft" | head -n 1)
+    l_ft=$(sort -g "$work/l_ft" | head -n 1)
     bytes=$(awk '/weights/ { for (i = 1; i <= NF; i++) if ($i == "MB") print $(i-1) }' "$work/m")
-    python3 - "$t" "$m_pp" "$l_pp" "$m_tg" "$l_tg" "$bw" "$bytes" <<'PY'
+    python3 - "$t" "$m_pp" "$l_pp" "$m_tg" "$l_tg" "$bw" "$bytes" "$m_ft" \
+        "$l_ft" "$(cut -d' ' -f1 /proc/loadavg)" <<'PY'
 import sys
-t, mpp, lpp, mtg, ltg, bw, mb = sys.argv[1:]
+t, mpp, lpp, mtg, ltg, bw, mb, mft, lft, load = sys.argv[1:]
 mpp, lpp, mtg, ltg, bw, mb = map(float, (mpp, lpp, mtg, ltg, bw, mb or 0))
+mft, lft = float(mft), float(lft)
 lim = bw * 1e3 / mb if mb and bw else 0.0
 print(f"{t} thread(s): pp512 mhsa {mpp:.1f} / llama.cpp {lpp:.1f} tokens/s"
       f" = {mpp / lpp:.2f}x; tg64 mhsa {mtg:.1f} / llama.cpp {ltg:.1f}"
       f" = {mtg / ltg:.2f}x; read bandwidth {bw:.1f} GB/s, {mb:.0f} MB of"
       f" weights per token: at most {lim:.1f} tokens/s"
-      f" (mhsa at {mtg / lim if lim else 0:.2f} of it)")
+      f" (mhsa at {mtg / lim if lim else 0:.2f} of it); ttft (16 tokens)"
+      f" mhsa {mft:.2f} / llama.cpp {lft:.2f} ms = {mft / lft:.2f}x;"
+      f" load {load}")
 PY
 done

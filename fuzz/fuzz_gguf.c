@@ -111,23 +111,38 @@ static void getters(const mhsa_gguf_file *f)
 
 // The file's tokenizer, if it has one that loads: a text with a bit of
 // everything (digits, contractions, emoji, a combining mark, invalid
-// bytes) encodes and decodes back to itself, less the bytes its
-// vocabulary has no token for.
+// bytes, a special token's text) encodes, with and without parsing special
+// tokens, within mhsa__tok_max_ids; a BPE one decodes back to the text,
+// less the bytes its vocabulary has no token for (an SPM one may give unk
+// tokens' text instead, so only its bounds are checked).
 static void tokenizer(const mhsa_gguf_file *f)
 {
     static const char text[] = "It's 2024: caf\xc3\xa9 e\xcc\x81 "
-                               "\xf0\x9f\x98\x80\xff\xc0  x\n\n";
+                               "\xf0\x9f\x98\x80\xff\xc0  x\n<|im_end|>\n";
     mhsa_tokenizer *t = NULL;
     mhsa_status s = mhsa__tok_load(f, &t);
     CHECK(s == MHSA_OK || s == MHSA_ERR_FORMAT ||
           s == MHSA_ERR_UNSUPPORTED);
     if (!t)
         return;
-    int32_t ids[sizeof text + 2];
+    int32_t ids[4 * sizeof text + 8];
     char back[sizeof text];
-    size_t n, len;
-    CHECK(mhsa__tok_encode(t, text, sizeof text - 1, 0, ids,
-                           sizeof text + 1, &n) == MHSA_OK);
+    size_t n, len, cap = mhsa__tok_max_ids(t, sizeof text - 1);
+    CHECK(cap <= sizeof ids / sizeof ids[0]);
+    CHECK(mhsa__tok_encode(t, text, sizeof text - 1, MHSA_TOK_ADD_SPECIAL |
+                           MHSA_TOK_PARSE_SPECIAL, ids, cap, &n) == MHSA_OK);
+    CHECK(n <= cap);
+    CHECK(mhsa__tok_encode(t, text, sizeof text - 1, 0, ids, cap, &n) ==
+          MHSA_OK);
+    CHECK(n <= cap);
+    if (mhsa__tok_is_spm(t)) {
+        char big[64 * sizeof text];
+        mhsa_status d = mhsa__tok_decode(t, ids, n, MHSA_TOK_STRIP_SPACE,
+                                         big, sizeof big, &len);
+        CHECK(d == MHSA_OK || d == MHSA_ERR_SHAPE);
+        mhsa__tok_free(t);
+        return;
+    }
     CHECK(mhsa__tok_decode(t, ids, n, 0, back, sizeof back, &len) ==
           MHSA_OK);
     // Exactly the text, but for bytes the vocabulary has no token for,

@@ -54,11 +54,12 @@ static int encode_text(const char *model, const char *path, int32_t **ids,
     mhsa__gguf_close(f);
     if (st != MHSA_OK)
         return fail("tokenizer", st);
-    *ids = malloc((len + 2) * sizeof **ids);
+    *ids = malloc(mhsa__tok_max_ids(tok, len) * sizeof **ids);
     *dec = malloc(4 * len + 16);
     if (!*ids || !*dec)
         return fail("tokenizer", MHSA_ERR_NO_MEMORY);
-    st = mhsa__tok_encode(tok, text, len, 0, *ids, len + 2, n_ids);
+    st = mhsa__tok_encode(tok, text, len, 0, *ids,
+                          mhsa__tok_max_ids(tok, len), n_ids);
     if (st == MHSA_OK)
         st = mhsa__tok_decode(tok, *ids, *n_ids, 0, *dec, 4 * len + 16,
                               n_dec);

@@ -5,6 +5,12 @@
 // combining marks, invalid and truncated sequences, random bytes), and the
 // errors for unsupported or malformed tokenizers. The vocabularies are
 // written as GGUF files with tests/gguf_writer.c.
+//
+// SentencePiece-style ("llama") vocabularies: the ids and decoded text of
+// awkward strings on the vocabulary of tests/spm_vocab.c against those
+// llama.cpp gives (tests/data/llama/spm_ids.txt, recorded with
+// tools/llama-ref/make_spm_ids.sh), with and without the space prefix,
+// special tokens parsed or not; round trips; byte fallback to unk.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +22,7 @@
 #include "llama/pretok.h"
 #include "llama/tokenizer.h"
 #include "llama/unicode.h"
+#include "spm_vocab.h"
 #include "util.h"
 
 // ---- the byte alphabet and the pre-tokenizer --------------------------------
@@ -434,9 +441,10 @@ END_TEST
 START_TEST(load_errors)
 {
     vocab_opts o = std_opts();
-    o.model = "llama";
+    o.model = "bert";
     expect_refused(o, MHSA_ERR_UNSUPPORTED, "tokenizer.ggml.model is "
-                   "'llama': only 'gpt2'");
+                   "'bert': only 'gpt2' (byte-level BPE) and 'llama' "
+                   "(SentencePiece) are supported");
     o = std_opts();
     o.pre = "qwen2";
     expect_refused(o, MHSA_ERR_UNSUPPORTED, "tokenizer.ggml.pre is "
@@ -484,12 +492,323 @@ START_TEST(alloc_failures)
     ck_assert_int_eq(load(std_opts(), &t), MHSA_OK);
     int32_t ids[16];
     size_t k;
-    for (size_t i = 1; i <= 5; i++) {
+    mhsa__alloc_fail_at(0);
+    ck_assert_int_eq(mhsa__tok_encode(t, "hello", 5, 0, ids, 16, &k),
+                     MHSA_OK);
+    n = mhsa__alloc_fail_at(0);
+    ck_assert_uint_ge(n, 1);
+    for (size_t i = 1; i <= n; i++) {
         mhsa__alloc_fail_at(i);
         ck_assert_int_eq(mhsa__tok_encode(t, "hello", 5, 0, ids, 16, &k),
                          MHSA_ERR_NO_MEMORY);
     }
     mhsa__alloc_fail_at(0);
+    mhsa__tok_free(t);
+}
+END_TEST
+
+// ---- SentencePiece-style vocabularies ----------------------------------------
+
+static mhsa_status load_spm(int prefix, mhsa_tokenizer **t)
+{
+    const char *d = getenv("TMPDIR");
+    snprintf(tok_path, sizeof tok_path, "%s/mhsa-spm-%ld.gguf",
+             d && d[0] ? d : "/tmp", (long)getpid());
+    ck_assert_int_eq(spm_vocab_save(tok_path, prefix), 0);
+    mhsa_gguf_file *f;
+    *t = NULL;
+    mhsa_status s = mhsa__gguf_open(tok_path, &f);
+    if (s == MHSA_OK) {
+        s = mhsa__tok_load(f, t);
+        mhsa__gguf_close(f);
+    }
+    unlink(tok_path);
+    return s;
+}
+
+// "label: 1 2 3" into ids; returns the count.
+static size_t parse_ids(const char *line, const char *label, int32_t *ids,
+                        size_t cap)
+{
+    size_t ll = strlen(label), n = 0;
+    ck_assert_msg(!strncmp(line, label, ll), "expected '%s', got '%s'",
+                  label, line);
+    const char *p = line + ll;
+    char *end;
+    for (long v; (v = strtol(p, &end, 10)), end != p; p = end) {
+        ck_assert_uint_lt(n, cap);
+        ids[n++] = (int32_t)v;
+    }
+    return n;
+}
+
+static void expect_ids(const char *what, const char *text,
+                       const int32_t *got, size_t n, const int32_t *want,
+                       size_t m)
+{
+    int same = n == m;
+    for (size_t i = 0; same && i < n; i++)
+        same = got[i] == want[i];
+    if (!same) {
+        char g[512];
+        size_t k = 0;
+        for (size_t i = 0; i < n && k < 480; i++)
+            k += (size_t)snprintf(g + k, sizeof g - k, " %d", got[i]);
+        g[k] = '\0';
+        ck_abort_msg("case '%s' %s: got%s (%zu ids, want %zu)", text, what,
+                     g, n, m);
+    }
+}
+
+static void expect_text(const char *what, const char *text,
+                        const mhsa_tokenizer *t, const int32_t *ids,
+                        size_t n, unsigned flags, const char *want_esc)
+{
+    static char buf[8192], got[4 * 8192 + 1];
+    size_t len;
+    ck_assert_int_eq(mhsa__tok_decode(t, ids, n, flags, buf, sizeof buf,
+                                      &len), MHSA_OK);
+    spm_escape(buf, len, got);
+    ck_assert_msg(!strcmp(got, want_esc), "case '%s' %s: got '%s', want "
+                  "'%s'", text, what, got, want_esc);
+}
+
+static char *next_line(FILE *f, char *line, size_t cap)
+{
+    if (!fgets(line, (int)cap, f))
+        return NULL;
+    line[strcspn(line, "\n")] = '\0';
+    return line;
+}
+
+START_TEST(spm_matches_llama_cpp)
+{
+    FILE *f = fopen(data_path("llama/spm_ids.txt"), "r");
+    ck_assert_msg(f != NULL, "%s", data_path("llama/spm_ids.txt"));
+    static char line[8192], esc[8192], dec[8192], spec[8192], text[8192];
+    static int32_t want[4096], want_plain[4096], got[4096];
+    mhsa_tokenizer *t = NULL;
+    int cases = 0, vocabs = 0;
+    while (next_line(f, line, sizeof line)) {
+        int prefix;
+        if (sscanf(line, "vocab: add_space_prefix %d", &prefix) == 1) {
+            mhsa__tok_free(t);
+            ck_assert_int_eq(load_spm(prefix, &t), MHSA_OK);
+            ck_assert(mhsa__tok_is_spm(t) && mhsa__tok_adds_bos(t));
+            ck_assert_int_eq(mhsa__tok_bos(t), SPM_BOS);
+            vocabs++;
+            continue;
+        }
+        if (strncmp(line, "case:", 5))
+            continue;
+        ck_assert_ptr_nonnull(t);
+        snprintf(esc, sizeof esc, "%s", line[5] ? line + 6 : "");
+        size_t n = spm_unescape(esc, text);
+        ck_assert(next_line(f, line, sizeof line));
+        size_t nw = parse_ids(line, "ids:", want, 4096);
+        ck_assert(next_line(f, line, sizeof line));
+        size_t np = parse_ids(line, "plain:", want_plain, 4096);
+        ck_assert(next_line(f, dec, sizeof dec) &&
+                  !strncmp(dec, "decoded:", 8));
+        ck_assert(next_line(f, spec, sizeof spec) &&
+                  !strncmp(spec, "special:", 8));
+        size_t k;
+        ck_assert_uint_le(mhsa__tok_max_ids(t, n), 4096);
+        ck_assert_int_eq(mhsa__tok_encode(t, text, n, MHSA_TOK_ADD_SPECIAL |
+                                          MHSA_TOK_PARSE_SPECIAL, got,
+                                          mhsa__tok_max_ids(t, n), &k),
+                         MHSA_OK);
+        expect_ids("ids", esc, got, k, want, nw);
+        ck_assert_int_eq(mhsa__tok_encode(t, text, n, 0, got,
+                                          mhsa__tok_max_ids(t, n), &k),
+                         MHSA_OK);
+        expect_ids("plain", esc, got, k, want_plain, np);
+        expect_text("decoded", esc, t, want_plain, np, MHSA_TOK_STRIP_SPACE,
+                    dec[8] ? dec + 9 : "");
+        expect_text("special", esc, t, want, nw, MHSA_TOK_STRIP_SPACE |
+                    MHSA_TOK_DECODE_SPECIAL, spec[8] ? spec + 9 : "");
+        cases++;
+    }
+    fclose(f);
+    mhsa__tok_free(t);
+    ck_assert_int_eq(vocabs, 2);
+    ck_assert_int_ge(cases, 2 * 25);
+}
+END_TEST
+
+// Valid UTF-8 (random code points of every length, spaces, and, without
+// the space prefix, the vocabulary's special texts) decodes back to itself
+// exactly, with and without the space prefix (dropped by
+// MHSA_TOK_STRIP_SPACE; a text after a special token gets a space prefix
+// of its own, which stays, as in llama.cpp: see the reference). Invalid
+// bytes are left to the reference above: a lead byte takes its followers
+// into one symbol, so an escaped space after it comes back as "▁", as in
+// llama.cpp.
+START_TEST(spm_round_trips)
+{
+    static const uint32_t pool[] = {' ', ' ', 'a', 'b', 'h', 'e', 'l', 'o',
+                                    'q', '\n', 0xe9, 0x301, 0x20ac,
+                                    0x1f600, 0x10ffff, 0x7f, 0};
+    static const char *const words[] = {"<user>", "<s>", "<|im_end|>"};
+    rng g = {7};
+    for (int prefix = 0; prefix <= 1; prefix++) {
+        mhsa_tokenizer *t;
+        ck_assert_int_eq(load_spm(prefix, &t), MHSA_OK);
+        for (int trial = 0; trial < 200; trial++) {
+            char x[256], back[1024];
+            size_t n = 0;
+            size_t len = (size_t)(rng_u64(&g) % 40);
+            while (n + 12 < sizeof x && len--) {
+                uint64_t r = rng_u64(&g);
+                if (r % 9 == 0 && !prefix) {
+                    const char *w = words[(r >> 8) % 3];
+                    memcpy(x + n, w, strlen(w));
+                    n += strlen(w);
+                } else {
+                    n += mhsa__utf8_put(pool[(r >> 8) % 17],
+                                        (unsigned char *)x + n);
+                }
+            }
+            int32_t ids[1200];
+            size_t k, blen;
+            ck_assert_uint_le(mhsa__tok_max_ids(t, n), 1200);
+            ck_assert_int_eq(mhsa__tok_encode(t, x, n, 0, ids,
+                                              mhsa__tok_max_ids(t, n), &k),
+                             MHSA_OK);
+            ck_assert_int_eq(mhsa__tok_decode(t, ids, k,
+                                              MHSA_TOK_STRIP_SPACE, back,
+                                              sizeof back, &blen), MHSA_OK);
+            if (blen != n || memcmp(back, x, n)) {
+                char ex[1024], eb[4096];
+                spm_escape(x, n, ex);
+                spm_escape(back, blen, eb);
+                ck_abort_msg("prefix %d trial %d: '%s' came back as '%s'",
+                             prefix, trial, ex, eb);
+            }
+        }
+        mhsa__tok_free(t);
+    }
+}
+END_TEST
+
+// A vocabulary without byte tokens: a character without a piece is unk
+// (where llama.cpp's byte_to_token would throw), or left out without unk.
+START_TEST(spm_unknown_bytes)
+{
+    for (int with_unk = 0; with_unk <= 1; with_unk++) {
+        gw w = {0};
+        gw_header(&w, 3, 0, 3 + with_unk);
+        gw_key(&w, "tokenizer.ggml.model", MHSA_GGUF_STRING);
+        gw_str(&w, "llama");
+        gw_key(&w, "tokenizer.ggml.tokens", MHSA_GGUF_ARRAY);
+        gw_arr(&w, MHSA_GGUF_STRING, 6);
+        gw_str(&w, "x");   // not an unk (id 0 is unk only by default)
+        gw_str(&w, "<s>");
+        gw_str(&w, "</s>");
+        gw_str(&w, "\xe2\x96\x81");
+        gw_str(&w, "a");
+        gw_str(&w, "<unk>");
+        gw_key(&w, "tokenizer.ggml.add_bos_token", MHSA_GGUF_BOOL);
+        gw_u8(&w, 0);
+        if (with_unk) {
+            gw_key(&w, "tokenizer.ggml.unknown_token_id", MHSA_GGUF_UINT32);
+            gw_u32(&w, 5);
+        }
+        snprintf(tok_path, sizeof tok_path, "%s/mhsa-spm-unk-%ld.gguf",
+                 getenv("TMPDIR") && getenv("TMPDIR")[0] ? getenv("TMPDIR")
+                                                         : "/tmp",
+                 (long)getpid());
+        ck_assert_int_eq(gw_save(&w, tok_path), 0);
+        gw_free(&w);
+        mhsa_gguf_file *f;
+        mhsa_tokenizer *t;
+        ck_assert_int_eq(mhsa__gguf_open(tok_path, &f), MHSA_OK);
+        ck_assert_int_eq(mhsa__tok_load(f, &t), MHSA_OK);
+        mhsa__gguf_close(f);
+        unlink(tok_path);
+        // Without the key unk is id 0 ("x"), as llama.cpp's default.
+        int32_t unk = with_unk ? 5 : 0;
+        int32_t ids[64];
+        size_t k;
+        ck_assert_int_eq(mhsa__tok_encode(t, "ab\xc3\xa9 a", 6, 1, ids, 64,
+                                          &k), MHSA_OK);
+        // "é" is one symbol of two bytes, each without a token: unk twice.
+        int32_t want2[] = {3, 4, unk, unk, unk, 3, 4};
+        expect_ids("unk", "ab\xc3\xa9 a", ids, k, want2, 7);
+        mhsa__tok_free(t);
+    }
+}
+END_TEST
+
+// SPM loading errors, each naming the key.
+START_TEST(spm_load_errors)
+{
+    static const struct { int what; const char *needle; } c[] = {
+        {0, "token 3 ('<0xZZ>') is of type byte but not '<0xXX>'"},
+        {1, "key 'tokenizer.ggml.scores': token 1's score is NaN"},
+        {2, "key 'tokenizer.ggml.scores': must be an array of 4 f32"},
+    };
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++) {
+        gw w = {0};
+        gw_header(&w, 3, 0, 4);
+        gw_key(&w, "tokenizer.ggml.model", MHSA_GGUF_STRING);
+        gw_str(&w, "llama");
+        gw_key(&w, "tokenizer.ggml.tokens", MHSA_GGUF_ARRAY);
+        gw_arr(&w, MHSA_GGUF_STRING, 4);
+        gw_str(&w, "<unk>");
+        gw_str(&w, "<s>");
+        gw_str(&w, "</s>");
+        gw_str(&w, "<0xZZ>");
+        gw_key(&w, "tokenizer.ggml.token_type", MHSA_GGUF_ARRAY);
+        gw_arr(&w, MHSA_GGUF_INT32, 4);
+        for (int j = 0; j < 4; j++)
+            gw_u32(&w, j == 3 && c[i].what == 0 ? MHSA_TOKEN_BYTE
+                                                : MHSA_TOKEN_NORMAL);
+        gw_key(&w, "tokenizer.ggml.scores", MHSA_GGUF_ARRAY);
+        gw_arr(&w, MHSA_GGUF_FLOAT32, c[i].what == 2 ? 3 : 4);
+        for (int j = 0; j < (c[i].what == 2 ? 3 : 4); j++)
+            gw_f32(&w, j == 1 && c[i].what == 1 ? NAN : -1.0f);
+        snprintf(tok_path, sizeof tok_path, "%s/mhsa-spm-err-%ld.gguf",
+                 getenv("TMPDIR") && getenv("TMPDIR")[0] ? getenv("TMPDIR")
+                                                         : "/tmp",
+                 (long)getpid());
+        ck_assert_int_eq(gw_save(&w, tok_path), 0);
+        gw_free(&w);
+        mhsa_gguf_file *f;
+        mhsa_tokenizer *t = NULL;
+        ck_assert_int_eq(mhsa__gguf_open(tok_path, &f), MHSA_OK);
+        mhsa_status s = mhsa__tok_load(f, &t);
+        mhsa__gguf_close(f);
+        unlink(tok_path);
+        ck_assert_msg(s == MHSA_ERR_FORMAT && strstr(mhsa_last_error(),
+                                                     c[i].needle),
+                      "case %zu: %s: %s", i, mhsa_status_str(s),
+                      mhsa_last_error());
+        ck_assert_ptr_null(t);
+    }
+}
+END_TEST
+
+// BPE with special tokens in the text: control ones only when parsed,
+// user-defined ones always (llama.cpp's tokenizer_st_partition); the
+// end-of-generation set.
+START_TEST(bpe_special_tokens)
+{
+    mhsa_tokenizer *t;
+    ck_assert_int_eq(load(std_opts(), &t), MHSA_OK);
+    int32_t ids[64];
+    size_t k;
+    const char *x = "<|im_end|>hello<user>hello";
+    ck_assert_int_eq(mhsa__tok_encode(t, x, strlen(x), MHSA_TOK_PARSE_SPECIAL,
+                                      ids, 64, &k), MHSA_OK);
+    int32_t want[] = {ID_EOS, ID_MERGED + 3, ID_USER, ID_MERGED + 3};
+    expect_ids("parsed", x, ids, k, want, 4);
+    ck_assert_int_eq(mhsa__tok_encode(t, x, strlen(x), 0, ids, 64, &k),
+                     MHSA_OK);
+    ck_assert_int_eq(ids[k - 2], ID_USER);   // user-defined: always
+    ck_assert_int_gt(k, 4);                  // "<|im_end|>" as text
+    ck_assert(mhsa__tok_is_eog(t, ID_EOS) && mhsa__tok_is_eog(t, ID_BOS));
+    ck_assert(!mhsa__tok_is_eog(t, ID_USER));   // <|endoftext|>: by text
     mhsa__tok_free(t);
 }
 END_TEST
@@ -510,7 +829,14 @@ static Suite *suite(void)
     tcase_add_test(tb, load_errors);
     tcase_add_test(tb, missing_byte_token_is_dropped);
     tcase_add_test(tb, alloc_failures);
+    tcase_add_test(tb, bpe_special_tokens);
     suite_add_tcase(s, tb);
+    TCase *ts = tcase_create("spm");
+    tcase_add_test(ts, spm_matches_llama_cpp);
+    tcase_add_test(ts, spm_round_trips);
+    tcase_add_test(ts, spm_unknown_bytes);
+    tcase_add_test(ts, spm_load_errors);
+    suite_add_tcase(s, ts);
     return s;
 }
 

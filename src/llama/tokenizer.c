@@ -1,74 +1,34 @@
-// tokenizer.c — byte-level BPE from a GGUF file's vocabulary: loading and
-// checking the tokenizer.* keys, encoding, decoding (see tokenizer.h).
+// tokenizer.c — a GGUF file's tokenizer: loading and checking the
+// tokenizer.* keys, and encoding: special tokens cut out (tok_special.c),
+// the rest through BPE (tok_bpe.c) or SPM (tok_spm.c). See tokenizer.h.
 //
 // Tokens and merges are copied into one arena and found through two open-
 // addressing hash tables (FNV-1a): token text -> id, and "left right" ->
 // merge rank, looked up from the two symbols without building the string.
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/alloc.h"
 #include "core/status.h"
 #include "core/alloc.h"
 #include "pretok.h"
-#include "tokenizer.h"
+#include "tok_internal.h"
 #include "unicode.h"
-
-struct mhsa_tokenizer {
-    size_t n_vocab, n_merges;
-    char *arena;               // every token and merge, NUL-terminated
-    const char **text;         // n_vocab
-    uint32_t *text_len;
-    unsigned char *type;       // n_vocab token types
-    const char **merge;        // n_merges, in rank order
-    uint32_t *merge_len;
-    int32_t *tok_slot;         // tok_mask + 1 slots: id or -1
-    int32_t *merge_slot;       // merge_mask + 1 slots: rank or -1
-    size_t tok_mask, merge_mask;
-    int32_t byte_token[256];   // the token of each byte's code point
-    int32_t bos, eos;
-    int add_bos, add_eos;
-    mhsa_pretok pre;
-};
 
 typedef unsigned long long ull;   // for printf
 
 // ---- hashing ----------------------------------------------------------------
 
-static uint64_t fnv(uint64_t h, const char *s, size_t n)
+int32_t mhsa__tok_find(const mhsa_tokenizer *t, const char *s, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-    return h;
-}
-
-#define FNV_BASIS 0xcbf29ce484222325ull
-
-static int32_t find_token(const mhsa_tokenizer *t, const char *s, size_t n)
-{
-    for (size_t i = fnv(FNV_BASIS, s, n) & t->tok_mask;; i = (i + 1) &
-         t->tok_mask) {
+    for (size_t i = mhsa__fnv(MHSA_FNV_BASIS, s, n) & t->tok_mask;;
+         i = (i + 1) & t->tok_mask) {
         int32_t id = t->tok_slot[i];
         if (id < 0)
             return -1;
         if (t->text_len[id] == n && !memcmp(t->text[id], s, n))
             return id;
-    }
-}
-
-// Rank of merging symbols a and b: the merge "a b", or -1.
-static int32_t find_merge(const mhsa_tokenizer *t, const char *a, size_t an,
-                          const char *b, size_t bn)
-{
-    uint64_t h = fnv(fnv(fnv(FNV_BASIS, a, an), " ", 1), b, bn);
-    for (size_t i = h & t->merge_mask;; i = (i + 1) & t->merge_mask) {
-        int32_t r = t->merge_slot[i];
-        if (r < 0)
-            return -1;
-        const char *m = t->merge[r];
-        if (t->merge_len[r] == an + 1 + bn && !memcmp(m, a, an) &&
-            m[an] == ' ' && !memcmp(m + an + 1, b, bn))
-            return r;
     }
 }
 
@@ -145,25 +105,31 @@ static mhsa_status token_id(const mhsa_gguf_file *f, const char *key,
 }
 
 static mhsa_status optional_bool(const mhsa_gguf_file *f, const char *key,
-                                 int *out)
+                                 int def, int *out)
 {
-    *out = 0;
+    *out = def;
     return mhsa__gguf_find(f, key) ? mhsa__gguf_get_bool(f, key, out)
                                    : MHSA_OK;
 }
 
-// tokenizer.ggml.model and .pre: which tokenizer this is.
-static mhsa_status kind(const mhsa_gguf_file *f, mhsa_pretok *pre)
+// tokenizer.ggml.model and, for BPE, .pre: which tokenizer this is.
+static mhsa_status kind(const mhsa_gguf_file *f, mhsa_tok_kind *k,
+                        mhsa_pretok *pre)
 {
     const char *model, *name;
     mhsa_status s = mhsa__gguf_get_str(f, "tokenizer.ggml.model", &model,
                                        NULL);
     if (s != MHSA_OK)
         return s;
+    if (!strcmp(model, "llama")) {   // SPM has no pre-tokenizer
+        *k = MHSA_TOK_SPM;
+        return MHSA_OK;
+    }
     if (strcmp(model, "gpt2"))
         return mhsa__fail(MHSA_ERR_UNSUPPORTED, "tokenizer.ggml.model is "
-                          "'%.40s': only 'gpt2' (byte-level BPE) is "
-                          "supported", model);
+                          "'%.40s': only 'gpt2' (byte-level BPE) and 'llama' "
+                          "(SentencePiece) are supported", model);
+    *k = MHSA_TOK_BPE;
     if ((s = mhsa__gguf_get_str(f, "tokenizer.ggml.pre", &name, NULL)))
         return s;
     if (!strcmp(name, "smollm"))
@@ -204,6 +170,44 @@ static mhsa_status token_types(const mhsa_gguf_file *f, mhsa_tokenizer *t)
     return MHSA_OK;
 }
 
+// Scores (SPM: optional f32 array of n_vocab, 0 when absent) into t->score.
+static mhsa_status token_scores(const mhsa_gguf_file *f, mhsa_tokenizer *t)
+{
+    static const char key[] = "tokenizer.ggml.scores";
+    memset(t->score, 0, t->n_vocab * sizeof *t->score);
+    if (!mhsa__gguf_find(f, key))
+        return MHSA_OK;
+    const mhsa_gguf_val *a;
+    mhsa_status s = mhsa__gguf_get_arr(f, key, &a);
+    if (s != MHSA_OK)
+        return s;
+    if (mhsa__gguf_arr_type(a) != MHSA_GGUF_FLOAT32 ||
+        mhsa__gguf_arr_count(a) != t->n_vocab)
+        return mhsa__fail(MHSA_ERR_FORMAT, "key '%s': must be an array of "
+                          "%zu f32 (one per token)", key, t->n_vocab);
+    for (size_t i = 0; i < t->n_vocab; i++) {
+        mhsa_gguf_num n;
+        mhsa__gguf_arr_num(a, i, &n);
+        // NaN would leave the order of merges undefined.
+        if (n.as.f != n.as.f)
+            return mhsa__fail(MHSA_ERR_FORMAT, "key '%s': token %zu's "
+                              "score is NaN", key, i);
+        t->score[i] = (float)n.as.f;
+    }
+    return MHSA_OK;
+}
+
+int mhsa__tok_byte_of(const char *s, size_t n)
+{
+    static const char hex[] = "0123456789ABCDEF0123456789abcdef";
+    if (n != 6 || memcmp(s, "<0x", 3) || s[5] != '>')
+        return -1;
+    const char *h = memchr(hex, s[3], 32), *l = memchr(hex, s[4], 32);
+    if (!h || !l || !s[3] || !s[4])
+        return -1;
+    return (int)(((h - hex) & 15) << 4 | ((l - hex) & 15));
+}
+
 // Hash tables, the merges' form, and a token for every byte.
 static mhsa_status index_vocab(mhsa_tokenizer *t)
 {
@@ -212,9 +216,15 @@ static mhsa_status index_vocab(mhsa_tokenizer *t)
     if (!t->tok_slot || !t->merge_slot)
         return mhsa__fail(MHSA_ERR_NO_MEMORY, "tokenizer: no memory");
     for (size_t id = 0; id < t->n_vocab; id++) {
-        if (find_token(t, t->text[id], t->text_len[id]) >= 0)
+        if (t->type[id] == MHSA_TOKEN_BYTE && t->kind == MHSA_TOK_SPM &&
+            mhsa__tok_byte_of(t->text[id], t->text_len[id]) < 0)
+            return mhsa__fail(MHSA_ERR_FORMAT, "key 'tokenizer.ggml.tokens':"
+                              " token %zu ('%.40s') is of type byte but not "
+                              "'<0xXX>'", id, t->text[id]);
+        if (mhsa__tok_find(t, t->text[id], t->text_len[id]) >= 0)
             continue;   // a repeated text keeps its first id
-        size_t i = fnv(FNV_BASIS, t->text[id], t->text_len[id]) & t->tok_mask;
+        size_t i = mhsa__fnv(MHSA_FNV_BASIS, t->text[id], t->text_len[id]) &
+                   t->tok_mask;
         while (t->tok_slot[i] >= 0)
             i = (i + 1) & t->tok_mask;
         t->tok_slot[i] = (int32_t)id;
@@ -230,21 +240,158 @@ static mhsa_status index_vocab(mhsa_tokenizer *t)
                               " merge %zu ('%.40s') is not 'left right'", r,
                               m);
         size_t an = (size_t)(sp - m);
-        if (find_merge(t, m, an, sp + 1, t->merge_len[r] - an - 1) >= 0)
+        if (mhsa__tok_find_merge(t, m, an, sp + 1,
+                                 t->merge_len[r] - an - 1) >= 0)
             continue;   // a repeated merge keeps its first rank
-        size_t i = fnv(FNV_BASIS, m, t->merge_len[r]) & t->merge_mask;
+        size_t i = mhsa__fnv(MHSA_FNV_BASIS, m, t->merge_len[r]) &
+                   t->merge_mask;
         while (t->merge_slot[i] >= 0)
             i = (i + 1) & t->merge_mask;
         t->merge_slot[i] = (int32_t)r;
     }
     for (int b = 0; b < 256; b++) {
-        unsigned char u[4];
+        unsigned char u[7];
+        if (t->kind == MHSA_TOK_SPM) {
+            // llama.cpp's byte_to_token: "<0xXX>", else the byte itself;
+            // where it would fail, unk (or nothing without one).
+            static const char hex[] = "0123456789ABCDEF";
+            char x[7] = {'<', '0', 'x', hex[b >> 4], hex[b & 15], '>', 0};
+            char c = (char)b;
+            int32_t id = mhsa__tok_find(t, x, 6);
+            if (id < 0)
+                id = mhsa__tok_find(t, &c, 1);
+            t->byte_token[b] = id >= 0 ? id : t->unk;
+            continue;
+        }
         size_t n = mhsa__utf8_put(mhsa__byte_to_cp((unsigned char)b), u);
         // -1 when the vocabulary lacks it: SmolLM2's has no token for
         // most control bytes (0x00-0x08, ...); such a byte is dropped when
         // no merge covers it, as llama.cpp drops it.
-        t->byte_token[b] = find_token(t, (const char *)u, n);
+        t->byte_token[b] = mhsa__tok_find(t, (const char *)u, n);
     }
+    return MHSA_OK;
+}
+
+// End-of-generation tokens and the texts llama.cpp takes for control
+// tokens whatever the file says (llama_vocab::impl::load, "auto-detect
+// special tokens by text"): the EOS, EOT and EOM ids and every token
+// spelled as one of these.
+static mhsa_status end_tokens(const mhsa_gguf_file *f, mhsa_tokenizer *t)
+{
+    static const char *const eog_text[] = {
+        "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",
+        "<|endoftext|>", "<|eom_id|>", "<EOT>",
+    };
+    int32_t ids[2 + sizeof eog_text / sizeof eog_text[0]];
+    int n = 0;
+    mhsa_status s = token_id(f, "tokenizer.ggml.eot_token_id", t->n_vocab,
+                             &ids[n]);
+    n += ids[n] >= 0;
+    if (s == MHSA_OK)
+        s = token_id(f, "tokenizer.ggml.eom_token_id", t->n_vocab, &ids[n]);
+    if (s != MHSA_OK)
+        return s;
+    n += ids[n] >= 0;
+    for (size_t i = 0; i < sizeof eog_text / sizeof eog_text[0]; i++) {
+        int32_t id = mhsa__tok_find(t, eog_text[i], strlen(eog_text[i]));
+        if (id >= 0) {
+            t->type[id] = MHSA_TOKEN_CONTROL;
+            ids[n++] = id;
+        }
+    }
+    t->n_eog = 0;
+    if (t->eos >= 0)
+        t->eog[t->n_eog++] = t->eos;
+    for (int i = 0; i < n; i++) {
+        int seen = 0;
+        for (int j = 0; j < t->n_eog; j++)
+            seen |= t->eog[j] == ids[i];
+        if (!seen)
+            t->eog[t->n_eog++] = ids[i];
+    }
+    return MHSA_OK;
+}
+
+typedef struct by_length { uint32_t len; int32_t id; } by_length;
+
+static int longer_first(const void *a, const void *b)
+{
+    const by_length *x = a, *y = b;
+    if (x->len != y->len)
+        return x->len > y->len ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+// The tokens the text is cut at (control, user-defined, unknown; not
+// empty), longest first (llama.cpp's cache_special_tokens; equal lengths
+// by id, where its sort leaves the order open).
+static mhsa_status special_tokens(mhsa_tokenizer *t)
+{
+    size_t n = 0;
+    for (size_t id = 0; id < t->n_vocab; id++) {
+        int ty = t->type[id];
+        n += (ty == MHSA_TOKEN_CONTROL || ty == MHSA_TOKEN_USER_DEFINED ||
+              ty == MHSA_TOKEN_UNKNOWN) && t->text_len[id] > 0;
+    }
+    t->n_special = n;
+    if (n == 0)
+        return MHSA_OK;
+    by_length *v = mhsa__alloc(n * sizeof *v);
+    t->special = mhsa__alloc(n * sizeof *t->special);
+    if (!v || !t->special) {
+        mhsa__free(v);
+        return mhsa__fail(MHSA_ERR_NO_MEMORY, "tokenizer: no memory");
+    }
+    n = 0;
+    for (size_t id = 0; id < t->n_vocab; id++) {
+        int ty = t->type[id];
+        if ((ty == MHSA_TOKEN_CONTROL || ty == MHSA_TOKEN_USER_DEFINED ||
+             ty == MHSA_TOKEN_UNKNOWN) && t->text_len[id] > 0)
+            v[n++] = (by_length){t->text_len[id], (int32_t)id};
+    }
+    qsort(v, n, sizeof *v, longer_first);
+    for (size_t i = 0; i < n; i++)
+        t->special[i] = v[i].id;
+    mhsa__free(v);
+    return MHSA_OK;
+}
+
+// BOS/EOS/unk ids and the add_* flags, with llama.cpp's defaults where the
+// file has no key: SPM BOS 1, EOS 2, unk 0, adds BOS and a space prefix;
+// BPE none of these.
+static mhsa_status special_ids(const mhsa_gguf_file *f, mhsa_tokenizer *t)
+{
+    int spm = t->kind == MHSA_TOK_SPM;
+    mhsa_status s = token_id(f, "tokenizer.ggml.bos_token_id", t->n_vocab,
+                             &t->bos);
+    if (s == MHSA_OK)
+        s = token_id(f, "tokenizer.ggml.eos_token_id", t->n_vocab, &t->eos);
+    if (s == MHSA_OK)
+        s = token_id(f, "tokenizer.ggml.unknown_token_id", t->n_vocab,
+                     &t->unk);
+    if (s == MHSA_OK)
+        s = optional_bool(f, "tokenizer.ggml.add_bos_token", spm,
+                          &t->add_bos);
+    if (s == MHSA_OK)
+        s = optional_bool(f, "tokenizer.ggml.add_eos_token", 0, &t->add_eos);
+    if (s == MHSA_OK)
+        s = optional_bool(f, "tokenizer.ggml.add_space_prefix", spm,
+                          &t->add_space_prefix);
+    if (s != MHSA_OK)
+        return s;
+    if (spm && !mhsa__gguf_find(f, "tokenizer.ggml.bos_token_id") &&
+        t->n_vocab > 1)
+        t->bos = 1;
+    if (spm && !mhsa__gguf_find(f, "tokenizer.ggml.eos_token_id") &&
+        t->n_vocab > 2)
+        t->eos = 2;
+    if (spm && !mhsa__gguf_find(f, "tokenizer.ggml.unknown_token_id"))
+        t->unk = 0;
+    if ((t->add_bos && t->bos < 0) || (t->add_eos && t->eos < 0))
+        return mhsa__fail(MHSA_ERR_FORMAT, "tokenizer.ggml.add_%s_token is "
+                          "set but the file has no %s_token_id",
+                          t->bos < 0 ? "bos" : "eos",
+                          t->bos < 0 ? "bos" : "eos");
     return MHSA_OK;
 }
 
@@ -254,52 +401,52 @@ mhsa_status mhsa__tok_load(const mhsa_gguf_file *f, mhsa_tokenizer **out)
         return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa__tok_load: %s is NULL",
                           !f ? "f" : "out");
     mhsa_pretok pre = MHSA_PRETOK_GPT2;
-    const mhsa_gguf_val *toks, *merges;
+    mhsa_tok_kind k = MHSA_TOK_BPE;
+    const mhsa_gguf_val *toks, *merges = NULL;
     size_t bytes = 0;
-    mhsa_status s = kind(f, &pre);
+    mhsa_status s = kind(f, &k, &pre);
     if (s == MHSA_OK)
         s = string_array(f, "tokenizer.ggml.tokens", &toks, &bytes);
-    if (s == MHSA_OK)
+    if (s == MHSA_OK && k == MHSA_TOK_BPE)
         s = string_array(f, "tokenizer.ggml.merges", &merges, &bytes);
     if (s != MHSA_OK)
         return s;
     mhsa_tokenizer *t = mhsa__alloc(sizeof *t);
     if (!t)
         return mhsa__fail(MHSA_ERR_NO_MEMORY, "tokenizer: no memory");
+    memset(t, 0, sizeof *t);
+    t->kind = k;
     t->pre = pre;
     t->n_vocab = (size_t)mhsa__gguf_arr_count(toks);
-    t->n_merges = (size_t)mhsa__gguf_arr_count(merges);
+    t->n_merges = merges ? (size_t)mhsa__gguf_arr_count(merges) : 0;
     // Each count is bounded by the file's bytes (8 per string at least).
     t->arena = mhsa__alloc(bytes);
     t->text = mhsa__alloc(t->n_vocab * sizeof *t->text);
     t->text_len = mhsa__alloc(t->n_vocab * sizeof *t->text_len);
     t->type = mhsa__alloc(t->n_vocab);
-    t->merge = mhsa__alloc(t->n_merges * sizeof *t->merge);
-    t->merge_len = mhsa__alloc(t->n_merges * sizeof *t->merge_len);
-    if (!t->arena || !t->text || !t->text_len || !t->type || !t->merge ||
-        !t->merge_len) {
+    t->score = mhsa__alloc(t->n_vocab * sizeof *t->score);
+    t->merge = mhsa__alloc((t->n_merges + 1) * sizeof *t->merge);
+    t->merge_len = mhsa__alloc((t->n_merges + 1) * sizeof *t->merge_len);
+    if (!t->arena || !t->text || !t->text_len || !t->type || !t->score ||
+        !t->merge || !t->merge_len) {
         mhsa__tok_free(t);
         return mhsa__fail(MHSA_ERR_NO_MEMORY, "tokenizer: no memory");
     }
     size_t pos = 0;
     copy_strings(toks, t->arena, &pos, t->text, t->text_len);
-    copy_strings(merges, t->arena, &pos, t->merge, t->merge_len);
+    if (merges)
+        copy_strings(merges, t->arena, &pos, t->merge, t->merge_len);
     s = token_types(f, t);
+    if (s == MHSA_OK && k == MHSA_TOK_SPM)
+        s = token_scores(f, t);
+    if (s == MHSA_OK)
+        s = special_ids(f, t);
     if (s == MHSA_OK)
         s = index_vocab(t);
     if (s == MHSA_OK)
-        s = token_id(f, "tokenizer.ggml.bos_token_id", t->n_vocab, &t->bos);
+        s = end_tokens(f, t);
     if (s == MHSA_OK)
-        s = token_id(f, "tokenizer.ggml.eos_token_id", t->n_vocab, &t->eos);
-    if (s == MHSA_OK)
-        s = optional_bool(f, "tokenizer.ggml.add_bos_token", &t->add_bos);
-    if (s == MHSA_OK)
-        s = optional_bool(f, "tokenizer.ggml.add_eos_token", &t->add_eos);
-    if (s == MHSA_OK && ((t->add_bos && t->bos < 0) ||
-                         (t->add_eos && t->eos < 0)))
-        s = mhsa__fail(MHSA_ERR_FORMAT, "tokenizer.ggml.add_%s_token is "
-                       "set but the file has no %s_token_id",
-                       t->bos < 0 ? "bos" : "eos", t->bos < 0 ? "bos" : "eos");
+        s = special_tokens(t);
     if (s != MHSA_OK) {
         mhsa__tok_free(t);
         return s;
@@ -316,10 +463,12 @@ void mhsa__tok_free(mhsa_tokenizer *t)
     mhsa__free(t->text);
     mhsa__free(t->text_len);
     mhsa__free(t->type);
+    mhsa__free(t->score);
     mhsa__free(t->merge);
     mhsa__free(t->merge_len);
     mhsa__free(t->tok_slot);
     mhsa__free(t->merge_slot);
+    mhsa__free(t->special);
     mhsa__free(t);
 }
 
@@ -328,6 +477,18 @@ int32_t mhsa__tok_bos(const mhsa_tokenizer *t) { return t->bos; }
 int32_t mhsa__tok_eos(const mhsa_tokenizer *t) { return t->eos; }
 int mhsa__tok_adds_bos(const mhsa_tokenizer *t) { return t->add_bos; }
 int mhsa__tok_adds_eos(const mhsa_tokenizer *t) { return t->add_eos; }
+int mhsa__tok_is_spm(const mhsa_tokenizer *t)
+{
+    return t->kind == MHSA_TOK_SPM;
+}
+
+int mhsa__tok_is_eog(const mhsa_tokenizer *t, int32_t id)
+{
+    for (int i = 0; i < t->n_eog; i++)
+        if (t->eog[i] == id)
+            return 1;
+    return 0;
+}
 
 const char *mhsa__tok_text(const mhsa_tokenizer *t, int32_t id)
 {
@@ -341,164 +502,69 @@ int mhsa__tok_type(const mhsa_tokenizer *t, int32_t id)
 
 // ---- encoding ---------------------------------------------------------------
 
-// Scratch for one encode call of a text of n bytes.
-typedef struct bpe_scratch {
-    char *enc;           // a piece in the byte alphabet (<= 2 bytes a byte)
-    size_t *off;         // symbols: offset and length in enc
-    size_t *len;
-    int32_t *rank;       // rank of merging symbol i with i + 1, or -1
-} bpe_scratch;
-
-static int32_t pair_rank(const mhsa_tokenizer *t, const bpe_scratch *b,
-                         size_t i)
+size_t mhsa__tok_max_ids(const mhsa_tokenizer *t, size_t len)
 {
-    return find_merge(t, b->enc + b->off[i], b->len[i], b->enc +
-                      b->off[i + 1], b->len[i + 1]);
-}
-
-// BPE of one piece p[0..n) (n >= 1), its tokens appended at ids + *k.
-static void encode_piece(const mhsa_tokenizer *t, const unsigned char *p,
-                         size_t n, const bpe_scratch *b, int32_t *ids,
-                         size_t *k)
-{
-    size_t m = 0, e = 0;
-    for (size_t i = 0; i < n; i++, m++) {   // one symbol per byte
-        b->off[m] = e;
-        b->len[m] = mhsa__utf8_put(mhsa__byte_to_cp(p[i]),
-                                   (unsigned char *)b->enc + e);
-        e += b->len[m];
-    }
-    for (size_t i = 0; i + 1 < m; i++)
-        b->rank[i] = pair_rank(t, b, i);
-    // Merge the pair of lowest rank, leftmost among equals, until none is
-    // left; symbols are contiguous in enc, so a merge only adds lengths.
-    for (;;) {
-        size_t best = m;
-        for (size_t i = 0; i + 1 < m; i++)
-            if (b->rank[i] >= 0 &&
-                (best == m || b->rank[i] < b->rank[best]))
-                best = i;
-        if (best == m)
-            break;
-        b->len[best] += b->len[best + 1];
-        for (size_t i = best + 1; i + 1 < m; i++) {
-            b->off[i] = b->off[i + 1];
-            b->len[i] = b->len[i + 1];
-            b->rank[i] = b->rank[i + 1];
-        }
-        m--;
-        if (best + 1 < m)
-            b->rank[best] = pair_rank(t, b, best);
-        if (best > 0)
-            b->rank[best - 1] = pair_rank(t, b, best - 1);
-    }
-    size_t byte = 0;   // which input byte each symbol starts at
-    for (size_t i = 0; i < m; i++) {
-        int32_t id = find_token(t, b->enc + b->off[i], b->len[i]);
-        // A symbol counts one byte per code point of the byte alphabet.
-        size_t nb = 0;
-        for (size_t j = 0; j < b->len[i]; nb++) {
-            uint32_t cp;
-            j += mhsa__utf8_next((const unsigned char *)b->enc + b->off[i] + j,
-                                 b->len[i] - j, &cp);
-        }
-        if (id >= 0) {
-            ids[(*k)++] = id;
-        } else {   // not in the vocabulary: its bytes one by one
-            for (size_t j = 0; j < nb; j++)
-                if (t->byte_token[p[byte + j]] >= 0)
-                    ids[(*k)++] = t->byte_token[p[byte + j]];
-        }
-        byte += nb;
-    }
+    // BPE: a token per byte at most. SPM: a run of m plain bytes is at
+    // most 3 (m + 1) byte tokens (a space prefix; a space is 3 bytes once
+    // escaped), and there is at most one run more than special tokens
+    // (of a byte at least): 4 len + 3. Both + BOS, EOS.
+    if (len > SIZE_MAX / 8 - 8)
+        return SIZE_MAX;
+    return (t && t->kind == MHSA_TOK_SPM ? 4 * len + 3 : len) + 2;
 }
 
 mhsa_status mhsa__tok_encode(const mhsa_tokenizer *t, const char *text,
-                             size_t len, int add_special, int32_t *ids,
+                             size_t len, unsigned flags, int32_t *ids,
                              size_t cap, size_t *n)
 {
-    if (!t || (!text && len) || !ids || !n || len > SIZE_MAX / 8 - 2 ||
-        cap < len + 2)
+    size_t need = mhsa__tok_max_ids(t, len);
+    if (!t || (!text && len) || !ids || !n || need == SIZE_MAX ||
+        cap < need)
         return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa__tok_encode: NULL "
-                          "argument, or cap %zu < len + 2 = %zu", cap,
-                          len + 2);
+                          "argument, or cap %zu < %zu (mhsa__tok_max_ids)",
+                          cap, need);
     size_t k = 0;
-    if (add_special && t->add_bos)
+    if ((flags & MHSA_TOK_ADD_SPECIAL) && t->add_bos)
         ids[k++] = t->bos;
     if (len) {
-        size_t units = len + 1;
-        size_t *sz = mhsa__alloc(4 * units * sizeof *sz);
-        uint32_t *cps = mhsa__alloc(units * sizeof *cps);
-        unsigned char *cls = mhsa__alloc(units);
-        int32_t *rank = mhsa__alloc(units * sizeof *rank);
-        char *enc = mhsa__alloc(2 * units);
-        if (!sz || !cps || !cls || !rank || !enc) {
-            mhsa__free(sz);
-            mhsa__free(cps);
-            mhsa__free(cls);
-            mhsa__free(rank);
-            mhsa__free(enc);
+        size_t nf = 2 * len + 1;
+        size_t frag_bytes = 2 * nf * sizeof(mhsa_tok_frag);
+        size_t enc_bytes = t->kind == MHSA_TOK_SPM
+                           ? mhsa__spm_scratch_bytes(len)
+                           : mhsa__bpe_scratch_bytes(len);
+        char *mem = mhsa__alloc(frag_bytes + enc_bytes);
+        if (!mem)
             return mhsa__fail(MHSA_ERR_NO_MEMORY, "mhsa__tok_encode: no "
                               "memory for %zu bytes of text", len);
-        }
-        mhsa_pretok_scratch ps = {sz, cps, cls};
-        size_t *ends = sz + units;
-        bpe_scratch b = {enc, sz + 2 * units, sz + 3 * units, rank};
+        mhsa_tok_frag *fr = (mhsa_tok_frag *)mem;
         const unsigned char *p = (const unsigned char *)text;
-        size_t pieces = mhsa__pretok_split(t->pre, p, len, &ps, ends);
-        for (size_t i = 0, start = 0; i < pieces; start = ends[i++])
-            encode_piece(t, p + start, ends[i] - start, &b, ids, &k);
-        mhsa__free(sz);
-        mhsa__free(cps);
-        mhsa__free(cls);
-        mhsa__free(rank);
-        mhsa__free(enc);
+        size_t frags = mhsa__tok_partition(t, p, len,
+                                           (flags & MHSA_TOK_PARSE_SPECIAL)
+                                           != 0, fr, fr + nf);
+        mhsa_bpe_scratch b;
+        mhsa_spm_scratch sp;
+        if (t->kind == MHSA_TOK_SPM)
+            mhsa__spm_scratch_init(&sp, mem + frag_bytes, len);
+        else
+            mhsa__bpe_scratch_init(&b, mem + frag_bytes, len);
+        int after_special = 1;   // SPM: a space before the first text too
+        for (size_t i = 0; i < frags; i++) {
+            if (fr[i].id >= 0) {
+                ids[k++] = fr[i].id;
+                after_special = 1;
+            } else if (t->kind == MHSA_TOK_SPM) {
+                mhsa__spm_encode(t, p + fr[i].off, fr[i].len,
+                                 t->add_space_prefix && after_special, &sp,
+                                 ids, &k);
+                after_special = 0;
+            } else {
+                mhsa__bpe_encode(t, p + fr[i].off, fr[i].len, &b, ids, &k);
+            }
+        }
+        mhsa__free(mem);
     }
-    if (add_special && t->add_eos)
+    if ((flags & MHSA_TOK_ADD_SPECIAL) && t->add_eos)
         ids[k++] = t->eos;
     *n = k;
-    return MHSA_OK;
-}
-
-// ---- decoding ---------------------------------------------------------------
-
-mhsa_status mhsa__tok_decode(const mhsa_tokenizer *t, const int32_t *ids,
-                             size_t n, int special, char *buf, size_t cap,
-                             size_t *len)
-{
-    if (!t || (!ids && n) || (!buf && cap) || !len)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa__tok_decode: NULL "
-                          "argument");
-    size_t w = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (ids[i] < 0 || (size_t)ids[i] >= t->n_vocab)
-            return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa__tok_decode: id "
-                              "%d at %zu is not in the vocabulary (%zu "
-                              "tokens)", ids[i], i, t->n_vocab);
-        const unsigned char *s = (const unsigned char *)t->text[ids[i]];
-        size_t sn = t->text_len[ids[i]];
-        int type = t->type[ids[i]];
-        if (type == MHSA_TOKEN_CONTROL && !special)
-            continue;
-        int raw = type == MHSA_TOKEN_CONTROL ||
-                  type == MHSA_TOKEN_USER_DEFINED;
-        for (size_t j = 0; j < sn;) {
-            uint32_t cp;
-            size_t l = mhsa__utf8_next(s + j, sn - j, &cp);
-            int byte = raw || cp == MHSA_CP_INVALID ? -1
-                                                    : mhsa__cp_to_byte(cp);
-            // A code point outside the byte alphabet (only in a malformed
-            // vocabulary) is written as it is.
-            size_t out = byte >= 0 ? 1 : l;
-            for (size_t q = 0; q < out; q++, w++)
-                if (w < cap)
-                    buf[w] = byte >= 0 ? (char)byte : (char)s[j + q];
-            j += l;
-        }
-    }
-    *len = w;
-    if (w > cap)
-        return mhsa__fail(MHSA_ERR_SHAPE, "mhsa__tok_decode: %zu bytes do "
-                          "not fit in %zu", w, cap);
     return MHSA_OK;
 }

@@ -5,8 +5,9 @@
 //
 //   greedy_ids MODEL.gguf N PROMPT
 //
-// Prints "prompt_ids: ..." (the prompt tokenized as llama.cpp does with
-// add_special, so BOS only where the model asks for it) and "new_ids: ..."
+// Prints "prompt_ids: ..." (the prompt tokenized as llama-simple does, with
+// add_special, so BOS only where the model asks for it, and parse_special,
+// so "<|im_start|>" in the prompt is that token) and "new_ids: ..."
 // (up to N tokens, each the argmax of the logits, stopping before an
 // end-of-generation token), the lines mhsa-generate --ids prints.
 #include <stdio.h>
@@ -31,7 +32,7 @@ int main(int argc, char **argv)
     const struct llama_vocab *vocab = llama_model_get_vocab(model);
     static int32_t toks[4096];
     int np = llama_tokenize(vocab, prompt, (int32_t)strlen(prompt), toks,
-                            4096, 1, 0);
+                            4096, 1, 1);
     if (np < 1)
         return 1;
     struct llama_context_params cp = llama_context_default_params();

@@ -2,6 +2,8 @@
 # make_greedy_ids.sh LLAMA_CPP MODEL.gguf — writes the real-model reference
 # of the CI's model step (tests/data/llama/smollm2_greedy.txt): for each
 # prompt of tests/data/llama/smollm2_prompts.txt, llama.cpp's greedy ids.
+# A prompt line's "\n" stands for a newline (.ci/test-model.sh reads it so
+# too); special tokens' text in it is the token, as llama-simple parses it.
 #
 # LLAMA_CPP: a llama.cpp checkout built with cmake (build/bin/libllama.so;
 # the reference was made at commit c392e50), outside this repository;
@@ -33,7 +35,8 @@ out=tests/data/llama/smollm2_greedy.txt
     while IFS= read -r prompt; do
         [[ -z $prompt || $prompt == \#* ]] && continue
         echo "prompt: $prompt"
-        "$work/greedy_ids" "$work/f32.gguf" "$n" "$prompt" 2>/dev/null
+        "$work/greedy_ids" "$work/f32.gguf" "$n" "${prompt//\\n/$'\n'}" \
+            2>/dev/null
     done < tests/data/llama/smollm2_prompts.txt
 } > "$out"
 echo "wrote $out"

@@ -47,7 +47,11 @@ static void print_gen_help(FILE *f)
 "  --ids               print the prompt's and the new token ids\n"
 "                      (prompt_ids: ... / new_ids: ...) instead of text\n"
 "  --bench             time a 512-token prefill and 64 decoded tokens\n"
-"                      (as llama-bench's pp512 and tg64)\n"
+"                      (as llama-bench's pp512 and tg64) and the time to\n"
+"                      first token of a 16-token prompt\n"
+"  --no-parse-special  special tokens' text in the prompt (such as\n"
+"                      <|im_start|>) is plain text, not the token\n"
+"  --special           print control tokens' text (as llama-cli --special)\n"
 "  --help              this text\n"
 "\n"
 "The prompt and the text go to stdout; prefill and decode tokens/s to\n"
@@ -76,8 +80,17 @@ static int parse_gen_args_as(int argc, char **argv, gen_args *a, FILE *err)
             a->help = 1;
             return CLI_OK;
         }
-        if (!strcmp(arg, "--ids") || !strcmp(arg, "--bench")) {
-            *(arg[2] == 'i' ? &a->ids : &a->bench) = 1;
+        static const char *const flags[] = {
+            "--ids", "--bench", "--no-parse-special", "--special",
+        };
+        int *const flag_of[] = {
+            &a->ids, &a->bench, &a->no_parse_special, &a->special,
+        };
+        int is_flag = 0;
+        for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++)
+            if (!strcmp(arg, flags[k]))
+                *flag_of[k] = is_flag = 1;
+        if (is_flag) {
             a->gguf_only = 1;
             continue;
         }
@@ -338,8 +351,8 @@ int mhsa_generate_cli(int argc, char **argv)
     if (rc == CLI_OK && mhsa_is_gguf(r.a.model))
         return mhsa_generate_gguf(&r.a);
     if (rc == CLI_OK && r.a.gguf_only) {
-        fprintf(stderr, "mhsa-generate: --kv-dtype, --ctx, --ids and --bench "
-                "are for GGUF models; %s is a GPT checkpoint\n", r.a.model);
+        fprintf(stderr, "mhsa-generate: --kv-dtype, --ctx, --ids, --bench, "
+                "--no-parse-special and --special are for GGUF models; %s is a GPT checkpoint\n", r.a.model);
         rc = CLI_USAGE;
     }
     if (rc == CLI_OK)

@@ -20,6 +20,9 @@ typedef struct gen_args {
     mhsa_isa isa;                 // auto, scalar, avx2, avx512 or neon
     mhsa_dtype kv_dtype;          // --kv-dtype f32|f16|bf16
     int ids, bench;               // --ids, --bench (flags without a value)
+    int no_parse_special;         // --no-parse-special: the prompt's
+                                  // special tokens' text is plain text
+    int special;                  // --special: control tokens printed
     int ctx;                      // --ctx: cache positions, 0 or >= 1
     int gguf_only;                // one of the four above was given
     int help;                     // --help or -h: nothing else is checked

@@ -3,8 +3,13 @@
 // forward (one mhsa_forward_cached call per layer), then one token at a
 // time, sampled as for the GPT (sample_token: --temperature 0 is greedy),
 // until -n tokens or the end-of-sequence token. Nothing is allocated per
-// token. --ids prints token ids instead of text; --bench times llama-bench's
-// pp512 (a 512-token prefill) and tg64 (64 tokens decoded after it).
+// token. The prompt's special tokens' text (such as "<|im_start|>") is
+// that token, as llama-cli and llama-simple parse it (--no-parse-special:
+// plain text); control tokens are not printed (--special: they are), as
+// llama-cli; generation ends at any end-of-generation token, as
+// llama_vocab_is_eog says. --ids prints token ids instead of text; --bench
+// times llama-bench's pp512 (a 512-token prefill) and tg64 (64 tokens
+// decoded after it), and the time to first token of a 16-token prompt.
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,6 +53,12 @@ static void run_free(gguf_run *r)
     free(r->order);
 }
 
+static unsigned encode_flags(const gen_args *a)
+{
+    return MHSA_TOK_ADD_SPECIAL |
+           (a->no_parse_special ? 0u : (unsigned)MHSA_TOK_PARSE_SPECIAL);
+}
+
 static int model_error(const gen_args *a)
 {
     fprintf(stderr, "mhsa-generate: --model %s: %s\n", a->model,
@@ -75,7 +86,12 @@ static int setup(gguf_run *r)
     if (st != MHSA_OK)
         return model_error(a);
     size_t len = strlen(a->prompt), n = 0;
-    r->cap_ids = len + 2 + (size_t)a->n;
+    size_t max_ids = mhsa__tok_max_ids(r->tok, len);
+    if (max_ids > ((size_t)1 << 40)) {
+        fprintf(stderr, "mhsa-generate: --prompt is too long\n");
+        return CLI_USAGE;
+    }
+    r->cap_ids = max_ids + (size_t)a->n;
     if (a->bench && r->cap_ids < 512 + 64)
         r->cap_ids = 512 + 64;
     r->ids = malloc(r->cap_ids * sizeof(int32_t));
@@ -83,8 +99,8 @@ static int setup(gguf_run *r)
         fprintf(stderr, "mhsa-generate: out of memory\n");
         return CLI_FAIL;
     }
-    if (mhsa__tok_encode(r->tok, a->prompt, len, 1, r->ids, len + 2, &n) !=
-        MHSA_OK)
+    if (mhsa__tok_encode(r->tok, a->prompt, len, encode_flags(a), r->ids,
+                         max_ids, &n) != MHSA_OK)
         return gen_fail("tokenizing the prompt");
     if (n == 0) {   // an empty prompt: start from BOS where there is one
         if (mhsa__tok_bos(r->tok) < 0) {
@@ -139,8 +155,9 @@ static void print_ids(const char *label, const int32_t *ids, size_t n)
 static int put_token(gguf_run *r, int32_t id)
 {
     size_t len = 0;
-    if (mhsa__tok_decode(r->tok, &id, 1, 0, r->text, sizeof r->text, &len)
-        != MHSA_OK)
+    unsigned flags = r->a->special ? (unsigned)MHSA_TOK_DECODE_SPECIAL : 0u;
+    if (mhsa__tok_decode(r->tok, &id, 1, flags, r->text, sizeof r->text,
+                         &len) != MHSA_OK)
         return gen_fail("decoding a token");
     fwrite(r->text, 1, len, stdout);
     return CLI_OK;
@@ -150,7 +167,6 @@ static int generate(gguf_run *r)
 {
     const gen_args *a = r->a;
     int V = mhsa__llama_config(r->m)->vocab;
-    int32_t eos = mhsa__tok_eos(r->tok);
     size_t n = r->n_prompt;
     if (!a->ids) {
         fwrite(a->prompt, 1, strlen(a->prompt), stdout);
@@ -167,7 +183,7 @@ static int generate(gguf_run *r)
     for (int i = 0; i < a->n && (size_t)i < room; i++) {
         int32_t tok = sample_token(r->logits, V, a->temperature, a->top_k,
                                    &rng, r->order);
-        if (tok == eos)
+        if (mhsa__tok_is_eog(r->tok, tok))
             break;
         r->ids[n++] = tok;
         made++;
@@ -201,9 +217,60 @@ static int generate(gguf_run *r)
     return CLI_OK;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+// Time to first token: text in (tokenized), prefilled into an empty
+// cache, the first new token picked and turned back into text; the model
+// is loaded before (excluded). The prompt is the first 16 tokens of a
+// fixed sentence, given as text. Median of 9 runs into *ms; *n_tok the
+// prompt's tokens.
+static int ttft(gguf_run *r, double *ms, size_t *n_tok)
+{
+    static const char sentence[] =
+        "The quick brown fox jumps over the lazy dog, and then it runs "
+        "far away into the deep green forest behind the old farm house.";
+    size_t n = 0, len = 0;
+    if (mhsa__tok_encode(r->tok, sentence, sizeof sentence - 1, 0, r->ids,
+                         r->cap_ids, &n) != MHSA_OK)
+        return gen_fail("ttft: tokenizing");
+    char prompt[sizeof sentence];
+    if (mhsa__tok_decode(r->tok, r->ids, n < 16 ? n : 16,
+                         MHSA_TOK_STRIP_SPACE, prompt, sizeof prompt - 1,
+                         &len) != MHSA_OK)
+        return gen_fail("ttft: decoding");
+    prompt[len] = '\0';
+    int V = mhsa__llama_config(r->m)->vocab;
+    double t[9];
+    for (int rep = 0; rep < 9; rep++) {
+        mhsa__llama_cache_reset(r->cache);
+        double t0 = gen_now_s();
+        if (mhsa__tok_encode(r->tok, prompt, len, encode_flags(r->a),
+                             r->ids, r->cap_ids, &n) != MHSA_OK ||
+            mhsa__llama_forward(r->m, r->cache, r->ids, (int)n, 0,
+                                r->logits) != MHSA_OK)
+            return gen_fail("ttft");
+        uint64_t rng = 1;
+        int32_t tok = sample_token(r->logits, V, 0.0f, 0, &rng, r->order);
+        size_t out;
+        if (mhsa__tok_decode(r->tok, &tok, 1, 0, r->text, sizeof r->text,
+                             &out) != MHSA_OK)
+            return gen_fail("ttft: decoding");
+        t[rep] = gen_now_s() - t0;
+    }
+    qsort(t, 9, sizeof t[0], cmp_double);
+    *ms = 1e3 * t[4];
+    *n_tok = n;
+    return CLI_OK;
+}
+
 // pp512 and tg64 as llama-bench measures them: a 512-token prefill into an
 // empty cache, then 64 tokens decoded one at a time after it; fixed token
 // ids (the time does not depend on them). The better of three runs each.
+// Then the time to first token (ttft).
 static int bench(gguf_run *r)
 {
     int V = mhsa__llama_config(r->m)->vocab;
@@ -225,9 +292,14 @@ static int bench(gguf_run *r)
         best_pp = t1 - t0 < best_pp ? t1 - t0 : best_pp;
         best_tg = t2 - t1 < best_tg ? t2 - t1 : best_tg;
     }
+    double ms = 0.0;
+    size_t n_tok = 0;
+    if (ttft(r, &ms, &n_tok) != CLI_OK)
+        return CLI_FAIL;
     printf("pp512: %.1f tokens/s\ntg64: %.1f tokens/s\n"
-           "(%d thread%s, isa %s, kv %s, weights %.0f MB fp32)\n",
-           512.0 / best_pp, 64.0 / best_tg, omp_get_max_threads(),
+           "ttft: %.2f ms (%zu-token prompt, text to first token, median "
+           "of 9)\n(%d thread%s, isa %s, kv %s, weights %.0f MB fp32)\n",
+           512.0 / best_pp, 64.0 / best_tg, ms, n_tok, omp_get_max_threads(),
            omp_get_max_threads() == 1 ? "" : "s",
            mhsa_isa_name(mhsa_active_isa()),
            r->a->kv_dtype == MHSA_F32 ? "f32"
