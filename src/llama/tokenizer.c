@@ -11,7 +11,6 @@
 
 #include "core/alloc.h"
 #include "core/status.h"
-#include "core/alloc.h"
 #include "pretok.h"
 #include "tok_internal.h"
 #include "unicode.h"
