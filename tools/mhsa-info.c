@@ -1,6 +1,7 @@
 // mhsa-info — prints the library version, the kernel table dispatch picked
 // (after MHSA_ISA), which ISAs this build has and this CPU runs, and which
-// it has but this CPU cannot run (e.g. AVX-512 on a Zen 3).
+// it has but this CPU cannot run (e.g. AVX-512 on a Zen 3), and the data
+// cache sizes the library read (core/cpu_caches.h) and where from.
 //
 //   mhsa-info          human-readable summary
 //   mhsa-info --isa    only the active ISA's name (for scripts and CI: under
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cpu_caches.h"
 #include "kernels/kernels.h"
 #include "mhsa.h"
 
@@ -120,5 +122,8 @@ int main(int argc, char **argv)
         if (built(i) && !mhsa_kernels_for(i))
             printf("not on this CPU: %s (%s)\n", mhsa_isa_name(i),
                    needs(i));
+    const mhsa_cpu_caches *c = mhsa__cpu_caches();
+    printf("caches: L1d %zu KiB and L2 %zu KiB per core, L3 %zu KiB (%s)\n",
+           c->l1d >> 10, c->l2 >> 10, c->l3 >> 10, c->source);
     return 0;
 }
