@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "core/cpu_caches.h"
+#include "core/cpu_features.h"
 #include "kernels/kernels.h"
 #include "mhsa.h"
 
@@ -122,6 +123,12 @@ int main(int argc, char **argv)
         if (built(i) && !mhsa_kernels_for(i))
             printf("not on this CPU: %s (%s)\n", mhsa_isa_name(i),
                    needs(i));
+    // Features the CPU and OS give that later kernels use (BF16 compute).
+    const mhsa_cpu_features *f = mhsa__cpu_features();
+    printf("cpu features:%s%s%s%s%s%s\n", f->avx2_fma_f16c ? " avx2+fma+f16c" : "",
+           f->avx512 ? " avx512f/bw/vl/dq" : "", f->avx512_bf16 ? " avx512_bf16" : "",
+           f->avx512_fp16 ? " avx512_fp16" : "", f->amx_bf16 ? " amx_bf16" : "",
+           f->neon ? " neon" : "");
     const mhsa_cpu_caches *c = mhsa__cpu_caches();
     printf("caches: L1d %zu KiB and L2 %zu KiB per core, L3 %zu KiB (%s)\n",
            c->l1d >> 10, c->l2 >> 10, c->l3 >> 10, c->source);

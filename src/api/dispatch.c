@@ -1,4 +1,5 @@
-// dispatch.c — which kernel table runs: CPU features, MHSA_ISA, select-once.
+// dispatch.c — which kernel table runs: CPU features (core/cpu_features.h),
+// MHSA_ISA, select-once.
 //
 // The tables this build has are kept best-first; the active one is chosen
 // once (at the first library call that needs it) from MHSA_ISA, else the
@@ -8,55 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cpu_features.h"
 #include "objects.h"
-
-#if defined(__x86_64__) || defined(_M_X64)
-#include <cpuid.h>
-
-// AVX2 needs the CPU's AVX2, FMA and F16C bits *and* the OS saving YMM
-// state (OSXSAVE, then XCR0 bits 1 and 2). __builtin_cpu_supports skipped
-// the OS check in older GCC (bug 85100), so this asks CPUID and XGETBV
-// directly. F16C (the half-precision KV cache) came with every AVX2 CPU.
-static int cpu_has_avx2_fma(void)
-{
-    unsigned a, b, c, d;
-    if (!__get_cpuid(1, &a, &b, &c, &d))
-        return 0;
-    const unsigned fma = 1u << 12, osxsave = 1u << 27, avx = 1u << 28,
-                   f16c = 1u << 29;
-    const unsigned need = fma | osxsave | avx | f16c;
-    if ((c & need) != need)
-        return 0;
-    unsigned xcr0_lo, xcr0_hi;
-    __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
-    if ((xcr0_lo & 6) != 6)
-        return 0;
-    if (__get_cpuid_max(0, NULL) < 7)
-        return 0;
-    __cpuid_count(7, 0, a, b, c, d);
-    return (b >> 5) & 1;   // CPUID.7.0:EBX bit 5 = AVX2
-}
-
-#if MHSA_HAVE_AVX512
-// AVX-512 (F, BW, VL, DQ; with AVX2 and FMA) needs the OS saving the
-// opmask registers and all 32 ZMM registers as well: XCR0 bits 1, 2 (SSE,
-// AVX), 5 (opmask), 6 (ZMM0-15 upper halves) and 7 (ZMM16-31).
-static int cpu_has_avx512(void)
-{
-    if (!cpu_has_avx2_fma())
-        return 0;
-    unsigned a, b, c, d;
-    unsigned xcr0_lo, xcr0_hi;
-    __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
-    if ((xcr0_lo & 0xe6) != 0xe6)
-        return 0;
-    __cpuid_count(7, 0, a, b, c, d);
-    const unsigned f = 1u << 16, dq = 1u << 17, bw = 1u << 30,
-                   vl = 1u << 31;
-    return (b & (f | dq | bw | vl)) == (f | dq | bw | vl);
-}
-#endif
-#endif
 
 // Best first; scalar last, always there.
 static const mhsa_kernels *const built_tables[] = {
@@ -78,13 +32,13 @@ static int cpu_supports(mhsa_isa isa)
     switch (isa) {
     case MHSA_ISA_SCALAR: return 1;
 #if MHSA_HAVE_AVX2
-    case MHSA_ISA_AVX2:   return cpu_has_avx2_fma();
+    case MHSA_ISA_AVX2:   return mhsa__cpu_features()->avx2_fma_f16c;
 #endif
 #if MHSA_HAVE_NEON
     case MHSA_ISA_NEON:   return 1;
 #endif
 #if MHSA_HAVE_AVX512
-    case MHSA_ISA_AVX512: return cpu_has_avx512();
+    case MHSA_ISA_AVX512: return mhsa__cpu_features()->avx512;
 #endif
     default:              return 0;
     }
