@@ -73,16 +73,10 @@ mhsa_status mhsa__gguf_read_f32(const mhsa_gguf_file *f, const char *name,
     uint64_t off = f->data_offset + t->offset;
     for (size_t done = 0; done < blocks;) {
         size_t k = blocks - done < per ? blocks - done : per;
-        int r = mhsa__pread_full(f->fd, buf, k * info->bytes,
-                                 off + (uint64_t)done * info->bytes);
-        if (r != 0) {
-            // A short read now means the file shrank after it was opened.
-            s = r < 0 ? mhsa__fail(MHSA_ERR_IO, "tensor '%s': read error: "
-                                   "%s", name, strerror(errno))
-                      : mhsa__fail(MHSA_ERR_FORMAT, "tensor '%s': file "
-                                   "truncated while reading", name);
+        s = mhsa__pread_tensor(f->fd, buf, k * info->bytes,
+                               off + (uint64_t)done * info->bytes, name);
+        if (s != MHSA_OK)
             break;
-        }
         mhsa__ggml_dequant(t->type, buf, k, dst + done * info->block);
         done += k;
     }

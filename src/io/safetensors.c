@@ -393,17 +393,10 @@ mhsa_status mhsa__st_read_f32(const mhsa_st_file *f, const char *name,
     size_t per = ST_CHUNK / esize;
     for (size_t done = 0; done < count;) {
         size_t k = count - done < per ? count - done : per;
-        int r = mhsa__pread_full(f->fd, buf, k * esize,
-                           f->data_start + e->begin + done * esize);
-        if (r != 0) {
-            // The file was validated at open: a short read now means it
-            // shrank underneath us.
-            s = r < 0 ? mhsa__fail(MHSA_ERR_IO, "tensor '%s': read error: "
-                                   "%s", name, strerror(errno))
-                      : mhsa__fail(MHSA_ERR_FORMAT, "tensor '%s': file "
-                                   "truncated while reading", name);
+        s = mhsa__pread_tensor(f->fd, buf, k * esize,
+                               f->data_start + e->begin + done * esize, name);
+        if (s != MHSA_OK)
             break;
-        }
         // Bytes are little-endian in the file whatever the host's order.
         for (size_t j = 0; j < k; j++) {
             const unsigned char *b = buf + j * esize;
