@@ -11,7 +11,7 @@ out.
                                       test_avx512 checked the emulated build
 
 The evidence is what the tests print (tests/util.c kernels_or_skip,
-tests/test_avx512.c).
+tests/kernels/test_avx512.c).
 """
 import json
 import sys

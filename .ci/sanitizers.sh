@@ -30,7 +30,7 @@ for s in "${steps[@]}"; do
         # setting FTZ/DAZ, which valgrind does not emulate.
         # Cases tagged slow are left out (a minute or more each under
         # valgrind; ASan, qemu and the native run take them).
-        vg_tests=(adversarial adversarial_v02 overflow faults concurrency refs
+        vg_tests=(adversarial adversarial_variants overflow faults concurrency refs
                   safetensors dispatch dp)
         ninja -C build-vg "${vg_tests[@]/#/tests/test_}"
         vg="valgrind --tool=memcheck --error-exitcode=99 --leak-check=full"

@@ -2,7 +2,21 @@
  *
  * The public C11 API. Everything here follows the contract in the project's
  * API document: names, argument order and meanings are fixed; new functions,
- * enum values and struct fields are only ever added at the end.
+ * enum values and struct fields are only ever added at the end, so the
+ * sections below come in the order they were added. What is where:
+ *   Status and errors     mhsa_status, mhsa_last_error, mhsa_version
+ *   Kernel dispatch       mhsa_select_isa (or MHSA_ISA=...), mhsa_active_isa
+ *   The attention block   mhsa_config (every field, 0.2's too), weights
+ *   Workspace             per-thread scratch; mhsa_forward, mhsa_backward
+ *   KV cache              mhsa_kv_cache_create, mhsa_forward_cached
+ *   Weight files          mhsa_block_load_safetensors (every name set), save
+ *   0.2 ragged batches    mhsa_forward_ex, mhsa_forward_cached_ex, cache slots
+ *   0.2 cache storage     mhsa_kv_cache_create_ex: F32, F16 or BF16 K and V
+ *   0.2 weight names      mhsa_names, mhsa_block_save_safetensors_ex
+ *   Beyond the contract   mhsa_block_config
+ * The 0.1 calls mhsa_forward, mhsa_forward_cached, mhsa_kv_cache_create and
+ * mhsa_block_save_safetensors are shorthands of the _ex calls of 0.2 with
+ * the additions off; each one's comment says which.
  *
  * Conventions
  * - Every tensor is caller-owned, row-major, contiguous fp32. Shapes are
@@ -11,7 +25,11 @@
  * - Linear layers follow PyTorch: y = x @ W^T + b, W stored (out, in).
  * - Weights use torch.nn.MultiheadAttention's layout: w_qkv = in_proj_weight
  *   (3D, D) = rows [Wq; Wk; Wv], b_qkv = in_proj_bias (3D),
- *   w_out = out_proj.weight (D, D), b_out = out_proj.bias (D).
+ *   w_out = out_proj.weight (D, D), b_out = out_proj.bias (D). With
+ *   grouped-query heads (n_kv_heads = Hkv < H) K and V have Hkv heads of dh
+ *   features: w_qkv is ((H + 2*Hkv)*dh, D) = rows [Wq (D rows); Wk (Hkv*dh);
+ *   Wv (Hkv*dh)] and b_qkv ((H + 2*Hkv)*dh); mhsa_grads follows the same
+ *   shapes. With Hkv = H this is in_proj_weight exactly.
  * - A function that can fail returns mhsa_status. On failure nothing the
  *   caller passed in is modified and every object stays usable;
  *   mhsa_last_error() names the bad argument and its value.
@@ -80,6 +98,10 @@ const char *mhsa_isa_name(mhsa_isa isa);
 
 /* ---- The attention block ----------------------------------------------- */
 
+/* The block's shape and its attention rule. Fields a caller leaves 0 (as a
+ * 0.1 caller does, who never names the 0.2 fields) give 0.1's block, bit for
+ * bit. Invalid values fail mhsa_block_create with MHSA_ERR_INVALID_ARG
+ * naming the field, except the divisibility rules (MHSA_ERR_SHAPE). */
 typedef struct mhsa_config {
     int d_model;      /* D > 0 */
     int n_heads;      /* H > 0, D % H == 0 */
@@ -87,12 +109,27 @@ typedef struct mhsa_config {
     int causal;       /* 1: position t attends to positions <= t only */
     int bias;         /* 1: b_qkv and b_out exist */
     /* Added in 0.2; zero for each means "as in 0.1", bit for bit. */
-    int   n_kv_heads;        /* Hkv; 0 means H. H % Hkv == 0 (else
+    /* Grouped-query attention: query head h uses kv head h / (H / Hkv);
+     * Hkv = 1 is multi-query. The weights' shapes (see Conventions), the
+     * gradients, mhsa_block_init_random (its Xavier bound from the whole
+     * w_qkv shape) and the KV cache (H/Hkv times less memory) follow Hkv. */
+    int   n_kv_heads;        /* Hkv; 0 means H. >= 0; H % Hkv == 0 (else
                                 MHSA_ERR_SHAPE) */
+    /* Rotary position embedding (rope_dim = R > 0): after the projection
+     * (bias included) and before any scaling or caching, the first R
+     * features of every query and key head vector x at absolute position p
+     * are rotated pair by pair: for i < R/2, a = p * theta^(-2i/R), and the
+     * pair (u, v) becomes (u cos a - v sin a, u sin a + v cos a). The block
+     * computes the angles in double once, for every p < max_seq_len. p is t
+     * in mhsa_forward(_ex) and the sequence's cached length plus t in the
+     * cached calls. */
     int   rope_dim;          /* 0: no rotary embedding; else even, 2..dh */
-    float rope_theta;        /* 0 means 10000 */
-    int   rope_interleaved;  /* 0: pairs (i, i + rope_dim/2); 1: pairs
-                                (2i, 2i+1) */
+    float rope_theta;        /* 0 means 10000; finite and >= 0 */
+    int   rope_interleaved;  /* 0: pairs (x[i], x[i + R/2]) (GPT-NeoX,
+                                Hugging Face Llama); 1: pairs (x[2i],
+                                x[2i+1]) (GPT-J, Meta's Llama) */
+    /* Sliding window: a key outside it is blocked like a masked one, and
+     * never read. */
     int   window;            /* 0: none; W > 0 (causal blocks only): key j
                                 is seen by position p only if p-W < j <= p */
 } mhsa_config;
@@ -100,11 +137,16 @@ typedef struct mhsa_config {
 typedef struct mhsa_block mhsa_block;
 
 /* Creates a block with all weights zero. Errors: cfg or out NULL, a
- * non-positive size, causal/bias not 0 or 1: MHSA_ERR_INVALID_ARG;
- * D % H != 0: MHSA_ERR_SHAPE; sizes that overflow: MHSA_ERR_NO_MEMORY. */
-/* *out receives a new block owned by the caller (free it with
+ * non-positive size, causal/bias/rope_interleaved not 0 or 1, a negative
+ * n_kv_heads or window, a rope_dim that is odd, negative or > dh, a
+ * rope_theta negative, NaN or infinite, a window on a non-causal block:
+ * MHSA_ERR_INVALID_ARG naming the field; D % H != 0 or H % Hkv != 0:
+ * MHSA_ERR_SHAPE; sizes that overflow: MHSA_ERR_NO_MEMORY.
+ * *out receives a new block owned by the caller (free it with
  * mhsa_block_destroy); *out is untouched on failure. The configuration is
- * copied. Memory: the weights (4*D*D + 4*D floats) and one packed copy. */
+ * copied. Memory: the weights (the shapes of Conventions: 4*D*D + 4*D floats
+ * when Hkv = H and bias = 1), one packed copy of w_qkv and w_out, and with
+ * RoPE two tables of max_seq_len * rope_dim/2 floats (cos and sin). */
 mhsa_status mhsa_block_create(const mhsa_config *cfg, mhsa_block **out);
 /* Frees the block. Workspaces, caches and gradients made for it must not be
  * used with it afterwards (destroy them too). NULL is a no-op. */
@@ -124,9 +166,9 @@ mhsa_status mhsa_block_set_weights(mhsa_block *blk,
 mhsa_status mhsa_block_get_weights(const mhsa_block *blk,
                                    float *w_qkv, float *b_qkv,
                                    float *w_out, float *b_out);
-/* w_qkv (as one (3D, D) matrix) and w_out Xavier-uniform, biases zero, as
- * torch.nn.MultiheadAttention initialises; the same bits from the same seed
- * on every platform. blk NULL: MHSA_ERR_INVALID_ARG. */
+/* w_qkv (as one matrix of its whole shape) and w_out Xavier-uniform, biases
+ * zero, as torch.nn.MultiheadAttention initialises; the same bits from the
+ * same seed on every platform. blk NULL: MHSA_ERR_INVALID_ARG. */
 mhsa_status mhsa_block_init_random(mhsa_block *blk, uint64_t seed);
 
 /* ---- Workspace, forward and backward ------------------------------------ */
@@ -147,12 +189,14 @@ void        mhsa_workspace_destroy(mhsa_workspace *ws);     /* NULL: no-op */
 /* The memory the workspace holds, in bytes; 0 for NULL. */
 size_t      mhsa_workspace_bytes(const mhsa_workspace *ws);
 
-/* y = MultiHeadSelfAttention(x), x and y (B, T, D).
+/* y = MultiHeadSelfAttention(x), x and y (B, T, D): the shorthand of
+ * mhsa_forward_ex without key padding (seq_len = NULL; the same bits).
  * mask: optional additive mask (T, T) added to the scaled scores after the
- *       causal mask; NULL for none. Only the causal mask and -INFINITY
- *       entries block a key; a finite value, however negative, is added like
- *       any other. A blocked key is never read: NaN/inf in its K/V cannot
- *       reach the output; NaN/inf in anything a row does read propagates.
+ *       causal mask and the window; NULL for none. Only the causal mask,
+ *       the window and -INFINITY entries block a key; a finite value,
+ *       however negative, is added like any other. A blocked key is never
+ *       read: NaN/inf in its K/V cannot reach the output; NaN/inf in
+ *       anything a row does read propagates.
  * attn: optional output (B, H, T, T) of the per-head softmax weights. When
  *       NULL the (T, T) score matrix is never materialised.
  * A row whose every key is masked gets all-zero weights and a zero context
@@ -178,14 +222,15 @@ mhsa_status mhsa_grads_create(const mhsa_block *blk, mhsa_grads **out);
 void        mhsa_grads_zero(mhsa_grads *g);       /* sets all to 0; NULL ok */
 void        mhsa_grads_destroy(mhsa_grads *g);    /* NULL is a no-op */
 
-/* Backward of the last mhsa_forward made with this workspace.
- * dy (B, T, D) in; dx (B, T, D) out (may be NULL); gradients are ADDED into g.
- * The caller keeps the forward's x and mask alive and unchanged until then.
- * It may be called more than once for one forward (each call adds again).
- * MHSA_ERR_STATE if the workspace holds no forward, or the block's weights
- * changed since it; mhsa_forward_cached on the same workspace discards the
- * recorded forward. Other errors: blk, ws, dy or g NULL, ws or g made for a
- * block of another shape: MHSA_ERR_INVALID_ARG. Deterministic: the same bits
+/* Backward of the last mhsa_forward or mhsa_forward_ex made with this
+ * workspace. dy (B, T, D) in; dx (B, T, D) out (may be NULL); gradients
+ * are ADDED into g. The caller keeps the forward's x and mask (and
+ * seq_len) alive and unchanged until then. It may be called more than
+ * once for one forward (each call adds again). MHSA_ERR_STATE if the
+ * workspace holds no forward, or the block's weights changed since it;
+ * mhsa_forward_cached(_ex) on the same workspace discards the recorded
+ * forward. Other errors: blk, ws, dy or g NULL, ws or g made for a block
+ * of another shape: MHSA_ERR_INVALID_ARG. Deterministic: the same bits
  * whatever the thread count. */
 mhsa_status mhsa_backward(const mhsa_block *blk, mhsa_workspace *ws,
                           const float *dy, float *dx, mhsa_grads *g);
@@ -194,31 +239,39 @@ mhsa_status mhsa_backward(const mhsa_block *blk, mhsa_workspace *ws,
 
 typedef struct mhsa_kv_cache mhsa_kv_cache;
 
-/* max_batch or capacity < 1: MHSA_ERR_INVALID_ARG; capacity > the block's
+/* The shorthand of mhsa_kv_cache_create_ex with dtype MHSA_F32.
+ * max_batch or capacity < 1: MHSA_ERR_INVALID_ARG; capacity > the block's
  * max_seq_len: MHSA_ERR_SHAPE; a non-causal block: MHSA_ERR_INVALID_ARG.
- * Every mhsa_forward_cached call since the last reset uses the same B (else
- * MHSA_ERR_SHAPE). */
-/* The cache holds 2 * max_batch * capacity * D floats (keys and values,
- * split by head), allocated here and owned by the caller. One cache per
- * sequence batch; not to be shared between threads running at once. */
+ * The cache holds the keys and values of max_batch sequences of up to
+ * capacity positions, split by kv head: 2 * max_batch * capacity * Hkv * dh
+ * values of its dtype (4 bytes for F32, 2 for F16 and BF16), allocated here
+ * and owned by the caller, plus one length per sequence (mhsa_kv_cache_bytes
+ * counts it all). One cache per sequence batch; not to be shared between
+ * threads running at once. */
 mhsa_status mhsa_kv_cache_create(const mhsa_block *blk, int max_batch,
                                  int capacity, mhsa_kv_cache **out);
 void        mhsa_kv_cache_destroy(mhsa_kv_cache *c);        /* NULL: no-op */
-/* Forgets every cached position (and the batch size); the cache then
- * behaves bit for bit like a fresh one. NULL is a no-op. */
+/* Forgets every cached position of every sequence (and the batch size of
+ * mhsa_forward_cached); the cache then behaves bit for bit like a fresh
+ * one. NULL is a no-op. */
 void        mhsa_kv_cache_reset(mhsa_kv_cache *c);
-/* Positions cached so far; 0 for NULL. */
+/* Positions cached so far: the longest sequence's length (under
+ * mhsa_forward_cached alone every sequence of the batch has it; in ragged
+ * batches ask mhsa_kv_cache_seq_len); 0 for NULL. */
 int         mhsa_kv_cache_len(const mhsa_kv_cache *c);
 /* The memory the cache holds, in bytes; 0 for NULL. */
 size_t      mhsa_kv_cache_bytes(const mhsa_kv_cache *c);
 
 /* Appends the keys/values of x_new (B, t_new, D) after the cached ones and
- * attends causally over all cached plus new positions; y (B, t_new, D).
+ * attends causally over all cached plus new positions; y (B, t_new, D): the
+ * shorthand of mhsa_forward_cached_ex with n_new = NULL (every sequence
+ * appends t_new rows), with one rule more: every mhsa_forward_cached call
+ * since the last mhsa_kv_cache_reset uses the same B.
  * Token by token it gives the same rows (to fp32 rounding) as one causal
  * mhsa_forward over the whole sequence. If len + t_new > capacity it returns
  * MHSA_ERR_SHAPE and the cache is unchanged. Other errors: a NULL pointer,
  * B or t_new < 1, ws or cache made for another block: MHSA_ERR_INVALID_ARG;
- * B > max_batch (workspace or cache), or B unlike the
+ * B > max_batch (workspace or cache), t_new > max_seq_len, or B unlike the
  * earlier calls since the last reset: MHSA_ERR_SHAPE. One token at a time
  * streams K and V once, split over the threads in fixed key chunks. */
 mhsa_status mhsa_forward_cached(const mhsa_block *blk, mhsa_workspace *ws,
@@ -227,46 +280,34 @@ mhsa_status mhsa_forward_cached(const mhsa_block *blk, mhsa_workspace *ws,
 
 /* ---- Weight files (safetensors) ----------------------------------------- */
 
-/* Reads in_proj_weight (3D, D), in_proj_bias (3D), out_proj.weight (D, D),
- * out_proj.bias (D) after `prefix` from a .safetensors file; dtypes F32, F16,
- * BF16. Missing tensor or wrong shape: MHSA_ERR_FORMAT naming it; a path that
- * cannot be opened: MHSA_ERR_IO; malformed bytes: MHSA_ERR_FORMAT. On failure
- * the block's weights are unchanged. */
+/* Reads the block's weights after `prefix` ("" or e.g. "attn.") from a
+ * .safetensors file, named by any one complete set of (tried in this
+ * order, the order of mhsa_names):
+ *   PyTorch       in_proj_weight ((H + 2*Hkv)*dh, D), in_proj_bias,
+ *                 out_proj.weight (D, D), out_proj.bias (D)
+ *   Hugging Face  q_proj (D, D), k_proj and v_proj (Hkv*dh, D), o_proj
+ *                 (D, D), each .weight and .bias
+ *   GPT           c_q, c_k, c_v, c_proj, the same shapes and suffixes.
+ * A set is complete when all its weights, and its biases when bias == 1,
+ * are present by name (biases are ignored when bias == 0); the first
+ * complete set is loaded and every other tensor ignored. dtypes F32, F16
+ * and BF16 are converted to fp32. The whole file is validated as the
+ * format defines it before any tensor is read. A tensor of the chosen set
+ * with another shape, or a dtype other than those three: MHSA_ERR_FORMAT
+ * naming it (expected and found shape); no complete set: MHSA_ERR_FORMAT
+ * naming the first missing PyTorch tensor, then what each partly present
+ * set lacks; a path that cannot be opened or is a directory: MHSA_ERR_IO;
+ * malformed bytes: MHSA_ERR_FORMAT; built without safetensors support:
+ * MHSA_ERR_UNSUPPORTED. On failure the block's weights are unchanged. */
 mhsa_status mhsa_block_load_safetensors(mhsa_block *blk, const char *path,
                                         const char *prefix);
-/* Writes the block's tensors (F32) under the same names (the biases only
- * when bias == 1), replacing path only once the new file is complete.
+/* Writes the block's tensors (F32) under PyTorch's names (the biases only
+ * when bias == 1), replacing path only once the new file is complete: the
+ * shorthand of mhsa_block_save_safetensors_ex with MHSA_NAMES_TORCH.
  * Errors: NULL arguments: MHSA_ERR_INVALID_ARG; cannot write:
  * MHSA_ERR_IO; built without safetensors support: MHSA_ERR_UNSUPPORTED. */
 mhsa_status mhsa_block_save_safetensors(const mhsa_block *blk, const char *path,
                                         const char *prefix);
-
-/* ---- Additions for 0.2: attention variants --------------------------------
- *
- * Grouped-query attention (n_kv_heads = Hkv < H; Hkv = 1 is multi-query):
- * K and V have Hkv heads of dh = D / H features; query head h uses kv head
- * h / (H / Hkv). The fused projection is w_qkv ((H + 2*Hkv)*dh, D) = rows
- * [Wq (D rows); Wk (Hkv*dh); Wv (Hkv*dh)], b_qkv ((H + 2*Hkv)*dh); w_out
- * (D, D). With Hkv = H this is in_proj_weight exactly. mhsa_grads,
- * mhsa_block_init_random (Xavier bound from the whole w_qkv shape) and the
- * KV cache (Hkv heads: H/Hkv times less memory) follow these shapes.
- *
- * Rotary position embedding (rope_dim = R > 0): after the projection (bias
- * included) and before any scaling or caching, every query and key head
- * vector x at absolute position p has its first R features rotated pair by
- * pair: for i < R/2, a = p * theta^(-2i/R), pair (u, v) = (x[i], x[i+R/2])
- * (rope_interleaved = 0: GPT-NeoX, Hugging Face Llama) or (x[2i], x[2i+1])
- * (= 1: GPT-J, Meta's Llama) becomes (u cos a - v sin a, u sin a + v cos a).
- * Angles are computed in double once per block. p is t in mhsa_forward and
- * the sequence's cached length plus t in the cached calls.
- *
- * Sliding window (window = W > 0, causal blocks only): key j is blocked for
- * query position p unless p - W < j <= p; blocked keys are never read.
- *
- * Invalid values (negative or odd rope_dim, rope_dim > dh, negative
- * n_kv_heads, window or rope_theta, rope_interleaved not 0/1, a window on
- * a non-causal block): MHSA_ERR_INVALID_ARG naming the field; H % Hkv != 0:
- * MHSA_ERR_SHAPE. */
 
 /* ---- Additions for 0.2: ragged batches ------------------------------------ */
 
@@ -300,24 +341,26 @@ typedef struct mhsa_cached_args {
     float *y;              /* (B, t_new, D) */
 } mhsa_cached_args;
 
-/* Each sequence b of the cache has its own length. Appends the first
- * n_new[b] rows of x_new[b] to sequence b at positions seq_len(b) ...;
- * those rows of y are what one causal forward over that sequence's whole
- * history gives (to fp32 rounding); rows >= n_new[b] of y[b] are set to 0,
- * and n_new[b] = 0 leaves sequence b untouched. Sequences >= B are
- * untouched. B may differ between calls (up to max_batch). If any sequence
- * would exceed the capacity, or t_new exceeds max_seq_len (the rows a
- * workspace holds per sequence): MHSA_ERR_SHAPE naming it, nothing changed. An
- * n_new[b] outside 0..t_new: MHSA_ERR_INVALID_ARG naming b and the value,
- * nothing changed. One sequence's results never depend on what the other
- * sequences of the batch hold. */
+/* Each sequence b of the cache has its own length, seq_len(b)
+ * (mhsa_kv_cache_seq_len). Appends the first n_new[b] rows of x_new[b] to
+ * sequence b at positions seq_len(b) ...; those rows of y are what one
+ * causal forward over that sequence's whole history gives (to fp32
+ * rounding); rows >= n_new[b] of y[b] are set to 0, and n_new[b] = 0
+ * leaves sequence b untouched. Sequences >= B are untouched. B may differ
+ * between calls (up to max_batch). If any sequence would exceed the
+ * capacity, or t_new exceeds max_seq_len (the rows a workspace holds per
+ * sequence): MHSA_ERR_SHAPE naming it, nothing changed. An n_new[b]
+ * outside 0..t_new: MHSA_ERR_INVALID_ARG naming b and the value, nothing
+ * changed. Other errors as mhsa_forward_cached. One sequence's results
+ * never depend on what the other sequences of the batch hold. */
 mhsa_status mhsa_forward_cached_ex(const mhsa_block *blk, mhsa_workspace *ws,
                                    mhsa_kv_cache *cache,
                                    const mhsa_cached_args *a);
-/* Positions cached for sequence b; 0 for NULL or b out of range. */
+/* Positions cached for sequence b (slot b); 0 for NULL or b out of range. */
 int         mhsa_kv_cache_seq_len(const mhsa_kv_cache *c, int b);
 /* Empties slot b only: it then behaves bit for bit like a fresh one (for
- * continuous batching). b out of range or c NULL: MHSA_ERR_INVALID_ARG. */
+ * continuous batching); the other sequences keep their positions. b out of
+ * range or c NULL: MHSA_ERR_INVALID_ARG. */
 mhsa_status mhsa_kv_cache_reset_seq(mhsa_kv_cache *c, int b);
 
 /* ---- Additions for 0.2: KV cache storage type ----------------------------- */
@@ -341,28 +384,17 @@ mhsa_status mhsa_kv_cache_create_ex(const mhsa_block *blk,
                                     const mhsa_kv_config *cfg,
                                     mhsa_kv_cache **out);
 
-/* ---- Additions for 0.2: weight names -------------------------------------- *
- *
- * mhsa_block_load_safetensors accepts, after the prefix, any one complete
- * set of: PyTorch (in_proj_weight, in_proj_bias, out_proj.weight,
- * out_proj.bias), Hugging Face (q_proj, k_proj, v_proj, o_proj, each
- * .weight and, with bias, .bias) or GPT (c_q, c_k, c_v, c_proj, the same
- * suffixes), tried in that order. Shapes: in_proj_weight ((H+2*Hkv)*dh, D),
- * q (D, D), k and v (Hkv*dh, D), out (D, D).
- * A set is complete when all its weights, and its biases when bias == 1,
- * are present by name (biases are ignored when bias == 0); the first
- * complete set is loaded and every other tensor ignored. A tensor of that
- * set with another shape, or a dtype other than F32/F16/BF16:
- * MHSA_ERR_FORMAT naming it (expected and found shape). No complete set:
- * MHSA_ERR_FORMAT naming the first missing PyTorch tensor, then what each
- * partly present set lacks. */
+/* ---- Additions for 0.2: weight names ------------------------------------- */
 
+/* The sets of tensor names a block's weights go by in a file; which one
+ * mhsa_block_load_safetensors accepts is described there. */
 typedef enum mhsa_names {
     MHSA_NAMES_TORCH = 0, MHSA_NAMES_HF, MHSA_NAMES_C
 } mhsa_names;
 
-/* mhsa_block_save_safetensors with the chosen set of names; an unknown
- * names value: MHSA_ERR_INVALID_ARG. */
+/* mhsa_block_save_safetensors with the chosen set of names (with their
+ * shapes, as mhsa_block_load_safetensors lists them); an unknown names
+ * value: MHSA_ERR_INVALID_ARG. */
 mhsa_status mhsa_block_save_safetensors_ex(const mhsa_block *blk,
                                            const char *path,
                                            const char *prefix,

@@ -59,7 +59,7 @@ void rc_load(const char *name, refcase *rc)
 mhsa_config rc_config(const refcase *rc)
 {
     mhsa_config c = { rc->D, rc->H, rc->T, rc->causal, rc->bias };
-    // Hkv = H is written as 0, the 0.1 spelling (test_v02_variants checks
+    // Hkv = H is written as 0, the 0.1 spelling (test_variants_torch checks
     // that n_kv_heads = H gives the same bits).
     c.n_kv_heads = rc->Hkv == rc->H ? 0 : rc->Hkv;
     c.rope_dim = rc->rope_dim;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""gpt_ref.py -- PyTorch reference values for the GPT (tests/test_gpt.c).
+"""gpt_ref.py -- PyTorch reference values for the GPT (tests/train/test_gpt.c).
 
 Builds small GPTs with tools/gpt_peer.py's PyTorch model, from weights drawn
 here (seeded numpy, wide enough that every path carries a gradient), runs

@@ -77,3 +77,16 @@ int mhsa__pread_full(int fd, void *buf, size_t n, uint64_t off)
     }
     return 0;
 }
+
+mhsa_status mhsa__pread_tensor(int fd, void *buf, size_t n, uint64_t off,
+                               const char *name)
+{
+    int r = mhsa__pread_full(fd, buf, n, off);
+    if (r < 0)
+        return mhsa__fail(MHSA_ERR_IO, "tensor '%s': read error: %s", name,
+                          strerror(errno));
+    if (r > 0)
+        return mhsa__fail(MHSA_ERR_FORMAT, "tensor '%s': file truncated "
+                          "while reading", name);
+    return MHSA_OK;
+}

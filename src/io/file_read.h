@@ -27,4 +27,11 @@ mhsa_status mhsa__check_shape(const char *name, int want_n,
 // (errno set).
 int mhsa__pread_full(int fd, void *buf, size_t n, uint64_t off);
 
+// mhsa__pread_full of bytes of tensor `name` from a file validated at
+// open: an error is MHSA_ERR_IO "tensor 'name': read error: ...", a short
+// read (the file shrank after it was opened) MHSA_ERR_FORMAT "tensor
+// 'name': file truncated while reading".
+mhsa_status mhsa__pread_tensor(int fd, void *buf, size_t n, uint64_t off,
+                               const char *name);
+
 #endif

@@ -371,7 +371,7 @@ static mhsa_status rd_tensor(cursor *c, size_t i)
     return rd_u64(c, &t->offset, "data offset");
 }
 
-static int cmp_kv(const void *a, const void *b)
+int mhsa__gguf_cmp_kv(const void *a, const void *b)
 {
     const gguf_kv *x = *(const gguf_kv *const *)a;
     const gguf_kv *y = *(const gguf_kv *const *)b;
@@ -382,7 +382,7 @@ static int cmp_kv(const void *a, const void *b)
     return x->key_len < y->key_len ? -1 : x->key_len > y->key_len;
 }
 
-static int cmp_t_name(const void *a, const void *b)
+int mhsa__gguf_cmp_tensor_name(const void *a, const void *b)
 {
     const mhsa_gguf_tensor *x = *(const mhsa_gguf_tensor *const *)a;
     const mhsa_gguf_tensor *y = *(const mhsa_gguf_tensor *const *)b;
@@ -404,9 +404,9 @@ static mhsa_status check_keys(cursor *c)
         f->kv[i].key = (const char *)f->buf + f->kv[i].key_off;
         f->kv_sorted[i] = &f->kv[i];
     }
-    qsort(f->kv_sorted, f->n_kv, sizeof *f->kv_sorted, cmp_kv);
+    qsort(f->kv_sorted, f->n_kv, sizeof *f->kv_sorted, mhsa__gguf_cmp_kv);
     for (size_t i = 1; i < f->n_kv; i++)
-        if (!cmp_kv(&f->kv_sorted[i - 1], &f->kv_sorted[i])) {
+        if (!mhsa__gguf_cmp_kv(&f->kv_sorted[i - 1], &f->kv_sorted[i])) {
             snprintf(c->where, sizeof c->where, "key '%.80s'",
                      f->kv_sorted[i]->key);
             return bad(c, "appears twice");
@@ -456,7 +456,8 @@ static mhsa_status check_tensors(cursor *c)
                        (ull)p->bytes);
         }
     }
-    qsort(f->t_sorted, f->n_tensors, sizeof *f->t_sorted, cmp_t_name);
+    qsort(f->t_sorted, f->n_tensors, sizeof *f->t_sorted,
+          mhsa__gguf_cmp_tensor_name);
     for (size_t i = 1; i < f->n_tensors; i++)
         if (!strcmp(f->t_sorted[i - 1]->name, f->t_sorted[i]->name)) {
             snprintf(c->where, sizeof c->where, "tensor '%.80s'",

@@ -57,4 +57,10 @@ struct mhsa_gguf_file {
 // Byte sizes of the fixed-size value types (0 for string, array, unknown).
 size_t mhsa__gguf_fixed_size(uint32_t type);
 
+// The orders of kv_sorted (bytes, then length) and t_sorted (strcmp), for
+// qsort at open and bsearch in the lookups; both take pointers to the
+// arrays' elements (const gguf_kv ** and const mhsa_gguf_tensor **).
+int mhsa__gguf_cmp_kv(const void *a, const void *b);
+int mhsa__gguf_cmp_tensor_name(const void *a, const void *b);
+
 #endif

@@ -2,6 +2,7 @@
 // getters of gguf.h. Everything here reads what mhsa__gguf_open already
 // validated (types, sizes, bools), so the getters only check that the
 // caller asks for the type the file has.
+#include <stdlib.h>
 #include <string.h>
 
 #include "gguf_impl.h"
@@ -37,28 +38,17 @@ const mhsa_gguf_val *mhsa__gguf_kv_val(const mhsa_gguf_file *f, size_t i)
     return i < f->n_kv ? &f->kv[i].val : NULL;
 }
 
-// Binary search of the keys sorted by (bytes, length).
 const mhsa_gguf_val *mhsa__gguf_find(const mhsa_gguf_file *f,
                                      const char *key)
 {
-    if (!f || !key)
+    if (!f || !key || !f->n_kv)   // (bsearch must not see a NULL array)
         return NULL;
-    size_t len = strlen(key), lo = 0, hi = f->n_kv;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        const gguf_kv *kv = f->kv_sorted[mid];
-        size_t n = kv->key_len < len ? (size_t)kv->key_len : len;
-        int r = memcmp(kv->key, key, n);
-        if (!r)
-            r = kv->key_len < len ? -1 : kv->key_len > len;
-        if (!r)
-            return &kv->val;
-        if (r < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
+    gguf_kv probe = {.key = key, .key_len = strlen(key)};
+    const gguf_kv *pp = &probe;
+    const gguf_kv *const *hit = bsearch(&pp, f->kv_sorted, f->n_kv,
+                                        sizeof *f->kv_sorted,
+                                        mhsa__gguf_cmp_kv);
+    return hit ? &(*hit)->val : NULL;
 }
 
 mhsa_gguf_type mhsa__gguf_val_type(const mhsa_gguf_val *v)
@@ -210,54 +200,56 @@ mhsa_status mhsa__gguf_get_str(const mhsa_gguf_file *f, const char *key,
     return st == MHSA_OK ? mhsa__gguf_val_str(v, s, len) : st;
 }
 
+// The number at key, which must exist and be of `type`, stored into *out
+// as the C type its getter takes (uint32_t, int32_t, uint64_t, float, and
+// int for a bool, one byte validated 0 or 1 at open); *out is written only
+// when the key has that type.
+static mhsa_status get_fixed(const mhsa_gguf_file *f, const char *key,
+                             uint32_t type, void *out)
+{
+    const mhsa_gguf_val *v = NULL;
+    mhsa_status s = get(f, key, type, &v);
+    if (s != MHSA_OK)
+        return s;
+    mhsa_gguf_num n = decode(type, f->buf + v->off);
+    switch (type) {
+    case MHSA_GGUF_UINT32:  *(uint32_t *)out = (uint32_t)n.as.u; break;
+    case MHSA_GGUF_INT32:   *(int32_t *)out = (int32_t)n.as.i; break;
+    case MHSA_GGUF_UINT64:  *(uint64_t *)out = n.as.u; break;
+    case MHSA_GGUF_FLOAT32: *(float *)out = (float)n.as.f; break;
+    default:                *(int *)out = n.as.u != 0; break;   // bool
+    }
+    return MHSA_OK;
+}
+
 mhsa_status mhsa__gguf_get_u32(const mhsa_gguf_file *f, const char *key,
                                uint32_t *out)
 {
-    const mhsa_gguf_val *v = NULL;
-    mhsa_status s = get(f, key, MHSA_GGUF_UINT32, &v);
-    if (s == MHSA_OK)
-        *out = (uint32_t)decode(v->type, f->buf + v->off).as.u;
-    return s;
+    return get_fixed(f, key, MHSA_GGUF_UINT32, out);
 }
 
 mhsa_status mhsa__gguf_get_i32(const mhsa_gguf_file *f, const char *key,
                                int32_t *out)
 {
-    const mhsa_gguf_val *v = NULL;
-    mhsa_status s = get(f, key, MHSA_GGUF_INT32, &v);
-    if (s == MHSA_OK)
-        *out = (int32_t)decode(v->type, f->buf + v->off).as.i;
-    return s;
+    return get_fixed(f, key, MHSA_GGUF_INT32, out);
 }
 
 mhsa_status mhsa__gguf_get_u64(const mhsa_gguf_file *f, const char *key,
                                uint64_t *out)
 {
-    const mhsa_gguf_val *v = NULL;
-    mhsa_status s = get(f, key, MHSA_GGUF_UINT64, &v);
-    if (s == MHSA_OK)
-        *out = decode(v->type, f->buf + v->off).as.u;
-    return s;
+    return get_fixed(f, key, MHSA_GGUF_UINT64, out);
 }
 
 mhsa_status mhsa__gguf_get_f32(const mhsa_gguf_file *f, const char *key,
                                float *out)
 {
-    const mhsa_gguf_val *v = NULL;
-    mhsa_status s = get(f, key, MHSA_GGUF_FLOAT32, &v);
-    if (s == MHSA_OK)
-        *out = (float)decode(v->type, f->buf + v->off).as.f;
-    return s;
+    return get_fixed(f, key, MHSA_GGUF_FLOAT32, out);
 }
 
 mhsa_status mhsa__gguf_get_bool(const mhsa_gguf_file *f, const char *key,
                                 int *out)
 {
-    const mhsa_gguf_val *v = NULL;
-    mhsa_status s = get(f, key, MHSA_GGUF_BOOL, &v);
-    if (s == MHSA_OK)
-        *out = f->buf[v->off] != 0;
-    return s;
+    return get_fixed(f, key, MHSA_GGUF_BOOL, out);
 }
 
 mhsa_status mhsa__gguf_get_arr(const mhsa_gguf_file *f, const char *key,

@@ -4,6 +4,7 @@
 // fp32 array. The data are row-major with ne[0] contiguous, so the blocks
 // in file order are the elements in row-major order of dims (gguf.h).
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "file_read.h"
@@ -28,20 +29,14 @@ const mhsa_gguf_tensor *mhsa__gguf_tensor_at(const mhsa_gguf_file *f,
 const mhsa_gguf_tensor *mhsa__gguf_tensor(const mhsa_gguf_file *f,
                                           const char *name)
 {
-    if (!f || !name)
+    if (!f || !name || !f->n_tensors)   // (bsearch must not see NULL)
         return NULL;
-    size_t lo = 0, hi = f->n_tensors;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        int r = strcmp(f->t_sorted[mid]->name, name);
-        if (!r)
-            return f->t_sorted[mid];
-        if (r < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return NULL;
+    mhsa_gguf_tensor probe = {.name = name};
+    const mhsa_gguf_tensor *pp = &probe;
+    const mhsa_gguf_tensor *const *hit =
+        bsearch(&pp, f->t_sorted, f->n_tensors, sizeof *f->t_sorted,
+                mhsa__gguf_cmp_tensor_name);
+    return hit ? *hit : NULL;
 }
 
 uint64_t mhsa__gguf_data_offset(const mhsa_gguf_file *f)
@@ -78,16 +73,10 @@ mhsa_status mhsa__gguf_read_f32(const mhsa_gguf_file *f, const char *name,
     uint64_t off = f->data_offset + t->offset;
     for (size_t done = 0; done < blocks;) {
         size_t k = blocks - done < per ? blocks - done : per;
-        int r = mhsa__pread_full(f->fd, buf, k * info->bytes,
-                                 off + (uint64_t)done * info->bytes);
-        if (r != 0) {
-            // A short read now means the file shrank after it was opened.
-            s = r < 0 ? mhsa__fail(MHSA_ERR_IO, "tensor '%s': read error: "
-                                   "%s", name, strerror(errno))
-                      : mhsa__fail(MHSA_ERR_FORMAT, "tensor '%s': file "
-                                   "truncated while reading", name);
+        s = mhsa__pread_tensor(f->fd, buf, k * info->bytes,
+                               off + (uint64_t)done * info->bytes, name);
+        if (s != MHSA_OK)
             break;
-        }
         mhsa__ggml_dequant(t->type, buf, k, dst + done * info->block);
         done += k;
     }

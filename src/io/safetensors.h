@@ -16,8 +16,8 @@
 // bytes, MHSA_ERR_NO_MEMORY, and MHSA_ERR_UNSUPPORTED when the library was
 // built without safetensors support (meson -Dsafetensors=disabled).
 //
-// Used by the block's load/save (safetensors.c) and by the training demo for
-// its whole model (tok_emb.weight, attn.in_proj_weight, ...).
+// Used by the block's load/save (weight_names.c) and by the trainer for
+// its whole model's checkpoints (tok_emb.weight, attn.in_proj_weight, ...).
 #ifndef MHSA_SAFETENSORS_H
 #define MHSA_SAFETENSORS_H
 

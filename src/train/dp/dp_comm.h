@@ -11,7 +11,7 @@
 //   dp_comm_self()   one process, rank 0 of 1 (dp_self.c): copies or nothing
 //   dp_mpi_init()    Open MPI, one rank per process (dp_mpi.c, only in the
 //                    mpi build of mhsa-train)
-//   tests/dp_threads.c  P ranks as threads of one test process
+//   tests/train/dp_threads.c  P ranks as threads of one test process
 //
 // Every operation is collective unless said otherwise: all ranks call it in
 // the same order with matching sizes. Sizes and offsets are in bytes.

@@ -4,7 +4,7 @@
 // two by a checkpoint and --resume writes the same final checkpoint as one
 // uninterrupted run, --grad-groups 1 through the trainer saves the plain
 // loop's weights, and a checkpoint of another run is refused. The GPT
-// (--task text) on 2 and 4 ranks as threads (tests/dp_threads.c) writes
+// (--task text) on 2 and 4 ranks as threads (dp_threads.c) writes
 // one process's checkpoint, and resumes across rank counts to it.
 #include <fcntl.h>
 #include <stdio.h>

@@ -7,7 +7,7 @@ Usage: mha_interop.py INTEROP_DRIVER [--torch]
    writes the state_dict() of a small model holding an nn.MultiheadAttention
    at `attn` (names attn.in_proj_weight, ..., plus tok_emb.weight etc. around
    it), in F32 and again in F16 and BF16.
-2. Runs INTEROP_DRIVER (tests/interop/interop_driver.c): mhsa loads the file
+2. Runs INTEROP_DRIVER (tests/io/interop/interop_driver.c): mhsa loads the file
    with prefix "attn.", runs the causal forward on x and saves its weights.
 3. Compares mhsa's output with the same attention computed in float64 numpy
    (the math of torch.nn.MultiheadAttention, batch_first=True), and reads

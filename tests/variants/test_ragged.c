@@ -1,10 +1,10 @@
-// test_v02_ragged.c — ragged batches (API.md "Ragged batches"): key
+// test_ragged.c — ragged batches (API.md "Ragged batches"): key
 // padding in mhsa_forward_ex and the backward after it, per-sequence cache
 // lengths in mhsa_forward_cached_ex, slot reset, against PyTorch references
 // (tests/data/refs_v2) on every ISA at 1 and 2 threads; every sequence
 // against its solo run and independent of the others; invalid arguments.
 //
-// Test cases (run one alone: test_v02_ragged NAME...):
+// Test cases (run one alone: test_ragged NAME...):
 //   seq_len        mhsa_forward_ex: key padding, forward and backward
 //   ragged_decode  mhsa_forward_cached_ex with per-sequence lengths
 //   ragged_reset   mhsa_kv_cache_reset_seq in the middle of a run
@@ -556,5 +556,5 @@ int main(int argc, char **argv)
         { "seq_len", add_seq_len },     { "ragged_decode", add_ragged },
         { "ragged_reset", add_reset },  { "ragged_errors", add_errors },
     };
-    return run_tcases("v02_ragged", defs, N_OF(defs), argc, argv);
+    return run_tcases("ragged", defs, N_OF(defs), argc, argv);
 }

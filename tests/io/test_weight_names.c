@@ -1,11 +1,11 @@
-// test_v02_names.c — the weight names of 0.2 (API.md "Weight names"):
+// test_weight_names.c — the weight names of 0.2 (API.md "Weight names"):
 // the same GQA weights written under PyTorch's in_proj_*, Hugging Face's
 // q/k/v/o_proj and GPT's c_q/c_k/c_v/c_proj load to the same bits; partial
 // sets, missing biases and wrong shapes give MHSA_ERR_FORMAT naming the
 // tensor and leave the block alone; mhsa_block_save_safetensors_ex writes
 // each set with the documented names and shapes and round-trips.
 //
-// Test case (run alone: test_v02_names names): names.
+// Test case (run alone: test_weight_names names): names.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,35 +13,9 @@
 
 #include "refrun.h"
 #include "io/safetensors.h"
+#include "tmpdir.h"
 
 #define N_OF(a) ((int)(sizeof(a) / sizeof((a)[0])))
-
-// ---- a temporary directory per (forked) test ---------------------------------
-
-static char tmp_dir[512];
-
-static const char *tpath(const char *name)
-{
-    static char bufs[4][640];
-    static int next;
-    char *buf = bufs[next++ % 4];
-    if (!tmp_dir[0]) {
-        const char *t = getenv("TMPDIR");
-        snprintf(tmp_dir, sizeof tmp_dir, "%s/mhsa-names-XXXXXX",
-                 t && t[0] ? t : "/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(tmp_dir));
-    }
-    snprintf(buf, sizeof bufs[0], "%s/%s", tmp_dir, name);
-    return buf;
-}
-
-static void cleanup(const char *const *files, int n)
-{
-    for (int i = 0; i < n; i++)
-        unlink(tpath(files[i]));
-    rmdir(tmp_dir);
-    tmp_dir[0] = '\0';
-}
 
 // ---- a GQA block's weights, split by tensor ----------------------------------------
 
@@ -258,7 +232,7 @@ START_TEST(three_name_sets_load_the_same_bits)
     mhsa_block_destroy(blk);
     wset_free(&a);
     wset_free(&b);
-    cleanup(files, N_OF(files));
+    tpath_remove();
 }
 END_TEST
 
@@ -313,7 +287,7 @@ START_TEST(partial_sets_and_bad_shapes)
     mhsa_block_destroy(blk);
     wset_free(&w);
     wset_free(&keep);
-    cleanup(files, N_OF(files));
+    tpath_remove();
 }
 END_TEST
 
@@ -403,7 +377,7 @@ START_TEST(save_ex_round_trips)
         wset_free(&w);
         wset_free(&other);
     }
-    cleanup(files, N_OF(files));
+    tpath_remove();
 }
 END_TEST
 
@@ -417,5 +391,5 @@ static void add_names(TCase *tc)
 int main(int argc, char **argv)
 {
     static const tcase_def defs[] = { { "names", add_names } };
-    return run_tcases("v02_names", defs, N_OF(defs), argc, argv);
+    return run_tcases("weight_names", defs, N_OF(defs), argc, argv);
 }

@@ -18,32 +18,13 @@
 #include "text.h"
 #include "capture.h"
 #include "util.h"
+#include "tmpdir.h"
 
 // ---- a temporary folder of this test's files -----------------------------
-
-static char tmp_dir[256];
-
-// A path in this test's own temporary folder.
-static const char *tpath(const char *name)
-{
-    static char buf[64][320];
-    static int k;
-    if (!tmp_dir[0]) {
-        const char *d = getenv("TMPDIR");
-        snprintf(tmp_dir, sizeof tmp_dir, "%s/mhsa_text_XXXXXX",
-                 d && *d && strlen(d) < 200 ? d : "/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(tmp_dir));
-    }
-    char *p = buf[k++ % 64];
-    snprintf(p, sizeof buf[0], "%s/%s", tmp_dir, name);
-    return p;
-}
 
 // Removes the temporary folder and what is in it (after every test).
 static void teardown(void)
 {
-    if (!tmp_dir[0])
-        return;
     static const char *const names[] = {
         "corpus.txt", "empty.txt", "short.txt",
         "block.st", "loss.csv", "a.st", "b.st", "c.st", "t1.st", "t2.st",
@@ -51,8 +32,7 @@ static void teardown(void)
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         unlink(tpath(names[i]));
-    ck_assert_msg(rmdir(tmp_dir) == 0, "%s not empty", tmp_dir);
-    tmp_dir[0] = '\0';
+    ck_assert_msg(tpath_remove() == 0, "a test left a file behind");
 }
 
 // A small corpus with structure to learn: sentences built from a few

@@ -1,5 +1,5 @@
-// llama_logits.c — the C side of tests/llama_ref.py: loads a Llama GGUF
-// file with mhsa__llama_load, runs one token sequence through it twice and
+// llama_logits.c — the C side of llama_ref.py (beside it): loads a Llama
+// GGUF file with mhsa__llama_load, runs one token sequence through it twice and
 // writes every position's logits, so the script can compare them with its
 // own float64 PyTorch forward of the same file. Also encodes a text with
 // the file's tokenizer, for the script's own BPE to check.

@@ -10,7 +10,7 @@
 # untied heads, every tensor type mhsa dequantizes: F32, F16, BF16, Q8_0,
 # Q4_0, Q4_1) and a byte-level BPE vocabulary. It then reads each file
 # back with its own GGUF reader and dequantizer and runs the forward in
-# float64. llama_logits (tests/llama_logits.c) runs the same tokens through
+# float64. llama_logits (tests/models/llama_logits.c) runs the same tokens through
 # mhsa__llama_forward on every ISA this machine has and on 1 and 2 threads,
 # in one call and as a prefill followed by one token at a time. Each
 # position's logits must satisfy
@@ -34,7 +34,7 @@ import unicodedata
 def reexec_with_torch():
     """The python3 meson found may lack torch (a pyenv or venv one) while
     another python3 on PATH has it (Debian's python3-torch): run this script
-    with that one, as tests/interop/mha_interop.py does for numpy."""
+    with that one, as tests/io/interop/mha_interop.py does for numpy."""
     me = os.path.realpath(sys.executable)
     for d in os.environ.get("PATH", "").split(os.pathsep):
         cand = os.path.join(d, "python3")

@@ -16,43 +16,10 @@
 #include "io/gguf.h"
 #include "gguf_writer.h"
 #include "util.h"
+#include "tmpdir.h"
 
 enum { T_U8, T_I8, T_U16, T_I16, T_U32, T_I32, T_F32, T_BOOL, T_STR,
        T_ARR, T_U64, T_I64, T_F64 };   // GGUF value types, as numbered
-
-// ---- temporary files: one directory per (forked) test --------------------
-
-static char tmp_dir[512];
-
-static const char *tpath(const char *name)
-{
-    static char buf[640];
-    if (!tmp_dir[0]) {
-        const char *t = getenv("TMPDIR");
-        snprintf(tmp_dir, sizeof tmp_dir, "%s/mhsa-gguf-XXXXXX",
-                 t && t[0] ? t : "/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(tmp_dir));
-    }
-    snprintf(buf, sizeof buf, "%s/%s", tmp_dir, name);
-    return buf;
-}
-
-static void cleanup(void)
-{
-    DIR *d = tmp_dir[0] ? opendir(tmp_dir) : NULL;
-    struct dirent *e;
-    char p[1024];
-    while (d && (e = readdir(d))) {
-        snprintf(p, sizeof p, "%s/%s", tmp_dir, e->d_name);
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-            unlink(p);
-    }
-    if (d)
-        closedir(d);
-    if (tmp_dir[0])
-        rmdir(tmp_dir);
-    tmp_dir[0] = '\0';
-}
 
 // Saves w and opens it.
 static mhsa_status open_gw(const gw *w, mhsa_gguf_file **f)
@@ -379,7 +346,7 @@ START_TEST(metadata_round_trip)
     ck_assert_int_eq(mhsa__gguf_arr_type(mhsa__gguf_find(f, "t.u8")), -1);
     mhsa__gguf_close(f);
     gw_free(&w);
-    cleanup();
+    tpath_remove();
 }
 END_TEST
 
@@ -502,7 +469,7 @@ START_TEST(tensors_match_reference)
     ck_assert_ptr_null(mhsa__gguf_tensor(f, "zzz"));
     mhsa__gguf_close(f);
     gw_free(&tf.w);
-    cleanup();
+    tpath_remove();
 }
 END_TEST
 
@@ -551,7 +518,7 @@ START_TEST(dequant_hand_values)
     ck_assert(x[0] == 1.0f && x[1] == -3.0f);
     mhsa__gguf_close(f);
     gw_free(&w);
-    cleanup();
+    tpath_remove();
 }
 END_TEST
 
@@ -619,7 +586,7 @@ START_TEST(small_file_is_valid)
     ck_assert_uint_eq(t->dims[1], 32);
     mhsa__gguf_close(f);
     gw_free(&w);
-    cleanup();
+    tpath_remove();
 }
 END_TEST
 
@@ -644,7 +611,7 @@ START_TEST(truncated_at_every_byte)
                       "cut at %zu: %s", n, mhsa_last_error());
     }
     gw_free(&w);
-    cleanup();
+    tpath_remove();
 }
 END_TEST
 
@@ -679,7 +646,7 @@ START_TEST(bad_header)
     mhsa__alloc_fail_at(0);
     expect_format(&w, "cannot fit", NULL);
     ck_assert_uint_le(mhsa__alloc_fail_at(0), 2);
-    cleanup();
+    tpath_remove();
 }
 END_TEST
 
@@ -754,7 +721,7 @@ START_TEST(bad_metadata)
     write_small(&w, k);
     expect_format(&w, "key 'general.alignment': 24 is not a power of two",
                   NULL);
-    cleanup();
+    tpath_remove();
 }
 END_TEST
 
@@ -801,7 +768,7 @@ START_TEST(bad_tensor_infos)
     static const unsigned char rest[40];   // so that the counts fit
     gw_bytes(&w, rest, sizeof rest);
     expect_format(&w, "tensor 'a': name holds a NUL byte", NULL);
-    cleanup();
+    tpath_remove();
 }
 END_TEST
 
@@ -823,7 +790,7 @@ START_TEST(bad_tensor_data)
     write_small(&w, k);
     expect_format(&w, "tensor 'w': data [9223372036854775808, +68) runs "
                   "past the end", NULL);
-    cleanup();
+    tpath_remove();
 }
 END_TEST
 
@@ -833,11 +800,11 @@ START_TEST(io_errors)
     const char *p = tpath("missing.gguf");
     ck_assert_int_eq(mhsa__gguf_open(p, &f), MHSA_ERR_IO);
     ck_assert_ptr_nonnull(strstr(mhsa_last_error(), p));
-    ck_assert_int_eq(mhsa__gguf_open(tmp_dir, &f), MHSA_ERR_IO);
+    ck_assert_int_eq(mhsa__gguf_open(tpath_dir(), &f), MHSA_ERR_IO);
     ck_assert_ptr_nonnull(strstr(mhsa_last_error(), "is a directory"));
     ck_assert_int_eq(mhsa__gguf_open(NULL, &f), MHSA_ERR_INVALID_ARG);
     ck_assert_ptr_null(f);
-    cleanup();
+    tpath_remove();
 }
 END_TEST
 
@@ -875,7 +842,7 @@ START_TEST(alloc_failures)
     ck_assert_int_eq(mhsa__gguf_read_f32(f, "w", 2, dims, x), MHSA_OK);
     mhsa__gguf_close(f);
     gw_free(&w);
-    cleanup();
+    tpath_remove();
 }
 END_TEST
 

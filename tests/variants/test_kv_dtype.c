@@ -1,10 +1,10 @@
-// test_v02_kv_dtype.c — F16 and BF16 KV caches (API.md "KV cache storage
+// test_kv_dtype.c — F16 and BF16 KV caches (API.md "KV cache storage
 // type"): decode token by token and in chunks against PyTorch references
 // computed from K and V rounded like the cache (tests/data/refs_v2) on
 // every ISA at 1 and 2 threads; the memory they hold; keys a window blocks
 // (NaN, or values beyond the F16 range) never read; invalid arguments.
 //
-// Test cases (run one alone: test_v02_kv_dtype NAME...):
+// Test cases (run one alone: test_kv_dtype NAME...):
 //   kv_dtype         the cases, bytes, blocked positions, F32 = create
 //   kv_dtype_errors  NULL config, unknown dtypes
 // (Some cases also use GQA, RoPE, windows and ragged lengths.)
@@ -225,5 +225,5 @@ int main(int argc, char **argv)
     static const tcase_def defs[] = {
         { "kv_dtype", add_dtype }, { "kv_dtype_errors", add_errors },
     };
-    return run_tcases("v02_kv_dtype", defs, N_OF(defs), argc, argv);
+    return run_tcases("kv_dtype", defs, N_OF(defs), argc, argv);
 }

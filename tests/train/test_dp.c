@@ -21,6 +21,7 @@
 #include "train/dp/dp_tree.h"
 #include "train/train_internal.h"
 #include "util.h"
+#include "tmpdir.h"
 
 // ---- the tree --------------------------------------------------------------
 
@@ -649,23 +650,6 @@ END_TEST
 // ---- checkpoints (need the safetensors writer: jansson) --------------------
 #if MHSA_TEST_SAFETENSORS
 
-static char tmp_dir[256];
-
-static const char *tpath(const char *name)
-{
-    static char bufs[4][512];
-    static int next;
-    if (!tmp_dir[0]) {
-        const char *t = getenv("TMPDIR");
-        snprintf(tmp_dir, sizeof tmp_dir, "%s/mhsa-dp-XXXXXX",
-                 t && t[0] ? t : "/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(tmp_dir));
-    }
-    char *b = bufs[next++ % 4];
-    snprintf(b, sizeof bufs[0], "%s/%s", tmp_dir, name);
-    return b;
-}
-
 static unsigned char *slurp(const char *path, size_t *n)
 {
     FILE *f = fopen(path, "rb");
@@ -688,16 +672,6 @@ static void same_file(const char *a, const char *b)
                   b);
     free(x);
     free(y);
-}
-
-static void remove_tmp(void)
-{
-    static const char *const names[] = { "full", "at4_p2", "at4_p4",
-                                         "resumed", "sgd" };
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
-        unlink(tpath(names[i]));
-    rmdir(tmp_dir);
-    tmp_dir[0] = '\0';   // CK_FORK=no: the next test makes a new one
 }
 
 // Uninterrupted on 2 ranks vs 4 steps on 4 ranks, resumed on 1 process and
@@ -750,7 +724,7 @@ START_TEST(resume_on_another_rank_count_gives_the_same_file)
         same_file(tpath("full"), tpath("resumed"));
         unlink(tpath("resumed"));
     }
-    remove_tmp();
+    tpath_remove();   // CK_FORK=no: the next test makes a new folder
 }
 END_TEST
 
@@ -792,7 +766,7 @@ START_TEST(load_errors_reach_every_rank)
     run_ranks(2, 1, &s, &d);
     ck_assert_int_eq(d.st, MHSA_ERR_FORMAT);
     ck_assert_ptr_nonnull(strstr(d.msg, "not a training checkpoint"));
-    remove_tmp();
+    tpath_remove();   // CK_FORK=no: the next test makes a new folder
 }
 END_TEST
 

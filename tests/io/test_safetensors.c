@@ -16,59 +16,7 @@
 #include "mhsa.h"
 #include "io/safetensors.h"
 #include "util.h"
-
-// ---- temporary files: one directory per (forked) test --------------------
-
-static char tmp_dir[512];
-
-// A path in the test's directory; the last 4 results stay valid.
-static const char *tpath(const char *name)
-{
-    static char bufs[4][640];
-    static int next;
-    char *buf = bufs[next++ % 4];
-    if (!tmp_dir[0]) {
-        const char *t = getenv("TMPDIR");
-        snprintf(tmp_dir, sizeof tmp_dir, "%s/mhsa-st-XXXXXX",
-                 t && t[0] ? t : "/tmp");
-        ck_assert_ptr_nonnull(mkdtemp(tmp_dir));
-    }
-    snprintf(buf, sizeof bufs[0], "%s/%s", tmp_dir, name);
-    return buf;
-}
-
-// Number of entries in the temp dir (to see no temporary file is left).
-static int tmp_entries(void)
-{
-    DIR *d = opendir(tmp_dir);
-    ck_assert_ptr_nonnull(d);
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)))
-        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
-    closedir(d);
-    return n;
-}
-
-static void cleanup(void)
-{
-    if (!tmp_dir[0])
-        return;
-    DIR *d = opendir(tmp_dir);
-    struct dirent *e;
-    char p[1024];
-    while (d && (e = readdir(d))) {
-        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-            continue;
-        snprintf(p, sizeof p, "%s/%s", tmp_dir, e->d_name);
-        if (rmdir(p) != 0)
-            unlink(p);
-    }
-    if (d)
-        closedir(d);
-    rmdir(tmp_dir);
-    tmp_dir[0] = '\0';
-}
+#include "tmpdir.h"
 
 // Writes [u64 hlen][header][data]; hlen is strlen(header) unless
 // hlen_override != UINT64_MAX.
@@ -134,7 +82,7 @@ START_TEST(writer_reader_round_trip)
     };
     const char *p = tpath("rt.safetensors");
     ck_assert_int_eq(mhsa__st_write_f32(p, t, 4), MHSA_OK);
-    ck_assert_int_eq(tmp_entries(), 1);
+    ck_assert_int_eq(tpath_entries(), 1);
 
     // The header is padded to 8 bytes and names the F32 format.
     FILE *fp = fopen(p, "rb");
@@ -186,11 +134,11 @@ START_TEST(writer_reader_round_trip)
 
     // Overwriting replaces the file and leaves no temporary behind.
     ck_assert_int_eq(mhsa__st_write_f32(p, t + 2, 1), MHSA_OK);
-    ck_assert_int_eq(tmp_entries(), 1);
+    ck_assert_int_eq(tpath_entries(), 1);
     ck_assert_int_eq(mhsa__st_open(p, &f), MHSA_OK);
     ck_assert_uint_eq(mhsa__st_count(f), 1);
     mhsa__st_close(f);
-    cleanup();
+    tpath_remove();
 }
 END_TEST
 
@@ -214,14 +162,14 @@ START_TEST(writer_rejects_bad_arguments)
     ck_assert_int_eq(mhsa__st_write_f32(p, &big, 1), MHSA_ERR_INVALID_ARG);
     ck_assert_int_eq(mhsa__st_write_f32(NULL, dup, 1), MHSA_ERR_INVALID_ARG);
     // Nothing was created.
-    ck_assert_int_eq(tmp_entries(), 0);
+    ck_assert_int_eq(tpath_entries(), 0);
     // A directory, or a folder that does not exist: IO.
     mkdir(tpath("dir"), 0700);
     ck_assert_int_eq(mhsa__st_write_f32(tpath("dir"), dup, 1), MHSA_ERR_IO);
     ck_assert_int_eq(mhsa__st_write_f32(tpath("no/such/file"), dup, 1),
                      MHSA_ERR_IO);
-    ck_assert_int_eq(tmp_entries(), 1);
-    cleanup();
+    ck_assert_int_eq(tpath_entries(), 1);
+    tpath_remove();
 }
 END_TEST
 
@@ -254,8 +202,8 @@ START_TEST(writer_metadata_round_trip)
     ck_assert_int_eq(mhsa__st_write(p, &t, 1, &nul, 1), MHSA_ERR_INVALID_ARG);
     ck_assert_int_eq(mhsa__st_write(p, &t, 1, &utf, 1), MHSA_ERR_INVALID_ARG);
     ck_assert_int_eq(mhsa__st_write(p, &t, 1, NULL, 1), MHSA_ERR_INVALID_ARG);
-    ck_assert_int_eq(tmp_entries(), 0);
-    cleanup();
+    ck_assert_int_eq(tpath_entries(), 0);
+    tpath_remove();
 }
 END_TEST
 
@@ -328,7 +276,7 @@ START_TEST(read_f16_bf16_file)
     ck_assert(gh[2] == ldexpf(1.0f, -24) && gh[3] == 65504.0f);
     ck_assert(gb[0] == 1.0f && gb[1] == 3.140625f);
     mhsa__st_close(f);
-    cleanup();
+    tpath_remove();
 }
 END_TEST
 
@@ -351,7 +299,7 @@ START_TEST(other_dtypes_valid_but_not_readable)
     ck_assert_int_eq(mhsa__st_read_f32(f, "d", 1, d2, out), MHSA_ERR_FORMAT);
     ck_assert_ptr_nonnull(strstr(mhsa_last_error(), "F64"));
     mhsa__st_close(f);
-    cleanup();
+    tpath_remove();
 }
 END_TEST
 
@@ -382,7 +330,7 @@ START_TEST(corrupt_length_and_truncation)
     // A header length that cuts the JSON short.
     p = write_raw("l.safetensors", 20, T1("[0,8]"), "12345678", 8);
     expect_open(p, MHSA_ERR_FORMAT, "JSON");
-    cleanup();
+    tpath_remove();
 }
 END_TEST
 
@@ -407,7 +355,7 @@ START_TEST(corrupt_offsets)
     expect_bad(T1("[0,8,8]"), 8, "data_offsets");
     expect_bad(T1("[0]"), 8, "data_offsets");
     expect_bad(T1("[0,9223372036854775807]"), 8, "needs 8 bytes");
-    cleanup();
+    tpath_remove();
 }
 END_TEST
 
@@ -439,7 +387,7 @@ START_TEST(corrupt_dtypes_and_shapes)
     expect_bad("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8],"
                "\"extra\":1}}", 8, "unknown field");
     expect_bad("{\"a\":[1,2]}", 0, "not an object");
-    cleanup();
+    tpath_remove();
 }
 END_TEST
 
@@ -468,7 +416,7 @@ START_TEST(corrupt_json_and_names)
     expect_open(p, MHSA_OK, NULL);
     p = write_raw("u.safetensors", UINT64_MAX, "{}        ", NULL, 0);
     expect_open(p, MHSA_OK, NULL);
-    cleanup();
+    tpath_remove();
 }
 END_TEST
 
@@ -477,7 +425,7 @@ START_TEST(io_errors)
     mkdir(tpath("d.safetensors"), 0700);
     expect_open(tpath("d.safetensors"), MHSA_ERR_IO, "directory");
     expect_open(tpath("missing.safetensors"), MHSA_ERR_IO, "missing");
-    cleanup();
+    tpath_remove();
 }
 END_TEST
 
@@ -600,14 +548,14 @@ START_TEST(block_round_trip_with_prefix)
     // NULL prefix means "".
     ck_assert_int_eq(mhsa_block_save_safetensors(a, p, NULL), MHSA_OK);
     ck_assert_int_eq(mhsa_block_load_safetensors(b, p, ""), MHSA_OK);
-    ck_assert_int_eq(tmp_entries(), 1);
+    ck_assert_int_eq(tpath_entries(), 1);
 
     weights_free(&wa);
     weights_free(&wb);
     weights_free(&wc);
     mhsa_block_destroy(a);
     mhsa_block_destroy(b);
-    cleanup();
+    tpath_remove();
 }
 END_TEST
 
@@ -627,7 +575,7 @@ START_TEST(block_shape_mismatch_names_tensor)
     weights_free(&w1);
     mhsa_block_destroy(a);
     mhsa_block_destroy(b);
-    cleanup();
+    tpath_remove();
 }
 END_TEST
 
@@ -661,7 +609,7 @@ START_TEST(block_without_bias)
     mhsa_block_destroy(a);
     mhsa_block_destroy(b);
     mhsa_block_destroy(c);
-    cleanup();
+    tpath_remove();
 }
 END_TEST
 
@@ -723,7 +671,7 @@ START_TEST(block_loads_f16_bf16)
     ck_assert_mem_eq(w.b_out, ebo, sizeof ebo);
     weights_free(&w);
     mhsa_block_destroy(b);
-    cleanup();
+    tpath_remove();
 }
 END_TEST
 
@@ -753,20 +701,20 @@ START_TEST(block_load_errors_leave_weights)
     ck_assert_int_eq(mhsa_block_load_safetensors(b, p, ""), MHSA_ERR_FORMAT);
     ck_assert_int_eq(mhsa_block_load_safetensors(b, tpath("none"), ""),
                      MHSA_ERR_IO);
-    ck_assert_int_eq(mhsa_block_load_safetensors(b, tmp_dir, ""),
+    ck_assert_int_eq(mhsa_block_load_safetensors(b, tpath_dir(), ""),
                      MHSA_ERR_IO);
     ck_assert_int_eq(mhsa_block_load_safetensors(NULL, p, ""),
                      MHSA_ERR_INVALID_ARG);
     ck_assert_int_eq(mhsa_block_load_safetensors(b, NULL, ""),
                      MHSA_ERR_INVALID_ARG);
-    ck_assert_int_eq(mhsa_block_save_safetensors(b, tmp_dir, ""),
+    ck_assert_int_eq(mhsa_block_save_safetensors(b, tpath_dir(), ""),
                      MHSA_ERR_IO);
     weights_get(b, &w1);
     ck_assert(weights_eq(&w0, &w1, D, 1));
     weights_free(&w0);
     weights_free(&w1);
     mhsa_block_destroy(b);
-    cleanup();
+    tpath_remove();
 }
 END_TEST
 
@@ -807,12 +755,12 @@ START_TEST(block_alloc_failures)
                       mhsa_status_str(s));
         ck_assert_int_eq(access(q, F_OK), -1);
     }
-    ck_assert_int_eq(tmp_entries(), 1);
+    ck_assert_int_eq(tpath_entries(), 1);
     weights_free(&w0);
     weights_free(&w1);
     mhsa_block_destroy(a);
     mhsa_block_destroy(b);
-    cleanup();
+    tpath_remove();
 }
 END_TEST
 
@@ -984,7 +932,7 @@ START_TEST(names_every_set_loads_same_bits)
         mhsa_block_destroy(src);
         mhsa_block_destroy(dst);
     }
-    cleanup();
+    tpath_remove();
 }
 END_TEST
 
@@ -1056,8 +1004,8 @@ START_TEST(names_save_ex_round_trip)
         mhsa_block_destroy(src);
         mhsa_block_destroy(dst);
     }
-    ck_assert_int_eq(tmp_entries(), 1);
-    cleanup();
+    ck_assert_int_eq(tpath_entries(), 1);
+    tpath_remove();
 }
 END_TEST
 
@@ -1140,7 +1088,7 @@ START_TEST(names_first_complete_set_wins)
     mhsa_block_destroy(a);
     mhsa_block_destroy(b);
     mhsa_block_destroy(dst);
-    cleanup();
+    tpath_remove();
 }
 END_TEST
 
@@ -1192,7 +1140,7 @@ START_TEST(names_partial_set_names_missing)
     weights_free(&w);
     mhsa_block_destroy(nb);
     mhsa_block_destroy(wb_blk);
-    cleanup();
+    tpath_remove();
 }
 END_TEST
 
@@ -1248,7 +1196,7 @@ START_TEST(names_wrong_shape_names_tensor)
     }
     weights_free(&w);
     mhsa_block_destroy(blk);
-    cleanup();
+    tpath_remove();
 }
 END_TEST
 
@@ -1297,7 +1245,7 @@ START_TEST(names_hf_f16_bf16)
         mhsa_block_destroy(a);
         mhsa_block_destroy(b);
     }
-    cleanup();
+    tpath_remove();
 }
 END_TEST
 
@@ -1319,12 +1267,12 @@ START_TEST(names_save_ex_bad_arguments)
     ck_assert_int_eq(mhsa_block_save_safetensors_ex(b, NULL, "",
                                                     MHSA_NAMES_HF),
                      MHSA_ERR_INVALID_ARG);
-    ck_assert_int_eq(tmp_entries(), 0);
-    ck_assert_int_eq(mhsa_block_save_safetensors_ex(b, tmp_dir, "",
+    ck_assert_int_eq(tpath_entries(), 0);
+    ck_assert_int_eq(mhsa_block_save_safetensors_ex(b, tpath_dir(), "",
                                                     MHSA_NAMES_C),
                      MHSA_ERR_IO);
     mhsa_block_destroy(b);
-    cleanup();
+    tpath_remove();
 }
 END_TEST
 

@@ -1,10 +1,10 @@
-// test_v02_variants.c — the attention variants of 0.2 (grouped-query
+// test_variants_torch.c — the attention variants of 0.2 (grouped-query
 // attention, rotary embedding, sliding window) against PyTorch references
 // (tests/data/refs_v2) on every ISA at 1 and 2 threads, gradients against
 // finite differences, GQA against the same block with K/V heads expanded,
 // and every invalid value of the new config fields.
 //
-// Test cases (run one alone: test_v02_variants NAME...):
+// Test cases (run one alone: test_variants_torch NAME...):
 //   baseline        0.1 features in the 0.2 case format (checks the harness)
 //   gqa             n_kv_heads: H/Hkv = 2, 4, 8, forward/backward/decode
 //   rope            rope_dim/theta/interleaved (cases also use GQA)
@@ -677,5 +677,5 @@ int main(int argc, char **argv)
         { "window", add_window },         { "variant_grads", add_grads },
         { "variant_errors", add_errors },
     };
-    return run_tcases("v02_variants", defs, N_OF(defs), argc, argv);
+    return run_tcases("variants_torch", defs, N_OF(defs), argc, argv);
 }

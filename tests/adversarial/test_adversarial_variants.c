@@ -1,4 +1,4 @@
-// test_adversarial_v02.c — the 0.2 surface fed what a server may be fed:
+// test_adversarial_variants.c — the 0.2 surface fed what a server may be fed:
 // every new config field and call in combination (grouped-query heads +
 // sliding window + RoPE + key padding + ragged cached steps + 16-bit
 // caches), at its extremes (RoPE at position 32767, window 1, one kv head,
@@ -10,7 +10,8 @@
 // contract's (shared API.md, "Additions for 0.2"): exact +0 where a weight
 // is blocked, the same bits where a value is never read (or finite and
 // close where a tile holding it takes another summation order), NaN only
-// in rows that read it. (tests/test_adversarial.c holds the 0.1 cases.)
+// in rows that read it. (test_adversarial.c beside it holds the 0.1
+// cases.)
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -19,7 +20,7 @@
 
 #include "attn/attention.h"
 #include "guard.h"
-#include "ref_variants.h"
+#include "ref.h"
 #include "util.h"
 
 static int use_isa(int i)
@@ -1470,7 +1471,7 @@ END_TEST
 
 int main(void)
 {
-    Suite *s = suite_create("adversarial_v02");
+    Suite *s = suite_create("adversarial_variants");
     ADD_CASE(s, combo_forward_ex, N_ISAS, "slow");
     ADD_CASE(s, combo_cached_ragged, N_ISAS, "slow");
     ADD_CASE(s, chunked_prefill_under_a_window, N_ISAS, NULL);

@@ -3,7 +3,7 @@
 // MHSA_ERR_FORMAT naming the key or tensor, and mhsa__llama_forward's
 // argument errors, which leave the cache as it was. The files are small
 // F32 models written with tests/gguf_writer.c. (The model's numbers are
-// checked against PyTorch by tests/llama_ref.py.)
+// checked against PyTorch by tests/models/llama_ref.py.)
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

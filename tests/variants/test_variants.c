@@ -1,7 +1,7 @@
 // test_variants.c — the 0.2 attention variants (grouped-query heads, RoPE,
 // sliding window, key padding, per-sequence cache lengths, F16/BF16
 // caches) on random shapes, every ISA, against the double-precision
-// reference of ref_variants.c: forward and weights, backward against finite
+// reference of ref.c: forward and weights, backward against finite
 // differences of the reference, the cached calls token by token and in
 // ragged batches, bitwise independence of the thread count and of the
 // other sequences of a batch.
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ref_variants.h"
+#include "ref.h"
 #include "util.h"
 
 enum { N_RANDOM = 16 };
