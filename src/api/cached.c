@@ -104,7 +104,7 @@ static mhsa_status cached(const char *fn, const mhsa_block *blk,
         .q = ws->q, .k = cache->k, .v = cache->v, .kv_dtype = cache->dtype,
         .ctx = ws->ctx, .lse = NULL, .attn = NULL,
     };
-    mhsa__attention(k, ws, &j);
+    mhsa__attention(k, &ws->attn, &j);
     mhsa__linear(k, &ws->gemm, bt, D, D, ws->ctx, blk->w_out,
                  packed ? blk->w_out_packed : NULL, blk->b_out, a->y);
     for (size_t s = 0; s < b; s++) {

@@ -74,7 +74,7 @@ static mhsa_status forward(const char *fn, const mhsa_block *blk,
         .q = ws->q, .k = ws->k, .v = ws->v, .kv_dtype = MHSA_F32,
         .ctx = ws->ctx, .lse = ws->lse, .attn = a->attn,
     };
-    mhsa__attention(k, ws, &j);
+    mhsa__attention(k, &ws->attn, &j);
     mhsa__linear(k, &ws->gemm, bt, D, D, ws->ctx, blk->w_out,
                  packed ? blk->w_out_packed : NULL, blk->b_out, a->y);
 
