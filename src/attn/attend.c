@@ -85,9 +85,8 @@ void mhsa__attention(const mhsa_kernels *k, const attn_scratch *s,
             const attn_seq *v = &view.seq[hd / j->Hkv];
             if (v->decodes || tile * bc >= v->tk || (tile + 1) * bc <= v->lo)
                 continue;
-            size_t es = mhsa_dtype_size(j->kv_dtype);
-            const char *kd = (const char *)j->k + hd * j->kv_t * dh * es;
-            const char *vd = (const char *)j->v + hd * j->kv_t * dh * es;
+            const char *kd = mhsa__view_k(&view, hd);
+            const char *vd = mhsa__view_v(&view, hd);
             float *kp = pp.base + hd * pp.per_head;
             mhsa__head_pack_kv(k, v->tk, dh, tile, kd, vd, j->kv_dtype, kp,
                                kp + pp.kpf, tiles, pp.vbad + pt,

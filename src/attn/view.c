@@ -25,7 +25,8 @@ attn_view mhsa__attn_view(const attn_job *j, attn_seq *seqs)
 {
     for (size_t b = 0; b < j->batch; b++)
         seqs[b] = seq_of(j, b);
-    attn_view v = { j, seqs };
+    size_t row = j->dh * mhsa_dtype_size(j->kv_dtype);
+    attn_view v = { j, seqs, row, j->kv_t * row };
     return v;
 }
 
@@ -35,10 +36,8 @@ head_args mhsa__view_block(const attn_view *view, size_t b, size_t h,
     const attn_job *j = view->job;
     const attn_seq *v = &view->seq[b];
     size_t dh = j->dh, bh = b * j->H + h, kvh = mhsa__view_kv_head(view, b, h);
-    size_t es = mhsa_dtype_size(j->kv_dtype);
     size_t tq = v->rows - r0 < br ? v->rows - r0 : br;
-    const char *k = (const char *)j->k + kvh * j->kv_t * dh * es;
-    const char *vv = (const char *)j->v + kvh * j->kv_t * dh * es;
+    const char *k = mhsa__view_k(view, kvh), *vv = mhsa__view_v(view, kvh);
     head_args a = {
         .tq = tq, .tk = v->tk, .dh = dh,
         .q_pos = v->q_pos + r0,

@@ -54,6 +54,8 @@ struct attn_seq {
 typedef struct attn_view {
     const attn_job *job;
     const attn_seq *seq;    // (job->batch)
+    size_t kv_row_bytes;    // one stored row of k or v (dh in kv_dtype)
+    size_t kv_head_bytes;   // one kv head's kv_t rows
 } attn_view;
 
 // Derives the view of every sequence of j into seqs (job->batch entries).
@@ -66,6 +68,17 @@ static inline size_t mhsa__view_kv_head(const attn_view *v, size_t b,
 {
     const attn_job *j = v->job;
     return b * j->Hkv + h / (j->H / j->Hkv);
+}
+
+// The stored K and V rows of kv head kvh (index over batch * Hkv).
+static inline const char *mhsa__view_k(const attn_view *v, size_t kvh)
+{
+    return (const char *)v->job->k + kvh * v->kv_head_bytes;
+}
+
+static inline const char *mhsa__view_v(const attn_view *v, size_t kvh)
+{
+    return (const char *)v->job->v + kvh * v->kv_head_bytes;
 }
 
 // The arguments of the query block of head h of sequence b that starts at
