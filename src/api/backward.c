@@ -9,6 +9,7 @@
 #include <omp.h>
 #include <string.h>
 
+#include "objects.h"
 #include "attn/attention.h"
 #include "attn/view.h"
 #include "core/fpenv.h"
@@ -194,7 +195,8 @@ mhsa_status mhsa_backward(const mhsa_block *blk, mhsa_workspace *ws,
     // Attention, into dqkv (B*T, nqkv) = [dq | dk | dv] per row, then
     // back through the rotation of q and k.
     attention_backward(k, ws, blk);
-    mhsa__rope_backward(blk, ws->fwd_b, ws->fwd_t, ws->qkv);
+    head_layout lay = mhsa__head_layout(blk);
+    mhsa__rope_backward(&lay, ws->fwd_b, ws->fwd_t, ws->qkv);
     // QKV projection.
     const float *dqkv = ws->qkv;
     if (blk->cfg.bias)

@@ -9,6 +9,7 @@
 // the attention description (attend.h) says so per sequence.
 #include <string.h>
 
+#include "objects.h"
 #include "attn/attend.h"
 #include "core/fpenv.h"
 #include "gemm/linear.h"
@@ -95,7 +96,8 @@ static mhsa_status cached(const char *fn, const mhsa_block *blk,
         .v = cache->v, .kv_t = cache->capacity, .dt = cache->dtype,
         .pos = cache->len, .rows = a->n_new, .tmp = ws->row,
     };
-    mhsa__split_heads(k, blk, &sp);
+    head_layout lay = mhsa__head_layout(blk);
+    mhsa__split_heads(k, &lay, &sp);
     attn_job j = {
         .batch = b, .H = blk->H, .Hkv = blk->Hkv, .dh = blk->dh, .tq = t,
         .kv_t = cache->capacity, .causal = 1,

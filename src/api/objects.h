@@ -12,6 +12,7 @@
 
 #include "api/workspace_rebind.h"
 #include "attn/scratch.h"
+#include "attn/split.h"
 #include "core/alloc.h"
 #include "core/status.h"
 #include "gemm/gemm.h"
@@ -91,6 +92,15 @@ struct mhsa_kv_cache {
     size_t bytes;
 };
 
+
+// The block's heads and rotation tables for the split (attn/split.h).
+static inline head_layout mhsa__head_layout(const mhsa_block *blk)
+{
+    head_layout l = { blk->D, blk->H, blk->Hkv, blk->dh, blk->nqkv,
+                      blk->rope_half, blk->cfg.rope_interleaved,
+                      blk->rope_cos, blk->rope_sin };
+    return l;
+}
 
 // Packs the weights for the active kernel table (after any weight change).
 void mhsa__block_repack(mhsa_block *b);
