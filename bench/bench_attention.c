@@ -211,7 +211,7 @@ static void bm_attn_fused(mhsa_bench_state *st, const void *ctx)
     attn_job j = core_job(&f);
     thread_scope ts = threads_begin(threads);
     while (mhsa_bench_keep_running(st)) {
-        mhsa__attention(k, f.ws, &j);
+        mhsa__attention(k, &f.ws->attn, &j);
         mhsa_bench_use(j.ctx);
     }
     threads_end(ts);

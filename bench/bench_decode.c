@@ -219,7 +219,7 @@ static void bm_core(mhsa_bench_state *st, const void *ctx)
     int64_t batch = kv < 4e6 ? 8 : 1;
     while (mhsa_bench_keep_running_batch(st, batch)) {
         for (int64_t i = 0; i < batch; i++)
-            mhsa__attention(k, fx.ws, &j);
+            mhsa__attention(k, &fx.ws->attn, &j);
         mhsa_bench_use(j.ctx);
     }
     threads_end(ts);

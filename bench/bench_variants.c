@@ -135,7 +135,7 @@ static void bm_core(mhsa_bench_state *st, const void *ctx)
     double peak = peak_of(threads);
     thread_scope ts = threads_begin(threads);
     while (mhsa_bench_keep_running(st)) {
-        mhsa__attention(k, ws, &j);
+        mhsa__attention(k, &ws->attn, &j);
         mhsa_bench_use(j.ctx);
     }
     threads_end(ts);

@@ -6,11 +6,12 @@
 //   db_qkv += colsum(dqkv); dW_qkv += dqkv^T x;  dx = dqkv W_qkv
 // Every sum has one fixed order (GEMM K loop, rows in order for the bias
 // sums, heads one per task), so the bits do not depend on the thread count.
-#include <math.h>
 #include <omp.h>
 #include <string.h>
 
+#include "objects.h"
 #include "attn/attention.h"
+#include "attn/view.h"
 #include "core/fpenv.h"
 #include "attn/split.h"
 #include "core/threads.h"
@@ -54,36 +55,40 @@ static mhsa_status check_backward(const mhsa_block *blk,
     return MHSA_OK;
 }
 
-// The arguments for query block qb (rows qb*br ...) of head h of sequence
-// b; dk and dv are those of its kv head.
-static head_args block_args(const mhsa_block *blk, const mhsa_workspace *ws,
-                            size_t br, size_t b, size_t h, size_t qb)
+// The recorded forward as an attention job: its view gives what each row
+// saw, the same rows and keys the forward's tiles visited.
+static attn_job recorded_job(const mhsa_block *blk, const mhsa_workspace *ws)
 {
-    size_t T = ws->fwd_t, H = blk->H, Hkv = blk->Hkv, dh = blk->dh;
-    size_t D = blk->D, nqkv = blk->nqkv, kvh = h / blk->group;
-    size_t bh = b * H + h, r0 = qb * br, row = b * T + r0;
-    float *g0 = ws->qkv + b * T * nqkv;   // dqkv of the sequence's row 0
-    size_t klen = 0;
-    if (ws->fwd_seq_len && (size_t)ws->fwd_seq_len[b] < T)
-        klen = (size_t)ws->fwd_seq_len[b];
-    head_args a = {
-        .tq = T - r0 < br ? T - r0 : br, .tk = T, .dh = dh, .q_pos = r0,
-        .causal = blk->cfg.causal, .window = (size_t)blk->cfg.window,
-        .klen = klen,
-        .mask = ws->fwd_mask ? ws->fwd_mask + r0 * T : NULL,
-        .ldmask = T,
-        .scale = 1.0f / sqrtf((float)dh),
-        .q = ws->q + (bh * T + r0) * dh,
-        .k = ws->k + (b * Hkv + kvh) * T * dh,
-        .v = ws->v + (b * Hkv + kvh) * T * dh,
-        .kv_dtype = MHSA_F32,
-        .o = ws->ctx + row * D + h * dh, .ldo = D,
-        .lse = ws->lse + bh * T + r0,
-        .dout = ws->dctx + row * D + h * dh, .lddo = D,
-        .dq = g0 + r0 * nqkv + h * dh,
-        .dk = g0 + D + kvh * dh, .dv = g0 + D + (Hkv + kvh) * dh,
-        .ldg = nqkv,
+    size_t T = ws->fwd_t;
+    attn_job j = {
+        .batch = ws->fwd_b, .H = blk->H, .Hkv = blk->Hkv, .dh = blk->dh,
+        .tq = T, .kv_t = T, .causal = blk->cfg.causal,
+        .window = (size_t)blk->cfg.window, .mask = ws->fwd_mask,
+        .q_pos = 0, .tk = T, .seq_len = ws->fwd_seq_len,
+        .q = ws->q, .k = ws->k, .v = ws->v, .kv_dtype = MHSA_F32,
+        .ctx = ws->ctx, .lse = ws->lse, .attn = NULL,
     };
+    return j;
+}
+
+// The arguments for query block qb (rows qb*br ...) of head h of sequence
+// b, with the gradients: dq of its rows, dk and dv those of its kv head,
+// in dqkv (the projection buffer).
+static head_args block_args(const attn_view *view, const mhsa_block *blk,
+                            const mhsa_workspace *ws, size_t br, size_t b,
+                            size_t h, size_t qb)
+{
+    size_t T = ws->fwd_t, Hkv = blk->Hkv, dh = blk->dh;
+    size_t D = blk->D, nqkv = blk->nqkv, kvh = h / blk->group;
+    size_t r0 = qb * br, row = b * T + r0;
+    float *g0 = ws->qkv + b * T * nqkv;   // dqkv of the sequence's row 0
+    head_args a = mhsa__view_block(view, b, h, r0, br);
+    a.dout = ws->dctx + row * D + h * dh;
+    a.lddo = D;
+    a.dq = g0 + r0 * nqkv + h * dh;
+    a.dk = g0 + D + kvh * dh;
+    a.dv = g0 + D + (Hkv + kvh) * dh;
+    a.ldg = nqkv;
     return a;
 }
 
@@ -119,11 +124,14 @@ static void attention_backward(const mhsa_kernels *k, mhsa_workspace *ws,
                    (double)dh;
     int nt = mhsa__threads(ws->max_threads, flops, B * H * nqb);
     int split = (size_t)nt > kvs;
+    attn_job job = recorded_job(blk, ws);
+    attn_view view = mhsa__attn_view(&job, ws->attn.seqs);
+    const attn_view *vw = &view;
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
     mhsa_fpstate fp = mhsa__fp_enter_team();
-    float *tiles = ws->tiles + (size_t)omp_get_thread_num() *
-                               ws->tile_floats;
+    float *tiles = ws->attn.tiles + (size_t)omp_get_thread_num() *
+                                    ws->attn.tile_floats;
     if (!split) {
 #pragma omp for schedule(static)
         for (size_t bg = 0; bg < kvs; bg++) {
@@ -131,7 +139,7 @@ static void attention_backward(const mhsa_kernels *k, mhsa_workspace *ws,
             zero_dkv(blk, ws, b, g);
             for (size_t h = g * group; h < (g + 1) * group; h++)
                 for (size_t qb = 0; qb < nqb; qb++) {
-                    head_args a = block_args(blk, ws, br, b, h, qb);
+                    head_args a = block_args(vw, blk, ws, br, b, h, qb);
                     mhsa__head_backward(k, &a, tiles);
                 }
         }
@@ -145,7 +153,7 @@ static void attention_backward(const mhsa_kernels *k, mhsa_workspace *ws,
             size_t b = bg / Hkv, g = bg % Hkv;
             for (size_t h = g * group; h < (g + 1) * group; h++)
                 for (size_t qb = 0; qb < nqb; qb++) {
-                    head_args a = block_args(blk, ws, br, b, h, qb);
+                    head_args a = block_args(vw, blk, ws, br, b, h, qb);
                     a.skip_dq = 1;
                     a.key0 = j0;
                     a.key1 = j0 + bc;
@@ -155,7 +163,7 @@ static void attention_backward(const mhsa_kernels *k, mhsa_workspace *ws,
 #pragma omp for schedule(static)
         for (size_t task = 0; task < B * H * nqb; task++) {
             size_t bh = task / nqb;
-            head_args a = block_args(blk, ws, br, bh / H, bh % H,
+            head_args a = block_args(vw, blk, ws, br, bh / H, bh % H,
                                      task % nqb);
             a.skip_dkv = 1;
             mhsa__head_backward(k, &a, tiles);
@@ -187,7 +195,8 @@ mhsa_status mhsa_backward(const mhsa_block *blk, mhsa_workspace *ws,
     // Attention, into dqkv (B*T, nqkv) = [dq | dk | dv] per row, then
     // back through the rotation of q and k.
     attention_backward(k, ws, blk);
-    mhsa__rope_backward(blk, ws->fwd_b, ws->fwd_t, ws->qkv);
+    head_layout lay = mhsa__head_layout(blk);
+    mhsa__rope_backward(&lay, ws->fwd_b, ws->fwd_t, ws->qkv);
     // QKV projection.
     const float *dqkv = ws->qkv;
     if (blk->cfg.bias)

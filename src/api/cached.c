@@ -9,6 +9,7 @@
 // the attention description (attend.h) says so per sequence.
 #include <string.h>
 
+#include "objects.h"
 #include "attn/attend.h"
 #include "core/fpenv.h"
 #include "gemm/linear.h"
@@ -95,7 +96,8 @@ static mhsa_status cached(const char *fn, const mhsa_block *blk,
         .v = cache->v, .kv_t = cache->capacity, .dt = cache->dtype,
         .pos = cache->len, .rows = a->n_new, .tmp = ws->row,
     };
-    mhsa__split_heads(k, blk, &sp);
+    head_layout lay = mhsa__head_layout(blk);
+    mhsa__split_heads(k, &lay, &sp);
     attn_job j = {
         .batch = b, .H = blk->H, .Hkv = blk->Hkv, .dh = blk->dh, .tq = t,
         .kv_t = cache->capacity, .causal = 1,
@@ -104,7 +106,7 @@ static mhsa_status cached(const char *fn, const mhsa_block *blk,
         .q = ws->q, .k = cache->k, .v = cache->v, .kv_dtype = cache->dtype,
         .ctx = ws->ctx, .lse = NULL, .attn = NULL,
     };
-    mhsa__attention(k, ws, &j);
+    mhsa__attention(k, &ws->attn, &j);
     mhsa__linear(k, &ws->gemm, bt, D, D, ws->ctx, blk->w_out,
                  packed ? blk->w_out_packed : NULL, blk->b_out, a->y);
     for (size_t s = 0; s < b; s++) {

@@ -8,6 +8,7 @@
 //   y = ctx W_out^T + b_out                 (B*T, D)    prepacked GEMM
 #include <string.h>
 
+#include "objects.h"
 #include "attn/attend.h"
 #include "core/fpenv.h"
 #include "gemm/linear.h"
@@ -65,7 +66,8 @@ static mhsa_status forward(const char *fn, const mhsa_block *blk,
         .batch = b, .t = t, .qkv = ws->qkv, .q = ws->q, .k = ws->k,
         .v = ws->v, .kv_t = t, .dt = MHSA_F32, .tmp = ws->row,
     };
-    mhsa__split_heads(k, blk, &sp);
+    head_layout lay = mhsa__head_layout(blk);
+    mhsa__split_heads(k, &lay, &sp);
     attn_job j = {
         .batch = b, .H = blk->H, .Hkv = blk->Hkv, .dh = blk->dh, .tq = t,
         .kv_t = t, .causal = blk->cfg.causal,
@@ -74,7 +76,7 @@ static mhsa_status forward(const char *fn, const mhsa_block *blk,
         .q = ws->q, .k = ws->k, .v = ws->v, .kv_dtype = MHSA_F32,
         .ctx = ws->ctx, .lse = ws->lse, .attn = a->attn,
     };
-    mhsa__attention(k, ws, &j);
+    mhsa__attention(k, &ws->attn, &j);
     mhsa__linear(k, &ws->gemm, bt, D, D, ws->ctx, blk->w_out,
                  packed ? blk->w_out_packed : NULL, blk->b_out, a->y);
 

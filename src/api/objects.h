@@ -11,6 +11,8 @@
 #include <stdint.h>
 
 #include "api/workspace_rebind.h"
+#include "attn/scratch.h"
+#include "attn/split.h"
 #include "core/alloc.h"
 #include "core/status.h"
 #include "gemm/gemm.h"
@@ -57,11 +59,9 @@ struct mhsa_workspace {
     float *ctx;               // (B, T, D) merged attention output
     float *dctx;              // (B, T, D) backward only
     float *lse;               // (B, H, T) log-sum-exp per query row
-    float *decode;            // one-token decode: per key chunk (m, l, o)
-    float *tiles;             // max_threads * tile_floats, see plan.h
-    size_t tile_floats;
     float *row;               // dh floats: one rotated / converted row
-    size_t *plan;             // per-call task tables, see plan.h
+    attn_scratch attn;        // attention's scratch: tiles per thread,
+                              // decode partials, task tables, views
     mhsa_gemm_scratch gemm;   // driver scratch (packed A per thread, B)
     // The recorded forward for mhsa_backward.
     int has_forward;
@@ -92,6 +92,15 @@ struct mhsa_kv_cache {
     size_t bytes;
 };
 
+
+// The block's heads and rotation tables for the split (attn/split.h).
+static inline head_layout mhsa__head_layout(const mhsa_block *blk)
+{
+    head_layout l = { blk->D, blk->H, blk->Hkv, blk->dh, blk->nqkv,
+                      blk->rope_half, blk->cfg.rope_interleaved,
+                      blk->rope_cos, blk->rope_sin };
+    return l;
+}
 
 // Packs the weights for the active kernel table (after any weight change).
 void mhsa__block_repack(mhsa_block *b);

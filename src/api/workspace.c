@@ -10,7 +10,9 @@
 #include <string.h>
 
 #include "objects.h"
-#include "attn/plan.h"
+#include "attn/attention.h"
+#include "attn/decode.h"
+#include "attn/view.h"
 
 mhsa_status mhsa__check_ws(const char *fn, const mhsa_block *blk,
                            const mhsa_workspace *ws)
@@ -55,6 +57,18 @@ static size_t max_over_tables(size_t n,
     return most;
 }
 
+// Floats of tile memory one thread needs: the attention tiles of the
+// largest table for heads of size dh, and the decode scores of a group of
+// `group` query heads over one chunk. 0 on overflow.
+static size_t tile_floats(size_t dh, size_t group)
+{
+    size_t most = max_over_tables(dh, mhsa__attn_tile_floats);
+    size_t dec = mhsa__decode_tile_floats(group);
+    if (!dec)
+        return 0;
+    return dec > most ? dec : most;
+}
+
 static size_t gemm_a_need(const mhsa_kernels *k, size_t unused)
 {
     (void)unused;
@@ -83,7 +97,7 @@ mhsa_status mhsa_workspace_create(const mhsa_block *blk, int max_batch,
     int nt = omp_get_max_threads();
     if (nt < 1)
         nt = 1;
-    size_t tile = mhsa__tile_floats(dh, blk->group);
+    size_t tile = tile_floats(dh, blk->group);
     size_t ga = max_over_tables(0, gemm_a_need);
     size_t gb = max_over_tables(blk->nqkv, gemm_b_need);
     size_t dec = 0;
@@ -113,7 +127,9 @@ mhsa_status mhsa_workspace_create(const mhsa_block *blk, int max_batch,
     mhsa_workspace *ws = mhsa__alloc(sizeof *ws);
     float *mem = ws ? mhsa__alloc(total * sizeof(float)) : NULL;
     size_t *plan = mem ? mhsa__alloc(plan_n * sizeof(size_t)) : NULL;
-    if (!plan) {
+    attn_seq *seqs = plan ? mhsa__alloc(bm * sizeof *seqs) : NULL;
+    if (!seqs) {
+        mhsa__free(plan);
         mhsa__free(mem);
         mhsa__free(ws);
         return mhsa__fail(MHSA_ERR_NO_MEMORY,
@@ -125,7 +141,8 @@ mhsa_status mhsa_workspace_create(const mhsa_block *blk, int max_batch,
     ws->max_batch = bm;
     ws->max_t = tm;
     ws->max_threads = nt;
-    ws->bytes = total * sizeof(float) + plan_n * sizeof(size_t) + sizeof *ws;
+    ws->bytes = total * sizeof(float) + plan_n * sizeof(size_t) +
+                bm * sizeof *seqs + sizeof *ws;
     float *p = mem;
     ws->qkv = p;   p += qkv;
     ws->qkv_floats = qkv;
@@ -135,15 +152,19 @@ mhsa_status mhsa_workspace_create(const mhsa_block *blk, int max_batch,
     ws->ctx = p;   p += btd;
     ws->dctx = p;  p += btd;
     ws->lse = p;   p += bm * H * tm;
-    ws->decode = p; p += dec;
-    ws->tiles = p; p += (size_t)nt * tile;
-    ws->tile_floats = tile;
+    ws->attn.decode = p; p += dec;
+    ws->attn.tiles = p; p += (size_t)nt * tile;
+    ws->attn.tile_floats = tile;
+    ws->attn.max_threads = nt;
+    ws->attn.plan = plan;
+    ws->attn.seqs = seqs;
+    ws->attn.pack = ws->qkv;
+    ws->attn.pack_floats = qkv;
     ws->row = p;   p += dh;
     ws->gemm.a = p; p += (size_t)nt * ga;
     ws->gemm.b = p;
     ws->gemm.b_floats = gb;
     ws->gemm.max_threads = nt;
-    ws->plan = plan;
     *out = ws;
     return MHSA_OK;
 }
@@ -153,7 +174,8 @@ void mhsa_workspace_destroy(mhsa_workspace *ws)
     if (!ws)
         return;
     mhsa__free(ws->qkv);   // the start of the one float allocation
-    mhsa__free(ws->plan);
+    mhsa__free(ws->attn.plan);
+    mhsa__free(ws->attn.seqs);
     mhsa__free(ws);
 }
 

@@ -5,42 +5,13 @@
 // prefix sums (ragged batches have different rows per sequence), so which
 // thread runs a task never changes its arithmetic. Each task is one query
 // block of one head (attention.c); a head reads the K/V of its kv head.
-#include <math.h>
 #include <omp.h>
 
 #include "attend.h"
 #include "attention.h"
 #include "core/fpenv.h"
 #include "core/threads.h"
-
-// The arguments of query block qb of head h of sequence b.
-static head_args block_args(const attn_job *j, const seq_view *v, size_t b,
-                            size_t h, size_t qb, size_t br)
-{
-    size_t dh = j->dh, bh = b * j->H + h;
-    size_t kvh = b * j->Hkv + h / (j->H / j->Hkv);
-    size_t es = mhsa_dtype_size(j->kv_dtype);
-    size_t r0 = qb * br, tq = v->rows - r0 < br ? v->rows - r0 : br;
-    const char *k = (const char *)j->k + kvh * j->kv_t * dh * es;
-    const char *vv = (const char *)j->v + kvh * j->kv_t * dh * es;
-    head_args a = {
-        .tq = tq, .tk = v->tk, .dh = dh,
-        .q_pos = v->q_pos + r0,
-        .causal = j->causal, .window = j->window, .klen = v->klen,
-        .mask = j->mask ? j->mask + r0 * j->tk : NULL,
-        .ldmask = j->tk,
-        .scale = 1.0f / sqrtf((float)dh),
-        .q = j->q + (bh * j->tq + r0) * dh,
-        .k = (const float *)k, .v = (const float *)vv,
-        .k16 = k, .v16 = vv, .kv_dtype = j->kv_dtype,
-        .o = j->ctx + (b * j->tq + r0) * j->H * dh + h * dh,
-        .ldo = j->H * dh,
-        .lse = j->lse ? j->lse + bh * j->tq + r0 : NULL,
-        .attn = j->attn ? j->attn + (bh * j->tq + r0) * j->tk : NULL,
-        .ldattn = j->tk,
-    };
-    return a;
-}
+#include "decode.h"
 
 // Where one kv head's packed K^T and V tiles go, when they are packed
 // once for all its query blocks (see mhsa__attention).
@@ -51,84 +22,73 @@ typedef struct prepack {
     float *vbad, *kbad;             // (batch * Hkv, ntiles) each
 } prepack;
 
-// The first key any query row of the sequence can see: with a sliding
-// window, none before the first row's window. Tiles wholly before it are
-// never read (head_forward starts each block at its own first row's
-// tile), so they are not packed either: a chunk of a long prefill under a
-// window packs its window, not the whole history.
-static size_t first_key(const attn_job *j, const seq_view *v)
-{
-    if (!j->window || v->q_pos + 1 <= j->window)
-        return 0;
-    return v->q_pos + 1 - j->window;
-}
-
-static size_t seq_blocks(const seq_view *v, size_t br)
+static size_t seq_blocks(const attn_seq *v, size_t br)
 {
     return (v->rows + br - 1) / br;
 }
 
-void mhsa__attention(const mhsa_kernels *k, mhsa_workspace *ws,
+void mhsa__attention(const mhsa_kernels *k, const attn_scratch *s,
                      const attn_job *j)
 {
     size_t br = mhsa__attn_br(k), bc = mhsa__attn_bc(k), dh = j->dh;
+    attn_view view = mhsa__attn_view(j, s->seqs);
     // Task table: tiled tasks of sequence b are [first[b], first[b + 1]),
     // head-major: task first[b] + h * nqb(b) + qb.
-    size_t *first = ws->plan + j->batch + 1;
+    size_t *first = s->plan + j->batch + 1;
     size_t tasks = 0, tk_max = 0, n_decode = 0, nqb_max = 0;
     double flops = 0.0;
     for (size_t b = 0; b < j->batch; b++) {
         first[b] = tasks;
-        seq_view v = mhsa__seq_view(j, b);
-        if (mhsa__seq_decodes(j, &v)) {
+        const attn_seq *v = &view.seq[b];
+        if (v->decodes) {
             n_decode++;
             continue;
         }
-        size_t nqb = seq_blocks(&v, br);
+        size_t nqb = seq_blocks(v, br);
         tasks += j->H * nqb;
-        flops += 4.0 * (double)j->H * (double)v.rows * (double)v.tk *
+        flops += 4.0 * (double)j->H * (double)v->rows * (double)v->tk *
                  (double)dh;
-        tk_max = v.tk > tk_max ? v.tk : tk_max;
+        tk_max = v->tk > tk_max ? v->tk : tk_max;
         nqb_max = nqb > nqb_max ? nqb : nqb_max;
     }
     first[j->batch] = tasks;
     if (n_decode)
-        mhsa__attention_decode(k, ws, j);
+        mhsa__attention_decode(k, s, &view);
     if (!tasks)
         return;
-    int nt = mhsa__threads(ws->max_threads, flops, tasks);
+    int nt = mhsa__threads(s->max_threads, flops, tasks);
     // With several query blocks per head, each kv head's K^T and V tiles
     // are packed once up front instead of once per block (at T = 512 a K
-    // tile was packed four times on average). They go into the QKV
-    // projection buffer, which the split into heads has finished with;
-    // only when they fit.
+    // tile was packed four times on average), only when they fit.
     prepack pp = { 0 };
     pp.kpf = mhsa__head_kpack_floats(k, tk_max, dh);
     pp.per_head = pp.kpf + mhsa__head_vpack_floats(k, tk_max, dh);
     pp.ntiles = (tk_max + bc - 1) / bc;
     size_t heads = j->batch * j->Hkv;
     pp.on = nqb_max >= 2 && !j->attn &&
-            heads * (pp.per_head + 2 * pp.ntiles) <= ws->qkv_floats;
-    pp.base = ws->qkv;
-    pp.vbad = ws->qkv + heads * pp.per_head;
+            heads * (pp.per_head + 2 * pp.ntiles) <= s->pack_floats;
+    pp.base = s->pack;
+    pp.vbad = s->pack + heads * pp.per_head;
     pp.kbad = pp.vbad + heads * pp.ntiles;
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
     mhsa_fpstate fp = mhsa__fp_enter_team();
-    float *tiles = ws->tiles + (size_t)omp_get_thread_num() * ws->tile_floats;
+    float *tiles = s->tiles + (size_t)omp_get_thread_num() * s->tile_floats;
     if (pp.on) {
 #pragma omp for schedule(static)
         for (size_t pt = 0; pt < heads * pp.ntiles; pt++) {
             size_t hd = pt / pp.ntiles, tile = pt % pp.ntiles;
-            seq_view v = mhsa__seq_view(j, hd / j->Hkv);
-            if (mhsa__seq_decodes(j, &v) || tile * bc >= v.tk ||
-                (tile + 1) * bc <= first_key(j, &v))
+            // Tiles wholly before the first key any row sees are never
+            // read (head_forward starts each block at its own first row's
+            // tile), so they are not packed either: a chunk of a long
+            // prefill under a window packs its window, not the history.
+            const attn_seq *v = &view.seq[hd / j->Hkv];
+            if (v->decodes || tile * bc >= v->tk || (tile + 1) * bc <= v->lo)
                 continue;
-            size_t es = mhsa_dtype_size(j->kv_dtype);
-            const char *kd = (const char *)j->k + hd * j->kv_t * dh * es;
-            const char *vd = (const char *)j->v + hd * j->kv_t * dh * es;
+            const char *kd = mhsa__view_k(&view, hd);
+            const char *vd = mhsa__view_v(&view, hd);
             float *kp = pp.base + hd * pp.per_head;
-            mhsa__head_pack_kv(k, v.tk, dh, tile, kd, vd, j->kv_dtype, kp,
+            mhsa__head_pack_kv(k, v->tk, dh, tile, kd, vd, j->kv_dtype, kp,
                                kp + pp.kpf, tiles, pp.vbad + pt,
                                pp.kbad + pt);
         }   // the implied barrier: every head is packed before it is used
@@ -138,11 +98,11 @@ void mhsa__attention(const mhsa_kernels *k, mhsa_workspace *ws,
     for (size_t task = 0; task < tasks; task++) {
         while (first[b + 1] <= task)   // tasks ascend in each thread
             b++;
-        seq_view v = mhsa__seq_view(j, b);
-        size_t nqb = seq_blocks(&v, br), t = task - first[b];
-        head_args a = block_args(j, &v, b, t / nqb, t % nqb, br);
+        size_t nqb = seq_blocks(&view.seq[b], br), t = task - first[b];
+        size_t h = t / nqb, qb = t % nqb;
+        head_args a = mhsa__view_block(&view, b, h, qb * br, br);
         if (pp.on) {
-            size_t hd = b * j->Hkv + (t / nqb) / (j->H / j->Hkv);
+            size_t hd = mhsa__view_kv_head(&view, b, h);
             a.kpack = pp.base + hd * pp.per_head;
             a.vpack = a.kpack + pp.kpf;
             a.vbad = pp.vbad + hd * pp.ntiles;

@@ -161,13 +161,11 @@ static size_t key_end(const head_args *a)
 }
 
 // The first key tile any row of the block can see: with a sliding window
-// the first row sees keys from q_pos + 1 - W on, and later rows fewer, so
+// the first row sees keys from mhsa_window_first on, and later rows fewer, so
 // the tiles before are skipped (work O(T * W), not O(T^2)).
 static size_t tile_start(const head_args *a, size_t bc)
 {
-    if (!a->window || a->q_pos + 1 <= a->window)
-        return 0;
-    return (a->q_pos + 1 - a->window) / bc * bc;
+    return mhsa_window_first(a->q_pos, a->window) / bc * bc;
 }
 
 // Rows [j0, j0 + n) of the head's K or V as fp32: the stored rows

@@ -15,19 +15,9 @@
 #include <omp.h>
 #include <string.h>
 
-#include "attend.h"
+#include "decode.h"
 #include "core/fpenv.h"
-#include "plan.h"
 #include "core/threads.h"
-
-// The keys sequence b's row sees: [lo, hi).
-static void key_range(const attn_job *j, const seq_view *v, size_t *lo,
-                      size_t *hi)
-{
-    size_t p = v->q_pos;
-    *hi = v->tk;
-    *lo = j->window && p + 1 > j->window ? p + 1 - j->window : 0;
-}
 
 static int all_finite(const float *x, size_t n)
 {
@@ -41,44 +31,41 @@ static int all_finite(const float *x, size_t n)
 // score that overflowed (kernels.h): what a row reads propagates, so such
 // scores become NaN. (A key holding inf gives +-inf or NaN, never a finite
 // score.) Only looked at when an infinite score shows up: a finite cache
-// costs nothing here.
-static void nanify_inf(const mhsa_kernels *k, const attn_job *j,
-                       const float *q, size_t ldq, size_t m, const void *kc,
-                       size_t n, float *s, size_t lds, float *row)
+// costs nothing here. One query row q (dh) against the n keys at kc.
+static void nanify_inf(const mhsa_kernels *k, const attn_view *v,
+                       const float *q, const char *kc, size_t n, float *s,
+                       float *row)
 {
-    size_t dh = j->dh, es = mhsa_dtype_size(j->kv_dtype);
-    for (size_t r = 0; r < m; r++)
-        for (size_t c = 0; c < n; c++) {
-            if (!isinf(s[r * lds + c]))
-                continue;
-            k->cvt_to_f32(dh, (const char *)kc + c * dh * es, j->kv_dtype,
-                          row);
-            if (!all_finite(row, dh) || !all_finite(q + r * ldq, dh))
-                s[r * lds + c] = NAN;
-        }
+    size_t dh = v->job->dh;
+    for (size_t c = 0; c < n; c++) {
+        if (!isinf(s[c]))
+            continue;
+        k->cvt_to_f32(dh, kc + c * v->kv_row_bytes, v->job->kv_dtype, row);
+        if (!all_finite(row, dh) || !all_finite(q, dh))
+            s[c] = NAN;
+    }
 }
 
-// One task: chunk c of kv head g of sequence b, for the group's query
-// heads; partials (m, l, o[dh]) of those heads, contiguous, at part.
-static void decode_chunk(const mhsa_kernels *k, const attn_job *j, size_t b,
-                         size_t g, size_t j0, size_t n, float *part,
-                         float *s)
+// One task: keys [j0, j0 + n) of kv head g of sequence b, for the group's
+// query heads; partials (m, l, o[dh]) of those heads, contiguous, at part.
+static void decode_chunk(const mhsa_kernels *k, const attn_view *v,
+                         size_t b, size_t g, size_t j0, size_t n,
+                         float *part, float *s)
 {
+    const attn_job *j = v->job;
     size_t dh = j->dh, group = j->H / j->Hkv, stride = dh + 2;
-    size_t es = mhsa_dtype_size(j->kv_dtype);
     size_t h0 = g * group;
     const float *q = j->q + (b * j->H + h0) * j->tq * dh;
-    size_t ldq = j->tq * dh;
-    size_t kvoff = ((b * j->Hkv + g) * j->kv_t + j0) * dh * es;
-    const void *kc = (const char *)j->k + kvoff;
-    const void *vc = (const char *)j->v + kvoff;
+    size_t ldq = j->tq * dh, kvh = b * j->Hkv + g;
+    const char *kc = mhsa__view_k(v, kvh) + j0 * v->kv_row_bytes;
+    const char *vc = mhsa__view_v(v, kvh) + j0 * v->kv_row_bytes;
     k->kv_dot(group, n, dh, q, ldq, kc, dh, j->kv_dtype, s, n);
     for (size_t r = 0; r < group; r++) {
         float *pr = part + r * stride;   // m, l, o[dh]
         float *sr = s + r * n;
         for (size_t c = 0; c < n; c++)
             if (isinf(sr[c])) {   // o (dh floats) serves as scratch
-                nanify_inf(k, j, q + r * ldq, ldq, 1, kc, n, sr, n, pr + 2);
+                nanify_inf(k, v, q + r * ldq, kc, n, sr, pr + 2);
                 break;
             }
         pr[0] = -INFINITY;
@@ -131,45 +118,43 @@ static void merge(size_t nch, size_t dh, size_t step, const float *p0,
         *lse = mx + logf(l);
 }
 
-void mhsa__attention_decode(const mhsa_kernels *k, mhsa_workspace *ws,
-                            const attn_job *j)
+void mhsa__attention_decode(const mhsa_kernels *k, const attn_scratch *s,
+                            const attn_view *view)
 {
+    const attn_job *j = view->job;
     size_t dh = j->dh, group = j->H / j->Hkv, stride = dh + 2;
     // Task table: first[b] = the first task of sequence b, chunks of kv
     // head g at first[b] + g * nch(b); partials at task * group * stride.
-    size_t *first = ws->plan, tasks = 0;
+    size_t *first = s->plan, tasks = 0;
     double flops = 0.0;
     for (size_t b = 0; b < j->batch; b++) {
         first[b] = tasks;
-        seq_view v = mhsa__seq_view(j, b);
-        if (!mhsa__seq_decodes(j, &v))
+        const attn_seq *v = &view->seq[b];
+        if (!v->decodes)
             continue;
-        size_t lo, hi;
-        key_range(j, &v, &lo, &hi);
-        tasks += j->Hkv * mhsa__decode_chunks(lo, hi);
-        flops += 4.0 * (double)j->H * (double)(hi - lo) * (double)dh;
+        tasks += j->Hkv * mhsa__decode_chunks(v->lo, v->tk);
+        flops += 4.0 * (double)j->H * (double)(v->tk - v->lo) * (double)dh;
     }
     first[j->batch] = tasks;
-    int nt = mhsa__threads(ws->max_threads, flops, tasks);
+    int nt = mhsa__threads(s->max_threads, flops, tasks);
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         mhsa_fpstate fp = mhsa__fp_enter_team();
-        float *s = ws->tiles + (size_t)omp_get_thread_num() * ws->tile_floats;
+        float *sc = s->tiles + (size_t)omp_get_thread_num() * s->tile_floats;
         size_t b = 0;
 #pragma omp for schedule(static)
         for (size_t task = 0; task < tasks; task++) {
             while (first[b + 1] <= task)   // tasks ascend in each thread
                 b++;
-            seq_view v = mhsa__seq_view(j, b);
-            size_t lo, hi;
-            key_range(j, &v, &lo, &hi);
-            size_t nch = mhsa__decode_chunks(lo, hi);
+            // The keys the row sees, [lo, tk), in nch chunks per kv head.
+            size_t lo = view->seq[b].lo, hi = view->seq[b].tk;
+            size_t nch = (first[b + 1] - first[b]) / j->Hkv;
             size_t g = (task - first[b]) / nch, c = (task - first[b]) % nch;
             size_t j0 = lo + c * MHSA_DECODE_CHUNK;
             size_t n = hi - j0 < MHSA_DECODE_CHUNK ? hi - j0
                                                    : MHSA_DECODE_CHUNK;
-            decode_chunk(k, j, b, g, j0, n, ws->decode +
-                         task * group * stride, s);
+            decode_chunk(k, view, b, g, j0, n, s->decode +
+                         task * group * stride, sc);
         }
         // Merge: one (sequence, query head) per task, chunk order.
 #pragma omp for schedule(static)
@@ -179,7 +164,7 @@ void mhsa__attention_decode(const mhsa_kernels *k, mhsa_workspace *ws,
                 continue;
             size_t nch = (first[bb + 1] - first[bb]) / j->Hkv;
             size_t g = h / group, r = h % group;
-            const float *p0 = ws->decode +
+            const float *p0 = s->decode +
                               ((first[bb] + g * nch) * group + r) * stride;
             merge(nch, dh, group * stride, p0,
                   j->ctx + bb * j->tq * j->H * dh + h * dh,

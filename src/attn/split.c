@@ -14,11 +14,11 @@
 
 // dst (dh) = scale * R(p) src; features past R are only scaled. cs and sn
 // are the tables' row for position p.
-static void rope_row(const mhsa_block *blk, const float *cs, const float *sn,
+static void rope_row(const head_layout *lay, const float *cs, const float *sn,
                      const float *src, float *dst, float scale)
 {
-    size_t half = blk->rope_half, dh = blk->dh;
-    if (blk->cfg.rope_interleaved) {
+    size_t half = lay->rope_half, dh = lay->dh;
+    if (lay->rope_interleaved) {
         for (size_t i = 0; i < half; i++) {
             float u = src[2 * i], v = src[2 * i + 1];
             dst[2 * i] = (u * cs[i] - v * sn[i]) * scale;
@@ -37,15 +37,15 @@ static void rope_row(const mhsa_block *blk, const float *cs, const float *sn,
 
 // src (dh) -> dst row of the storage type, through tmp when it rotates
 // or converts.
-static void store_row(const mhsa_kernels *k, const mhsa_block *blk,
+static void store_row(const mhsa_kernels *k, const head_layout *lay,
                       size_t p, const float *src, void *dst, mhsa_dtype dt,
                       int rotate, float *tmp)
 {
-    size_t dh = blk->dh, half = blk->rope_half;
+    size_t dh = lay->dh, half = lay->rope_half;
     const float *row = src;
     if (rotate) {
         float *out = dt == MHSA_F32 ? dst : tmp;
-        rope_row(blk, blk->rope_cos + p * half, blk->rope_sin + p * half,
+        rope_row(lay, lay->rope_cos + p * half, lay->rope_sin + p * half,
                  src, out, 1.0f);
         row = out;
     }
@@ -57,17 +57,17 @@ static void store_row(const mhsa_kernels *k, const mhsa_block *blk,
 
 // One sequence's first `rows` rows: q (H heads) and k, v (Hkv heads) at
 // positions p0 + r (the permute path also fills q's other rows).
-static void split_seq(const mhsa_kernels *k, const mhsa_block *blk,
+static void split_seq(const mhsa_kernels *k, const head_layout *lay,
                       const split_args *a, size_t b, size_t p0, size_t rows)
 {
-    size_t H = blk->H, Hkv = blk->Hkv, dh = blk->dh, D = blk->D;
-    size_t nqkv = blk->nqkv, t = a->t, es = mhsa_dtype_size(a->dt);
+    size_t H = lay->H, Hkv = lay->Hkv, dh = lay->dh, D = lay->D;
+    size_t nqkv = lay->nqkv, t = a->t, es = mhsa_dtype_size(a->dt);
     float scale = 1.0f / sqrtf((float)dh);
     const float *src = a->qkv + b * t * nqkv;
     float *q = a->q + b * H * t * dh;
     char *kd = (char *)a->k + (b * Hkv * a->kv_t + p0) * dh * es;
     char *vd = (char *)a->v + (b * Hkv * a->kv_t + p0) * dh * es;
-    if (!blk->rope_half && a->dt == MHSA_F32) {
+    if (!lay->rope_half && a->dt == MHSA_F32) {
         // The permute kernel: q *= scale, k and v copied bitwise.
         mhsa_permute_args pq = { 1, t, H, dh, src, 0, nqkv, dh,
                                  q, 0, dh, t * dh, scale };
@@ -84,46 +84,46 @@ static void split_seq(const mhsa_kernels *k, const mhsa_block *blk,
     // Rows past `rows` are not tokens of the sequence (ragged cached
     // calls): nothing reads their q, and their positions may lie past the
     // rotation tables.
-    size_t half = blk->rope_half;
+    size_t half = lay->rope_half;
     for (size_t r = 0; r < rows; r++) {
         const float *row = src + r * nqkv;
         size_t p = p0 + r;
         for (size_t h = 0; h < H; h++) {
             float *dst = q + (h * t + r) * dh;
             if (half)
-                rope_row(blk, blk->rope_cos + p * half,
-                         blk->rope_sin + p * half, row + h * dh, dst, scale);
+                rope_row(lay, lay->rope_cos + p * half,
+                         lay->rope_sin + p * half, row + h * dh, dst, scale);
             else
                 for (size_t i = 0; i < dh; i++)
                     dst[i] = scale * row[h * dh + i];
         }
         for (size_t h = 0; h < Hkv; h++) {
             size_t off = (h * a->kv_t + r) * dh * es;
-            store_row(k, blk, p, row + D + h * dh, kd + off, a->dt, half != 0,
+            store_row(k, lay, p, row + D + h * dh, kd + off, a->dt, half != 0,
                       a->tmp);
-            store_row(k, blk, p, row + D + (Hkv + h) * dh, vd + off, a->dt, 0,
+            store_row(k, lay, p, row + D + (Hkv + h) * dh, vd + off, a->dt, 0,
                       a->tmp);
         }
     }
 }
 
-void mhsa__split_heads(const mhsa_kernels *k, const mhsa_block *blk,
+void mhsa__split_heads(const mhsa_kernels *k, const head_layout *lay,
                        const split_args *a)
 {
     for (size_t b = 0; b < a->batch; b++) {
         size_t p0 = a->pos ? a->pos[b] : a->pos0;
         size_t rows = a->rows ? (size_t)a->rows[b] : a->t;
-        split_seq(k, blk, a, b, p0, rows);
+        split_seq(k, lay, a, b, p0, rows);
     }
 }
 
 // (du, dv) -> R(p)^T (du, dv) = (du cos a + dv sin a, -du sin a + dv cos a)
-static void rope_back_row(const mhsa_block *blk, size_t p, float *g)
+static void rope_back_row(const head_layout *lay, size_t p, float *g)
 {
-    size_t half = blk->rope_half;
-    const float *cs = blk->rope_cos + p * half, *sn = blk->rope_sin + p * half;
-    size_t step = blk->cfg.rope_interleaved ? 2 : 1;
-    size_t other = blk->cfg.rope_interleaved ? 1 : half;
+    size_t half = lay->rope_half;
+    const float *cs = lay->rope_cos + p * half, *sn = lay->rope_sin + p * half;
+    size_t step = lay->rope_interleaved ? 2 : 1;
+    size_t other = lay->rope_interleaved ? 1 : half;
     for (size_t i = 0; i < half; i++) {
         float *u = g + i * step, *v = u + other;
         float du = *u, dv = *v;
@@ -132,16 +132,16 @@ static void rope_back_row(const mhsa_block *blk, size_t p, float *g)
     }
 }
 
-void mhsa__rope_backward(const mhsa_block *blk, size_t batch, size_t t,
+void mhsa__rope_backward(const head_layout *lay, size_t batch, size_t t,
                          float *dqkv)
 {
-    if (!blk->rope_half)
+    if (!lay->rope_half)
         return;
-    size_t heads = blk->H + blk->Hkv, dh = blk->dh;   // q's, then k's
+    size_t heads = lay->H + lay->Hkv, dh = lay->dh;   // q's, then k's
     for (size_t b = 0; b < batch; b++)
         for (size_t r = 0; r < t; r++) {
-            float *row = dqkv + (b * t + r) * blk->nqkv;
+            float *row = dqkv + (b * t + r) * lay->nqkv;
             for (size_t h = 0; h < heads; h++)
-                rope_back_row(blk, r, row + h * dh);
+                rope_back_row(lay, r, row + h * dh);
         }
 }

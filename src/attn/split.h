@@ -9,7 +9,18 @@
 #ifndef MHSA_SPLIT_H
 #define MHSA_SPLIT_H
 
-#include "api/objects.h"
+#include "kernels/kernels.h"
+
+// The block's heads and rotation tables, as the split sees them (the API
+// fills it from its block: mhsa__head_layout in api/objects.h).
+typedef struct head_layout {
+    size_t D, H, Hkv, dh;
+    size_t nqkv;              // (H + 2*Hkv) * dh: a projection row
+    size_t rope_half;         // rotated pairs per head (0: no RoPE)
+    int rope_interleaved;     // pairs (x[2i], x[2i+1]), else (x[i], x[i+R/2])
+    // cos and sin of each position's angles, (positions, rope_half)
+    const float *rope_cos, *rope_sin;
+} head_layout;
 
 typedef struct split_args {
     size_t batch, t;          // sequences, projection rows per sequence
@@ -26,13 +37,13 @@ typedef struct split_args {
     float *tmp;               // dh floats of scratch
 } split_args;
 
-void mhsa__split_heads(const mhsa_kernels *k, const mhsa_block *blk,
+void mhsa__split_heads(const mhsa_kernels *k, const head_layout *lay,
                        const split_args *a);
 
 // dqkv (batch * t, nqkv) holds the gradients of the rotated q and k of a
 // forward at positions 0 .. t-1; rotates them back (R^T), in place. A no-op
 // without RoPE.
-void mhsa__rope_backward(const mhsa_block *blk, size_t batch, size_t t,
+void mhsa__rope_backward(const head_layout *lay, size_t batch, size_t t,
                          float *dqkv);
 
 #endif

@@ -55,6 +55,14 @@ typedef struct mhsa_mask_view {
     size_t klen;         // 0: no padding; else keys >= klen are blocked
 } mhsa_mask_view;
 
+// The first key position a row at position q sees under a sliding window of
+// W keys (window 0: none, key 0): the window rule, written once here for the
+// kernels and the drivers (attn/view.h) alike.
+static inline size_t mhsa_window_first(size_t q, size_t window)
+{
+    return window && q + 1 > window ? q + 1 - window : 0;
+}
+
 // Keys [*lo, *hi) (0 <= lo <= hi <= n) of a tile of n keys that row r may
 // see by position (causal, window, klen); the mask may block more of them.
 // Plain C, shared by every ISA's kernels and the drivers so that all apply
@@ -68,9 +76,9 @@ static inline void mhsa_mask_view_range(const mhsa_mask_view *mv, size_t r,
         end = q + 1;
     if (mv->klen && mv->klen < end)
         end = mv->klen;
-    size_t start = k0;
-    if (mv->window && q + 1 > mv->window && q + 1 - mv->window > start)
-        start = q + 1 - mv->window;
+    size_t start = mhsa_window_first(q, mv->window);
+    if (start < k0)
+        start = k0;
     *hi = end > k0 ? end - k0 : 0;
     *lo = start - k0 < *hi ? start - k0 : *hi;
 }

@@ -1,0 +1,58 @@
+// view.c — the view of an attention call (view.h).
+#include <math.h>
+
+#include "view.h"
+
+static attn_seq seq_of(const attn_job *j, size_t b)
+{
+    attn_seq v = { j->tq, j->q_pos, j->tk, 0, 0, 0 };
+    if (j->kv_len) {
+        v.q_pos = j->kv_len[b];
+        v.rows = j->n_new ? (size_t)j->n_new[b] : j->tq;
+        v.tk = v.q_pos + v.rows;
+    }
+    // Padding only counts when it hides a stored key: seq_len[b] = T is
+    // the unpadded sequence, on the same path with the same bits.
+    if (j->seq_len && (size_t)j->seq_len[b] < v.tk)
+        v.klen = (size_t)j->seq_len[b];
+    v.lo = mhsa_window_first(v.q_pos, j->window);
+    v.decodes = v.rows == 1 && !j->mask && !j->attn && !v.klen &&
+                (!j->causal || v.q_pos + 1 >= v.tk);
+    return v;
+}
+
+attn_view mhsa__attn_view(const attn_job *j, attn_seq *seqs)
+{
+    for (size_t b = 0; b < j->batch; b++)
+        seqs[b] = seq_of(j, b);
+    size_t row = j->dh * mhsa_dtype_size(j->kv_dtype);
+    attn_view v = { j, seqs, row, j->kv_t * row };
+    return v;
+}
+
+head_args mhsa__view_block(const attn_view *view, size_t b, size_t h,
+                           size_t r0, size_t br)
+{
+    const attn_job *j = view->job;
+    const attn_seq *v = &view->seq[b];
+    size_t dh = j->dh, bh = b * j->H + h, kvh = mhsa__view_kv_head(view, b, h);
+    size_t tq = v->rows - r0 < br ? v->rows - r0 : br;
+    const char *k = mhsa__view_k(view, kvh), *vv = mhsa__view_v(view, kvh);
+    head_args a = {
+        .tq = tq, .tk = v->tk, .dh = dh,
+        .q_pos = v->q_pos + r0,
+        .causal = j->causal, .window = j->window, .klen = v->klen,
+        .mask = j->mask ? j->mask + r0 * j->tk : NULL,
+        .ldmask = j->tk,
+        .scale = 1.0f / sqrtf((float)dh),
+        .q = j->q + (bh * j->tq + r0) * dh,
+        .k = (const float *)k, .v = (const float *)vv,
+        .k16 = k, .v16 = vv, .kv_dtype = j->kv_dtype,
+        .o = j->ctx + (b * j->tq + r0) * j->H * dh + h * dh,
+        .ldo = j->H * dh,
+        .lse = j->lse ? j->lse + bh * j->tq + r0 : NULL,
+        .attn = j->attn ? j->attn + (bh * j->tq + r0) * j->tk : NULL,
+        .ldattn = j->tk,
+    };
+    return a;
+}

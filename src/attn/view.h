@@ -1,0 +1,91 @@
+// view.h — what the query rows of one attention call see, derived once per
+// call and read by the tiled loop (attend.c), decode (decode.c) and the
+// backward (api/backward.c).
+//
+// A job describes the call; its view holds, per sequence b, the query rows,
+// the position of row 0, the keys stored, the padding, the first key any
+// row sees and whether the sequence decodes. With the job's causal flag,
+// window and mask that is the mask view of kernels.h, whose
+// mhsa_mask_view_range (and mhsa_window_first) is the one row rule. Query
+// head h reads kv head h / group.
+#ifndef MHSA_ATTN_VIEW_H
+#define MHSA_ATTN_VIEW_H
+
+#include "attention.h"
+#include "scratch.h"
+
+typedef struct attn_job {
+    size_t batch, H, Hkv, dh;
+    size_t tq;               // query rows per sequence in q, ctx, lse, attn
+    size_t kv_t;             // rows per (sequence, kv head) of k and v
+    int causal;
+    size_t window;           // 0 or W
+    const float *mask;       // (tq, tk) additive, or NULL
+    // Uniform sequences: row 0 at position q_pos, keys 0 .. tk-1 stored.
+    size_t q_pos, tk;
+    // Or per sequence (each NULL when unused):
+    const int *seq_len;      // key padding: keys >= seq_len[b] blocked
+    const size_t *kv_len;    // cached: positions before this call's rows
+    const int *n_new;        // cached: rows of sequence b (the rest unused)
+    const float *q;          // (batch, H, tq, dh), pre-scaled
+    const void *k, *v;       // (batch, Hkv, kv_t, dh) stored as kv_dtype
+    mhsa_dtype kv_dtype;
+    float *ctx;              // (batch, tq, H*dh) merged output
+    float *lse;              // (batch, H, tq) or NULL
+    float *attn;             // (batch, H, tq, tk) or NULL
+} attn_job;
+
+// What the query rows of sequence b see.
+struct attn_seq {
+    size_t rows;    // query rows computed (rows past them are not)
+    size_t q_pos;   // absolute position of row 0
+    size_t tk;      // keys stored: positions 0 .. tk-1
+    size_t klen;    // 0, or keys >= klen are padding
+    // The first key any row sees: with a sliding window none before the
+    // first row's window. Tiles wholly before it are never read.
+    size_t lo;
+    // The one-row decode path (decode.c): one query row that sees every
+    // stored key from lo on, with no mask and no weights to return.
+    // Decided per sequence, so a sequence's bits never depend on the rest
+    // of the batch.
+    int decodes;
+};
+
+typedef struct attn_view {
+    const attn_job *job;
+    const attn_seq *seq;    // (job->batch)
+    size_t kv_row_bytes;    // one stored row of k or v (dh in kv_dtype)
+    size_t kv_head_bytes;   // one kv head's kv_t rows
+} attn_view;
+
+// Derives the view of every sequence of j into seqs (job->batch entries).
+attn_view mhsa__attn_view(const attn_job *j, attn_seq *seqs);
+
+// The kv head (index over batch * Hkv) that query head h of sequence b
+// reads.
+static inline size_t mhsa__view_kv_head(const attn_view *v, size_t b,
+                                        size_t h)
+{
+    const attn_job *j = v->job;
+    return b * j->Hkv + h / (j->H / j->Hkv);
+}
+
+// The stored K and V rows of kv head kvh (index over batch * Hkv).
+static inline const char *mhsa__view_k(const attn_view *v, size_t kvh)
+{
+    return (const char *)v->job->k + kvh * v->kv_head_bytes;
+}
+
+static inline const char *mhsa__view_v(const attn_view *v, size_t kvh)
+{
+    return (const char *)v->job->v + kvh * v->kv_head_bytes;
+}
+
+// The arguments of the query block of head h of sequence b that starts at
+// row r0 and holds up to br rows: pointers offset to the head, its kv head
+// and row r0; the rules of the row's mask view. (The forward's packed tiles
+// and the backward's gradients are added by the caller.)
+head_args mhsa__view_block(const attn_view *v, size_t b, size_t h,
+                           size_t r0, size_t br);
+
+#endif
