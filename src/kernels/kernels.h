@@ -140,10 +140,27 @@ typedef struct mhsa_permute_args {
 
 // ---- the table ----------------------------------------------------------
 
+// Cache blocking of the GEMM driver (src/gemm/gemm.c, BLIS's loops) for
+// one table: a function of the register tile and of the caches the ISA's
+// cores have, so it lives in the table (src/<isa>/table.c says where each
+// table's numbers come from) and no driver tests an ISA.
+typedef struct mhsa_gemm_blocking {
+    // Depth of one packed block: the kc x nr B micro-panel stays in L1
+    // while the A panels stream past. Each C element sums its K blocks in
+    // order, so the bits depend on kc: it is fixed per table.
+    size_t kc;
+    // Rows of op(A) per packed block (L2), a multiple of mr.
+    size_t mc;
+    // Columns of C per parallel chunk, a multiple of nr (how finely a
+    // GEMM's work is split; never by the thread count).
+    size_t nc;
+} mhsa_gemm_blocking;
+
 typedef struct mhsa_kernels {
     mhsa_isa isa;
     const char *name;          // == mhsa_isa_name(isa)
     int mr, nr;                // sgemm register tile
+    mhsa_gemm_blocking blocking;
 
     // Packs an m x k block of op(A) into ceil(m/mr) micro-panels, panel p at
     // ap + p*mr*k, column-major inside: ap[p*mr*k + kk*mr + i] =
