@@ -92,9 +92,9 @@ MHSA_AVX512_INLINE void dot_all(size_t m, size_t n, size_t d, const float *q,
         dot_rows(1, n, d, q + r * ldq, ldq, k, ldk, dt, s + r * lds, lds);
 }
 
-void MHSA_AVX512_FN(kv_dot)(size_t m, size_t n, size_t d, const float *q,
-                            size_t ldq, const void *k, size_t ldk,
-                            mhsa_dtype dt, float *s, size_t lds)
+void mhsa_kv_dot__avx512(size_t m, size_t n, size_t d, const float *q,
+                         size_t ldq, const void *k, size_t ldk,
+                         mhsa_dtype dt, float *s, size_t lds)
 {
     switch (dt) {
     case MHSA_F16:
@@ -111,8 +111,8 @@ void MHSA_AVX512_FN(kv_dot)(size_t m, size_t n, size_t d, const float *q,
 
 // y[j] = beta*y[j] + a[j,:] . x: the one-row fp32 dot, four rows of a at a
 // time (four independent FMA chains hide the FMA latency).
-void MHSA_AVX512_FN(gemv_n)(size_t n, size_t d, const float *a, size_t lda,
-                            const float *x, float *y, float beta)
+void mhsa_gemv_n__avx512(size_t n, size_t d, const float *a, size_t lda,
+                         const float *x, float *y, float beta)
 {
     for (size_t j = 0; j < n; j += 4) {
         size_t nk = n - j < 4 ? n - j : 4;
@@ -198,9 +198,9 @@ MHSA_AVX512_INLINE void acc_all(size_t m, size_t n, size_t d, const float *p,
         acc_rows(1, n, d, p + r * ldp, ldp, v, ldv, dt, o + r * ldo, ldo);
 }
 
-void MHSA_AVX512_FN(kv_acc)(size_t m, size_t n, size_t d, const float *p,
-                            size_t ldp, const void *v, size_t ldv,
-                            mhsa_dtype dt, float *o, size_t ldo)
+void mhsa_kv_acc__avx512(size_t m, size_t n, size_t d, const float *p,
+                         size_t ldp, const void *v, size_t ldv,
+                         mhsa_dtype dt, float *o, size_t ldo)
 {
     switch (dt) {
     case MHSA_F16:
@@ -217,8 +217,8 @@ void MHSA_AVX512_FN(kv_acc)(size_t m, size_t n, size_t d, const float *p,
 
 // y[i] += sum_j p[j] a[j, i]: the one-row fp32 accumulation; y is held in
 // registers 64 columns at a time while the rows stream past.
-void MHSA_AVX512_FN(gemv_t)(size_t n, size_t d, const float *p,
-                            const float *a, size_t lda, float *y)
+void mhsa_gemv_t__avx512(size_t n, size_t d, const float *p,
+                         const float *a, size_t lda, float *y)
 {
     acc_rows(1, n, d, p, 0, a, lda, MHSA_F32, y, 0);
 }

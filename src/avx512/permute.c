@@ -28,7 +28,7 @@ static void scale_row(size_t n, const float *s, float *d, __m512 sc)
     }
 }
 
-void MHSA_AVX512_FN(permute_4d)(const mhsa_permute_args *a)
+void mhsa_permute_4d__avx512(const mhsa_permute_args *a)
 {
     __m512 sc = _mm512_set1_ps(a->scale);
     for (size_t i0 = 0; i0 < a->n0; i0++)

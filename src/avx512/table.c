@@ -4,7 +4,9 @@
 //
 // The emulated build (tests only, see avx512.h) defines
 // mhsa_kernels_avx512_emul instead: the same ISA and name, so a test that
-// installs it runs exactly what a real AVX-512 run would.
+// installs it runs exactly what a real AVX-512 run would. It names the
+// kernels' _emul names itself rather than through avx512.h's renames, so a
+// kernel that list misses fails to build, not a second native symbol.
 //
 // GEMM blocking (kernels.h) for the 12x32 tile: kc 128 keeps the B
 // micro-panel at 16 KiB (kc 256 would fill Zen 4's 32 KiB L1D); 240 rows
