@@ -33,7 +33,8 @@
     void MHSA_KNAME(softmax_online, isa)(const mhsa_softmax_args *a);        \
     void MHSA_KNAME(softmax_grad, isa)(const mhsa_softmax_grad_args *a);     \
     void MHSA_KNAME(softmax_row, isa)(size_t n, const float *x, float *y);   \
-    void MHSA_KNAME(permute_4d, isa)(const mhsa_permute_args *a);            \
+    void MHSA_KNAME(scale_copy, isa)(size_t n, const float *src, float *dst, \
+                                     float scale);                           \
     void MHSA_KNAME(gemv_n, isa)(size_t n, size_t d, const float *a,         \
                                  size_t lda, const float *x, float *y,       \
                                  float beta);                                \
@@ -71,7 +72,7 @@
         .softmax_online = MHSA_KNAME(softmax_online, sfx),                    \
         .softmax_grad = MHSA_KNAME(softmax_grad, sfx),                        \
         .softmax_row = MHSA_KNAME(softmax_row, sfx),                          \
-        .permute = MHSA_KNAME(permute_4d, sfx),                               \
+        .scale_copy = MHSA_KNAME(scale_copy, sfx),                            \
         .gemv_n = MHSA_KNAME(gemv_n, sfx),                                    \
         .gemv_t = MHSA_KNAME(gemv_t, sfx),                                    \
         .kv_dot = MHSA_KNAME(kv_dot, sfx),                                    \
