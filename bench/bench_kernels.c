@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "bench_util.h"
+#include "attn/permute.h"
 #include "gemm/gemm.h"
 #include "kernels/kernels.h"
 #include "shim.h"
@@ -356,7 +357,7 @@ static void bm_permute(mhsa_bench_state *st, const void *ctx)
         };
     }
     while (mhsa_bench_keep_running(st)) {
-        kt->permute(&a);
+        mhsa__permute_4d(kt, &a);
         mhsa_bench_use(a.dst);
     }
     double bytes = 2.0 * B * T * D * 4.0;

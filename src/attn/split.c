@@ -10,6 +10,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "permute.h"
 #include "split.h"
 
 // dst (dh) = scale * R(p) src; features past R are only scaled. cs and sn
@@ -68,7 +69,7 @@ static void split_seq(const mhsa_kernels *k, const head_layout *lay,
     char *kd = (char *)a->k + (b * Hkv * a->kv_t + p0) * dh * es;
     char *vd = (char *)a->v + (b * Hkv * a->kv_t + p0) * dh * es;
     if (!lay->rope_half && a->dt == MHSA_F32) {
-        // The permute kernel: q *= scale, k and v copied bitwise.
+        // The permute: q *= scale, k and v copied bitwise.
         mhsa_permute_args pq = { 1, t, H, dh, src, 0, nqkv, dh,
                                  q, 0, dh, t * dh, scale };
         mhsa_permute_args pk = { 1, rows, Hkv, dh, src + D, 0, nqkv, dh,
@@ -76,9 +77,9 @@ static void split_seq(const mhsa_kernels *k, const head_layout *lay,
         mhsa_permute_args pv = pk;
         pv.src = src + D + Hkv * dh;
         pv.dst = (float *)vd;
-        k->permute(&pq);
-        k->permute(&pk);
-        k->permute(&pv);
+        mhsa__permute_4d(k, &pq);
+        mhsa__permute_4d(k, &pk);
+        mhsa__permute_4d(k, &pv);
         return;
     }
     // Rows past `rows` are not tokens of the sequence (ragged cached

@@ -1,6 +1,11 @@
 // table.c — the AVX2+FMA kernel table. Installed by dispatch.c only when
 // CPUID and XGETBV say the CPU and OS support AVX2, FMA and YMM state.
+//
+// GEMM blocking (kernels.h), as measured for 0.1: kc 256 (a 16 KiB B
+// micro-panel at nr 16), 128 rows of A per block rounded up to the tile's
+// 6 (132), 8 panels (128 columns) per parallel column chunk.
 #include "avx2/avx2.h"
 
 const mhsa_kernels mhsa_kernels_avx2 =
-    MHSA_KERNEL_TABLE(avx2, MHSA_ISA_AVX2, 6, 16);
+    MHSA_KERNEL_TABLE(avx2, MHSA_ISA_AVX2, 6, 16,
+                      .kc = 256, .mc = 22 * 6, .nc = 8 * 16);

@@ -7,26 +7,41 @@
 //
 // The same sources are built a second time for the tests only, against
 // SIMDe (intrin.h, MHSA_AVX512_EMULATED), so that the kernels' logic is
-// tested on CPUs without AVX-512. That build's kernels carry the suffix
-// avx512_emul (mhsa_sgemm_12x32__avx512_emul, table
-// mhsa_kernels_avx512_emul) so both can live in one test program.
+// tested on CPUs without AVX-512. The sources name every kernel literally
+// (mhsa_sgemm_12x32__avx512: grep finds the definition); in that build the
+// defines below rename them with the suffix avx512_emul, so both builds can
+// live in one test program. Its table (table.c) names the _emul kernels
+// directly: a kernel missing here keeps its native name and the emulated
+// table fails to build.
 #ifndef MHSA_AVX512_H
 #define MHSA_AVX512_H
 
 #include "kernels/kernel_decl.h"
 
 #if MHSA_AVX512_EMULATED
+#define mhsa_pack_a_mr12__avx512 mhsa_pack_a_mr12__avx512_emul
+#define mhsa_pack_b_nr32__avx512 mhsa_pack_b_nr32__avx512_emul
+#define mhsa_sgemm_12x32__avx512 mhsa_sgemm_12x32__avx512_emul
+#define mhsa_softmax_online__avx512 mhsa_softmax_online__avx512_emul
+#define mhsa_softmax_grad__avx512 mhsa_softmax_grad__avx512_emul
+#define mhsa_softmax_row__avx512 mhsa_softmax_row__avx512_emul
+#define mhsa_scale_copy__avx512 mhsa_scale_copy__avx512_emul
+#define mhsa_gemv_n__avx512 mhsa_gemv_n__avx512_emul
+#define mhsa_gemv_t__avx512 mhsa_gemv_t__avx512_emul
+#define mhsa_kv_dot__avx512 mhsa_kv_dot__avx512_emul
+#define mhsa_kv_acc__avx512 mhsa_kv_acc__avx512_emul
+#define mhsa_cvt_from_f32__avx512 mhsa_cvt_from_f32__avx512_emul
+#define mhsa_cvt_to_f32__avx512 mhsa_cvt_to_f32__avx512_emul
+// The suffix of this build's names (the tests' AVX-512 probes use it).
 #define MHSA_AVX512_SFX avx512_emul
 #else
 #define MHSA_AVX512_SFX avx512
 #endif
-// The name of kernel `op` in this build: mhsa_<op>__avx512[_emul].
-#define MHSA_AVX512_FN(op) MHSA_KNAME(op, MHSA_AVX512_SFX)
 
 // The register tile: 12 rows x 32 columns (sgemm_12x32.c says why).
 #define MHSA_AVX512_MR 12
 #define MHSA_AVX512_NR 32
 
-MHSA_DECLARE_KERNELS(MHSA_AVX512_SFX, MHSA_AVX512_MR, MHSA_AVX512_NR)
+MHSA_DECLARE_KERNELS(avx512, MHSA_AVX512_MR, MHSA_AVX512_NR)
 
 #endif

@@ -30,8 +30,8 @@ MHSA_AVX512_INLINE __m256i to_bf16(__m512 x)
     return _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(nan, rounded, quiet));
 }
 
-void MHSA_AVX512_FN(cvt_from_f32)(size_t n, const float *src, void *dst,
-                                  mhsa_dtype dt)
+void mhsa_cvt_from_f32__avx512(size_t n, const float *src, void *dst,
+                               mhsa_dtype dt)
 {
     if (dt == MHSA_F32) {
         memcpy(dst, src, n * sizeof(float));
@@ -49,8 +49,8 @@ void MHSA_AVX512_FN(cvt_from_f32)(size_t n, const float *src, void *dst,
     }
 }
 
-void MHSA_AVX512_FN(cvt_to_f32)(size_t n, const void *src, mhsa_dtype dt,
-                                float *dst)
+void mhsa_cvt_to_f32__avx512(size_t n, const void *src, mhsa_dtype dt,
+                             float *dst)
 {
     if (dt == MHSA_F32) {
         memcpy(dst, src, n * sizeof(float));

@@ -47,9 +47,9 @@ MHSA_AVX512_INLINE void transpose16(__m512 r[16])
     }
 }
 
-void MHSA_AVX512_FN(pack_a_mr12)(size_t m, size_t k, const float *a,
-                                 size_t lda, int trans, float alpha,
-                                 float *ap)
+void mhsa_pack_a_mr12__avx512(size_t m, size_t k, const float *a,
+                              size_t lda, int trans, float alpha,
+                              float *ap)
 {
     size_t mm = m < MR ? m : MR;
     __m512 va = _mm512_set1_ps(alpha);
@@ -82,8 +82,8 @@ void MHSA_AVX512_FN(pack_a_mr12)(size_t m, size_t k, const float *a,
     }
 }
 
-void MHSA_AVX512_FN(pack_b_nr32)(size_t k, size_t n, const float *b,
-                                 size_t ldb, int trans, float *bp)
+void mhsa_pack_b_nr32__avx512(size_t k, size_t n, const float *b,
+                              size_t ldb, int trans, float *bp)
 {
     size_t nn = n < NR ? n : NR;
     if (!trans) {

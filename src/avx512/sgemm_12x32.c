@@ -76,9 +76,9 @@ MHSA_AVX512_INLINE void store_row(float *c, __m512 lo, __m512 hi,
                       m1);                                                    \
     } while (0)
 
-void MHSA_AVX512_FN(sgemm_12x32)(size_t k, const float *ap, const float *bp,
-                                 float *c, size_t ldc, size_t m, size_t n,
-                                 float beta)
+void mhsa_sgemm_12x32__avx512(size_t k, const float *ap, const float *bp,
+                              float *c, size_t ldc, size_t m, size_t n,
+                              float beta)
 {
     if (m == 0 || n == 0)
         return;

@@ -71,7 +71,7 @@ static void scale_o(float *o, size_t dv, float alpha)
     }
 }
 
-void MHSA_AVX512_FN(softmax_online)(const mhsa_softmax_args *a)
+void mhsa_softmax_online__avx512(const mhsa_softmax_args *a)
 {
     const mhsa_mask_view *mv = &a->mv;
     for (size_t r = 0; r < a->rows; r++) {
@@ -132,7 +132,7 @@ void MHSA_AVX512_FN(softmax_online)(const mhsa_softmax_args *a)
     }
 }
 
-void MHSA_AVX512_FN(softmax_grad)(const mhsa_softmax_grad_args *a)
+void mhsa_softmax_grad__avx512(const mhsa_softmax_grad_args *a)
 {
     const mhsa_mask_view *mv = &a->mv;
     const __m512 ninf = _mm512_set1_ps(-INFINITY), zero = _mm512_setzero_ps();
@@ -175,7 +175,7 @@ void MHSA_AVX512_FN(softmax_grad)(const mhsa_softmax_grad_args *a)
     }
 }
 
-void MHSA_AVX512_FN(softmax_row)(size_t n, const float *x, float *y)
+void mhsa_softmax_row__avx512(size_t n, const float *x, float *y)
 {
     const __m512 ninf = _mm512_set1_ps(-INFINITY);
     __m512 vmax = ninf;

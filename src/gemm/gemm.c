@@ -5,7 +5,7 @@
 // Loop nest for one call (jc over N in NC chunks is folded into the shared B
 // panel, which holds all n columns of one KC block):
 //   for pc in K by KC:                 pack op(B)[pc:pc+kc, :] (shared)
-//     parallel for (ic, jb) tiles:     pack op(A)[ic:ic+mc, pc:pc+kc] (own)
+//     parallel for (ic, jc) tiles:     pack op(A)[ic:ic+mc, pc:pc+kc] (own)
 //       for jr in the chunk by NR:     B micro-panel stays in L1
 //         for ir in the block by MR:   A block stays in L2
 //           sgemm_ukr(kc, ...)         beta on the first KC block, then 1
@@ -18,51 +18,21 @@
 #include "core/alloc.h"
 #include "core/fpenv.h"
 
-// Cache blocking, per table (a function of the tile and the caches the
-// ISA's cores have):
-//   kc         depth of one packed block: the kc x NR B micro-panel stays
-//              in L1 while the A panels stream past;
-//   mc_rows    about this many rows of A per packed block (L2);
-//   nb_panels  NR panels per parallel column chunk.
-// Scalar, AVX2 (6x16) and NEON: kc 256 (a 16 KiB B micro-panel at NR 16),
-// 128 rows, 8 panels (128 columns at NR 16), as measured for 0.1.
-// AVX-512 (12x32): kc 128 keeps the B micro-panel at 16 KiB (kc 256 would
-// fill Zen 4's 32 KiB L1D); 240 rows make the A block 120 KiB of the
-// 1 MiB L2 of Zen 4/5 and recent Intel cores (more A reuse per packed B
-// chunk at the shallower depth); 4 panels keep the column chunk at 128
-// columns, so the parallel split of a GEMM is as fine as AVX2's. These are
-// reasoned, not measured: no AVX-512 CPU was at hand (README).
-typedef struct gemm_blocking {
-    size_t kc, mc_rows, nb_panels;
-} gemm_blocking;
-
-static gemm_blocking blocking_of(const mhsa_kernels *k)
-{
-    if (k->isa == MHSA_ISA_AVX512)
-        return (gemm_blocking){ 128, 240, 4 };
-    return (gemm_blocking){ 256, 128, 8 };
-}
-
-size_t mhsa_gemm_kc(const mhsa_kernels *k) { return blocking_of(k).kc; }
-
-static size_t mc_of(const mhsa_kernels *k)
-{
-    size_t mr = (size_t)k->mr, rows = blocking_of(k).mc_rows;
-    return mr * ((rows + mr - 1) / mr);
-}
+// Cache blocking (kc, mc, nc) comes from the table (kernels.h:
+// mhsa_gemm_blocking, set in each src/<isa>/table.c).
 
 static size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
 
 size_t mhsa_gemm_a_floats(const mhsa_kernels *k)
 {
-    return mc_of(k) * mhsa_gemm_kc(k);
+    return k->blocking.mc * k->blocking.kc;
 }
 
 size_t mhsa_gemm_b_floats(const mhsa_kernels *k, size_t n)
 {
     size_t f;
     if (n > ((size_t)-1) / 2 ||
-        !mhsa__mul(mhsa_gemm_kc(k), round_up(n, (size_t)k->nr), &f))
+        !mhsa__mul(k->blocking.kc, round_up(n, (size_t)k->nr), &f))
         return 0;
     return f;
 }
@@ -102,7 +72,7 @@ static void pack_b_block(const mhsa_kernels *k, size_t pc, size_t kc,
 void mhsa_gemm_prepack_b(const mhsa_kernels *k, size_t kdim, size_t n,
                          const float *b, size_t ldb, int trans_b, float *bp)
 {
-    size_t npad = round_up(n, (size_t)k->nr), kcb = mhsa_gemm_kc(k);
+    size_t npad = round_up(n, (size_t)k->nr), kcb = k->blocking.kc;
     for (size_t pc = 0; pc < kdim; pc += kcb) {
         size_t kc = kdim - pc < kcb ? kdim - pc : kcb;
         pack_b_block(k, pc, kc, n, b, ldb, trans_b, bp + pc * npad, 0);
@@ -119,7 +89,7 @@ static void scale_c(size_t m, size_t n, float beta, float *c, size_t ldc)
 // Tiles of one KC block, handed out statically by index so that which
 // thread computes a tile never changes its arithmetic.
 typedef struct tile_plan {
-    size_t mc, nb, m_blocks, n_chunks;
+    size_t mc, nc, m_blocks, n_chunks;
 } tile_plan;
 
 static void run_tiles(const mhsa_kernels *k, const tile_plan *tp,
@@ -145,7 +115,7 @@ static void run_tiles(const mhsa_kernels *k, const tile_plan *tp,
             }
             packed_ib = ib;
         }
-        size_t j0 = jb * tp->nb, j1 = j0 + tp->nb < n ? j0 + tp->nb : n;
+        size_t j0 = jb * tp->nc, j1 = j0 + tp->nc < n ? j0 + tp->nc : n;
         for (size_t jr = j0; jr < j1; jr += nr) {
             size_t w = j1 - jr < nr ? j1 - jr : nr;
             const float *bpanel = bpk + jr * kc;
@@ -172,10 +142,10 @@ void mhsa_sgemm(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
     }
     size_t nr = (size_t)k->nr;
     size_t npad = round_up(n, nr);
-    gemm_blocking bl = blocking_of(k);
-    tile_plan tp = { mc_of(k), nr * bl.nb_panels, 0, 0 };
+    const mhsa_gemm_blocking bl = k->blocking;
+    tile_plan tp = { bl.mc, bl.nc, 0, 0 };
     tp.m_blocks = (m + tp.mc - 1) / tp.mc;
-    tp.n_chunks = (n + tp.nb - 1) / tp.nb;
+    tp.n_chunks = (n + tp.nc - 1) / tp.nc;
 
     // Threads: never more than the scratch was sized for, and one thread
     // when there is a single tile (no parallel region cost for tiny GEMMs).

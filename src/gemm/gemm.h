@@ -4,10 +4,11 @@
 //   op(A) is m x k: trans_a ? A^T with A (k x m, lda) : A (m x k, lda)
 //   op(B) is k x n: trans_b ? B^T with B (n x k, ldb) : B (k x n, ldb)
 //
-// Work is split over (MC row block, NB column chunk) tiles with sizes fixed by
-// the shapes and the kernel table, never by the thread count; K is never
-// split, and each C element sums its K blocks in order. So the bits of C do
-// not depend on how many threads run. beta == 0 never reads C.
+// Work is split over (MC row block, NC column chunk) tiles with sizes fixed
+// by the shapes and the kernel table (k->blocking), never by the thread
+// count; K is never split, and each C element sums its K blocks in order.
+// So the bits of C do not depend on how many threads run. beta == 0 never
+// reads C.
 #ifndef MHSA_GEMM_H
 #define MHSA_GEMM_H
 
@@ -24,9 +25,6 @@ typedef struct mhsa_gemm_scratch {
     int max_threads;     // at most this many threads run a GEMM
 } mhsa_gemm_scratch;
 
-// Depth of one packed block for table k (the K blocking; each C element
-// sums its K blocks in order, so the bits depend on it: fixed per table).
-size_t mhsa_gemm_kc(const mhsa_kernels *k);
 // Floats of packed A one thread needs.
 size_t mhsa_gemm_a_floats(const mhsa_kernels *k);
 // Floats of shared packed B for GEMMs with n columns (0 on overflow).

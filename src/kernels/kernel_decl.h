@@ -5,7 +5,8 @@
 // mhsa_pack_a_mr6__avx2, mhsa_pack_b_nr16__avx2, mhsa_sgemm_6x16__avx2, ...
 // An ISA's header declares them with MHSA_DECLARE_KERNELS(avx2, 6, 16) and
 // its table.c defines the table with MHSA_KERNEL_TABLE(avx2, MHSA_ISA_AVX2,
-// 6, 16), so adding a kernel means one line here, not one per ISA file.
+// 6, 16, .kc = ..., .mc = ..., .nc = ...) (the GEMM blocking, kernels.h),
+// so adding a kernel means one line here, not one per ISA file.
 #ifndef MHSA_KERNEL_DECL_H
 #define MHSA_KERNEL_DECL_H
 
@@ -32,7 +33,8 @@
     void MHSA_KNAME(softmax_online, isa)(const mhsa_softmax_args *a);        \
     void MHSA_KNAME(softmax_grad, isa)(const mhsa_softmax_grad_args *a);     \
     void MHSA_KNAME(softmax_row, isa)(size_t n, const float *x, float *y);   \
-    void MHSA_KNAME(permute_4d, isa)(const mhsa_permute_args *a);            \
+    void MHSA_KNAME(scale_copy, isa)(size_t n, const float *src, float *dst, \
+                                     float scale);                           \
     void MHSA_KNAME(gemv_n, isa)(size_t n, size_t d, const float *a,         \
                                  size_t lda, const float *x, float *y,       \
                                  float beta);                                \
@@ -51,25 +53,26 @@
     void MHSA_KNAME(cvt_to_f32, isa)(size_t n, const void *src,              \
                                      mhsa_dtype dt, float *dst);
 
-#define MHSA_KERNEL_TABLE(sfx, isa_enum, mr_, nr_)                            \
-    MHSA_KERNEL_TABLE_NAMED(sfx, #sfx, isa_enum, mr_, nr_)
+#define MHSA_KERNEL_TABLE(sfx, isa_enum, mr_, nr_, ...)                       \
+    MHSA_KERNEL_TABLE_NAMED(sfx, #sfx, isa_enum, mr_, nr_, __VA_ARGS__)
 
 // The same with a name other than the suffix: the test-only emulated
 // AVX-512 build (src/avx512/avx512.h) has kernels mhsa_<op>__avx512_emul
 // in a table named "avx512", like the ISA it stands in for.
-#define MHSA_KERNEL_TABLE_NAMED(sfx, name_, isa_enum, mr_, nr_)               \
+#define MHSA_KERNEL_TABLE_NAMED(sfx, name_, isa_enum, mr_, nr_, ...)          \
     {                                                                         \
         .isa = isa_enum,                                                      \
         .name = name_,                                                        \
         .mr = mr_,                                                            \
         .nr = nr_,                                                            \
+        .blocking = { __VA_ARGS__ },                                          \
         .pack_a = MHSA_KPACK_A(sfx, mr_),                                     \
         .pack_b = MHSA_KPACK_B(sfx, nr_),                                     \
         .sgemm_ukr = MHSA_KSGEMM(sfx, mr_, nr_),                              \
         .softmax_online = MHSA_KNAME(softmax_online, sfx),                    \
         .softmax_grad = MHSA_KNAME(softmax_grad, sfx),                        \
         .softmax_row = MHSA_KNAME(softmax_row, sfx),                          \
-        .permute = MHSA_KNAME(permute_4d, sfx),                               \
+        .scale_copy = MHSA_KNAME(scale_copy, sfx),                            \
         .gemv_n = MHSA_KNAME(gemv_n, sfx),                                    \
         .gemv_t = MHSA_KNAME(gemv_t, sfx),                                    \
         .kv_dot = MHSA_KNAME(kv_dot, sfx),                                    \

@@ -21,8 +21,9 @@
 //  2. softmax: the masked online-softmax update of one block of score rows
 //     (Milakov & Gimelshein 2018, "Online normalizer calculation for
 //     softmax"; FlashAttention), its backward, and a plain whole-row softmax;
-//  3. permute: a strided 4-D copy with scale, used to split the QKV
-//     projection into heads and to merge heads back;
+//  3. scale_copy: one contiguous row copied with a scale, the row of the
+//     strided 4-D copy (src/attn/permute.c) that splits the QKV projection
+//     into heads and merges heads back;
 //  4. gemv: one-row products, and the decode products over K/V rows stored
 //     in the KV cache's dtype (fp32, f16 or bf16), converted in registers;
 //  5. conversions between fp32 and the cache's 16-bit storage types.
@@ -132,26 +133,29 @@ typedef struct mhsa_softmax_grad_args {
     const float *inf_w;
 } mhsa_softmax_grad_args;
 
-// ---- permute ------------------------------------------------------------
-
-// dst[i0][i1][i2][i3] = scale * src[i0][i1][i2][i3] for a logical (n0, n1, n2,
-// n3) tensor whose innermost dimension is contiguous on both sides and whose
-// outer dimensions have arbitrary strides. Splitting heads is the view
-// src (B, T, H, dh) with strides (T*3D, 3D, dh) and dst strides
-// (H*T*dh, dh, T*dh); merging is the reverse. scale == 1 copies bitwise.
-typedef struct mhsa_permute_args {
-    size_t n0, n1, n2, n3;
-    const float *src;  size_t src_s0, src_s1, src_s2;
-    float *dst;        size_t dst_s0, dst_s1, dst_s2;
-    float scale;
-} mhsa_permute_args;
-
 // ---- the table ----------------------------------------------------------
+
+// Cache blocking of the GEMM driver (src/gemm/gemm.c, BLIS's loops) for
+// one table: a function of the register tile and of the caches the ISA's
+// cores have, so it lives in the table (src/<isa>/table.c says where each
+// table's numbers come from) and no driver tests an ISA.
+typedef struct mhsa_gemm_blocking {
+    // Depth of one packed block: the kc x nr B micro-panel stays in L1
+    // while the A panels stream past. Each C element sums its K blocks in
+    // order, so the bits depend on kc: it is fixed per table.
+    size_t kc;
+    // Rows of op(A) per packed block (L2), a multiple of mr.
+    size_t mc;
+    // Columns of C per parallel chunk, a multiple of nr (how finely a
+    // GEMM's work is split; never by the thread count).
+    size_t nc;
+} mhsa_gemm_blocking;
 
 typedef struct mhsa_kernels {
     mhsa_isa isa;
     const char *name;          // == mhsa_isa_name(isa)
     int mr, nr;                // sgemm register tile
+    mhsa_gemm_blocking blocking;
 
     // Packs an m x k block of op(A) into ceil(m/mr) micro-panels, panel p at
     // ap + p*mr*k, column-major inside: ap[p*mr*k + kk*mr + i] =
@@ -182,7 +186,9 @@ typedef struct mhsa_kernels {
     // keys reset them). In place (y == x) is allowed.
     void (*softmax_row)(size_t n, const float *x, float *y);
 
-    void (*permute)(const mhsa_permute_args *a);
+    // dst[i] = scale * src[i], i < n (dst and src do not overlap); scale
+    // == 1 copies the bits unchanged (NaN payloads, signs of zero).
+    void (*scale_copy)(size_t n, const float *src, float *dst, float scale);
 
     // Matrix-vector products for one-row work (decoding one token), where a
     // GEMM tile would waste mr - 1 rows of work and packing would double

@@ -1,7 +1,12 @@
 // table.c — the NEON kernel table. NEON (Advanced SIMD) is part of the
 // AArch64 baseline, so this table is built on every aarch64 host and
 // dispatch needs no run-time CPU check for it.
+//
+// GEMM blocking (kernels.h): AVX2's numbers from 0.1 (kc 256, about 128
+// rows of A per block, 8 panels per column chunk), not measured on Arm: no
+// Arm hardware was at hand, only qemu.
 #include "neon/neon.h"
 
 const mhsa_kernels mhsa_kernels_neon =
-    MHSA_KERNEL_TABLE(neon, MHSA_ISA_NEON, 8, 12);
+    MHSA_KERNEL_TABLE(neon, MHSA_ISA_NEON, 8, 12,
+                      .kc = 256, .mc = 16 * 8, .nc = 8 * 12);

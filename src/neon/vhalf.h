@@ -1,7 +1,7 @@
 // vhalf.h — static inline NEON helpers that read rows stored as fp32, F16
 // or BF16 (the KV cache's dtypes), converting in registers: F16 by FCVTL
-// (exact), BF16 by a widening shift. Shared by src/neon/kv.c and
-// src/neon/convert.c; included only by src/neon/ files.
+// (exact), BF16 by a widening shift. Shared by src/neon/kv_dot.c, kv_acc.c
+// and src/neon/convert.c; included only by src/neon/ files.
 #ifndef MHSA_NEON_VHALF_H
 #define MHSA_NEON_VHALF_H
 

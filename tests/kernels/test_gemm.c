@@ -139,6 +139,24 @@ static void check_gemm(const mhsa_kernels *k, const gcase *t)
     bufs_free(&x);
 }
 
+// The table's blocking fits its tile (kernels.h): whole micro-panels per
+// packed A block and per column chunk.
+START_TEST(gemm_blocking_fits_tile)
+{
+    const mhsa_kernels *k = kernels_or_skip(_i);
+    if (!k)
+        return;
+    size_t mr = (size_t)k->mr, nr = (size_t)k->nr;
+    mhsa_gemm_blocking bl = k->blocking;
+    ck_assert_msg(bl.kc > 0 && bl.mc > 0 && bl.nc > 0, "%s: a zero block",
+                  k->name);
+    ck_assert_msg(bl.mc % mr == 0, "%s: mc %zu not a multiple of mr %zu",
+                  k->name, bl.mc, mr);
+    ck_assert_msg(bl.nc % nr == 0, "%s: nc %zu not a multiple of nr %zu",
+                  k->name, bl.nc, nr);
+}
+END_TEST
+
 // Shapes from the tile and KC edges, every transpose combination cycling
 // through alpha / beta variants.
 START_TEST(gemm_edge_shapes)
@@ -146,7 +164,7 @@ START_TEST(gemm_edge_shapes)
     const mhsa_kernels *k = kernels_or_skip(_i);
     if (!k)
         return;
-    size_t mr = (size_t)k->mr, nr = (size_t)k->nr, kc = mhsa_gemm_kc(k);
+    size_t mr = (size_t)k->mr, nr = (size_t)k->nr, kc = k->blocking.kc;
     size_t ms[] = { 1, mr - 1, mr, mr + 1, 2 * mr - 1, 97, 131 };
     size_t ns[] = { 1, nr - 1, nr, nr + 1, 131 };
     size_t ks[] = { 1, 7, kc - 1, kc, kc + 1, 2 * kc + 1 };
@@ -315,6 +333,7 @@ int main(void)
 {
     Suite *s = suite_create("gemm");
     TCase *tc = tcase_create("gemm");
+    LOOP(tc, gemm_blocking_fits_tile);
     LOOP(tc, gemm_edge_shapes);
     LOOP(tc, gemm_transposes);
     LOOP(tc, gemm_random_shapes);

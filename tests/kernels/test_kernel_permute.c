@@ -1,4 +1,4 @@
-// test_kernel_permute.c — the strided 4-D copy of every ISA: splitting a
+// test_kernel_permute.c — the strided 4-D copy on every ISA's row op: splitting a
 // (B, T, 3D) QKV projection into three (B, H, T, dh) tensors and merging
 // them back is a bitwise round trip (special values included), the scale is
 // folded with one rounding, and every ISA equals scalar bit for bit.
@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attn/permute.h"
 #include "util.h"
 
 #define LOOP(tc, fn) tcase_add_loop_test(tc, fn, 0, N_ISAS)
@@ -44,7 +45,7 @@ static void split(const mhsa_kernels *k, const shape *s, const float *x,
         y, s->h * s->t * s->dh, s->dh, s->t * s->dh,
         scale,
     };
-    k->permute(&a);
+    mhsa__permute_4d(k, &a);
 }
 
 // Merges y (B, H, T, dh) into part p of x (B, T, 3D).
@@ -58,7 +59,7 @@ static void merge(const mhsa_kernels *k, const shape *s, const float *y,
         x + (size_t)p * d, s->t * 3 * d, 3 * d, s->dh,
         1.0f,
     };
-    k->permute(&a);
+    mhsa__permute_4d(k, &a);
 }
 
 START_TEST(split_merge_round_trip)
@@ -169,9 +170,9 @@ START_TEST(matches_scalar_bitwise)
             d1, n2 * n1 * pd, pd, n1 * pd,
             scale,
         };
-        k->permute(&a);
+        mhsa__permute_4d(k, &a);
         a.dst = d2;
-        mhsa_kernels_scalar.permute(&a);
+        mhsa__permute_4d(&mhsa_kernels_scalar, &a);
         ck_assert_msg(guard_ok(d1, nd) && memcmp(d1, d2, nd * sizeof(float))
                       == 0, "isa %s differs from scalar: (%zu,%zu,%zu,%zu) "
                       "scale %g seed %u", k->name, n0, n1, n2, n3, scale,

@@ -1,8 +1,8 @@
-// permute.c — NEON strided 4-D copy with scale (split/merge heads; contract
-// in kernels.h). The innermost dimension is contiguous on both sides, so
-// each (i0, i1, i2) row is a run of n3 floats: 16 at a time, then 4, then
-// a scalar tail that stops at n3. scale == 1 moves bits without arithmetic
-// (NaN payloads and signs of zero survive), as the scalar copy does.
+// scale_copy.c — NEON row copy with scale (the row of the split/merge
+// permute, src/attn/permute.c; contract in kernels.h): 16 floats at a
+// time, then 4, then a scalar tail that stops at n. scale == 1 moves bits
+// without arithmetic (NaN payloads and signs of zero survive), as the
+// scalar copy does.
 #include <arm_neon.h>
 
 #include "kernels/kernels.h"
@@ -39,18 +39,11 @@ static void scale_row(float *d, const float *s, size_t n, float scale)
         d[i] = scale * s[i];
 }
 
-void mhsa_permute_4d__neon(const mhsa_permute_args *a)
+void mhsa_scale_copy__neon(size_t n, const float *src, float *dst,
+                           float scale)
 {
-    for (size_t i0 = 0; i0 < a->n0; i0++)
-        for (size_t i1 = 0; i1 < a->n1; i1++)
-            for (size_t i2 = 0; i2 < a->n2; i2++) {
-                const float *s = a->src + i0 * a->src_s0 + i1 * a->src_s1
-                               + i2 * a->src_s2;
-                float *d = a->dst + i0 * a->dst_s0 + i1 * a->dst_s1
-                         + i2 * a->dst_s2;
-                if (a->scale == 1.0f)
-                    copy_row(d, s, a->n3);
-                else
-                    scale_row(d, s, a->n3, a->scale);
-            }
+    if (scale == 1.0f)
+        copy_row(dst, src, n);
+    else
+        scale_row(dst, src, n, scale);
 }

@@ -1,5 +1,5 @@
-// gemv.c — AVX-512 one-row products (decoding one token): gemv_n / gemv_t
-// over fp32 rows, and kv_dot / kv_acc over K/V cache rows stored as fp32,
+// vgemv.h — the AVX-512 tiles of the one-row products (decoding one
+// token), shared by gemv_n / gemv_t over fp32 rows, and kv_dot / kv_acc over K/V cache rows stored as fp32,
 // f16 or bf16, converted in registers (vcvtph2ps; bf16 by a 16-bit shift).
 // All stream the matrix once, unpacked; the work per element is one FMA,
 // so they run at the speed of memory, not of the FMA units.
@@ -12,6 +12,12 @@
 // keys are processed together, so gemv_n (= dot with beta) and gemv_t are
 // the one-row, fp32 cases of the same code: kv_dot/kv_acc with MHSA_F32
 // give gemv's bits on each row, whatever m is (kernels.h).
+//
+// Static inline: included only by src/avx512/{gemv_n,gemv_t,kv_dot,
+// kv_acc}.c, compiled with the AVX-512 flags.
+#ifndef MHSA_AVX512_VGEMV_H
+#define MHSA_AVX512_VGEMV_H
+
 #include "avx512/avx512.h"
 #include "avx512/vmath.h"
 
@@ -92,42 +98,6 @@ MHSA_AVX512_INLINE void dot_all(size_t m, size_t n, size_t d, const float *q,
         dot_rows(1, n, d, q + r * ldq, ldq, k, ldk, dt, s + r * lds, lds);
 }
 
-void MHSA_AVX512_FN(kv_dot)(size_t m, size_t n, size_t d, const float *q,
-                            size_t ldq, const void *k, size_t ldk,
-                            mhsa_dtype dt, float *s, size_t lds)
-{
-    switch (dt) {
-    case MHSA_F16:
-        dot_all(m, n, d, q, ldq, k, ldk, MHSA_F16, s, lds);
-        return;
-    case MHSA_BF16:
-        dot_all(m, n, d, q, ldq, k, ldk, MHSA_BF16, s, lds);
-        return;
-    case MHSA_F32:
-        break;
-    }
-    dot_all(m, n, d, q, ldq, k, ldk, MHSA_F32, s, lds);
-}
-
-// y[j] = beta*y[j] + a[j,:] . x: the one-row fp32 dot, four rows of a at a
-// time (four independent FMA chains hide the FMA latency).
-void MHSA_AVX512_FN(gemv_n)(size_t n, size_t d, const float *a, size_t lda,
-                            const float *x, float *y, float beta)
-{
-    for (size_t j = 0; j < n; j += 4) {
-        size_t nk = n - j < 4 ? n - j : 4;
-        float s[4];
-        if (nk == 4)
-            dot_block(1, 4, d, x, 0, a + j * lda, lda, MHSA_F32, s, 0);
-        else
-            for (size_t t = 0; t < nk; t++)
-                dot_block(1, 1, d, x, 0, a + (j + t) * lda, lda, MHSA_F32,
-                          s + t, 0);
-        for (size_t t = 0; t < nk; t++)
-            y[j + t] = beta == 0.0f ? s[t] : beta * y[j + t] + s[t];
-    }
-}
-
 // ---- accumulations: o_r[i] += sum_j p_r[j] V[j][i] for nq <= 4 rows and
 // nc <= 4 chunks of 16 columns at i (16 accumulators, 4 converted V
 // chunks, 1 broadcast); the last chunk masked by mk.
@@ -198,27 +168,4 @@ MHSA_AVX512_INLINE void acc_all(size_t m, size_t n, size_t d, const float *p,
         acc_rows(1, n, d, p + r * ldp, ldp, v, ldv, dt, o + r * ldo, ldo);
 }
 
-void MHSA_AVX512_FN(kv_acc)(size_t m, size_t n, size_t d, const float *p,
-                            size_t ldp, const void *v, size_t ldv,
-                            mhsa_dtype dt, float *o, size_t ldo)
-{
-    switch (dt) {
-    case MHSA_F16:
-        acc_all(m, n, d, p, ldp, v, ldv, MHSA_F16, o, ldo);
-        return;
-    case MHSA_BF16:
-        acc_all(m, n, d, p, ldp, v, ldv, MHSA_BF16, o, ldo);
-        return;
-    case MHSA_F32:
-        break;
-    }
-    acc_all(m, n, d, p, ldp, v, ldv, MHSA_F32, o, ldo);
-}
-
-// y[i] += sum_j p[j] a[j, i]: the one-row fp32 accumulation; y is held in
-// registers 64 columns at a time while the rows stream past.
-void MHSA_AVX512_FN(gemv_t)(size_t n, size_t d, const float *p,
-                            const float *a, size_t lda, float *y)
-{
-    acc_rows(1, n, d, p, 0, a, lda, MHSA_F32, y, 0);
-}
+#endif
