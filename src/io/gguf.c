@@ -146,13 +146,6 @@ static mhsa_status rd_str(cursor *c, size_t *off, uint64_t *len,
     return MHSA_OK;
 }
 
-size_t mhsa__gguf_fixed_size(uint32_t type)
-{
-    static const unsigned char size[] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0,
-                                         8, 8, 8};
-    return type < sizeof size ? size[type] : 0;
-}
-
 // n fixed-size values of `type` at c->pos (bools must be 0 or 1).
 static mhsa_status rd_fixed(cursor *c, uint32_t type, uint64_t n,
                             size_t *off, const char *what)
@@ -369,17 +362,6 @@ static mhsa_status rd_tensor(cursor *c, size_t i)
         return bad(c, "byte size overflows");
     t->bytes = numel / info->block * info->bytes;
     return rd_u64(c, &t->offset, "data offset");
-}
-
-int mhsa__gguf_cmp_kv(const void *a, const void *b)
-{
-    const gguf_kv *x = *(const gguf_kv *const *)a;
-    const gguf_kv *y = *(const gguf_kv *const *)b;
-    uint64_t n = x->key_len < y->key_len ? x->key_len : y->key_len;
-    int r = memcmp(x->key, y->key, (size_t)n);
-    if (r)
-        return r;
-    return x->key_len < y->key_len ? -1 : x->key_len > y->key_len;
 }
 
 int mhsa__gguf_cmp_tensor_name(const void *a, const void *b)

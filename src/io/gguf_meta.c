@@ -10,15 +10,6 @@
 
 typedef unsigned long long ull;   // for printf
 
-const char *mhsa__gguf_type_name(uint32_t type)
-{
-    static const char *const names[] = {
-        "u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "string",
-        "array", "u64", "i64", "f64",
-    };
-    return type < sizeof names / sizeof names[0] ? names[type] : "?";
-}
-
 uint32_t mhsa__gguf_version(const mhsa_gguf_file *f) { return f->version; }
 
 uint32_t mhsa__gguf_alignment(const mhsa_gguf_file *f)
@@ -36,19 +27,6 @@ const char *mhsa__gguf_kv_key(const mhsa_gguf_file *f, size_t i)
 const mhsa_gguf_val *mhsa__gguf_kv_val(const mhsa_gguf_file *f, size_t i)
 {
     return i < f->n_kv ? &f->kv[i].val : NULL;
-}
-
-const mhsa_gguf_val *mhsa__gguf_find(const mhsa_gguf_file *f,
-                                     const char *key)
-{
-    if (!f || !key || !f->n_kv)   // (bsearch must not see a NULL array)
-        return NULL;
-    gguf_kv probe = {.key = key, .key_len = strlen(key)};
-    const gguf_kv *pp = &probe;
-    const gguf_kv *const *hit = bsearch(&pp, f->kv_sorted, f->n_kv,
-                                        sizeof *f->kv_sorted,
-                                        mhsa__gguf_cmp_kv);
-    return hit ? &(*hit)->val : NULL;
 }
 
 mhsa_gguf_type mhsa__gguf_val_type(const mhsa_gguf_val *v)

@@ -17,20 +17,6 @@
 
 typedef unsigned long long ull;   // for printf
 
-// ---- hashing ----------------------------------------------------------------
-
-int32_t mhsa__tok_find(const mhsa_tokenizer *t, const char *s, size_t n)
-{
-    for (size_t i = mhsa__fnv(MHSA_FNV_BASIS, s, n) & t->tok_mask;;
-         i = (i + 1) & t->tok_mask) {
-        int32_t id = t->tok_slot[i];
-        if (id < 0)
-            return -1;
-        if (t->text_len[id] == n && !memcmp(t->text[id], s, n))
-            return id;
-    }
-}
-
 // A table of a power of two >= 2 n slots, all -1.
 static int32_t *make_table(size_t n, size_t *mask)
 {
