@@ -3,7 +3,7 @@
 // leading-space rule on request.
 #include <string.h>
 
-#include "mhsa_internal.h"
+#include "core/status.h"
 #include "tok_internal.h"
 #include "unicode.h"
 
