@@ -238,7 +238,8 @@ mhsa_status mhsa_forward_cached(const mhsa_block *blk, mhsa_workspace *ws,
  * the block's weights are unchanged. */
 mhsa_status mhsa_block_load_safetensors(mhsa_block *blk, const char *path,
                                         const char *prefix);
-/* Writes the block's tensors (F32) under the same names (the biases only
+/* Writes the block's tensors (F32; the weights of a block with 16-bit
+ * weight_dtype as F16 / BF16) under the same names (the biases only
  * when bias == 1), replacing path only once the new file is complete.
  * Errors: NULL arguments: MHSA_ERR_INVALID_ARG; cannot write:
  * MHSA_ERR_IO; built without safetensors support: MHSA_ERR_UNSUPPORTED. */
