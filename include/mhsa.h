@@ -132,6 +132,10 @@ typedef struct mhsa_config {
      * never read. */
     int   window;            /* 0: none; W > 0 (causal blocks only): key j
                                 is seen by position p only if p-W < j <= p */
+    /* Added in 0.3 (0 means as before). */
+    int   weight_dtype;      /* an mhsa_dtype: MHSA_F32 (0), MHSA_F16 or
+                                MHSA_BF16: how w_qkv and w_out are stored
+                                (see "Additions for 0.3: 16-bit weights") */
 } mhsa_config;
 
 typedef struct mhsa_block mhsa_block;
@@ -301,8 +305,9 @@ mhsa_status mhsa_forward_cached(const mhsa_block *blk, mhsa_workspace *ws,
  * MHSA_ERR_UNSUPPORTED. On failure the block's weights are unchanged. */
 mhsa_status mhsa_block_load_safetensors(mhsa_block *blk, const char *path,
                                         const char *prefix);
-/* Writes the block's tensors (F32) under PyTorch's names (the biases only
- * when bias == 1), replacing path only once the new file is complete: the
+/* Writes the block's tensors (F32; the weights of a block with a 16-bit
+ * weight_dtype as F16 / BF16) under PyTorch's names (the biases only when
+ * bias == 1), replacing path only once the new file is complete: the
  * shorthand of mhsa_block_save_safetensors_ex with MHSA_NAMES_TORCH.
  * Errors: NULL arguments: MHSA_ERR_INVALID_ARG; cannot write:
  * MHSA_ERR_IO; built without safetensors support: MHSA_ERR_UNSUPPORTED. */
@@ -399,6 +404,27 @@ mhsa_status mhsa_block_save_safetensors_ex(const mhsa_block *blk,
                                            const char *path,
                                            const char *prefix,
                                            mhsa_names names);
+
+/* ---- Additions for 0.3: 16-bit weights ---------------------------------- *
+ *
+ * With weight_dtype MHSA_F16 or MHSA_BF16 the block stores w_qkv and w_out
+ * rounded to that type (round to nearest even; beyond the F16 range +-inf)
+ * whenever they are set (mhsa_block_set_weights, _load_safetensors,
+ * _init_random); biases stay fp32. Every computation uses the rounded
+ * weights in fp32 arithmetic, converted in registers as they are read: the
+ * results equal those of an MHSA_F32 block given the same weights rounded
+ * first (within 1e-4; bitwise identical across thread counts), and
+ * mhsa_backward gives the gradients of that rounded block (fp32).
+ * mhsa_block_get_weights returns the rounded values as fp32. Saving writes
+ * the weights as F16 / BF16 tensors; loading an F16 / BF16 tensor into any
+ * block is exact. An unknown weight_dtype: MHSA_ERR_INVALID_ARG naming it.
+ * Memory: a 16-bit block holds its weights once, 2 bytes each; an F32 block
+ * holds them as given and once more packed for the GEMM (8 bytes each). */
+
+/* The bytes the stored weights and biases take (the weights once, in their
+ * stored type: about half of MHSA_F32's for MHSA_F16 / MHSA_BF16; an F32
+ * block's packed copy is not counted). 0 for NULL. */
+size_t mhsa_block_weight_bytes(const mhsa_block *blk);
 
 /* ---- Additions beyond the contract -------------------------------------- */
 

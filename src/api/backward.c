@@ -190,8 +190,8 @@ mhsa_status mhsa_backward(const mhsa_block *blk, mhsa_workspace *ws,
         add_colsum(bt, D, dy, D, g->b_out);
     mhsa_sgemm(k, s, 1, 0, D, D, bt, 1.0f, dy, D, ws->ctx, D, NULL, 1.0f,
                g->w_out, D);
-    mhsa_sgemm(k, s, 0, 0, bt, D, D, 1.0f, dy, D, blk->w_out, D, NULL, 0.0f,
-               ws->dctx, D);
+    mhsa_sgemm_dt(k, s, 0, 0, bt, D, D, 1.0f, dy, D, blk->w_out, blk->wdt,
+                  D, NULL, 0.0f, ws->dctx, D);
     // Attention, into dqkv (B*T, nqkv) = [dq | dk | dv] per row, then
     // back through the rotation of q and k.
     attention_backward(k, ws, blk);
@@ -204,8 +204,8 @@ mhsa_status mhsa_backward(const mhsa_block *blk, mhsa_workspace *ws,
     mhsa_sgemm(k, s, 1, 0, nqkv, D, bt, 1.0f, dqkv, nqkv, x, D, NULL, 1.0f,
                g->w_qkv, D);
     if (dx)
-        mhsa_sgemm(k, s, 0, 0, bt, D, nqkv, 1.0f, dqkv, nqkv, blk->w_qkv, D,
-                   NULL, 0.0f, dx, D);
+        mhsa_sgemm_dt(k, s, 0, 0, bt, D, nqkv, 1.0f, dqkv, nqkv, blk->w_qkv,
+                      blk->wdt, D, NULL, 0.0f, dx, D);
     mhsa__fp_leave(fp);
     return MHSA_OK;
 }

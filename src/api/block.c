@@ -80,6 +80,12 @@ static mhsa_status check_config(const mhsa_config *cfg)
         return mhsa__fail(MHSA_ERR_SHAPE,
                           "%s: n_heads = %d is not divisible by n_kv_heads "
                           "= %d", fn, cfg->n_heads, cfg->n_kv_heads);
+    if (cfg->weight_dtype != MHSA_F32 && cfg->weight_dtype != MHSA_F16 &&
+        cfg->weight_dtype != MHSA_BF16)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG,
+                          "%s: weight_dtype = %d is not MHSA_F32 (0), "
+                          "MHSA_F16 (1) or MHSA_BF16 (2)", fn,
+                          cfg->weight_dtype);
     return MHSA_OK;
 }
 
@@ -116,6 +122,7 @@ mhsa_status mhsa_block_create(const mhsa_config *cfg, mhsa_block **out)
     size_t Hkv = cfg->n_kv_heads > 0 ? (size_t)cfg->n_kv_heads : H;
     size_t nqkv = (H + 2 * Hkv) * dh;    // <= 3D: no overflow
     size_t half = (size_t)cfg->rope_dim / 2, n_rope = 0;
+    mhsa_dtype wdt = (mhsa_dtype)cfg->weight_dtype;
     size_t n_wqkv, n_wout, p_qkv = packed_floats(D, nqkv),
            p_out = packed_floats(D, D);
     if (!mhsa__mul(nqkv, D, &n_wqkv) || !mhsa__mul(D, D, &n_wout) ||
@@ -142,12 +149,17 @@ mhsa_status mhsa_block_create(const mhsa_config *cfg, mhsa_block **out)
     b->group = H / Hkv;
     b->nqkv = nqkv;
     b->rope_half = half;
-    b->w_qkv = mhsa__alloc(n_wqkv * sizeof(float));
-    b->w_out = mhsa__alloc(n_wout * sizeof(float));
-    b->w_qkv_packed = mhsa__alloc(p_qkv * sizeof(float));
-    b->w_out_packed = mhsa__alloc(p_out * sizeof(float));
-    if (!b->w_qkv || !b->w_out || !b->w_qkv_packed || !b->w_out_packed)
+    b->wdt = wdt;
+    b->w_qkv = mhsa__alloc(n_wqkv * mhsa_dtype_size(wdt));
+    b->w_out = mhsa__alloc(n_wout * mhsa_dtype_size(wdt));
+    if (!b->w_qkv || !b->w_out)
         goto oom;
+    if (wdt == MHSA_F32) {
+        b->w_qkv_packed = mhsa__alloc(p_qkv * sizeof(float));
+        b->w_out_packed = mhsa__alloc(p_out * sizeof(float));
+        if (!b->w_qkv_packed || !b->w_out_packed)
+            goto oom;
+    }
     if (cfg->bias) {
         b->b_qkv = mhsa__alloc(nqkv * sizeof(float));
         b->b_out = mhsa__alloc(D * sizeof(float));
@@ -196,15 +208,52 @@ const mhsa_config *mhsa_block_config(const mhsa_block *blk)
     return blk ? &blk->cfg : NULL;
 }
 
+size_t mhsa_block_weight_bytes(const mhsa_block *blk)
+{
+    if (!blk)
+        return 0;
+    size_t D = blk->D, nqkv = blk->nqkv;
+    size_t bytes = (nqkv * D + D * D) * mhsa_dtype_size(blk->wdt);
+    if (blk->cfg.bias)
+        bytes += (nqkv + D) * sizeof(float);
+    return bytes;
+}
+
 void mhsa__block_repack(mhsa_block *b)
 {
     const mhsa_kernels *k = mhsa__kernels();
-    // y = x W^T: op(B) = W^T, i.e. B = W read transposed (trans_b = 1).
-    mhsa_gemm_prepack_b(k, b->D, b->nqkv, b->w_qkv, b->D, 1,
-                        b->w_qkv_packed);
-    mhsa_gemm_prepack_b(k, b->D, b->D, b->w_out, b->D, 1, b->w_out_packed);
-    b->packed_for = k;
+    if (b->wdt == MHSA_F32) {
+        // y = x W^T: op(B) = W^T, i.e. B = W read transposed (trans_b = 1).
+        mhsa_gemm_prepack_b(k, b->D, b->nqkv, b->w_qkv, b->D, 1,
+                            b->w_qkv_packed);
+        mhsa_gemm_prepack_b(k, b->D, b->D, b->w_out, b->D, 1,
+                            b->w_out_packed);
+        b->packed_for = k;
+    }
     b->version++;
+}
+
+// n weights from fp32 into the block's storage, rounded to its dtype
+// (round to nearest even, beyond the F16 range +-inf: the conversion
+// kernels' contract). memmove for fp32: the caller may pass views of the
+// block's own weights.
+static void store_weights(const mhsa_block *b, void *dst, const float *src,
+                          size_t n)
+{
+    if (b->wdt == MHSA_F32)
+        memmove(dst, src, n * sizeof(float));
+    else
+        mhsa__kernels()->cvt_from_f32(n, src, dst, b->wdt);
+}
+
+// n stored weights as fp32 (exact).
+static void load_weights(const mhsa_block *b, float *dst, const void *src,
+                         size_t n)
+{
+    if (b->wdt == MHSA_F32)
+        memmove(dst, src, n * sizeof(float));
+    else
+        mhsa__kernels()->cvt_to_f32(n, src, b->wdt, dst);
 }
 
 static mhsa_status check_weight_ptrs(const char *fn, const mhsa_block *blk,
@@ -235,9 +284,8 @@ mhsa_status mhsa_block_set_weights(mhsa_block *blk,
     if (st != MHSA_OK)
         return st;
     size_t D = blk->D, nqkv = blk->nqkv;
-    // memmove: the caller may pass views of the block's own weights.
-    memmove(blk->w_qkv, w_qkv, nqkv * D * sizeof(float));
-    memmove(blk->w_out, w_out, D * D * sizeof(float));
+    store_weights(blk, blk->w_qkv, w_qkv, nqkv * D);
+    store_weights(blk, blk->w_out, w_out, D * D);
     if (blk->cfg.bias) {
         memmove(blk->b_qkv, b_qkv, nqkv * sizeof(float));
         memmove(blk->b_out, b_out, D * sizeof(float));
@@ -255,8 +303,8 @@ mhsa_status mhsa_block_get_weights(const mhsa_block *blk,
     if (st != MHSA_OK)
         return st;
     size_t D = blk->D, nqkv = blk->nqkv;
-    memmove(w_qkv, blk->w_qkv, nqkv * D * sizeof(float));
-    memmove(w_out, blk->w_out, D * D * sizeof(float));
+    load_weights(blk, w_qkv, blk->w_qkv, nqkv * D);
+    load_weights(blk, w_out, blk->w_out, D * D);
     if (blk->cfg.bias) {
         memmove(b_qkv, blk->b_qkv, nqkv * sizeof(float));
         memmove(b_out, blk->b_out, D * sizeof(float));
@@ -274,13 +322,22 @@ static uint64_t splitmix64(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-static void xavier_uniform(float *w, size_t fan_out, size_t fan_in,
-                           uint64_t *state)
+// Into the block's storage (rounded like set weights), drawn in fp32
+// chunks so that 16-bit weights need no fp32 copy of the matrix.
+static void xavier_uniform(const mhsa_block *b, void *w, size_t fan_out,
+                           size_t fan_in, uint64_t *state)
 {
+    enum { CHUNK = 256 };
+    float buf[CHUNK];
     double bound = sqrt(6.0 / (double)(fan_in + fan_out));
-    for (size_t i = 0; i < fan_out * fan_in; i++) {
-        double u = (double)(splitmix64(state) >> 11) * 0x1.0p-53;
-        w[i] = (float)((2.0 * u - 1.0) * bound);
+    size_t es = mhsa_dtype_size(b->wdt), n = fan_out * fan_in;
+    for (size_t i0 = 0; i0 < n; i0 += CHUNK) {
+        size_t c = n - i0 < CHUNK ? n - i0 : CHUNK;
+        for (size_t i = 0; i < c; i++) {
+            double u = (double)(splitmix64(state) >> 11) * 0x1.0p-53;
+            buf[i] = (float)((2.0 * u - 1.0) * bound);
+        }
+        store_weights(b, (char *)w + i0 * es, buf, c);
     }
 }
 
@@ -293,8 +350,8 @@ static mhsa_status block_init_random(mhsa_block *blk, uint64_t seed)
     size_t D = blk->D, nqkv = blk->nqkv;
     // As torch.nn.MultiheadAttention: in_proj_weight (3D, D) as one matrix
     // (with grouped-query attention, the whole (nqkv, D) matrix's shape).
-    xavier_uniform(blk->w_qkv, nqkv, D, &state);
-    xavier_uniform(blk->w_out, D, D, &state);
+    xavier_uniform(blk, blk->w_qkv, nqkv, D, &state);
+    xavier_uniform(blk, blk->w_out, D, D, &state);
     if (blk->cfg.bias) {
         memset(blk->b_qkv, 0, nqkv * sizeof(float));
         memset(blk->b_out, 0, D * sizeof(float));

@@ -90,7 +90,8 @@ static mhsa_status cached(const char *fn, const mhsa_block *blk,
 
     ws->has_forward = 0;   // the workspace's views are reused below
     mhsa__linear(k, &ws->gemm, bt, blk->nqkv, D, a->x_new, blk->w_qkv,
-                 packed ? blk->w_qkv_packed : NULL, blk->b_qkv, ws->qkv);
+                 blk->wdt, packed ? blk->w_qkv_packed : NULL, blk->b_qkv,
+                 ws->qkv);
     split_args sp = {
         .batch = b, .t = t, .qkv = ws->qkv, .q = ws->q, .k = cache->k,
         .v = cache->v, .kv_t = cache->capacity, .dt = cache->dtype,
@@ -107,7 +108,7 @@ static mhsa_status cached(const char *fn, const mhsa_block *blk,
         .ctx = ws->ctx, .lse = NULL, .attn = NULL,
     };
     mhsa__attention(k, &ws->attn, &j);
-    mhsa__linear(k, &ws->gemm, bt, D, D, ws->ctx, blk->w_out,
+    mhsa__linear(k, &ws->gemm, bt, D, D, ws->ctx, blk->w_out, blk->wdt,
                  packed ? blk->w_out_packed : NULL, blk->b_out, a->y);
     for (size_t s = 0; s < b; s++) {
         size_t n = a->n_new ? (size_t)a->n_new[s] : t;

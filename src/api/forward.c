@@ -61,7 +61,8 @@ static mhsa_status forward(const char *fn, const mhsa_block *blk,
     size_t D = blk->D, b = (size_t)a->B, t = (size_t)a->T, bt = b * t;
 
     mhsa__linear(k, &ws->gemm, bt, blk->nqkv, D, a->x, blk->w_qkv,
-                 packed ? blk->w_qkv_packed : NULL, blk->b_qkv, ws->qkv);
+                 blk->wdt, packed ? blk->w_qkv_packed : NULL, blk->b_qkv,
+                 ws->qkv);
     split_args sp = {
         .batch = b, .t = t, .qkv = ws->qkv, .q = ws->q, .k = ws->k,
         .v = ws->v, .kv_t = t, .dt = MHSA_F32, .tmp = ws->row,
@@ -77,7 +78,7 @@ static mhsa_status forward(const char *fn, const mhsa_block *blk,
         .ctx = ws->ctx, .lse = ws->lse, .attn = a->attn,
     };
     mhsa__attention(k, &ws->attn, &j);
-    mhsa__linear(k, &ws->gemm, bt, D, D, ws->ctx, blk->w_out,
+    mhsa__linear(k, &ws->gemm, bt, D, D, ws->ctx, blk->w_out, blk->wdt,
                  packed ? blk->w_out_packed : NULL, blk->b_out, a->y);
 
     ws->has_forward = 1;

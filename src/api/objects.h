@@ -29,12 +29,18 @@ struct mhsa_block {
     size_t rope_half;       // rope_dim / 2 rotated pairs per head (0: none)
     uint64_t id;            // unique per block ever created: ownership checks
     uint64_t version;       // bumped by every weight change
-    float *w_qkv;           // (nqkv, D) = [Wq (D); Wk (Hkv*dh); Wv]
+    // The weights as stored: elements of wdt (cfg.weight_dtype). 16-bit
+    // weights are read as they are stored (the GEMM widens them while
+    // packing each cache-sized block, the one-row products in registers).
+    mhsa_dtype wdt;
+    void *w_qkv;            // (nqkv, D) = [Wq (D); Wk (Hkv*dh); Wv]
     float *b_qkv;           // (nqkv) or NULL
-    float *w_out;           // (D, D)
+    void *w_out;            // (D, D)
     float *b_out;           // (D) or NULL
-    // Weights packed once for the GEMM as op(B) = W^T, for the table that
-    // was active at the last weight change; another table packs on the fly.
+    // fp32 weights packed once for the GEMM as op(B) = W^T, for the table
+    // that was active at the last weight change; another table packs on
+    // the fly. NULL for 16-bit weights: a whole fp32 copy would undo the
+    // halving (they are packed on the fly, one KC block at a time).
     const mhsa_kernels *packed_for;
     float *w_qkv_packed;    // K = D, N = nqkv
     float *w_out_packed;    // K = D, N = D

@@ -45,27 +45,36 @@ size_t mhsa_gemm_prepacked_floats(const mhsa_kernels *k, size_t kdim, size_t n)
     return f;
 }
 
+// Panel p (columns p*nr ..) of the kc x n block of op(B) at depth b0.
+static void pack_b_panel(const mhsa_kernels *k, size_t p, size_t kc,
+                         size_t n, const char *b0, mhsa_dtype bdt,
+                         size_t ldb, int trans_b, float *bp)
+{
+    size_t nr = (size_t)k->nr, es = mhsa_dtype_size(bdt);
+    size_t j = p * nr, w = n - j < nr ? n - j : nr;
+    const char *src = b0 + (trans_b ? j * ldb : j) * es;
+    if (bdt == MHSA_F32)
+        k->pack_b(kc, w, (const float *)src, ldb, trans_b, bp + p * nr * kc);
+    else
+        mhsa__pack_b_16(k, kc, w, src, ldb, trans_b, bdt, bp + p * nr * kc);
+}
+
 // Packs the kc x n block of op(B) starting at depth pc into panels.
 static void pack_b_block(const mhsa_kernels *k, size_t pc, size_t kc,
-                         size_t n, const float *b, size_t ldb, int trans_b,
-                         float *bp, int parallel)
+                         size_t n, const void *b, mhsa_dtype bdt, size_t ldb,
+                         int trans_b, float *bp, int parallel)
 {
     size_t nr = (size_t)k->nr;
     size_t panels = (n + nr - 1) / nr;
-    const float *b0 = trans_b ? b + pc : b + pc * ldb;
+    const char *b0 = (const char *)b +
+                     (trans_b ? pc : pc * ldb) * mhsa_dtype_size(bdt);
     if (parallel) {
 #pragma omp for schedule(static)
-        for (size_t p = 0; p < panels; p++) {
-            size_t j = p * nr, w = n - j < nr ? n - j : nr;
-            k->pack_b(kc, w, trans_b ? b0 + j * ldb : b0 + j, ldb, trans_b,
-                      bp + p * nr * kc);
-        }
+        for (size_t p = 0; p < panels; p++)
+            pack_b_panel(k, p, kc, n, b0, bdt, ldb, trans_b, bp);
     } else {
-        for (size_t p = 0; p < panels; p++) {
-            size_t j = p * nr, w = n - j < nr ? n - j : nr;
-            k->pack_b(kc, w, trans_b ? b0 + j * ldb : b0 + j, ldb, trans_b,
-                      bp + p * nr * kc);
-        }
+        for (size_t p = 0; p < panels; p++)
+            pack_b_panel(k, p, kc, n, b0, bdt, ldb, trans_b, bp);
     }
 }
 
@@ -75,7 +84,8 @@ void mhsa_gemm_prepack_b(const mhsa_kernels *k, size_t kdim, size_t n,
     size_t npad = round_up(n, (size_t)k->nr), kcb = k->blocking.kc;
     for (size_t pc = 0; pc < kdim; pc += kcb) {
         size_t kc = kdim - pc < kcb ? kdim - pc : kcb;
-        pack_b_block(k, pc, kc, n, b, ldb, trans_b, bp + pc * npad, 0);
+        pack_b_block(k, pc, kc, n, b, MHSA_F32, ldb, trans_b, bp + pc * npad,
+                     0);
     }
 }
 
@@ -134,6 +144,16 @@ void mhsa_sgemm(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
                 const float *b, size_t ldb, const float *bp_prepacked,
                 float beta, float *c, size_t ldc)
 {
+    mhsa_sgemm_dt(k, s, trans_a, trans_b, m, n, kdim, alpha, a, lda, b,
+                  MHSA_F32, ldb, bp_prepacked, beta, c, ldc);
+}
+
+void mhsa_sgemm_dt(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
+                   int trans_a, int trans_b, size_t m, size_t n, size_t kdim,
+                   float alpha, const float *a, size_t lda, const void *b,
+                   mhsa_dtype bdt, size_t ldb, const float *bp_prepacked,
+                   float beta, float *c, size_t ldc)
+{
     if (m == 0 || n == 0)
         return;
     if (kdim == 0 || alpha == 0.0f) {
@@ -170,7 +190,7 @@ void mhsa_sgemm(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
             if (bp_prepacked) {
                 bpk = bp_prepacked + pc * npad;
             } else {
-                pack_b_block(k, pc, kc, n, b, ldb, trans_b, s->b, 1);
+                pack_b_block(k, pc, kc, n, b, bdt, ldb, trans_b, s->b, 1);
                 bpk = s->b;   // the omp for above ends with a barrier
             }
             run_tiles(k, &tp, apack, trans_a, m, n, pc, kc, alpha, a, lda,
@@ -197,6 +217,38 @@ void mhsa_gemv_rows(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
         for (size_t c = 0; c < chunks; c++) {
             size_t j0 = c * CH, m = n - j0 < CH ? n - j0 : CH;
             k->gemv_n(m, d, w + j0 * ldw, ldw, x, y + j0, beta);
+        }
+        mhsa__fp_leave_team(fp);
+    }
+}
+
+void mhsa_gemv_rows_dt(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
+                       size_t n, size_t d, const void *w, mhsa_dtype wdt,
+                       size_t ldw, const float *x, float *y, float beta)
+{
+    if (wdt == MHSA_F32) {
+        mhsa_gemv_rows(k, s, n, d, w, ldw, x, y, beta);
+        return;
+    }
+    // The same chunks as mhsa_gemv_rows; each row's dot product is
+    // kv_dot's for one query row (its bits do not depend on the chunk),
+    // combined with beta as gemv_n does.
+    enum { CH = 64 };
+    size_t chunks = (n + CH - 1) / CH, es = mhsa_dtype_size(wdt);
+    int nt = mhsa__threads(s->max_threads, 2.0 * (double)n * (double)d,
+                           chunks);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        mhsa_fpstate fp = mhsa__fp_enter_team();
+#pragma omp for schedule(static)
+        for (size_t c = 0; c < chunks; c++) {
+            size_t j0 = c * CH, m = n - j0 < CH ? n - j0 : CH;
+            float dot[CH];
+            k->kv_dot(1, m, d, x, 0, (const char *)w + j0 * ldw * es, ldw,
+                      wdt, dot, 1);
+            for (size_t t = 0; t < m; t++)
+                y[j0 + t] = beta == 0.0f ? dot[t]
+                                         : beta * y[j0 + t] + dot[t];
         }
         mhsa__fp_leave_team(fp);
     }

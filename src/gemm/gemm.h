@@ -46,6 +46,25 @@ void mhsa_sgemm(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
                 const float *b, size_t ldb, const float *bp_prepacked,
                 float beta, float *c, size_t ldc);
 
+// mhsa_sgemm with B stored as bdt (elements of bdt, ldb in elements): a
+// 16-bit B (weights) is widened to fp32 only inside the shared packed B
+// block of each KC step (mhsa__pack_b_16), never as a whole matrix; the
+// packed values, and so C, have the bits an fp32 B holding the same
+// values would give. bp_prepacked only with MHSA_F32.
+void mhsa_sgemm_dt(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
+                   int trans_a, int trans_b, size_t m, size_t n, size_t kdim,
+                   float alpha, const float *a, size_t lda, const void *b,
+                   mhsa_dtype bdt, size_t ldb, const float *bp_prepacked,
+                   float beta, float *c, size_t ldc);
+
+// One table pack_b call's worth (w <= nr columns, kc depth) of op(B) with
+// B stored as F16 or BF16: exactly the panel k->pack_b writes for the
+// widened values. Widened a slab of 16 KiB at a time by
+// the table's cvt_to_f32 into an L1 buffer, then packed by k->pack_b.
+void mhsa__pack_b_16(const mhsa_kernels *k, size_t kc, size_t w,
+                     const void *b, size_t ldb, int trans, mhsa_dtype dt,
+                     float *bp);
+
 // y (n) = beta * y + W (n, d; row stride ldw) x (d): one row through a
 // weight matrix (a decoding step), streaming W once with the table's
 // gemv_n in fixed chunks of 64 outputs, one writer each, on up to
@@ -54,6 +73,12 @@ void mhsa_sgemm(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
 void mhsa_gemv_rows(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
                     size_t n, size_t d, const float *w, size_t ldw,
                     const float *x, float *y, float beta);
+// The same with W stored as wdt (ldw in elements): 16-bit rows are read
+// as stored and widened in registers by the table's kv_dot (one query
+// row), so a step reads half the bytes; fp32 is mhsa_gemv_rows.
+void mhsa_gemv_rows_dt(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
+                       size_t n, size_t d, const void *w, mhsa_dtype wdt,
+                       size_t ldw, const float *x, float *y, float beta);
 
 #endif
 

@@ -6,12 +6,13 @@
 #include "gemm.h"
 #include "kernels/kernels.h"
 
-// y (rows, n) = x (rows, kdim) W^T + b, with W (n, kdim) prepacked when
-// the block was packed for this table (w_packed, else NULL); b may be
-// NULL. One row streams W once through gemv in fixed chunks of outputs.
+// y (rows, n) = x (rows, kdim) W^T + b, with W (n, kdim) stored as wdt
+// (fp32, or 16-bit read as stored: gemm.h), prepacked when the block was
+// packed for this table (w_packed, fp32 only, else NULL); b may be NULL.
+// One row streams W once through gemv in fixed chunks of outputs.
 void mhsa__linear(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
                   size_t rows, size_t n, size_t kdim, const float *x,
-                  const float *w, const float *w_packed, const float *b,
-                  float *y);
+                  const void *w, mhsa_dtype wdt, const float *w_packed,
+                  const float *b, float *y);
 
 #endif

@@ -25,6 +25,7 @@
 #include "file_read.h"
 #include "core/status.h"
 #include "core/alloc.h"
+#include "kernels/half.h"
 #include "safetensors.h"
 
 // safetensors' own reader refuses headers above 100 MB; so do we, so that
@@ -420,10 +421,23 @@ mhsa_status mhsa__st_read_f32(const mhsa_st_file *f, const char *name,
 
 // ---- writing --------------------------------------------------------------
 
+// Bytes of one element and the format's name of the dtypes we write.
+static size_t st_elem_size(mhsa_dtype dt) { return dt == MHSA_F32 ? 4 : 2; }
+
+static const char *st_dtype_name(mhsa_dtype dt)
+{
+    return dt == MHSA_F16 ? "F16" : dt == MHSA_BF16 ? "BF16" : "F32";
+}
+
+// safetensors' order: larger elements first (so every tensor's data stays
+// aligned to its element size), then by name.
 static int cmp_name(const void *a, const void *b)
 {
     const mhsa_st_tensor *x = *(const mhsa_st_tensor *const *)a;
     const mhsa_st_tensor *y = *(const mhsa_st_tensor *const *)b;
+    size_t ex = st_elem_size(x->dtype), ey = st_elem_size(y->dtype);
+    if (ex != ey)
+        return ex > ey ? -1 : 1;
     return strcmp(x->name, y->name);
 }
 
@@ -455,7 +469,7 @@ static mhsa_status build_header(const mhsa_st_tensor *const *order, size_t n,
     size_t off = 0;
     for (size_t i = 0; i < n && s == MHSA_OK; i++) {
         const mhsa_st_tensor *t = order[i];
-        size_t bytes = 4;
+        size_t bytes = st_elem_size(t->dtype);
         json_t *e = json_object(), *shape = json_array(), *offs = NULL;
         int ok = e && shape;
         // Written as JSON integers: sizes must fit json_int_t too.
@@ -472,7 +486,8 @@ static mhsa_status build_header(const mhsa_st_tensor *const *order, size_t n,
         // below frees each piece whichever step failed. jansson refuses a
         // key that is not valid UTF-8, so a bad name fails here too.
         ok = ok && offs &&
-             !json_object_set_new(e, "dtype", json_string("F32")) &&
+             !json_object_set_new(e, "dtype",
+                                  json_string(st_dtype_name(t->dtype))) &&
              !json_object_set(e, "shape", shape) &&
              !json_object_set(e, "data_offsets", offs) &&
              !json_object_set(root, t->name, e);
@@ -525,16 +540,23 @@ static mhsa_status write_body(int fd, const char *hdr, size_t hlen,
         for (int d = 0; d < order[i]->ndim; d++)
             count *= order[i]->dims[d];   // checked in build_header
         const float *x = order[i]->data;
+        mhsa_dtype dt = order[i]->dtype;
+        size_t es = st_elem_size(dt);
         for (size_t done = 0; done < count && s == MHSA_OK;) {
             size_t k = count - done < ST_CHUNK / 4 ? count - done
                                                    : ST_CHUNK / 4;
             for (size_t j = 0; j < k; j++) {
                 uint32_t u;
-                memcpy(&u, &x[done + j], sizeof u);
-                for (int b = 0; b < 4; b++)
-                    buf[4 * j + (size_t)b] = (unsigned char)(u >> (8 * b));
+                if (dt == MHSA_F16)
+                    u = mhsa_f32_to_f16(x[done + j]);
+                else if (dt == MHSA_BF16)
+                    u = mhsa_f32_to_bf16(x[done + j]);
+                else
+                    memcpy(&u, &x[done + j], sizeof u);
+                for (size_t b = 0; b < es; b++)
+                    buf[es * j + b] = (unsigned char)(u >> (8 * b));
             }
-            if (write_full(fd, buf, 4 * k))
+            if (write_full(fd, buf, es * k))
                 s = MHSA_ERR_IO;
             done += k;
         }
@@ -593,6 +615,8 @@ mhsa_status mhsa__st_write(const char *path, const mhsa_st_tensor *t,
     for (size_t i = 0; i < n; i++) {
         int bad = !t[i].name || t[i].ndim < 0 ||
                   t[i].ndim > MHSA_ST_MAX_DIMS ||
+                  (t[i].dtype != MHSA_F32 && t[i].dtype != MHSA_F16 &&
+                   t[i].dtype != MHSA_BF16) ||
                   !strcmp(t[i].name, "__metadata__") || !t[i].name[0];
         if (!bad && !t[i].data) {
             int empty = 0;   // NULL data is fine only for an empty tensor
@@ -605,7 +629,7 @@ mhsa_status mhsa__st_write(const char *path, const mhsa_st_tensor *t,
         if (bad)
             return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa__st_write: "
                               "tensor %zu ('%s'): NULL, empty, reserved or "
-                              "duplicate name, bad ndim %d or NULL data", i,
+                              "duplicate name, bad ndim %d or dtype, or NULL data", i,
                               t[i].name ? t[i].name : "(null)", t[i].ndim);
     }
     struct stat st;
@@ -613,8 +637,7 @@ mhsa_status mhsa__st_write(const char *path, const mhsa_st_tensor *t,
         return mhsa__fail(MHSA_ERR_IO, "%s: %s", path, S_ISDIR(st.st_mode)
                           ? "is a directory" : "is not a regular file");
 
-    // safetensors orders the data by dtype alignment, then name; all ours
-    // are F32, so by name.
+    // safetensors orders the data by dtype alignment, then name.
     const mhsa_st_tensor **order = mhsa__alloc((n ? n : 1) * sizeof *order);
     if (!order)
         return mhsa__fail(MHSA_ERR_NO_MEMORY, "safetensors: no memory");

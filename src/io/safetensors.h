@@ -56,12 +56,17 @@ mhsa_status mhsa__st_read_f32(const mhsa_st_file *f, const char *name,
 // long as the handle), or NULL when the file has no such key.
 const char *mhsa__st_meta(const mhsa_st_file *f, const char *key);
 
-// One tensor to write: fp32, row-major, shape dims[0..ndim).
+// One tensor to write: fp32, row-major, shape dims[0..ndim), stored in
+// the file as dtype.
 typedef struct mhsa_st_tensor {
     const char  *name;   // UTF-8, unique within the file, not "__metadata__"
     int          ndim;   // 0 (a scalar) .. MHSA_ST_MAX_DIMS
     size_t       dims[MHSA_ST_MAX_DIMS];
     const float *data;   // prod(dims) floats
+    mhsa_dtype   dtype;  // MHSA_F32 (0, also when left out of an
+                         // initialiser), or F16 / BF16: each value rounded
+                         // to nearest even (exact for values that already
+                         // are F16 / BF16, such as a 16-bit block's weights)
 } mhsa_st_tensor;
 
 // One __metadata__ entry to write: UTF-8 key and value.
@@ -69,7 +74,7 @@ typedef struct mhsa_st_meta {
     const char *key, *value;
 } mhsa_st_meta;
 
-// Writes the n tensors as F32 (with __metadata__ {"format": "pt"} plus the
+// Writes the n tensors in their dtypes (with __metadata__ {"format": "pt"} plus the
 // n_meta entries of meta, the data in safetensors' own order and 8-byte
 // aligned, as safetensors.torch does). It writes a temporary file beside
 // `path`, fsyncs it, renames it over `path` and fsyncs the directory, so an

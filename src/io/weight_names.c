@@ -279,6 +279,12 @@ mhsa_status mhsa_block_save_safetensors_ex(const mhsa_block *blk,
         memset(t[n].dims, 0, sizeof t[n].dims);
         memcpy(t[n].dims, dims, sizeof dims);
         t[n].data = src;
+        // The weights in the block's stored type (the values get_weights
+        // gives are already of that type, so the rounding is exact).
+        int buf = name_sets[set].t[i].buf;
+        t[n].dtype = buf == W_QKV || buf == W_OUT
+                   ? (mhsa_dtype)mhsa_block_config(blk)->weight_dtype
+                   : MHSA_F32;
         n++;
     }
     s = mhsa_block_get_weights(blk, io.w[W_QKV], io.w[B_QKV], io.w[W_OUT],

@@ -27,6 +27,12 @@
 //  4. gemv: one-row products, and the decode products over K/V rows stored
 //     in the KV cache's dtype (fp32, f16 or bf16), converted in registers;
 //  5. conversions between fp32 and the cache's 16-bit storage types.
+// 16-bit weights (mhsa_config.weight_dtype) need no kernels of their own:
+// a decoding step's W x over F16 / BF16 rows is kv_dot with one query row
+// (it reads the 16-bit rows, 2 bytes an element, widened in registers),
+// and the GEMM widens a 16-bit B with cvt_to_f32 into a slab in L1 that
+// pack_b packs from (gemm/pack_b16.c), so sgemm_ukr reads fp32 panels
+// only inside the cache-sized KC block, as for fp32 B.
 #ifndef MHSA_KERNELS_H
 #define MHSA_KERNELS_H
 
@@ -209,7 +215,9 @@ typedef struct mhsa_kernels {
     // same bits whatever m is, and with MHSA_F32 the bits of gemv_n (beta
     // 0) / gemv_t on that row alone.
     // kv_dot: s[r*lds + j] = sum_i q[r*ldq + i] * K[j][i], r < m, j < n,
-    //         i < d.
+    //         i < d. Reads n rows of d elements of dt (2 bytes each for
+    //         F16 / BF16) once and q once per block of rows; also the
+    //         one-row product of a 16-bit weight matrix (m = 1, any d).
     void (*kv_dot)(size_t m, size_t n, size_t d, const float *q, size_t ldq,
                    const void *k, size_t ldk, mhsa_dtype dt, float *s,
                    size_t lds);
@@ -239,6 +247,8 @@ typedef struct mhsa_kernels {
     // tests/test_subnormal.c checks both states give the same bits.
     void (*cvt_from_f32)(size_t n, const float *src, void *dst,
                          mhsa_dtype dt);
+    // cvt_to_f32 reads n elements of dt (2 bytes each for F16 / BF16) and
+    // writes n floats; it also widens 16-bit weights for packing.
     void (*cvt_to_f32)(size_t n, const void *src, mhsa_dtype dt, float *dst);
 } mhsa_kernels;
 

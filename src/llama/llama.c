@@ -22,7 +22,7 @@ int mhsa__llama_capacity(const mhsa_llama *m) { return m ? (int)m->cap : 0; }
 
 size_t mhsa__llama_weight_bytes(const mhsa_llama *m)
 {
-    return m ? m->weight_floats * sizeof(float) : 0;
+    return m ? m->weight_bytes : 0;
 }
 
 void mhsa__llama_destroy(mhsa_llama *m) { mhsa__llama_free(m); }
@@ -93,6 +93,25 @@ static void add_rows(float *x, const float *a, size_t n)
         x[i] += a[i];
 }
 
+// y (N, OC) = [y +] x (N, C) W^T for a matrix W (OC, C) stored as the
+// model's wdt: one row streams W once (gemv), more go through the GEMM,
+// which widens 16-bit W one packed block at a time (gemm.h).
+static void matmul(const mhsa_llama *m, float *y, int add, const float *x,
+                   const void *w, size_t N, size_t C, size_t OC)
+{
+    if (m->wdt == MHSA_F32) {
+        mhsa__linear_forward(m->k, &m->gs, y, add ? y : NULL, x, w, NULL, N,
+                             C, OC);
+        return;
+    }
+    float beta = add ? 1.0f : 0.0f;
+    if (N == 1)
+        mhsa_gemv_rows_dt(m->k, &m->gs, OC, C, w, m->wdt, C, x, y, beta);
+    else
+        mhsa_sgemm_dt(m->k, &m->gs, 0, 1, N, OC, C, 1.0f, x, C, w, m->wdt,
+                      C, NULL, beta, y, OC);
+}
+
 // One layer on rows 0..N-1 of the model's buffers: the attention through
 // the layer's cache, then the MLP, each added to x.
 static mhsa_status layer_forward(mhsa_llama *m, size_t l, mhsa_kv_cache *kv,
@@ -110,14 +129,11 @@ static mhsa_status layer_forward(mhsa_llama *m, size_t l, mhsa_kv_cache *kv,
         return st;
     add_rows(m->x, m->att, N * D);
     mhsa__rmsnorm_forward(m->h, m->x, ly->ffn_norm, N, D, eps);
-    mhsa__linear_forward(m->k, &m->gs, m->g, NULL, m->h, ly->gate, NULL, N,
-                         D, F);
-    mhsa__linear_forward(m->k, &m->gs, m->u, NULL, m->h, ly->up, NULL, N, D,
-                         F);
+    matmul(m, m->g, 0, m->h, ly->gate, N, D, F);
+    matmul(m, m->u, 0, m->h, ly->up, N, D, F);
     mhsa__swiglu_forward(m->g, m->g, m->u, N * F);
     // x = x + g W_down^T: the residual fused into the GEMM's C.
-    mhsa__linear_forward(m->k, &m->gs, m->x, m->x, m->g, ly->down, NULL, N,
-                         F, D);
+    matmul(m, m->x, 1, m->g, ly->down, N, F, D);
     return MHSA_OK;
 }
 
@@ -145,9 +161,14 @@ static mhsa_status llama_forward(mhsa_llama *m, mhsa_llama_cache *c,
                               "outside [0, %zu)", fn, i, (int)tokens[i],
                               m->V);
     size_t N = (size_t)n, D = m->D;
-    for (size_t i = 0; i < N; i++)
-        memcpy(m->x + i * D, m->tok_emb + (size_t)tokens[i] * D,
-               D * sizeof(float));
+    size_t es = mhsa_dtype_size(m->wdt);
+    for (size_t i = 0; i < N; i++) {
+        const char *row = (const char *)m->tok_emb + (size_t)tokens[i] * D * es;
+        if (m->wdt == MHSA_F32)
+            memcpy(m->x + i * D, row, D * sizeof(float));
+        else
+            m->k->cvt_to_f32(D, row, m->wdt, m->x + i * D);
+    }
     for (size_t l = 0; l < m->L; l++) {
         // Shapes were checked above, so no layer after the first fails on
         // them and the caches stay in step with each other.
@@ -160,8 +181,8 @@ static mhsa_status llama_forward(mhsa_llama *m, mhsa_llama_cache *c,
     for (size_t r = first; r < N; r++) {
         mhsa__rmsnorm_forward(m->h, m->x + r * D, m->out_norm, 1, D,
                               m->cfg.rms_eps);
-        mhsa_gemv_rows(m->k, &m->gs, m->V, D, m->head, D, m->h,
-                       logits + (r - first) * m->V, 0.0f);
+        mhsa_gemv_rows_dt(m->k, &m->gs, m->V, D, m->head, m->wdt, D, m->h,
+                          logits + (r - first) * m->V, 0.0f);
     }
     c->len += n;
     return MHSA_OK;

@@ -53,13 +53,21 @@ typedef struct mhsa_llama_cache mhsa_llama_cache;
 // (capacity), MHSA_ERR_NO_MEMORY.
 mhsa_status mhsa__llama_load(const char *path, int capacity,
                              mhsa_llama **out);
+// The same with the large matrices (attention, MLP, embedding, head)
+// stored as weight_dtype (MHSA_F32, MHSA_F16 or MHSA_BF16; anything else:
+// MHSA_ERR_INVALID_ARG): rounded once from the dequantized fp32 values and
+// read as stored by the same GEMM and one-row kernels as the blocks (the
+// norms stay fp32). mhsa__llama_load is this with MHSA_F32.
+mhsa_status mhsa__llama_load_ex(const char *path, int capacity,
+                                int weight_dtype, mhsa_llama **out);
 void mhsa__llama_destroy(mhsa_llama *m);   // NULL is a no-op
 // The config of the model at path, checked as mhsa__llama_load checks it,
 // without reading any tensor.
 mhsa_status mhsa__llama_read_config(const char *path, mhsa_llama_config *cfg);
 const mhsa_llama_config *mhsa__llama_config(const mhsa_llama *m);
 int mhsa__llama_capacity(const mhsa_llama *m);
-// Bytes of the fp32 weights the model holds (without packed copies).
+// Bytes of the weights the model holds, in their stored type (without the
+// F32 blocks' packed copies).
 size_t mhsa__llama_weight_bytes(const mhsa_llama *m);
 
 // A KV cache for one sequence, its K and V stored as dtype (MHSA_F32,

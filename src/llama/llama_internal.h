@@ -9,10 +9,12 @@
 #include "core/status.h"
 #include "gemm/gemm.h"
 
+// The matrices (gate, up, down, tok_emb, head) are stored as the model's
+// wdt; the norms are fp32.
 typedef struct llama_layer {
     const float *attn_norm, *ffn_norm;   // (D) each
-    const float *gate, *up;              // (F, D) each
-    const float *down;                   // (D, F)
+    const void *gate, *up;               // (F, D) each
+    const void *down;                    // (D, F)
     mhsa_block *blk;                     // w_qkv = [attn_q; attn_k; attn_v]
 } llama_layer;
 
@@ -20,11 +22,14 @@ struct mhsa_llama {
     mhsa_llama_config cfg;
     const mhsa_kernels *k;      // the ISA active at load
     size_t V, L, D, F, cap;
-    float *weights;             // the one allocation behind the pointers
-    size_t weight_floats;       // of it, plus the blocks' attention weights
-    const float *tok_emb;       // (V, D)
+    mhsa_dtype wdt;             // of the matrices (and the blocks' weights)
+    float *weights;             // the allocation behind the pointers (with
+                                // 16-bit wdt: the norms only)
+    void *mats;                 // 16-bit wdt: the matrices; else NULL
+    size_t weight_bytes;        // of both, plus the blocks' weights
+    const void *tok_emb;        // (V, D)
     const float *out_norm;      // (D)
-    const float *head;          // (V, D): tok_emb when tied
+    const void *head;           // (V, D): tok_emb when tied
     llama_layer *layer;         // (L)
     mhsa_workspace *ws;         // one for every layer's block (rebound)
     // Activations for up to cap rows: x, h, att (cap, D); g, u (cap, F).

@@ -20,6 +20,7 @@ void mhsa__llama_free(mhsa_llama *m)
     mhsa__free(m->layer);
     mhsa_workspace_destroy(m->ws);
     mhsa__free(m->weights);
+    mhsa__free(m->mats);
     mhsa__free(m->acts);
     mhsa__free(m->gemm_buf);
     mhsa__free(m);
@@ -232,10 +233,64 @@ static mhsa_status load_layer(mhsa_llama *m, const mhsa_gguf_file *f,
     bc.rope_dim = m->cfg.rope_dim;
     bc.rope_theta = m->cfg.rope_theta;
     bc.rope_interleaved = 1;   // the converter's row order (llama.h)
+    bc.weight_dtype = (int)m->wdt;
     if ((st = mhsa_block_create(&bc, &ly->blk)) ||
         (st = mhsa_block_set_weights(ly->blk, qkv, NULL, wo, NULL)))
         return st;
     return MHSA_OK;
+}
+
+// With 16-bit weights: the matrices (embedding, head, MLP) move from the
+// fp32 load into one allocation of m->wdt, rounded by the table's
+// conversion, and the norms into a small fp32 one; the fp32 load is freed
+// (so it is held only while loading). 0 when out of memory.
+static int narrow_weights(mhsa_llama *m)
+{
+    size_t D = m->D, F = m->F, VD = m->V * D, es = mhsa_dtype_size(m->wdt);
+    int untied = m->head != m->tok_emb;
+    size_t n_mats = VD * (untied ? 2 : 1) + m->L * 3 * F * D;
+    size_t n_norms = D + m->L * 2 * D;
+    char *mats = mhsa__alloc(n_mats * es);
+    float *norms = mhsa__alloc(n_norms * sizeof(float));
+    if (!mats || !norms) {
+        mhsa__free(mats);
+        mhsa__free(norms);
+        return 0;
+    }
+    char *mp = mats;
+    float *np = norms;
+#define MOVE_MAT(field, count)                                             \
+    do {                                                                   \
+        m->k->cvt_from_f32((count), (const float *)(field), mp, m->wdt);   \
+        (field) = mp;                                                      \
+        mp += (count) * es;                                                \
+    } while (0)
+#define MOVE_NORM(field)                                                   \
+    do {                                                                   \
+        memcpy(np, (field), D * sizeof(float));                            \
+        (field) = np;                                                      \
+        np += D;                                                           \
+    } while (0)
+    MOVE_MAT(m->tok_emb, VD);
+    if (untied)
+        MOVE_MAT(m->head, VD);
+    else
+        m->head = m->tok_emb;
+    MOVE_NORM(m->out_norm);
+    for (size_t l = 0; l < m->L; l++) {
+        llama_layer *ly = &m->layer[l];
+        MOVE_MAT(ly->gate, F * D);
+        MOVE_MAT(ly->up, F * D);
+        MOVE_MAT(ly->down, D * F);
+        MOVE_NORM(ly->attn_norm);
+        MOVE_NORM(ly->ffn_norm);
+    }
+#undef MOVE_MAT
+#undef MOVE_NORM
+    mhsa__free(m->weights);
+    m->weights = norms;
+    m->mats = mats;
+    return 1;
 }
 
 // Buffers of the forward for cap rows, and the GEMM scratch.
@@ -267,12 +322,18 @@ static int alloc_buffers(mhsa_llama *m)
     return 1;
 }
 
-static mhsa_status load(const char *path, int capacity, mhsa_llama **out)
+static mhsa_status load(const char *path, int capacity, int weight_dtype,
+                        mhsa_llama **out)
 {
     static const char fn[] = "mhsa__llama_load";
     if (!path || !out)
         return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %s is NULL", fn,
                           !path ? "path" : "out");
+    if (weight_dtype != MHSA_F32 && weight_dtype != MHSA_F16 &&
+        weight_dtype != MHSA_BF16)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: weight_dtype = %d is "
+                          "not MHSA_F32, MHSA_F16 or MHSA_BF16", fn,
+                          weight_dtype);
     mhsa_gguf_file *f = NULL;
     mhsa_status st = mhsa__gguf_open(path, &f);
     if (st != MHSA_OK)
@@ -296,6 +357,7 @@ static mhsa_status load(const char *path, int capacity, mhsa_llama **out)
     memset(m, 0, sizeof *m);
     m->cfg = cfg;
     m->k = mhsa__kernels();
+    m->wdt = (mhsa_dtype)weight_dtype;
     m->V = (size_t)cfg.vocab;
     m->L = (size_t)cfg.n_layer;
     m->D = (size_t)cfg.d_model;
@@ -323,7 +385,6 @@ static mhsa_status load(const char *path, int capacity, mhsa_llama **out)
                           path);
     }
     memset(m->layer, 0, m->L * sizeof *m->layer);
-    m->weight_floats = total + m->L * qkv_floats;
     size_t off = 0;
     float *w = m->weights;
     st = read2(f, "token_embd.weight", V, D, w);
@@ -344,8 +405,17 @@ static mhsa_status load(const char *path, int capacity, mhsa_llama **out)
         st = load_layer(m, f, l, &off, qkv);
     mhsa__free(qkv);
     mhsa__gguf_close(f);
-    if (st == MHSA_OK)
+    if (st == MHSA_OK && m->wdt != MHSA_F32 && !narrow_weights(m))
+        st = mhsa__fail(MHSA_ERR_NO_MEMORY, "%s: no memory for %s", fn,
+                        path);
+    if (st == MHSA_OK) {
+        size_t es = mhsa_dtype_size(m->wdt);
+        size_t mats = V * D * (cfg.tied ? 1 : 2) + m->L * 3 * F * D;
+        m->weight_bytes = mats * es + (D + m->L * 2 * D) * sizeof(float);
+        for (size_t l = 0; l < m->L; l++)
+            m->weight_bytes += mhsa_block_weight_bytes(m->layer[l].blk);
         st = mhsa_workspace_create(m->layer[0].blk, 1, &m->ws);
+    }
     if (st != MHSA_OK) {
         mhsa__llama_free(m);
         return st;
@@ -371,8 +441,14 @@ mhsa_status mhsa__llama_read_config(const char *path,
 mhsa_status mhsa__llama_load(const char *path, int capacity,
                              mhsa_llama **out)
 {
+    return mhsa__llama_load_ex(path, capacity, MHSA_F32, out);
+}
+
+mhsa_status mhsa__llama_load_ex(const char *path, int capacity,
+                                int weight_dtype, mhsa_llama **out)
+{
     mhsa_fpstate fp = mhsa__fp_enter();   // the dequantization computes
-    mhsa_status st = load(path, capacity, out);
+    mhsa_status st = load(path, capacity, weight_dtype, out);
     mhsa__fp_leave(fp);
     return st;
 }

@@ -43,6 +43,7 @@ static void print_gen_help(FILE *f)
 "  --isa auto|scalar|avx2|avx512|neon  kernels to use (auto)\n"
 "GGUF models only:\n"
 "  --kv-dtype f32|f16|bf16  storage of the KV cache (f32)\n"
+"  --weight-dtype f32|f16|bf16  storage of the weight matrices (f32)\n"
 "  --ctx N             cache positions (default: prompt + -n tokens)\n"
 "  --ids               print the prompt's and the new token ids\n"
 "                      (prompt_ids: ... / new_ids: ...) instead of text\n"
@@ -74,6 +75,7 @@ static int parse_gen_args_as(int argc, char **argv, gen_args *a, FILE *err)
     a->seed = 1;
     a->isa = MHSA_ISA_AUTO;
     a->kv_dtype = MHSA_F32;
+    a->weight_dtype = MHSA_F32;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
@@ -103,7 +105,8 @@ static int parse_gen_args_as(int argc, char **argv, gen_args *a, FILE *err)
         flag[len] = '\0';
         static const char *const known[] = {
             "--model", "--prompt", "-n", "--temperature", "--top-k",
-            "--seed", "--threads", "--isa", "--kv-dtype", "--ctx",
+            "--seed", "--threads", "--isa", "--kv-dtype", "--weight-dtype",
+            "--ctx",
         };
         int found = 0;
         for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
@@ -137,17 +140,21 @@ static int parse_gen_args_as(int argc, char **argv, gen_args *a, FILE *err)
         } else if (!strcmp(flag, "--ctx")) {
             rc = args_int(err, flag, val, 1, 1 << 24, &a->ctx);
             a->gguf_only = 1;
-        } else if (!strcmp(flag, "--kv-dtype")) {
+        } else if (!strcmp(flag, "--kv-dtype") ||
+                   !strcmp(flag, "--weight-dtype")) {
             a->gguf_only = 1;
+            mhsa_dtype *dt = flag[2] == 'k' ? &a->kv_dtype : &a->weight_dtype;
             if (!strcmp(val, "f32"))
-                a->kv_dtype = MHSA_F32;
+                *dt = MHSA_F32;
             else if (!strcmp(val, "f16"))
-                a->kv_dtype = MHSA_F16;
+                *dt = MHSA_F16;
             else if (!strcmp(val, "bf16"))
-                a->kv_dtype = MHSA_BF16;
+                *dt = MHSA_BF16;
             else
-                return usage(err, "--kv-dtype must be f32, f16 or bf16, not ",
-                             val);
+                return usage(err, flag[2] == 'k'
+                             ? "--kv-dtype must be f32, f16 or bf16, not "
+                             : "--weight-dtype must be f32, f16 or bf16, "
+                               "not ", val);
         } else {
             rc = args_isa(err, flag, val, &a->isa);
         }
@@ -351,7 +358,7 @@ int mhsa_generate_cli(int argc, char **argv)
     if (rc == CLI_OK && mhsa_is_gguf(r.a.model))
         return mhsa_generate_gguf(&r.a);
     if (rc == CLI_OK && r.a.gguf_only) {
-        fprintf(stderr, "mhsa-generate: --kv-dtype, --ctx, --ids, --bench, "
+        fprintf(stderr, "mhsa-generate: --kv-dtype, --weight-dtype, --ctx, --ids, --bench, "
                 "--no-parse-special and --special are for GGUF models; %s is a GPT checkpoint\n", r.a.model);
         rc = CLI_USAGE;
     }

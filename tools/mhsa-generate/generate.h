@@ -19,6 +19,7 @@ typedef struct gen_args {
     uint64_t seed;
     mhsa_isa isa;                 // auto, scalar, avx2, avx512 or neon
     mhsa_dtype kv_dtype;          // --kv-dtype f32|f16|bf16
+    mhsa_dtype weight_dtype;      // --weight-dtype f32|f16|bf16 (GGUF)
     int ids, bench;               // --ids, --bench (flags without a value)
     int no_parse_special;         // --no-parse-special: the prompt's
                                   // special tokens' text is plain text

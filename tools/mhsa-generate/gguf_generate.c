@@ -129,7 +129,8 @@ static int setup(gguf_run *r)
                 cfg.context);
         return CLI_USAGE;
     }
-    if (mhsa__llama_load(a->model, (int)cap, &r->m) != MHSA_OK ||
+    if (mhsa__llama_load_ex(a->model, (int)cap, (int)a->weight_dtype,
+                            &r->m) != MHSA_OK ||
         mhsa__llama_cache_create(r->m, a->kv_dtype, &r->cache) != MHSA_OK)
         return model_error(a);
     size_t V = (size_t)mhsa__llama_config(r->m)->vocab;
@@ -298,13 +299,15 @@ static int bench(gguf_run *r)
         return CLI_FAIL;
     printf("pp512: %.1f tokens/s\ntg64: %.1f tokens/s\n"
            "ttft: %.2f ms (%zu-token prompt, text to first token, median "
-           "of 9)\n(%d thread%s, isa %s, kv %s, weights %.0f MB fp32)\n",
+           "of 9)\n(%d thread%s, isa %s, kv %s, weights %.0f MB %s)\n",
            512.0 / best_pp, 64.0 / best_tg, ms, n_tok, omp_get_max_threads(),
            omp_get_max_threads() == 1 ? "" : "s",
            mhsa_isa_name(mhsa_active_isa()),
            r->a->kv_dtype == MHSA_F32 ? "f32"
            : r->a->kv_dtype == MHSA_F16 ? "f16" : "bf16",
-           (double)mhsa__llama_weight_bytes(r->m) / 1e6);
+           (double)mhsa__llama_weight_bytes(r->m) / 1e6,
+           r->a->weight_dtype == MHSA_F32 ? "f32"
+           : r->a->weight_dtype == MHSA_F16 ? "f16" : "bf16");
     return CLI_OK;
 }
 
