@@ -128,21 +128,34 @@ static mhsa_status kind(const mhsa_gguf_file *f, mhsa_tok_kind *k,
     return MHSA_OK;
 }
 
+// An optional per-token array: *a is NULL when key is absent, else an
+// array of n_vocab elements of type (type_name for the message).
+static mhsa_status per_token_array(const mhsa_gguf_file *f, const char *key,
+                                   int type, const char *type_name,
+                                   size_t n_vocab, const mhsa_gguf_val **a)
+{
+    *a = NULL;
+    if (!mhsa__gguf_find(f, key))
+        return MHSA_OK;
+    mhsa_status s = mhsa__gguf_get_arr(f, key, a);
+    if (s != MHSA_OK)
+        return s;
+    if (mhsa__gguf_arr_type(*a) != type || mhsa__gguf_arr_count(*a) != n_vocab)
+        return mhsa__fail(MHSA_ERR_FORMAT, "key '%s': must be an array of "
+                          "%zu %s (one per token)", key, n_vocab, type_name);
+    return MHSA_OK;
+}
+
 // Token types (optional i32 array of n_vocab) into t->type.
 static mhsa_status token_types(const mhsa_gguf_file *f, mhsa_tokenizer *t)
 {
     static const char key[] = "tokenizer.ggml.token_type";
     memset(t->type, MHSA_TOKEN_NORMAL, t->n_vocab);
-    if (!mhsa__gguf_find(f, key))
-        return MHSA_OK;
     const mhsa_gguf_val *a;
-    mhsa_status s = mhsa__gguf_get_arr(f, key, &a);
-    if (s != MHSA_OK)
+    mhsa_status s = per_token_array(f, key, MHSA_GGUF_INT32, "i32",
+                                    t->n_vocab, &a);
+    if (s != MHSA_OK || !a)
         return s;
-    if (mhsa__gguf_arr_type(a) != MHSA_GGUF_INT32 ||
-        mhsa__gguf_arr_count(a) != t->n_vocab)
-        return mhsa__fail(MHSA_ERR_FORMAT, "key '%s': must be an array of "
-                          "%zu i32 (one per token)", key, t->n_vocab);
     for (size_t i = 0; i < t->n_vocab; i++) {
         mhsa_gguf_num n;
         mhsa__gguf_arr_num(a, i, &n);
@@ -160,16 +173,11 @@ static mhsa_status token_scores(const mhsa_gguf_file *f, mhsa_tokenizer *t)
 {
     static const char key[] = "tokenizer.ggml.scores";
     memset(t->score, 0, t->n_vocab * sizeof *t->score);
-    if (!mhsa__gguf_find(f, key))
-        return MHSA_OK;
     const mhsa_gguf_val *a;
-    mhsa_status s = mhsa__gguf_get_arr(f, key, &a);
-    if (s != MHSA_OK)
+    mhsa_status s = per_token_array(f, key, MHSA_GGUF_FLOAT32, "f32",
+                                    t->n_vocab, &a);
+    if (s != MHSA_OK || !a)
         return s;
-    if (mhsa__gguf_arr_type(a) != MHSA_GGUF_FLOAT32 ||
-        mhsa__gguf_arr_count(a) != t->n_vocab)
-        return mhsa__fail(MHSA_ERR_FORMAT, "key '%s': must be an array of "
-                          "%zu f32 (one per token)", key, t->n_vocab);
     for (size_t i = 0; i < t->n_vocab; i++) {
         mhsa_gguf_num n;
         mhsa__gguf_arr_num(a, i, &n);
