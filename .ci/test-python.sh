@@ -5,7 +5,7 @@
 # `pip install .` from this tree, then the pytest suite of python/tests run
 # from outside the tree so that `import mhsa` is the installed package; once
 # with the dispatch's choice and once with MHSA_ISA=scalar. BUILD_DIR is a
-# meson build of the library (the native step's): its tests/interop driver
+# meson build of the library (the native step's): its tests/io/interop driver
 # is the C side of the bitwise comparison. Nothing is written outside a
 # temporary directory (pip's cache is off) but the meson-python native
 # file it keeps in the tree (.mesonpy-native-file.ini, ignored by git).
@@ -14,7 +14,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$PWD
 build=$(cd "${1:?usage: test-python.sh BUILD_DIR}" && pwd)
-driver=$build/tests/interop/interop_driver
+driver=$build/tests/io/interop/interop_driver
 [[ -x $driver ]] || { echo "test-python: no $driver" >&2; exit 1; }
 work=$(mktemp -d "${TMPDIR:-/tmp}/mhsa-python.XXXXXX")
 trap 'rm -rf "$work"' EXIT

@@ -1,5 +1,5 @@
 """Shared pieces of the mhsa package's tests: the relative error of the
-contract, and the C driver for the bitwise comparison (tests/interop's
+contract, and the C driver for the bitwise comparison (tests/io/interop's
 interop_driver from a meson build, given as MHSA_PY_C_DRIVER; without it
 those tests skip, unless MHSA_PY_STRICT=1 as in CI, where they fail)."""
 import os

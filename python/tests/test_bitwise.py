@@ -1,5 +1,5 @@
 """The package gives the C library's bits: the same weights and input
-through the C driver of tests/interop (a separate meson build of the
+through the C driver of tests/io/interop (a separate meson build of the
 library, called from C) and through mhsa.Block give identical y, and
 the weights each side saves read back identically."""
 import subprocess
