@@ -31,28 +31,15 @@ import unicodedata
 
 
 
-def reexec_with_torch():
-    """The python3 meson found may lack torch (a pyenv or venv one) while
-    another python3 on PATH has it (Debian's python3-torch): run this script
-    with that one, as tests/io/interop/mha_interop.py does for numpy."""
-    me = os.path.realpath(sys.executable)
-    for d in os.environ.get("PATH", "").split(os.pathsep):
-        cand = os.path.join(d, "python3")
-        if (not os.path.isfile(cand) or not os.access(cand, os.X_OK)
-                or os.path.realpath(cand) == me):
-            continue
-        if subprocess.run([cand, "-c", "import numpy, torch"],
-                          stderr=subprocess.DEVNULL).returncode == 0:
-            os.execv(cand, [cand] + sys.argv)
-
+# The shared re-exec (tests/python_with.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from python_with import rerun_with  # noqa: E402
 
 try:
     import numpy as np
     import torch
 except ImportError as e:
-    if os.environ.get("MHSA_LLAMA_REF_REEXEC") != "1":
-        os.environ["MHSA_LLAMA_REF_REEXEC"] = "1"
-        reexec_with_torch()
+    rerun_with(["numpy", "torch"], "MHSA_LLAMA_REF_REEXEC")
     print(f"skipped: {e}")
     sys.exit(77)
 

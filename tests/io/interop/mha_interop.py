@@ -39,26 +39,14 @@ import tempfile
 
 
 
-def reexec_with_numpy():
-    """The python3 meson found may lack numpy (a pyenv or venv one) while
-    another python3 on PATH has it: run this script with that one."""
-    me = os.path.realpath(sys.executable)
-    for d in os.environ.get("PATH", "").split(os.pathsep):
-        cand = os.path.join(d, "python3")
-        if (not os.path.isfile(cand) or not os.access(cand, os.X_OK)
-                or os.path.realpath(cand) == me):
-            continue
-        if subprocess.run([cand, "-c", "import numpy"],
-                          stderr=subprocess.DEVNULL).returncode == 0:
-            os.execv(cand, [cand] + sys.argv)
-
+# The shared re-exec (tests/python_with.py).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+from python_with import rerun_with  # noqa: E402
 
 try:
     import numpy as np
 except ImportError:
-    if os.environ.get("MHSA_INTEROP_REEXEC") != "1":
-        os.environ["MHSA_INTEROP_REEXEC"] = "1"
-        reexec_with_numpy()
+    rerun_with(["numpy"], "MHSA_INTEROP_REEXEC")
     print("numpy not available: skipping the interop test")
     sys.exit(77)
 
