@@ -31,7 +31,7 @@ static const char *const choices[] = { "auto", "none", "amx_bf16",
                                        "avx512_bf16" };
 enum { N_CHOICES = sizeof choices / sizeof choices[0] };
 
-static int runnable(const mhsa_bf16_tiles *t)
+int mhsa_gemm_bf16_runnable(const mhsa_bf16_tiles *t)
 {
     const mhsa_cpu_features *f = mhsa__cpu_features();
     switch (t->needs) {
@@ -92,7 +92,8 @@ static const mhsa_bf16_tiles *usable(const mhsa_kernels *k, const char *name)
     if (!k->bf16)
         return NULL;
     for (const mhsa_bf16_tiles *const *t = k->bf16; *t; t++)
-        if ((!name || strcmp((*t)->name, name) == 0) && runnable(*t) &&
+        if ((!name || strcmp((*t)->name, name) == 0) &&
+            mhsa_gemm_bf16_runnable(*t) &&
             mhsa_gemm_bf16_fits(k, *t))
             return *t;
     return NULL;

@@ -55,6 +55,9 @@ mhsa_status mhsa__bf16_select(const char *name);
 // "amx_bf16" or "avx512_bf16".
 const char *mhsa__bf16_selected(void);
 
+// 1 when the CPU and OS allow t's instructions (t->needs; always for the
+// emulated sets).
+int mhsa_gemm_bf16_runnable(const mhsa_bf16_tiles *t);
 // 1 when t's blocking fits k's fp32 scratch (A per thread, B for any n,
 // fp32-prepacked B readable in t's depth steps); the driver never runs a
 // set that does not.
