@@ -285,3 +285,70 @@ void mhsa_sgemm_bf16(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
         mhsa__fp_leave_team(fp);
     }
 }
+
+// ---- single-threaded tile helpers -----------------------------------------
+
+size_t mhsa_tile_bf16_a_elems(const mhsa_bf16_tiles *t, size_t m,
+                              size_t kdim)
+{
+    return round_up(m, (size_t)t->mr) * round_up(kdim, (size_t)t->kgran);
+}
+
+size_t mhsa_tile_bf16_b_elems(const mhsa_bf16_tiles *t, size_t kdim,
+                              size_t n)
+{
+    return round_up(n, (size_t)t->nr) * round_up(kdim, (size_t)t->kgran);
+}
+
+void mhsa_tile_bf16_pack_a(const mhsa_bf16_tiles *t, size_t m, size_t kdim,
+                           const float *a, size_t lda, int trans, float alpha,
+                           uint16_t *ap)
+{
+    size_t mr = (size_t)t->mr, kpad = round_up(kdim, (size_t)t->kgran);
+    for (size_t i = 0; i < m; i += mr) {
+        size_t h = m - i < mr ? m - i : mr;
+        t->pack_a(h, kdim, trans ? a + i : a + i * lda, lda, trans, alpha,
+                  ap + i * kpad);
+    }
+}
+
+void mhsa_tile_bf16_pack_b(const mhsa_bf16_tiles *t, size_t kdim, size_t n,
+                           const void *b, mhsa_dtype dt, size_t ldb,
+                           int trans, uint16_t *bp)
+{
+    size_t nr = (size_t)t->nr, kpad = round_up(kdim, (size_t)t->kgran);
+    size_t es = mhsa_dtype_size(dt);
+    for (size_t j = 0; j < n; j += nr) {
+        size_t w = n - j < nr ? n - j : nr;
+        t->pack_b(kdim, w, (const char *)b + (trans ? j * ldb : j) * es, dt,
+                  ldb, trans, bp + j * kpad);
+    }
+}
+
+void mhsa_tile_bf16_begin(const mhsa_bf16_tiles *t)
+{
+    if (t->thread_begin)
+        t->thread_begin();
+}
+
+void mhsa_tile_bf16_end(const mhsa_bf16_tiles *t)
+{
+    if (t->thread_end)
+        t->thread_end();
+}
+
+void mhsa_tile_bf16_gemm(const mhsa_bf16_tiles *t, size_t m, size_t n,
+                         size_t kdim, const uint16_t *ap, const uint16_t *bp,
+                         float *c, size_t ldc, float beta)
+{
+    size_t mr = (size_t)t->mr, nr = (size_t)t->nr;
+    size_t kpad = round_up(kdim, (size_t)t->kgran);
+    for (size_t j = 0; j < n; j += nr) {
+        size_t w = n - j < nr ? n - j : nr;
+        for (size_t i = 0; i < m; i += mr) {
+            size_t h = m - i < mr ? m - i : mr;
+            t->ukr(kdim, ap + i * kpad, bp + j * kpad, c + i * ldc + j, ldc,
+                   h, w, beta);
+        }
+    }
+}

@@ -63,4 +63,34 @@ int mhsa_gemm_bf16_runnable(const mhsa_bf16_tiles *t);
 // set that does not.
 int mhsa_gemm_bf16_fits(const mhsa_kernels *k, const mhsa_bf16_tiles *t);
 
+// ---- single-threaded tile helpers for the attention loops ----------------
+// gemm.h's mhsa_tile_* in bf16 on one tile set t (mhsa_gemm_bf16_tiles):
+// whole blocks packed once at depth kdim (padded to t->kgran), then the
+// micro-kernel over them, no KC blocking or threads. For a kdim within
+// t->blocking.kc the bits equal mhsa_sgemm_bf16's (the same ukr calls on
+// the same panels).
+
+// bf16 elements (2 bytes each) that mhsa_tile_bf16_pack_a / _b write.
+size_t mhsa_tile_bf16_a_elems(const mhsa_bf16_tiles *t, size_t m,
+                              size_t kdim);
+size_t mhsa_tile_bf16_b_elems(const mhsa_bf16_tiles *t, size_t kdim,
+                              size_t n);
+// All of an m x kdim op(A) as ceil(m/mr) panels: bf16(alpha * op(A)).
+void mhsa_tile_bf16_pack_a(const mhsa_bf16_tiles *t, size_t m, size_t kdim,
+                           const float *a, size_t lda, int trans, float alpha,
+                           uint16_t *ap);
+// All of a kdim x n op(B), stored as dt (F32, F16, BF16), as ceil(n/nr)
+// panels.
+void mhsa_tile_bf16_pack_b(const mhsa_bf16_tiles *t, size_t kdim, size_t n,
+                           const void *b, mhsa_dtype dt, size_t ldb,
+                           int trans, uint16_t *bp);
+// Bracket a thread's mhsa_tile_bf16_gemm calls (AMX: load the tile
+// configuration, then release the tiles; nothing for AVX512-BF16).
+void mhsa_tile_bf16_begin(const mhsa_bf16_tiles *t);
+void mhsa_tile_bf16_end(const mhsa_bf16_tiles *t);
+// C (m x n) = beta * C + Ap Bp for blocks packed by the two above.
+void mhsa_tile_bf16_gemm(const mhsa_bf16_tiles *t, size_t m, size_t n,
+                         size_t kdim, const uint16_t *ap, const uint16_t *bp,
+                         float *c, size_t ldc, float beta);
+
 #endif

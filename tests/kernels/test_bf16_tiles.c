@@ -354,6 +354,69 @@ START_TEST(gemm_matches_reference)
 }
 END_TEST
 
+// The attention core's helpers: Q K^T (B = K^T, K stored as keys x dh,
+// possibly F16/BF16 as a cache) and P V shapes, against the reference and
+// bit for bit against the driver (one K block: the same ukr calls).
+START_TEST(tile_helpers_match_driver)
+{
+    const mhsa_bf16_tiles *t = NULL;
+    const mhsa_kernels *k = table_for(set_names[_i], &t);
+    if (!k)
+        return;
+    ck_assert_int_eq(mhsa__bf16_select(set_names[_i]), MHSA_OK);
+    const gcase cases[] = {
+        { 72, 128, 64, 0, 1, 0, MHSA_F32, 0.125f, 0.0f },   // Q K^T
+        { 72, 64, 128, 0, 0, 0, MHSA_F32, 1.0f, 1.0f },     // P V
+        { 13, 37, 33, 1, 1, 0, MHSA_F16, -1.0f, 0.5f },
+        { 40, 96, 200, 0, 1, 0, MHSA_BF16, 1.0f, 0.0f },
+    };
+    rng r = { 41 };
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        const gcase *g = &cases[ci];
+        size_t lda = (g->ta ? g->m : g->k) + 1, ldb = (g->tb ? g->k : g->n) + 2;
+        size_t ldc = g->n + 1;
+        size_t na = (g->ta ? g->k : g->m) * lda, nb = (g->tb ? g->n : g->k) * ldb;
+        float *a = alloc_guarded(na), *c0 = alloc_guarded(g->m * ldc);
+        void *b = alloc_guarded(nb);
+        float *c1 = alloc_guarded(g->m * ldc), *c2 = alloc_guarded(g->m * ldc);
+        fill_uniform(&r, a, na, -1.0f, 1.0f);
+        fill_b(&r, b, g->dt, nb);
+        fill_uniform(&r, c0, g->m * ldc, -1.0f, 1.0f);
+        memcpy(c1, c0, g->m * ldc * 4);
+        memcpy(c2, c0, g->m * ldc * 4);
+        size_t ae = mhsa_tile_bf16_a_elems(t, g->m, g->k);
+        size_t be = mhsa_tile_bf16_b_elems(t, g->k, g->n);
+        uint16_t *ap = (uint16_t *)alloc_guarded(ae / 2 + 1);
+        uint16_t *bp = (uint16_t *)alloc_guarded(be / 2 + 1);
+        mhsa_tile_bf16_pack_a(t, g->m, g->k, a, lda, g->ta, g->alpha, ap);
+        mhsa_tile_bf16_pack_b(t, g->k, g->n, b, g->dt, ldb, g->tb, bp);
+        mhsa_tile_bf16_begin(t);
+        mhsa_tile_bf16_gemm(t, g->m, g->n, g->k, ap, bp, c1, ldc, g->beta);
+        mhsa_tile_bf16_end(t);
+        run_driver(k, g, 1, a, lda, b, ldb, NULL, c2, ldc);
+        char what[128];
+        snprintf(what, sizeof what, "%s tile helpers %zux%zux%zu",
+                 t->name, g->m, g->n, g->k);
+        check_ref(what, g->m, g->n, g->k, g->alpha, a, lda, g->ta, b, g->dt,
+                  ldb, g->tb, g->beta, c0, c1, ldc);
+        ck_assert_msg(memcmp(c1, c2, g->m * ldc * 4) == 0,
+                      "%s: differ from the driver", what);
+        ck_assert_msg(guard_ok((float *)ap, ae / 2 + 1) &&
+                      guard_ok((float *)bp, be / 2 + 1) &&
+                      guard_ok(c1, g->m * ldc), "%s: canary", what);
+        free_guarded(a);
+        free_guarded(b);
+        free_guarded(c0);
+        free_guarded(c1);
+        free_guarded(c2);
+        free_guarded((float *)ap);
+        free_guarded((float *)bp);
+    }
+    ck_assert_int_eq(mhsa__bf16_select("auto"), MHSA_OK);
+    printf("bf16 tiles %s: tile helpers equal the driver\n", t->name);
+}
+END_TEST
+
 // ---- blocking, choice, errors ---------------------------------------------
 
 START_TEST(sets_fit_the_scratch)
@@ -421,6 +484,7 @@ int main(void)
     TCase *tc = tcase_create("bf16_tiles");
     tcase_add_loop_test(tc, ukr_matches_reference, 0, N_SETS);
     tcase_add_loop_test(tc, gemm_matches_reference, 0, N_SETS);
+    tcase_add_loop_test(tc, tile_helpers_match_driver, 0, N_SETS);
     tcase_add_test(tc, sets_fit_the_scratch);
     tcase_add_test(tc, choosing_what_is_missing);
     suite_add_tcase(s, tc);
