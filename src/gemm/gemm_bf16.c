@@ -63,30 +63,6 @@ int mhsa_gemm_bf16_fits(const mhsa_kernels *k, const mhsa_bf16_tiles *t)
     return (size_t)k->nr == nr && f->kc % kg == 0;
 }
 
-static _Atomic int choice = -1;   // index into choices; -1: not read yet
-
-static int choice_now(void)
-{
-    int c = atomic_load_explicit(&choice, memory_order_acquire);
-    if (c >= 0)
-        return c;
-    int want = 0;
-    const char *e = getenv("MHSA_BF16_TILES");
-    if (e) {
-        for (int i = 0; i < N_CHOICES; i++)
-            if (strcmp(e, choices[i]) == 0 &&
-                (i < 2 || mhsa__bf16_select(e) == MHSA_OK))
-                want = i;
-        c = atomic_load_explicit(&choice, memory_order_acquire);
-        if (c >= 0)
-            return c;   // mhsa__bf16_select stored it
-    }
-    int expected = -1;
-    if (atomic_compare_exchange_strong(&choice, &expected, want))
-        return want;
-    return expected;
-}
-
 static const mhsa_bf16_tiles *usable(const mhsa_kernels *k, const char *name)
 {
     if (!k->bf16)
@@ -97,6 +73,38 @@ static const mhsa_bf16_tiles *usable(const mhsa_kernels *k, const char *name)
             mhsa_gemm_bf16_fits(k, *t))
             return *t;
     return NULL;
+}
+
+// Whether some table dispatch gives here can run the set called name.
+static int available(const char *name)
+{
+    for (mhsa_isa i = MHSA_ISA_SCALAR; i <= MHSA_ISA_LAST; i++) {
+        const mhsa_kernels *k = mhsa_kernels_for(i);
+        if (k && usable(k, name))
+            return 1;
+    }
+    return 0;
+}
+
+static _Atomic int choice = -1;   // index into choices; -1: not read yet
+
+// The choice, read from MHSA_BF16_TILES at the first call unless
+// mhsa__bf16_select came first; several threads may race here, all
+// compute the same value and the first CAS wins.
+static int choice_now(void)
+{
+    int c = atomic_load_explicit(&choice, memory_order_acquire);
+    if (c >= 0)
+        return c;
+    int want = 0;
+    const char *e = getenv("MHSA_BF16_TILES");
+    for (int i = 0; e && i < N_CHOICES; i++)
+        if (strcmp(e, choices[i]) == 0 && (i < 2 || available(e)))
+            want = i;
+    int expected = -1;
+    if (atomic_compare_exchange_strong(&choice, &expected, want))
+        return want;
+    return expected;
 }
 
 const mhsa_bf16_tiles *mhsa_gemm_bf16_tiles(const mhsa_kernels *k)
@@ -126,13 +134,7 @@ mhsa_status mhsa__bf16_select(const char *name)
                           "bf16 tiles '%s': not auto, none, amx_bf16 or "
                           "avx512_bf16", name);
     if (c >= 2) {
-        int found = 0;
-        for (mhsa_isa i = MHSA_ISA_SCALAR; i <= MHSA_ISA_LAST; i++) {
-            const mhsa_kernels *k = mhsa_kernels_for(i);
-            if (k && usable(k, name))
-                found = 1;
-        }
-        if (!found)
+        if (!available(name))
             return mhsa__fail(MHSA_ERR_UNSUPPORTED,
                               "bf16 tiles '%s' are not available (this CPU "
                               "or OS lacks them, or the build does)", name);
