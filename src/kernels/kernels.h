@@ -221,8 +221,9 @@ typedef struct mhsa_bf16_tiles {
                    float alpha, uint16_t *ap);
     // Packs a k x n block (n <= nr) of op(B) stored as dt (F32, F16 or
     // BF16; ldb in elements of dt), op(B)[kk][j] = trans ? b[j*ldb + kk] :
-    // b[kk*ldb + j], as one B panel. F16 is widened exactly first; BF16 is
-    // copied bit for bit.
+    // b[kk*ldb + j], as one B panel. F16 and BF16 are widened exactly
+    // first, then rounded like F32 (so a BF16 value keeps its bits, but a
+    // NaN is made quiet and a subnormal becomes a zero of its sign).
     void (*pack_b)(size_t k, size_t n, const void *b, mhsa_dtype dt,
                    size_t ldb, int trans, uint16_t *bp);
     // One block: C[i][j] (i < m <= mr, j < n <= nr) from the panels of
