@@ -8,7 +8,9 @@
 #             (--errors-for-leak-kinds=definite: libgomp's live pool is only
 #             "possibly lost"). check runs in CK_FORK=no mode, one process.
 #             The kernel/GEMM tests are left out: they are pure arithmetic
-#             already covered by ASan and far too slow under valgrind.
+#             already covered by ASan and far too slow under valgrind;
+#             but bf16_tiles and bf16_emul run (the bf16 tiles' test-only
+#             emulation: its tile file, the packers' masked loads).
 #   tsan      ThreadSanitizer build (build-tsan) of test_concurrency (8 host
 #             threads sharing a block), test_faults and test_dp (ranks as
 #             threads exchanging buffers), with
