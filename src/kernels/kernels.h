@@ -15,7 +15,7 @@
 // kernel tests call kernels in the default state as well; both agree
 // wherever no subnormal is involved.
 //
-// Five families:
+// Six families:
 //  1. packed GEMM: pack_a / pack_b into micro-panels, sgemm_ukr on one tile
 //     (BLIS: the loops, blocking and threads live once in src/gemm/gemm.c);
 //  2. softmax: the masked online-softmax update of one block of score rows
@@ -26,7 +26,9 @@
 //     into heads and merges heads back;
 //  4. gemv: one-row products, and the decode products over K/V rows stored
 //     in the KV cache's dtype (fp32, f16 or bf16), converted in registers;
-//  5. conversions between fp32 and the cache's 16-bit storage types.
+//  5. conversions between fp32 and the cache's 16-bit storage types;
+//  6. optional bf16 GEMM tile sets (AMX, AVX512-BF16) for bf16 compute:
+//     packers to bf16 panels and a micro-kernel, run by gemm/gemm_bf16.c.
 // 16-bit weights (mhsa_config.weight_dtype) need no kernels of their own:
 // a decoding step's W x over F16 / BF16 rows is kv_dot with one query row
 // (it reads the 16-bit rows, 2 bytes an element, widened in registers),
