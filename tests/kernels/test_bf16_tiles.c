@@ -479,6 +479,39 @@ START_TEST(choosing_what_is_missing)
 }
 END_TEST
 
+// MHSA_BF16_TILES at the first use: a set that runs here is taken, one
+// that does not is ignored (auto). Each check runs in a fresh process
+// (check's fork mode), where nothing has read the choice yet.
+START_TEST(env_chooses)
+{
+    const mhsa_bf16_tiles *t = NULL;
+    const mhsa_kernels *k = table_for("avx512_bf16", &t);
+    if (_i == 0) {
+        if (!k)
+            return;
+        setenv("MHSA_BF16_TILES", "avx512_bf16", 1);
+        ck_assert_str_eq(mhsa__bf16_selected(), "avx512_bf16");
+        ck_assert_ptr_eq(mhsa_gemm_bf16_tiles(k), t);
+    } else if (_i == 1) {
+        setenv("MHSA_BF16_TILES", "none", 1);
+        ck_assert_str_eq(mhsa__bf16_selected(), "none");
+        if (k)
+            ck_assert(!mhsa_gemm_bf16_native(k));
+    } else {
+        // What this CPU lacks, with no emulated table to stand in.
+        mhsa__set_stand_in(NULL);
+        int has = 0;
+        const mhsa_kernels *n = mhsa_kernels_for(MHSA_ISA_AVX512);
+        for (const mhsa_bf16_tiles *const *b = n ? n->bf16 : NULL; b && *b;
+             b++)
+            has |= strcmp((*b)->name, "amx_bf16") == 0 &&
+                   mhsa_gemm_bf16_runnable(*b);
+        setenv("MHSA_BF16_TILES", "amx_bf16", 1);
+        ck_assert_str_eq(mhsa__bf16_selected(), has ? "amx_bf16" : "auto");
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("bf16_tiles");
@@ -491,5 +524,9 @@ int main(void)
     ADD_CASE(s, tile_helpers_match_driver, N_SETS, NULL);
     ADD_CASE(s, sets_fit_the_scratch, 1, NULL);
     ADD_CASE(s, choosing_what_is_missing, 1, NULL);
+    // Only in check's fork mode (valgrind runs CK_FORK=no, one process).
+    const char *fork = getenv("CK_FORK");
+    if (!fork || strcmp(fork, "no") != 0)
+        ADD_CASE(s, env_chooses, 3, NULL);
     return run_suite(s);
 }
