@@ -8,7 +8,9 @@
 #             (--errors-for-leak-kinds=definite: libgomp's live pool is only
 #             "possibly lost"). check runs in CK_FORK=no mode, one process.
 #             The kernel/GEMM tests are left out: they are pure arithmetic
-#             already covered by ASan and far too slow under valgrind.
+#             already covered by ASan and far too slow under valgrind;
+#             but bf16_tiles and bf16_emul run (the bf16 tiles' test-only
+#             emulation: its tile file, the packers' masked loads).
 #   tsan      ThreadSanitizer build (build-tsan) of test_concurrency (8 host
 #             threads sharing a block), test_faults and test_dp (ranks as
 #             threads exchanging buffers), with
@@ -30,8 +32,11 @@ for s in "${steps[@]}"; do
         # setting FTZ/DAZ, which valgrind does not emulate.
         # Cases tagged slow are left out (a minute or more each under
         # valgrind; ASan, qemu and the native run take them).
+        # bf16_tiles and bf16_emul run the bf16 tiles' test-only emulation
+        # (they use the emulated table directly, MHSA_TEST_EMULATION=0 or
+        # not): their packers' masked loads and the modelled tile file.
         vg_tests=(adversarial adversarial_variants overflow faults concurrency refs
-                  safetensors dispatch dp)
+                  safetensors dispatch dp bf16_tiles bf16_emul)
         ninja -C build-vg "${vg_tests[@]/#/tests/test_}"
         vg="valgrind --tool=memcheck --error-exitcode=99 --leak-check=full"
         vg+=" --errors-for-leak-kinds=definite --show-leak-kinds=definite"

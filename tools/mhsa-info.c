@@ -15,6 +15,7 @@
 
 #include "core/cpu_caches.h"
 #include "core/cpu_features.h"
+#include "gemm/gemm_bf16.h"
 #include "kernels/kernels.h"
 #include "mhsa.h"
 
@@ -129,6 +130,30 @@ int main(int argc, char **argv)
            f->avx512 ? " avx512f/bw/vl/dq" : "", f->avx512_bf16 ? " avx512_bf16" : "",
            f->avx512_fp16 ? " avx512_fp16" : "", f->amx_bf16 ? " amx_bf16" : "",
            f->neon ? " neon" : "");
+    // The bf16 tile sets of the active table (MHSA_BF16_TILES applied),
+    // and those this build has that cannot run here, with the reason.
+    const mhsa_kernels *k = mhsa__kernels();
+    const mhsa_bf16_tiles *use = mhsa_gemm_bf16_tiles(k);
+    printf("bf16 tiles: %s%s\n", use ? use->name : "none",
+           use ? "" : " (bf16 compute takes the exact fp32 fallback)");
+    for (mhsa_isa i = MHSA_ISA_SCALAR; i <= MHSA_ISA_LAST; i++) {
+        const mhsa_kernels *t = i == MHSA_ISA_AVX512
+#if MHSA_HAVE_AVX512
+                                ? &mhsa_kernels_avx512
+#else
+                                ? NULL
+#endif
+                                : mhsa_kernels_for(i);
+        for (const mhsa_bf16_tiles *const *b = t ? t->bf16 : NULL; b && *b;
+             b++)
+            if (!mhsa_gemm_bf16_runnable(*b) || !mhsa_kernels_for(i))
+                printf("not on this CPU: bf16 tiles %s (needs %s)\n",
+                       (*b)->name,
+                       (*b)->needs == MHSA_BF16_NEEDS_AMX_BF16
+                           ? "AMX-TILE + AMX-BF16, AVX512_BF16 and the "
+                             "OS tile data permission"
+                           : "AVX512_BF16");
+    }
     const mhsa_cpu_caches *c = mhsa__cpu_caches();
     printf("caches: L1d %zu KiB and L2 %zu KiB per core, L3 %zu KiB (%s)\n",
            c->l1d >> 10, c->l2 >> 10, c->l3 >> 10, c->source);

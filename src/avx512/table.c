@@ -16,6 +16,11 @@
 // as fine as AVX2's. These are reasoned, not measured: no AVX-512 CPU was
 // at hand (README).
 #include "avx512/avx512.h"
+#include "avx512/bf16.h"
+
+// The bf16 tile sets (bf16_tiles.c: AMX, AVX512-BF16).
+#undef MHSA_KERNEL_TABLE_BF16
+#define MHSA_KERNEL_TABLE_BF16 mhsa_bf16_tiles__avx512
 
 #define MHSA_AVX512_BLOCKING .kc = 128, .mc = 20 * 12, .nc = 4 * 32
 

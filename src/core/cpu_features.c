@@ -1,10 +1,16 @@
 // cpu_features.c — CPUID and XGETBV, asked directly (cpu_features.h).
 // __builtin_cpu_supports skipped the OS check in older GCC (bug 85100),
 // and it knows neither AMX nor the XCR0 bits each feature needs.
+// syscall() (the arch_prctl of the AMX permission) is not POSIX.
+#define _GNU_SOURCE 1
 #include "cpu_features.h"
 
 #include <pthread.h>
 #include <string.h>
+#if defined(__linux__) && (defined(__x86_64__) || defined(_M_X64))
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #if defined(__x86_64__) || defined(_M_X64)
 #include <cpuid.h>
@@ -66,4 +72,32 @@ const mhsa_cpu_features *mhsa__cpu_features(void)
 {
     pthread_once(&features_once, read_features);
     return &features;
+}
+
+// ---- AMX tile data permission ---------------------------------------------
+
+static int amx_ok;
+static pthread_once_t amx_once = PTHREAD_ONCE_INIT;
+
+static void ask_amx(void)
+{
+#if defined(__linux__) && (defined(__x86_64__) || defined(_M_X64))
+    // arch/x86/include/uapi/asm/prctl.h: ARCH_GET_XCOMP_PERM 0x1022,
+    // ARCH_REQ_XCOMP_PERM 0x1023; XFEATURE_XTILEDATA is state component 18.
+    enum { GET_PERM = 0x1022, REQ_PERM = 0x1023, XTILEDATA = 18 };
+    if (!mhsa__cpu_features()->amx_bf16)
+        return;
+    if (syscall(SYS_arch_prctl, REQ_PERM, XTILEDATA) != 0)
+        return;
+    unsigned long perm = 0;
+    if (syscall(SYS_arch_prctl, GET_PERM, &perm) != 0)
+        return;
+    amx_ok = (int)((perm >> XTILEDATA) & 1);
+#endif
+}
+
+int mhsa__amx_permitted(void)
+{
+    pthread_once(&amx_once, ask_amx);
+    return amx_ok;
 }

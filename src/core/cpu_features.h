@@ -21,4 +21,11 @@ typedef struct mhsa_cpu_features {
 // The features, read at the first call (thread-safe).
 const mhsa_cpu_features *mhsa__cpu_features(void);
 
+// 1 when this process may run AMX tile instructions: amx_bf16 above, and
+// Linux granted the tile data state (arch_prctl(ARCH_REQ_XCOMP_PERM,
+// XFEATURE_XTILEDATA), Linux 5.16+; without it the first tile instruction
+// kills the process). Asked once per process, at the first call
+// (thread-safe); the permission then holds for every thread.
+int mhsa__amx_permitted(void);
+
 #endif

@@ -53,6 +53,10 @@
     void MHSA_KNAME(cvt_to_f32, isa)(size_t n, const void *src,              \
                                      mhsa_dtype dt, float *dst);
 
+// A table's bf16 tile sets (kernels.h: mhsa_kernels.bf16): none unless
+// its table.c redefines this before defining the table (src/avx512/).
+#define MHSA_KERNEL_TABLE_BF16 NULL
+
 #define MHSA_KERNEL_TABLE(sfx, isa_enum, mr_, nr_, ...)                       \
     MHSA_KERNEL_TABLE_NAMED(sfx, #sfx, isa_enum, mr_, nr_, __VA_ARGS__)
 
@@ -79,6 +83,7 @@
         .kv_acc = MHSA_KNAME(kv_acc, sfx),                                    \
         .cvt_from_f32 = MHSA_KNAME(cvt_from_f32, sfx),                        \
         .cvt_to_f32 = MHSA_KNAME(cvt_to_f32, sfx),                            \
+        .bf16 = MHSA_KERNEL_TABLE_BF16,                                       \
     }
 
 #endif

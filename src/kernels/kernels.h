@@ -15,7 +15,7 @@
 // kernel tests call kernels in the default state as well; both agree
 // wherever no subnormal is involved.
 //
-// Five families:
+// Six families:
 //  1. packed GEMM: pack_a / pack_b into micro-panels, sgemm_ukr on one tile
 //     (BLIS: the loops, blocking and threads live once in src/gemm/gemm.c);
 //  2. softmax: the masked online-softmax update of one block of score rows
@@ -26,7 +26,9 @@
 //     into heads and merges heads back;
 //  4. gemv: one-row products, and the decode products over K/V rows stored
 //     in the KV cache's dtype (fp32, f16 or bf16), converted in registers;
-//  5. conversions between fp32 and the cache's 16-bit storage types.
+//  5. conversions between fp32 and the cache's 16-bit storage types;
+//  6. optional bf16 GEMM tile sets (AMX, AVX512-BF16) for bf16 compute:
+//     packers to bf16 panels and a micro-kernel, run by gemm/gemm_bf16.c.
 // 16-bit weights (mhsa_config.weight_dtype) need no kernels of their own:
 // a decoding step's W x over F16 / BF16 rows is kv_dot with one query row
 // (it reads the 16-bit rows, 2 bytes an element, widened in registers),
@@ -37,6 +39,7 @@
 #define MHSA_KERNELS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "mhsa.h"
 
@@ -157,6 +160,91 @@ typedef struct mhsa_gemm_blocking {
     size_t nc;
 } mhsa_gemm_blocking;
 
+// ---- bf16 GEMM tiles (issue 25) ------------------------------------------
+
+// A bf16-compute GEMM (gemm/gemm_bf16.h) multiplies bf16(alpha * op(A)) by
+// bf16(op(B)), each rounded to nearest even (alpha folded into A in fp32
+// first, as pack_a folds it), and accumulates in fp32. A table whose CPU
+// has bf16 dot-product instructions lists tile sets for them: AVX512-BF16
+// (vdpbf16ps: per fp32 lane, acc += a[2i+1]*b[2i+1] then + a[2i]*b[2i])
+// and AMX (TDPBF16PS: 16x16 fp32 += 16x32 bf16 by 32x16 bf16). Both read
+// operands in pairs of depth: the packers write K padded with zeros to a
+// multiple of kgran, so a padded step adds 0 * 0.
+//
+// Packed layouts (bf16 elements, uint16_t; kp = round_up(k, kgran) / 2
+// depth pairs; rows >= m and columns >= n are 0):
+//  - B, both tile sets: ceil(n/nr) panels, panel p at bp + p*nr*2*kp;
+//    inside, pair row q holds for each column j the two depths 2q, 2q+1:
+//    bp[p*nr*2*kp + (q*nr + j)*2 + t] = bf16(op(B)[2q + t][p*nr + j]).
+//    That is vdpbf16ps's B operand (16 columns x 1 pair per zmm) and, for
+//    AMX, the "pairs of rows interleaved" layout TDPBF16PS wants for its
+//    second source (16 pair rows of 64 bytes per tile, row stride nr*4
+//    bytes).
+//  - A, AVX512-BF16 (a_layout MHSA_BF16_A_PAIRS): ceil(m/mr) panels of
+//    mr*2*kp; inside, ap[(q*mr + i)*2 + t] = bf16(alpha*op(A)[i][2q+t])
+//    (one 32-bit broadcast per row and pair).
+//  - A, AMX (MHSA_BF16_A_ROWS32): ceil(m/mr) panels; inside, for each
+//    32-deep step s, mr rows of 32 contiguous depths:
+//    ap[(s*mr + i)*32 + kk] = bf16(alpha*op(A)[i][32s + kk]), so rows
+//    16h..16h+15 of a step are one 16 x 64-byte tile (stride 64 bytes).
+// bf16 rounding is vcvtne2ps2bf16's: NaN quiet with its top payload bits
+// (bits >> 16 | 0x0040), fp32 subnormals to a zero of their sign (the
+// library's DAZ reads them as zero in the fp32 path too).
+typedef enum mhsa_bf16_a_layout {
+    MHSA_BF16_A_PAIRS = 1,
+    MHSA_BF16_A_ROWS32 = 2,
+} mhsa_bf16_a_layout;
+
+// What a tile set needs from the CPU and OS (gemm_bf16.c asks
+// core/cpu_features): nothing (the test-only emulations), AVX512_BF16, or
+// AMX-TILE + AMX-BF16 with the tile data permission granted by Linux.
+typedef enum mhsa_bf16_needs {
+    MHSA_BF16_NEEDS_NOTHING = 0,
+    MHSA_BF16_NEEDS_AVX512_BF16 = 1,
+    MHSA_BF16_NEEDS_AMX_BF16 = 2,
+} mhsa_bf16_needs;
+
+typedef struct mhsa_bf16_tiles {
+    const char *name;          // "avx512_bf16" or "amx_bf16"
+    mhsa_bf16_needs needs;
+    int emulated;              // 1: the test-only C emulation of the ISA
+    int mr, nr;                // the C block one ukr call computes
+    int kgran;                 // packed depth is a multiple of this
+    mhsa_bf16_a_layout a_layout;
+    // kc (in elements of depth, a multiple of kgran), mc (a multiple of
+    // mr) and nc (a multiple of nr), as mhsa_gemm_blocking. The driver
+    // runs these only where they fit the fp32 scratch of the table
+    // holding this set (gemm_bf16.c: bf16_fits).
+    mhsa_gemm_blocking blocking;
+    // Packs an m x k block (m <= mr) of op(A), op(A)[i][kk] = trans ?
+    // a[kk*lda + i] : a[i*lda + kk], as one A panel of the layout above:
+    // bf16(alpha * op(A)), alpha multiplied in fp32.
+    void (*pack_a)(size_t m, size_t k, const float *a, size_t lda, int trans,
+                   float alpha, uint16_t *ap);
+    // Packs a k x n block (n <= nr) of op(B) stored as dt (F32, F16 or
+    // BF16; ldb in elements of dt), op(B)[kk][j] = trans ? b[j*ldb + kk] :
+    // b[kk*ldb + j], as one B panel. F16 and BF16 are widened exactly
+    // first, then rounded like F32 (so a BF16 value keeps its bits, but a
+    // NaN is made quiet and a subnormal becomes a zero of its sign).
+    void (*pack_b)(size_t k, size_t n, const void *b, mhsa_dtype dt,
+                   size_t ldb, int trans, uint16_t *bp);
+    // One block: C[i][j] (i < m <= mr, j < n <= nr) from the panels of
+    // depth k (unpadded; the panels hold round_up(k, kgran)). beta == 0
+    // never reads C. AVX512-BF16: C = beta*C + acc, acc summed from 0
+    // over the pairs in order, one vdpbf16ps per pair. AMX: the tile
+    // starts at beta*C (exactly C when beta == 1) and each 32-deep step
+    // adds TDPBF16PS's sum, so the driver's K blocks form one chain of
+    // additions. k == 0: C = beta*C. Elements outside m x n untouched.
+    void (*ukr)(size_t k, const uint16_t *ap, const uint16_t *bp, float *c,
+                size_t ldc, size_t m, size_t n, float beta);
+    // AMX only (else NULL): thread_begin loads the tile configuration
+    // (LDTILECFG: 8 tiles of 16 rows x 64 bytes) in the calling thread,
+    // which every ukr call then relies on; thread_end releases the tile
+    // state (TILERELEASE). The driver calls both once per thread and GEMM.
+    void (*thread_begin)(void);
+    void (*thread_end)(void);
+} mhsa_bf16_tiles;
+
 typedef struct mhsa_kernels {
     mhsa_isa isa;
     const char *name;          // == mhsa_isa_name(isa)
@@ -250,6 +338,11 @@ typedef struct mhsa_kernels {
     // cvt_to_f32 reads n elements of dt (2 bytes each for F16 / BF16) and
     // writes n floats; it also widens 16-bit weights for packing.
     void (*cvt_to_f32)(size_t n, const void *src, mhsa_dtype dt, float *dst);
+
+    // bf16 GEMM tile sets (above), best first, NULL-terminated; NULL for
+    // tables without any. Which one runs is gemm_bf16.c's choice, from the
+    // CPU and OS (cpu_features) and MHSA_BF16_TILES.
+    const mhsa_bf16_tiles *const *bf16;
 } mhsa_kernels;
 
 // Bytes of one stored element of dt (4 or 2).
