@@ -22,6 +22,7 @@ int main(int argc, char **argv)
     mhsa_bench_register_variants();
     mhsa_bench_register_gpt();
     mhsa_bench_register_adversarial();
+    mhsa_bench_register_phases();
     mhsa_bench_register_kernels();   // last: OpenBLAS's spinning pool
 
     benchmark::AddCustomContext("mhsa_version", mhsa_version());
