@@ -7,6 +7,9 @@
 // scales how. Beside them, not part of the sum: each projection again on
 // a copy of the table whose micro-kernel does nothing, i.e. the bias
 // copy, the packing of A and the parallel region's cost ("…_nokernel").
+// cpu_us_* are the process's CPU time per phase: at 1 thread the phase's
+// time without the waits a loaded machine adds; at 2 threads both threads'
+// time, spinning at barriers included.
 //
 // Bench-only: nothing is added to the library's own paths. Cases
 // phases/forward/B:../threads:N; ./build/bench --benchmark_filter=phases.
@@ -24,12 +27,16 @@
 #include "gemm/linear.h"
 #include "shim.h"
 
-static double now(void)
+static double clock_s(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+static double now(void) { return clock_s(CLOCK_MONOTONIC); }
+// CPU time of the process: at 1 thread the phase's own time even when the
+// machine is loaded (wall time then includes time the thread waited).
+static double cpu_now(void) { return clock_s(CLOCK_PROCESS_CPUTIME_ID); }
 
 static void no_kernel(size_t kd, const float *ap, const float *bp, float *c,
                       size_t ldc, size_t m, size_t n, float beta)
@@ -82,23 +89,25 @@ static void bm_phases(mhsa_bench_state *st, const void *ctx)
                    .causal = blk->cfg.causal, .q_pos = 0, .tk = (size_t)T,
                    .q = ws->q, .k = ws->k, .v = ws->v,
                    .kv_dtype = MHSA_F32, .ctx = ws->ctx, .lse = ws->lse };
-    double sum[N_PHASES] = { 0 };
+    double sum[N_PHASES] = { 0 }, csum[4] = { 0 };
     mhsa_fpstate fp = mhsa__fp_enter();
     while (mhsa_bench_keep_running(st)) {
-        double t[N_PHASES + 1];
-        t[0] = now();
+        double t[N_PHASES + 1], c[5];
+        c[0] = cpu_now(); t[0] = now();
         mhsa__linear(k, &ws->gemm, bt, blk->nqkv, Dz, x, blk->w_qkv,
                      blk->wdt, wq, blk->b_qkv, ws->qkv);
-        t[1] = now();
+        t[1] = now(); c[1] = cpu_now();
         mhsa__split_heads(k, &lay, &sp);
-        t[2] = now();
+        t[2] = now(); c[2] = cpu_now();
         mhsa__attention(k, &ws->attn, &j);
-        t[3] = now();
+        t[3] = now(); c[3] = cpu_now();
         mhsa__linear(k, &ws->gemm, bt, Dz, Dz, ws->ctx, blk->w_out,
                      blk->wdt, wo, blk->b_out, y);
-        t[4] = now();
-        for (int p = 0; p < 4; p++)
+        t[4] = now(); c[4] = cpu_now();
+        for (int p = 0; p < 4; p++) {
             sum[p] += t[p + 1] - t[p];
+            csum[p] += c[p + 1] - c[p];
+        }
         // The same projections without the micro-kernel (into scratch
         // the real phases overwrite next time round).
         t[0] = now();
@@ -120,8 +129,11 @@ static void bm_phases(mhsa_bench_state *st, const void *ctx)
         char name[32];
         snprintf(name, sizeof name, "us_%s", phase_name[p]);
         mhsa_bench_counter(st, name, it > 0 ? 1e6 * sum[p] / it : 0.0);
-        if (p < 4)
+        if (p < 4) {
             total += sum[p];
+            snprintf(name, sizeof name, "cpu_us_%s", phase_name[p]);
+            mhsa_bench_counter(st, name, it > 0 ? 1e6 * csum[p] / it : 0.0);
+        }
     }
     mhsa_bench_counter(st, "us_forward", it > 0 ? 1e6 * total / it : 0.0);
     double peak = mhsa_bench_peak_gflops(mhsa_active_isa(), threads);
