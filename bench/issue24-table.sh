@@ -59,7 +59,7 @@ print(f"issue 24 table: {ctx.get('host_name', '?')}, {ctx['num_cpus']} "
       f", {ctx['date']}, load average {os.environ['LOAD']}")
 for line in os.environ["INFO"].splitlines():
     if line.startswith(("caches", "  ", "gemm blocking")):
-        print("  " + line.strip())
+        print("  " + line)
 
 def get(name, key="GFLOP"):
     b = med.get(name)
@@ -68,21 +68,27 @@ def get(name, key="GFLOP"):
 peak = {t: get(f"roofline/peak/{isa}/threads:{t}") for t in (1, 2)}
 print(f"FMA peak ({isa}): {peak[1] or 0:.1f} GFLOP/s at 1 thread, "
       f"{peak[2] or 0:.1f} at 2 ({(peak[2] or 0) / (peak[1] or 1):.2f}x)")
-fmt = "{:<44} {:>9} {:>7} {:>9} {:>7} {:>26} {:>8}"
+fmt = "{:<40} {:>8} {:>7} {:>7} {:>8} {:>6} {:>38} {:>8}"
 print()
 print(fmt.format("what (1 thread unless said)", "GFLOP/s", "of_peak",
-                 "2 thr", "2/1", "peers (GFLOP/s, 1 thr)", "target"))
+                 "cpu_of", "2 thr", "2/1", "peers (GFLOP/s, 1 thr)", "target"))
 
 def row(label, name, target, peers=()):
     v1 = get(name + "/threads:1")
     v2 = get(name + "/threads:2")
     f1 = v1 / peak[1] if v1 and peak[1] else None
+    # of_peak per second of CPU time the case got (1 thread: wall time on
+    # a loaded machine includes time it was not running)
+    b1 = med.get(name + "/threads:1")
+    fc = f1 * b1["real_time"] / b1["cpu_time"] if f1 and b1["cpu_time"] \
+        else None
     s = v2 / v1 if v1 and v2 else None
     p = []
     for pname, pv in peers:
         if pv:
             p.append(f"{pname} {pv:.1f}")
     cells = [label, f"{v1:.1f}" if v1 else "-", f"{f1:.3f}" if f1 else "-",
+             f"{fc:.3f}" if fc else "-",
              f"{v2:.1f}" if v2 else "-", f"{s:.2f}x" if s else "-",
              ", ".join(p) or "-", target]
     print(fmt.format(*cells))
@@ -106,8 +112,8 @@ f32 = med.get("decode/core/B:1/H:32/Hkv:32/dh:128/L:8192/dtype:0/lens:0/threads:
 f16 = med.get("decode/core/B:1/H:32/Hkv:32/dh:128/L:8192/dtype:1/lens:0/threads:1")
 if f32 and f16:
     r = f16["real_time"] / f32["real_time"]
-    print(f"{'F16 cache decode / F32, H32 dh128 L8192':<44} {'time':>9} "
-          f"{r:>7.3f}x {'':>9} {'':>7} {'-':>26} {'<=0.55x':>8}")
+    print(fmt.format("F16 decode / F32 time, H32 dh128 L8192", "-",
+                     f"{r:.3f}x", "", "", "", "-", "<=0.55x"))
 tp = {k: v for k, v in torch.items() if k.endswith("t2")}
 if tp:
     print("torch at 2 threads: " + ", ".join(
@@ -116,6 +122,8 @@ if "torch" in torch:
     print(f"torch {torch['torch']} (bench/torch_peer.py)")
 elif "absent" in torch:
     print(f"torch: {torch['absent']}")
-print(f"medians of the repetitions; of_peak = GFLOP/s over the 1-thread "
-      f"FMA peak of the same run; 2/1 = 2-thread rate over 1-thread")
+print("medians of the repetitions; of_peak = GFLOP/s over the 1-thread FMA "
+      "peak of the same run; cpu_of = of_peak x wall/CPU time (the 1-thread "
+      "fraction while running, for a loaded machine); 2/1 = 2-thread rate "
+      "over 1-thread (judge it on a quiet machine only)")
 PY
