@@ -29,9 +29,10 @@
 // rule gives AVX2's 6x16 tile kc 256, mc 132, nc 128: the numbers 0.1
 // measured by hand (src/avx2/table.c), and `./build/bench --tune` found
 // no point around them clearly faster (README, "GEMM blocking"). Not yet
-// measured on an AVX-512 CPU (a Zen 4 with 32 KiB L1d: kc 128; an
-// Emerald Rapids with 48 KiB L1d, 2 MiB L2: kc 192, mc 256, nc 256) or on
-// Arm.
+// measured on an AVX-512 CPU, where the 12x32 tile gets kc 128, mc 252,
+// nc 256 on a Zen 4 (32 KiB L1d, 1 MiB L2) and kc 192, mc 252, nc 256 on
+// a Zen 5 (48 KiB, 1 MiB) or an Emerald Rapids (48 KiB, 2 MiB), against
+// the table's kc 128, mc 240, nc 128; nor on Arm.
 #include "blocking.h"
 
 enum { KC_STEP = 16, KC_MIN = 64, KC_MAX = 512, MCNC_MAX = 256 };
