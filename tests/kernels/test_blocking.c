@@ -4,7 +4,8 @@
 // dispatch gives under the MHSA_BLOCKING this process was started with
 // (meson runs this test three times: unset, "table", and "64,7,20"), and
 // a GEMM over more K blocks than the default gives against a double
-// reference, bitwise the same at 1 and 2 threads.
+// reference, bitwise the same at 1 and 2 threads; and that mc and nc
+// never change the bits (only kc does).
 #include <check.h>
 #include <math.h>
 #include <omp.h>
@@ -178,6 +179,47 @@ START_TEST(gemm_over_k_blocks)
 }
 END_TEST
 
+// mc and nc group the same micro-kernel calls into other tiles (gemm.c
+// evens the blocks out, edges stay on the tile grid), so only kc may change
+// C's bits: several (mc, nc) at one kc give identical C, at 1 and 2
+// threads, with shapes whose last block is short.
+START_TEST(only_kc_changes_bits)
+{
+    const mhsa_kernels *base = kernels_or_skip(_i);
+    if (!base)
+        return;
+    size_t mr = (size_t)base->mr, nr = (size_t)base->nr;
+    size_t m = 512 + 3, n = 5 * nr + 7, kd = 300;
+    float *a = malloc(m * kd * sizeof *a), *b = malloc(kd * n * sizeof *b);
+    float *ref = malloc(m * n * sizeof *ref), *c = malloc(m * n * sizeof *c);
+    rng r = { 4242 };
+    for (size_t i = 0; i < m * kd; i++) a[i] = rng_uniform(&r, -1.0f, 1.0f);
+    for (size_t i = 0; i < kd * n; i++) b[i] = rng_uniform(&r, -1.0f, 1.0f);
+    const size_t mcs[] = { mr, 40 * mr, 240 / mr * mr + mr, 600 };
+    const size_t ncs[] = { nr, 2 * nr, 4 * nr, 8 * nr };
+    for (int q = 0; q < 4; q++)
+        for (int t = 1; t <= 2; t++) {
+            mhsa_kernels k = *base;
+            k.blocking = mhsa__blocking_fit(k.mr, k.nr,
+                (mhsa_gemm_blocking){ 128, mcs[q], ncs[q] });
+            mhsa_gemm_scratch s = {
+                malloc(2 * mhsa_gemm_a_floats(&k) * sizeof(float)),
+                malloc(mhsa_gemm_b_floats(&k, n) * sizeof(float)),
+                mhsa_gemm_b_floats(&k, n), 2 };
+            omp_set_num_threads(t);
+            mhsa_sgemm(&k, &s, 0, 0, m, n, kd, 1.0f, a, kd, b, n, NULL,
+                       0.0f, q == 0 && t == 1 ? ref : c, n);
+            if (q || t > 1)
+                ck_assert_msg(memcmp(ref, c, m * n * sizeof *c) == 0,
+                              "%s: mc %zu nc %zu at %d threads changed bits",
+                              base->name, k.blocking.mc, k.blocking.nc, t);
+            free(s.a);
+            free(s.b);
+        }
+    free(a); free(b); free(ref); free(c);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("blocking");
@@ -188,6 +230,7 @@ static Suite *suite(void)
     tcase_add_test(t, fit_rounds_to_the_tile);
     tcase_add_loop_test(t, dispatch_applies_the_choice, 0, N_ISAS);
     tcase_add_loop_test(t, gemm_over_k_blocks, 0, N_ISAS);
+    tcase_add_loop_test(t, only_kc_changes_bits, 0, N_ISAS);
     suite_add_tcase(s, t);
     return s;
 }
