@@ -50,9 +50,11 @@ bench = json.load(open(sys.argv[1]))
 torch = json.load(open(sys.argv[2]))
 isa = os.environ["ISA"]
 med = {}
-for b in bench["benchmarks"]:
-    if b.get("aggregate_name") == "median":
-        med[b["run_name"].replace("/real_time", "")] = b
+for b in bench["benchmarks"]:   # medians; a single repetition as it is
+    key = b["run_name"].replace("/real_time", "")
+    if b.get("aggregate_name") == "median" or (
+            b.get("run_type") == "iteration" and key not in med):
+        med[key] = b
 ctx = bench["context"]
 print(f"issue 24 table: {ctx.get('host_name', '?')}, {ctx['num_cpus']} "
       f"cpus at {ctx['mhsa_active_isa'] if 'mhsa_active_isa' in ctx else isa}"
