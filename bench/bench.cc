@@ -2,14 +2,20 @@
 // shim.h) and hands the command line to Google Benchmark, so every
 // --benchmark_* flag works (--benchmark_filter=sgemm, --benchmark_min_time=0.2
 // in plain seconds for libbenchmark 1.7, --benchmark_format=json, ...),
-// and --summary for the table of headline figures (see shim.h).
+// --summary for the table of headline figures (see shim.h), and --tune
+// for the GEMM tuning harness (bench_tune.c).
 #include <benchmark/benchmark.h>
+
+#include <cstring>
 
 #include "mhsa.h"
 #include "shim.h"
 
 int main(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++)
+        if (std::strcmp(argv[i], "--tune") == 0)
+            return mhsa_bench_tune(argc, argv);
     mhsa_bench_register_roofline();
     mhsa_bench_register_attention();
     mhsa_bench_register_decode();
@@ -17,6 +23,7 @@ int main(int argc, char **argv)
     mhsa_bench_register_gpt();
     mhsa_bench_register_adversarial();
     mhsa_bench_register_bf16();
+    mhsa_bench_register_phases();
     mhsa_bench_register_kernels();   // last: OpenBLAS's spinning pool
 
     benchmark::AddCustomContext("mhsa_version", mhsa_version());

@@ -123,6 +123,10 @@ void mhsa_bench_register_kernels(void);
 void mhsa_bench_register_gpt(void);
 void mhsa_bench_register_adversarial(void);
 void mhsa_bench_register_bf16(void);
+void mhsa_bench_register_phases(void);
+// ./bench --tune ...: the GEMM tuning harness (bench_tune.c), instead of
+// Google Benchmark's run.
+int mhsa_bench_tune(int argc, char **argv);
 
 #ifdef __cplusplus
 }

@@ -1,7 +1,9 @@
 // mhsa-info — prints the library version, the kernel table dispatch picked
 // (after MHSA_ISA), which ISAs this build has and this CPU runs, and which
 // it has but this CPU cannot run (e.g. AVX-512 on a Zen 3), and the data
-// cache sizes the library read (core/cpu_caches.h) and where from.
+// cache sizes the library read (core/cpu_caches.h) and where from, and the
+// GEMM block sizes each runnable table uses (derived from those caches, or
+// as MHSA_BLOCKING says; dispatch.c).
 //
 //   mhsa-info          human-readable summary
 //   mhsa-info --isa    only the active ISA's name (for scripts and CI: under
@@ -157,5 +159,17 @@ int main(int argc, char **argv)
     const mhsa_cpu_caches *c = mhsa__cpu_caches();
     printf("caches: L1d %zu KiB and L2 %zu KiB per core, L3 %zu KiB (%s)\n",
            c->l1d >> 10, c->l2 >> 10, c->l3 >> 10, c->source);
+    // The GEMM block sizes each runnable table got, beside its fixed ones.
+    printf("gemm blocking from %s:\n", mhsa__blocking_source());
+    for (mhsa_isa i = MHSA_ISA_SCALAR; i <= MHSA_ISA_LAST; i++) {
+        const mhsa_kernels *k = mhsa_kernels_for(i);
+        const mhsa_kernels *t = mhsa__fixed_table(i);
+        if (!k || !t)
+            continue;
+        printf("  %-7s tile %dx%d: kc %zu mc %zu nc %zu (table.c: kc %zu "
+               "mc %zu nc %zu)\n", k->name, k->mr, k->nr, k->blocking.kc,
+               k->blocking.mc, k->blocking.nc, t->blocking.kc,
+               t->blocking.mc, t->blocking.nc);
+    }
     return 0;
 }

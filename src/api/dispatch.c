@@ -5,11 +5,30 @@
 // once (at the first library call that needs it) from MHSA_ISA, else the
 // first table the CPU supports. mhsa_select_isa and MHSA_ISA share one
 // validator, so a table this build or CPU lacks is never installed.
+//
+// GEMM block sizes: what dispatch hands out are copies of the built tables
+// whose blocking (kc, mc, nc) is derived once from this CPU's data caches
+// (core/cpu_caches.h) by the rule in gemm/blocking.c, so each CPU gets
+// blocks that fit its caches. MHSA_BLOCKING changes that, read once:
+//   unset or "auto"   the rule (the default);
+//   "table"           each table's fixed numbers (src/<isa>/table.c): the
+//                     same bits on every machine for a given ISA, since C's
+//                     bits depend on kc (each element sums its K blocks in
+//                     order), e.g. to compare outputs between machines;
+//   "KC,MC,NC"        these numbers for every table (mc and nc rounded up
+//                     to the tile), for tuning runs (bench/tune-gemm.sh).
+// Anything else counts as unset. Within one process the choice never
+// changes, so results stay bitwise identical across thread counts.
+// The test-only stand-in (below) keeps its own table's numbers.
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cpu_caches.h"
 #include "core/cpu_features.h"
+#include "gemm/blocking.h"
 #include "objects.h"
 
 // Best first; scalar last, always there.
@@ -26,6 +45,56 @@ static const mhsa_kernels *const built_tables[] = {
     &mhsa_kernels_scalar,
 };
 enum { N_BUILT = sizeof built_tables / sizeof built_tables[0] };
+
+// The tables as dispatch hands them out: built_tables[i] with the blocking
+// MHSA_BLOCKING asks for (see the top of this file).
+static mhsa_kernels tuned[N_BUILT];
+static const char *blocking_source;
+static pthread_once_t tuned_once = PTHREAD_ONCE_INIT;
+
+static void tune_tables(void)
+{
+    const char *e = getenv("MHSA_BLOCKING");
+    unsigned long kc, mc, nc;
+    char tail;
+    int fixed = e && strcmp(e, "table") == 0;
+    int given = e && sscanf(e, "%lu,%lu,%lu%c", &kc, &mc, &nc, &tail) == 3 &&
+                kc > 0 && kc <= 65536 && mc > 0 && mc <= 65536 && nc > 0 &&
+                nc <= 65536;
+    blocking_source = fixed ? "table (MHSA_BLOCKING=table)"
+                      : given ? "MHSA_BLOCKING"
+                              : "cpu caches (gemm/blocking.c)";
+    for (int i = 0; i < N_BUILT; i++) {
+        mhsa_kernels *k = &tuned[i];
+        *k = *built_tables[i];
+        if (given)
+            k->blocking = mhsa__blocking_fit(
+                k->mr, k->nr, (mhsa_gemm_blocking){ kc, mc, nc });
+        else if (!fixed)
+            k->blocking = mhsa__blocking_for_caches(k->mr, k->nr,
+                                                    mhsa__cpu_caches());
+    }
+}
+
+static const mhsa_kernels *tuned_table(int i)
+{
+    pthread_once(&tuned_once, tune_tables);
+    return &tuned[i];
+}
+
+const char *mhsa__blocking_source(void)
+{
+    pthread_once(&tuned_once, tune_tables);
+    return blocking_source;
+}
+
+const mhsa_kernels *mhsa__fixed_table(mhsa_isa isa)
+{
+    for (int i = 0; i < N_BUILT; i++)
+        if (built_tables[i]->isa == isa)
+            return built_tables[i];
+    return NULL;
+}
 
 static int cpu_supports(mhsa_isa isa)
 {
@@ -59,7 +128,7 @@ const mhsa_kernels *mhsa_kernels_for(mhsa_isa isa)
 {
     for (int i = 0; i < N_BUILT; i++)
         if (built_tables[i]->isa == isa && cpu_supports(isa))
-            return built_tables[i];
+            return tuned_table(i);
     const mhsa_kernels *s =
         atomic_load_explicit(&stand_in, memory_order_acquire);
     return s && s->isa == isa ? s : NULL;
@@ -77,8 +146,8 @@ static const mhsa_kernels *best_table(void)
 {
     for (int i = 0; i < N_BUILT; i++)
         if (cpu_supports(built_tables[i]->isa))
-            return built_tables[i];
-    return &mhsa_kernels_scalar;
+            return tuned_table(i);
+    return tuned_table(N_BUILT - 1);   // scalar
 }
 
 static _Atomic(const mhsa_kernels *) active;

@@ -8,8 +8,11 @@
 // (GPT-J, Meta). The rotation is orthogonal, so its gradient is R^T.
 // Plain fp32 arithmetic without contraction: the same bits on every ISA.
 #include <math.h>
+#include <omp.h>
 #include <string.h>
 
+#include "core/fpenv.h"
+#include "core/threads.h"
 #include "permute.h"
 #include "split.h"
 
@@ -56,8 +59,8 @@ static void store_row(const mhsa_kernels *k, const head_layout *lay,
         memcpy(dst, row, dh * sizeof(float));
 }
 
-// One sequence's first `rows` rows: q (H heads) and k, v (Hkv heads) at
-// positions p0 + r (the permute path also fills q's other rows).
+// One sequence's first `rows` rows, rotated or converted: q (H heads) and
+// k, v (Hkv heads) at positions p0 + r (the plain split is plain_head).
 static void split_seq(const mhsa_kernels *k, const head_layout *lay,
                       const split_args *a, size_t b, size_t p0, size_t rows)
 {
@@ -68,20 +71,6 @@ static void split_seq(const mhsa_kernels *k, const head_layout *lay,
     float *q = a->q + b * H * t * dh;
     char *kd = (char *)a->k + (b * Hkv * a->kv_t + p0) * dh * es;
     char *vd = (char *)a->v + (b * Hkv * a->kv_t + p0) * dh * es;
-    if (!lay->rope_half && a->dt == MHSA_F32) {
-        // The permute: q *= scale, k and v copied bitwise.
-        mhsa_permute_args pq = { 1, t, H, dh, src, 0, nqkv, dh,
-                                 q, 0, dh, t * dh, scale };
-        mhsa_permute_args pk = { 1, rows, Hkv, dh, src + D, 0, nqkv, dh,
-                                 (float *)kd, 0, dh, a->kv_t * dh, 1.0f };
-        mhsa_permute_args pv = pk;
-        pv.src = src + D + Hkv * dh;
-        pv.dst = (float *)vd;
-        mhsa__permute_4d(k, &pq);
-        mhsa__permute_4d(k, &pk);
-        mhsa__permute_4d(k, &pv);
-        return;
-    }
     // Rows past `rows` are not tokens of the sequence (ragged cached
     // calls): nothing reads their q, and their positions may lie past the
     // rotation tables.
@@ -108,9 +97,57 @@ static void split_seq(const mhsa_kernels *k, const head_layout *lay,
     }
 }
 
+// Head copy u of the plain split (no rotation, fp32 storage): sequence
+// u / (H + 2 Hkv), then its q heads, k heads and v heads in turn; exactly
+// the copies split_seq's permutes make, one head each.
+static void plain_head(const mhsa_kernels *k, const head_layout *lay,
+                       const split_args *a, size_t u)
+{
+    size_t H = lay->H, Hkv = lay->Hkv, dh = lay->dh, D = lay->D;
+    size_t nqkv = lay->nqkv, t = a->t, per = H + 2 * Hkv;
+    size_t b = u / per, h = u % per;
+    size_t p0 = a->pos ? a->pos[b] : a->pos0;
+    size_t rows = a->rows ? (size_t)a->rows[b] : t;
+    const float *src = a->qkv + b * t * nqkv;
+    mhsa_permute_args p = { 1, rows, 1, dh, NULL, 0, nqkv, dh,
+                            NULL, 0, dh, 0, 1.0f };
+    if (h < H) {
+        p.n1 = t;
+        p.src = src + h * dh;
+        p.dst = a->q + (b * H + h) * t * dh;
+        p.scale = 1.0f / sqrtf((float)dh);
+    } else {
+        int is_v = h >= H + Hkv;
+        size_t kvh = h - H - (is_v ? Hkv : 0);
+        p.src = src + D + ((is_v ? Hkv : 0) + kvh) * dh;
+        p.dst = (float *)(is_v ? a->v : a->k) +
+                ((b * Hkv + kvh) * a->kv_t + p0) * dh;
+    }
+    mhsa__permute_4d(k, &p);
+}
+
 void mhsa__split_heads(const mhsa_kernels *k, const head_layout *lay,
                        const split_args *a)
 {
+    if (!lay->rope_half && a->dt == MHSA_F32) {
+        // The plain split is batch * (H + 2 Hkv) independent head copies,
+        // a pass over the whole projection bound by memory: run on one
+        // thread it was a serial section between the parallel GEMM and
+        // attention (issue 24). A copy's bits do not depend on which
+        // thread makes it.
+        size_t units = a->batch * (lay->H + 2 * lay->Hkv);
+        double work = (double)a->batch * (double)a->t * (double)lay->nqkv;
+        int nt = mhsa__threads(omp_get_max_threads(), work, units);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+        {
+            mhsa_fpstate fp = mhsa__fp_enter_team();
+#pragma omp for schedule(static)
+            for (size_t u = 0; u < units; u++)
+                plain_head(k, lay, a, u);
+            mhsa__fp_leave_team(fp);
+        }
+        return;
+    }
     for (size_t b = 0; b < a->batch; b++) {
         size_t p0 = a->pos ? a->pos[b] : a->pos0;
         size_t rows = a->rows ? (size_t)a->rows[b] : a->t;

@@ -3,7 +3,10 @@
 //
 // GEMM blocking (kernels.h), as measured for 0.1: kc 256 (a 16 KiB B
 // micro-panel at nr 16), 128 rows of A per block rounded up to the tile's
-// 6 (132), 8 panels (128 columns) per parallel column chunk.
+// 6 (132), 8 panels (128 columns) per parallel column chunk. These fixed
+// numbers run under MHSA_BLOCKING=table; otherwise dispatch derives them
+// from the CPU's caches (gemm/blocking.c), which on the Zen 3 they were
+// measured on gives the same three.
 #include "avx2/avx2.h"
 
 const mhsa_kernels mhsa_kernels_avx2 =

@@ -14,7 +14,9 @@
 // cores (more A reuse per packed B chunk at the shallower depth); 4 panels
 // keep the column chunk at 128 columns, so the parallel split of a GEMM is
 // as fine as AVX2's. These are reasoned, not measured: no AVX-512 CPU was
-// at hand (README).
+// at hand (README). Fixed numbers for MHSA_BLOCKING=table and the emulated
+// test table; otherwise dispatch derives them from the CPU's caches
+// (gemm/blocking.c).
 #include "avx512/avx512.h"
 #include "avx512/bf16.h"
 

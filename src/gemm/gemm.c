@@ -166,6 +166,14 @@ void mhsa_sgemm_dt(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
     tile_plan tp = { bl.mc, bl.nc, 0, 0 };
     tp.m_blocks = (m + tp.mc - 1) / tp.mc;
     tp.n_chunks = (n + tp.nc - 1) / tp.nc;
+    // As many blocks and chunks, evened out (issue 24): the static split
+    // hands each thread a contiguous run of tiles, and with m = 512 in
+    // blocks of 240 (AVX-512's table) the last block held 32 rows, so one
+    // of two threads got 2.4x the other's rows (the QKV projection then
+    // scales 1.4x at 2 threads). Block and chunk edges stay multiples of
+    // mr and nr, so the micro-kernel calls, and the bits, are the same.
+    tp.mc = round_up((m + tp.m_blocks - 1) / tp.m_blocks, (size_t)k->mr);
+    tp.nc = round_up((n + tp.n_chunks - 1) / tp.n_chunks, nr);
 
     // Threads: never more than the scratch was sized for, and one thread
     // when there is a single tile (no parallel region cost for tiny GEMMs).

@@ -1,7 +1,22 @@
 // linear.c — the block's projections (linear.h).
+#include <omp.h>
 #include <string.h>
 
+#include "core/threads.h"
 #include "linear.h"
+
+// y's rows start as the bias: a pass over all of y (3 MiB for the QKV
+// projection of 512 tokens at D = 512), split over the threads the GEMM
+// after it uses, as it was a serial section before every projection
+// (issue 24). Copies: the bits do not depend on the split.
+static void bias_rows(const mhsa_gemm_scratch *s, size_t rows, size_t n,
+                      const float *b, float *y)
+{
+    int nt = mhsa__threads(s->max_threads, (double)rows * (double)n, rows);
+#pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
+    for (size_t r = 0; r < rows; r++)
+        memcpy(y + r * n, b, n * sizeof(float));
+}
 
 void mhsa__linear(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
                   size_t rows, size_t n, size_t kdim, const float *x,
@@ -9,8 +24,7 @@ void mhsa__linear(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
                   const float *b, float *y)
 {
     if (b)   // start from the bias, then accumulate x W^T onto it
-        for (size_t r = 0; r < rows; r++)
-            memcpy(y + r * n, b, n * sizeof(float));
+        bias_rows(s, rows, n, b, y);
     if (rows == 1) {
         // One token: stream W once, unpacked (a GEMM tile would waste
         // mr - 1 rows).

@@ -145,13 +145,16 @@ typedef struct mhsa_softmax_grad_args {
 // ---- the table ----------------------------------------------------------
 
 // Cache blocking of the GEMM driver (src/gemm/gemm.c, BLIS's loops) for
-// one table: a function of the register tile and of the caches the ISA's
-// cores have, so it lives in the table (src/<isa>/table.c says where each
-// table's numbers come from) and no driver tests an ISA.
+// one table: a function of the register tile and of the caches of the
+// CPU, so it lives in the table and no driver tests an ISA. Each
+// src/<isa>/table.c holds fixed numbers; the tables dispatch hands out
+// (mhsa__kernels, mhsa_kernels_for) carry numbers derived from this CPU's
+// caches instead (gemm/blocking.c), unless MHSA_BLOCKING=table
+// (dispatch.c).
 typedef struct mhsa_gemm_blocking {
     // Depth of one packed block: the kc x nr B micro-panel stays in L1
     // while the A panels stream past. Each C element sums its K blocks in
-    // order, so the bits depend on kc: it is fixed per table.
+    // order, so the bits depend on kc: it is fixed per table and process.
     size_t kc;
     // Rows of op(A) per packed block (L2), a multiple of mr.
     size_t mc;
@@ -376,5 +379,14 @@ const mhsa_kernels *mhsa_kernels_for(mhsa_isa isa);
 // run the whole library on the emulated AVX-512 kernels. Call before any
 // block is created; never called by the library.
 void mhsa__set_stand_in(const mhsa_kernels *k);
+// The built table for isa with its fixed block sizes (src/<isa>/table.c),
+// whether or not the CPU runs it; NULL if not built. What dispatch hands
+// out is a copy whose blocking is derived from the CPU's caches
+// (dispatch.c, MHSA_BLOCKING).
+const mhsa_kernels *mhsa__fixed_table(mhsa_isa isa);
+// Where the blocking of the tables dispatch hands out came from, for
+// mhsa-info: "cpu caches (gemm/blocking.c)", "table (MHSA_BLOCKING=table)"
+// or "MHSA_BLOCKING".
+const char *mhsa__blocking_source(void);
 
 #endif

@@ -4,7 +4,9 @@
 //
 // GEMM blocking (kernels.h): AVX2's numbers from 0.1 (kc 256, about 128
 // rows of A per block, 8 panels per column chunk), not measured on Arm: no
-// Arm hardware was at hand, only qemu.
+// Arm hardware was at hand, only qemu. Fixed numbers for
+// MHSA_BLOCKING=table; otherwise dispatch derives them from the CPU's
+// caches (gemm/blocking.c).
 #include "neon/neon.h"
 
 const mhsa_kernels mhsa_kernels_neon =

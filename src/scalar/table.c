@@ -3,7 +3,9 @@
 //
 // GEMM blocking (kernels.h): kc 256, about 128 rows of A per block, 8
 // panels per column chunk, the numbers measured for AVX2 in 0.1 and kept
-// for every 0.1 ISA (none was measured for the scalar tile itself).
+// for every 0.1 ISA (none was measured for the scalar tile itself). Fixed
+// numbers for MHSA_BLOCKING=table; otherwise dispatch derives them from the
+// CPU's caches (gemm/blocking.c).
 #include "scalar/scalar.h"
 
 const mhsa_kernels mhsa_kernels_scalar =

@@ -308,12 +308,16 @@ START_TEST(thread_count_does_not_change_bits)
     static const int shapes[][4] = {   // B, T, D, H
         { 2, 100, 64, 4 }, { 1, 200, 96, 1 }, { 3, 61, 48, 6 },
         { 1, 150, 40, 1 },   // one head, masked: backward splits the head
+        // Large enough for the parallel split into heads and the parallel
+        // bias rows (issue 24: 2*256 rows of 768 > the work threshold).
+        { 2, 256, 256, 4 },
     };
-    for (int s = 0; s < 4; s++) {
+    for (int s = 0; s < (int)(sizeof shapes / sizeof shapes[0]); s++) {
         rng r = { 500 + (uint64_t)s };
         problem p;
         problem_make(&p, &r, shapes[s][0], shapes[s][1], shapes[s][2],
-                     shapes[s][3], 1, 1, s >= 2 ? MASK_RANDOM : MASK_NONE);
+                     shapes[s][3], 1, 1,
+                     s == 2 || s == 3 ? MASK_RANDOM : MASK_NONE);
         size_t ny = (size_t)p.B * p.T * p.cfg.d_model, d = (size_t)p.cfg.d_model;
         size_t na = (size_t)p.B * p.cfg.n_heads * p.T * p.T;
         outputs a = run_all(&p, 1), b = run_all(&p, 2), c = run_all(&p, 3);
