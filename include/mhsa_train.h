@@ -244,6 +244,13 @@ typedef struct mhsa_gpt_config {
     int no_proj;         /* 1: the attention has no output projection
                             (c_proj): its heads' outputs, concatenated, are
                             the block's output */
+    int compute_dtype;   /* MHSA_F32 (0) or MHSA_BF16: every matrix product
+                            (the blocks' and the model's own: MLP, head and
+                            their backward) in bf16 with fp32 accumulation
+                            (mhsa_config.compute_dtype); parameters,
+                            gradients and AdamW moments stay fp32, and the
+                            checkpoint format does not change (it is not
+                            stored: a run chooses it) */
 } mhsa_gpt_config;
 
 typedef struct mhsa_gpt mhsa_gpt;
