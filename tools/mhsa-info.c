@@ -129,6 +129,11 @@ int main(int argc, char **argv)
            f->avx512 ? " avx512f/bw/vl/dq" : "", f->avx512_bf16 ? " avx512_bf16" : "",
            f->avx512_fp16 ? " avx512_fp16" : "", f->amx_bf16 ? " amx_bf16" : "",
            f->neon ? " neon" : "");
+    // compute_dtype MHSA_BF16: how this build multiplies (gemm.h,
+    // mhsa_sgemm_cd); a native bf16 GEMM, once it plugs in there, says so
+    // here too.
+    printf("bf16 compute: exact fallback on every isa (fp32 products of "
+           "bf16-rounded operands)\n");
     const mhsa_cpu_caches *c = mhsa__cpu_caches();
     printf("caches: L1d %zu KiB and L2 %zu KiB per core, L3 %zu KiB (%s)\n",
            c->l1d >> 10, c->l2 >> 10, c->l3 >> 10, c->source);
