@@ -827,8 +827,8 @@ END_TEST
 
 // Training in BF16 compute (fp32 master weights and moments): the same
 // bits on 1 and 2 threads; the loss curve follows fp32's (each of 40
-// steps within 8%, the mean of the last 10 within 3%; measured: 5.4% and
-// 2.5%) but is not fp32's (the products
+// steps within 8%, the mean of the last 10 within 3%; the worst step was
+// 5.4% off on AVX2) but is not fp32's (the products
 // are rounded); an invalid compute dtype fails by name.
 START_TEST(bf16_compute_trains_like_f32)
 {
