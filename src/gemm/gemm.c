@@ -230,10 +230,14 @@ void mhsa_sgemm_cd(const mhsa_kernels *k, mhsa_dtype cdt,
                    size_t ldb, const float *bp_prepacked, float beta, float *c,
                    size_t ldc)
 {
-    // A native bf16 GEMM (AVX512-BF16, AMX) plugs in here: when
-    // src/gemm/gemm_bf16.h lands, `if (cdt == MHSA_BF16 &&
-    // mhsa_gemm_bf16_native(k))` calls its driver (mhsa_sgemm_dt's
-    // arguments) and returns. Every other table takes the exact fallback.
+    // The native bf16 GEMM (AVX512-BF16, AMX: src/gemm/gemm_bf16.h, not
+    // merged yet) plugs in here, before the fallback, as
+    //   if (cdt == MHSA_BF16 && mhsa_gemm_bf16_native(k)) {
+    //       mhsa_sgemm_bf16(k, s, trans_a, ..., c, ldc);  // these arguments
+    //       return;
+    //   }
+    // (bp_prepacked: the table's fp32 panels, already rounded). Every
+    // other table takes the exact fallback.
     sgemm_driver(k, s, trans_a, trans_b, m, n, kdim, alpha, a, lda, b, bdt,
                  ldb, bp_prepacked, beta, c, ldc, cdt == MHSA_BF16);
 }
