@@ -289,8 +289,7 @@ END_TEST
 
 // The same run on 1, 2 and 3 threads: byte-identical checkpoints.
 // --compute bf16: the same checkpoint bits on 1 and 2 threads, and not
-// the fp32 run's (the products are rounded); the checkpoint is the same
-// format (it loads into a plain fp32 run's --eval).
+// the fp32 run's (the products are rounded).
 START_TEST(text_compute_bf16)
 {
     const char *p[3] = { tpath("c1.st"), tpath("c2.st"), tpath("c32.st") };
