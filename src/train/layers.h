@@ -75,9 +75,9 @@ void mhsa__rmsnorm_forward(float *y, const float *x, const float *w,
 // cdt: the products' compute dtype (mhsa_sgemm_cd); with MHSA_BF16 a single
 // row goes through the GEMM too (its packers round, gemv would not).
 void mhsa__linear_forward(const mhsa_kernels *k, const mhsa_gemm_scratch *gs,
-                          mhsa_dtype cdt, float *y, const float *add, const float *x,
-                          const float *w, const float *b, size_t N, size_t C,
-                          size_t OC);
+                          mhsa_dtype cdt, float *y, const float *add,
+                          const float *x, const float *w, const float *b,
+                          size_t N, size_t C, size_t OC);
 // dx (N, C) = or += dy W (accumulate_dx), skipped when NULL; dw (OC, C) +=
 // dy^T x; db (OC) += column sums of dy (skipped when NULL).
 void mhsa__linear_backward(const mhsa_kernels *k,

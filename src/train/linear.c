@@ -24,9 +24,9 @@ MHSA_CLONES static void column_sums(float *db, const float *dy, size_t N,
 }
 
 void mhsa__linear_forward(const mhsa_kernels *k, const mhsa_gemm_scratch *gs,
-                          mhsa_dtype cdt, float *y, const float *add, const float *x,
-                          const float *w, const float *b, size_t N, size_t C,
-                          size_t OC)
+                          mhsa_dtype cdt, float *y, const float *add,
+                          const float *x, const float *w, const float *b,
+                          size_t N, size_t C, size_t OC)
 {
     // C of the GEMM starts as (add + b) and the product is added to it.
     if (add || b) {

@@ -132,7 +132,8 @@ static outputs run_block(const mhsa_block *blk, const float *x,
     float *ys = malloc(o.ny * 4);
     for (int b = 0; c->causal && b < B; b++) {
         mhsa_kv_cache *kc = NULL;
-        ck_assert_int_eq(mhsa_kv_cache_create(blk, 1, c->max_seq_len, &kc), MHSA_OK);
+        ck_assert_int_eq(mhsa_kv_cache_create(blk, 1, c->max_seq_len, &kc),
+                         MHSA_OK);
         for (int t0 = 0; t0 < T_run;) {
             int n = t0 == 0 ? 4 : (t0 < T_run - 3 && t0 % 2 ? 2 : 1);
             size_t off = ((size_t)b * T_run + t0) * D;
@@ -159,10 +160,14 @@ static void compare(const outputs *a, const outputs *b, double tol,
                     const char *what)
 {
     struct { const char *name; const float *x, *y; size_t n; } parts[] = {
-        { "y", a->y, b->y, a->ny },         { "attn", a->attn, b->attn, a->nattn },
-        { "dx", a->dx, b->dx, a->ny },      { "dw_qkv", a->gw, b->gw, a->ngw },
-        { "db_qkv", a->gb, b->gb, a->ngb }, { "dw_out", a->gwo, b->gwo, a->ngwo },
-        { "db_out", a->gbo, b->gbo, a->ngbo }, { "y cached", a->yc, b->yc, a->nyc },
+        { "y", a->y, b->y, a->ny },
+        { "attn", a->attn, b->attn, a->nattn },
+        { "dx", a->dx, b->dx, a->ny },
+        { "dw_qkv", a->gw, b->gw, a->ngw },
+        { "db_qkv", a->gb, b->gb, a->ngb },
+        { "dw_out", a->gwo, b->gwo, a->ngwo },
+        { "db_out", a->gbo, b->gbo, a->ngbo },
+        { "y cached", a->yc, b->yc, a->nyc },
     };
     for (size_t p = 0; p < sizeof parts / sizeof *parts; p++) {
         if (!parts[p].n)

@@ -206,8 +206,8 @@ typedef struct linear_ctx {
 static double linear_obj(void *p)
 {
     linear_ctx *c = p;
-    mhsa__linear_forward(c->k, &c->gs, MHSA_F32, c->y, c->add, c->x, c->w, c->b, c->n,
-                         LI_C, LI_OC);
+    mhsa__linear_forward(c->k, &c->gs, MHSA_F32, c->y, c->add, c->x, c->w,
+                         c->b, c->n, LI_C, LI_OC);
     return dot(c->y, c->r, c->n * LI_OC);
 }
 
@@ -249,8 +249,8 @@ START_TEST(linear_gradients)
             }
         float dx[LI_N * LI_C], dw[LI_OC * LI_C] = { 0 }, db[LI_OC] = { 0 };
         fill_nan(dx, LI_N * LI_C);   // accumulate_dx = 0 never reads dx
-        mhsa__linear_backward(k, &c.gs, MHSA_F32, dx, dw, db, c.r, c.x, c.w, n, LI_C,
-                              LI_OC, 0);
+        mhsa__linear_backward(k, &c.gs, MHSA_F32, dx, dw, db, c.r, c.x, c.w, n,
+                              LI_C, LI_OC, 0);
         fd_case fc = { "linear", 3, { c.x, c.w, c.b }, { dx, dw, db },
                        { n * LI_C, LI_OC * LI_C, LI_OC }, linear_obj, &c };
         check_fd(&fc, 1e-2f);
@@ -258,8 +258,8 @@ START_TEST(linear_gradients)
         float dx2[LI_N * LI_C];
         for (size_t i = 0; i < n * LI_C; i++)
             dx2[i] = 2.0f;
-        mhsa__linear_backward(k, &c.gs, MHSA_F32, dx2, dw, db, c.r, c.x, c.w, n, LI_C,
-                              LI_OC, 1);
+        mhsa__linear_backward(k, &c.gs, MHSA_F32, dx2, dw, db, c.r, c.x, c.w,
+                              n, LI_C, LI_OC, 1);
         for (size_t i = 0; i < n * LI_C; i++)
             ck_assert_float_eq_tol(dx2[i], dx[i] + 2.0f, 1e-5f);
         free(c.gs.a);
