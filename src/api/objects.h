@@ -44,7 +44,8 @@ struct mhsa_block {
     // that was active at the last weight change; another table packs on
     // the fly. With compute dtype BF16 the packed panels are rounded to
     // bf16 (what the GEMM's packers would make of them on the fly). NULL
-    // for 16-bit weights: a whole fp32 copy would undo the halving (they are packed on the fly, one KC block at a time).
+    // for 16-bit weights: a whole fp32 copy would undo the halving
+    // (they are packed on the fly, one KC block at a time).
     const mhsa_kernels *packed_for;
     float *w_qkv_packed;    // K = D, N = nqkv
     float *w_out_packed;    // K = D, N = D
