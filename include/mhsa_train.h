@@ -107,6 +107,10 @@ typedef struct mhsa_lm_config {
     float rope_theta;
     int   rope_interleaved;
     int   window;
+    int   compute_dtype;     /* MHSA_F32 (0) or MHSA_BF16: the block's and
+                                the head's products in bf16, fp32
+                                accumulation (mhsa_config.compute_dtype);
+                                parameters and optimiser state fp32 */
 } mhsa_lm_config;
 
 typedef struct mhsa_lm mhsa_lm;
