@@ -20,9 +20,10 @@ int main(int argc, char **argv)
     mhsa_bench_register_attention();
     mhsa_bench_register_decode();
     mhsa_bench_register_variants();
+    mhsa_bench_register_bf16();
     mhsa_bench_register_gpt();
     mhsa_bench_register_adversarial();
-    mhsa_bench_register_bf16();
+    mhsa_bench_register_compute_bf16();
     mhsa_bench_register_phases();
     mhsa_bench_register_kernels();   // last: OpenBLAS's spinning pool
 

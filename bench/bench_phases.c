@@ -95,14 +95,14 @@ static void bm_phases(mhsa_bench_state *st, const void *ctx)
         double t[N_PHASES + 1], c[5];
         c[0] = cpu_now(); t[0] = now();
         mhsa__linear(k, &ws->gemm, bt, blk->nqkv, Dz, x, blk->w_qkv,
-                     blk->wdt, wq, blk->b_qkv, ws->qkv);
+                     blk->wdt, wq, blk->b_qkv, blk->cdt, ws->qkv);
         t[1] = now(); c[1] = cpu_now();
         mhsa__split_heads(k, &lay, &sp);
         t[2] = now(); c[2] = cpu_now();
         mhsa__attention(k, &ws->attn, &j);
         t[3] = now(); c[3] = cpu_now();
         mhsa__linear(k, &ws->gemm, bt, Dz, Dz, ws->ctx, blk->w_out,
-                     blk->wdt, wo, blk->b_out, y);
+                     blk->wdt, wo, blk->b_out, blk->cdt, y);
         t[4] = now(); c[4] = cpu_now();
         for (int p = 0; p < 4; p++) {
             sum[p] += t[p + 1] - t[p];
@@ -112,10 +112,10 @@ static void bm_phases(mhsa_bench_state *st, const void *ctx)
         // the real phases overwrite next time round).
         t[0] = now();
         mhsa__linear(&nok, &ws->gemm, bt, blk->nqkv, Dz, x, blk->w_qkv,
-                     blk->wdt, wq, blk->b_qkv, ws->qkv);
+                     blk->wdt, wq, blk->b_qkv, blk->cdt, ws->qkv);
         t[1] = now();
         mhsa__linear(&nok, &ws->gemm, bt, Dz, Dz, ws->ctx, blk->w_out,
-                     blk->wdt, wo, blk->b_out, y);
+                     blk->wdt, wo, blk->b_out, blk->cdt, y);
         t[2] = now();
         sum[P_QKV_NOK] += t[1] - t[0];
         sum[P_OUT_NOK] += t[2] - t[1];

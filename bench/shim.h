@@ -127,6 +127,7 @@ void mhsa_bench_register_phases(void);
 // ./bench --tune ...: the GEMM tuning harness (bench_tune.c), instead of
 // Google Benchmark's run.
 int mhsa_bench_tune(int argc, char **argv);
+void mhsa_bench_register_compute_bf16(void);
 
 #ifdef __cplusplus
 }

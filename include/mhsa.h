@@ -136,6 +136,18 @@ typedef struct mhsa_config {
     int   weight_dtype;      /* an mhsa_dtype: MHSA_F32 (0), MHSA_F16 or
                                 MHSA_BF16: how w_qkv and w_out are stored
                                 (see "Additions for 0.3: 16-bit weights") */
+    /* BF16 compute: with MHSA_BF16 every matrix product of the block (the
+     * Q/K/V and output projections, Q K^T and P V; forward, backward and
+     * cached) takes its operands rounded to bfloat16 (round to nearest
+     * even; weights as stored when weight_dtype is MHSA_BF16) and
+     * accumulates in fp32. Scaling, masks, the softmax and its statistics,
+     * RoPE, biases, the KV cache's storage and every output stay fp32.
+     * Results are within 2e-2 of the MHSA_F32 block, bitwise identical
+     * across thread counts on each ISA; where the CPU has no bf16
+     * dot-product instructions the products are exact fp32 products of the
+     * rounded operands. MHSA_F16 or any other value: MHSA_ERR_INVALID_ARG
+     * naming compute_dtype. */
+    int   compute_dtype;     /* an mhsa_dtype: MHSA_F32 (0) or MHSA_BF16 */
 } mhsa_config;
 
 typedef struct mhsa_block mhsa_block;

@@ -107,6 +107,10 @@ typedef struct mhsa_lm_config {
     float rope_theta;
     int   rope_interleaved;
     int   window;
+    int   compute_dtype;     /* MHSA_F32 (0) or MHSA_BF16: the block's and
+                                the head's products in bf16, fp32
+                                accumulation (mhsa_config.compute_dtype);
+                                parameters and optimiser state fp32 */
 } mhsa_lm_config;
 
 typedef struct mhsa_lm mhsa_lm;
@@ -244,6 +248,13 @@ typedef struct mhsa_gpt_config {
     int no_proj;         /* 1: the attention has no output projection
                             (c_proj): its heads' outputs, concatenated, are
                             the block's output */
+    int compute_dtype;   /* MHSA_F32 (0) or MHSA_BF16: every matrix product
+                            (the blocks' and the model's own: MLP, head and
+                            their backward) in bf16 with fp32 accumulation
+                            (mhsa_config.compute_dtype); parameters,
+                            gradients and AdamW moments stay fp32, and the
+                            checkpoint format does not change (it is not
+                            stored: a run chooses it) */
 } mhsa_gpt_config;
 
 typedef struct mhsa_gpt mhsa_gpt;

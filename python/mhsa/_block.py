@@ -21,6 +21,9 @@ def _dtype_code(value, accepted, field):
     if value not in _DTYPES:
         raise ValueError(f"{field}: unknown dtype {value!r} (expected one "
                          f"of {', '.join(map(repr, accepted))})")
+    if field == "compute_dtype" and value == "f16":
+        raise ValueError("compute_dtype='f16' is not offered (API.md: 'f32' "
+                         "or 'bf16')")
     if value not in accepted:
         raise ValueError(f"{field}={value!r}: the mhsa C library this package "
                          f"was built with does not have it yet (accepted: "

@@ -66,7 +66,7 @@ static attn_job recorded_job(const mhsa_block *blk, const mhsa_workspace *ws)
         .window = (size_t)blk->cfg.window, .mask = ws->fwd_mask,
         .q_pos = 0, .tk = T, .seq_len = ws->fwd_seq_len,
         .q = ws->q, .k = ws->k, .v = ws->v, .kv_dtype = MHSA_F32,
-        .ctx = ws->ctx, .lse = ws->lse, .attn = NULL,
+        .ctx = ws->ctx, .lse = ws->lse, .attn = NULL, .compute = blk->cdt,
     };
     return j;
 }
@@ -188,10 +188,12 @@ mhsa_status mhsa_backward(const mhsa_block *blk, mhsa_workspace *ws,
     // Output projection.
     if (blk->cfg.bias)
         add_colsum(bt, D, dy, D, g->b_out);
-    mhsa_sgemm(k, s, 1, 0, D, D, bt, 1.0f, dy, D, ws->ctx, D, NULL, 1.0f,
-               g->w_out, D);
-    mhsa_sgemm_dt(k, s, 0, 0, bt, D, D, 1.0f, dy, D, blk->w_out, blk->wdt,
-                  D, NULL, 0.0f, ws->dctx, D);
+    // (Every product in the block's compute dtype: gemm.h.)
+    mhsa_dtype cd = blk->cdt;
+    mhsa_sgemm_cd(k, cd, s, 1, 0, D, D, bt, 1.0f, dy, D, ws->ctx, MHSA_F32,
+                  D, NULL, 1.0f, g->w_out, D);
+    mhsa_sgemm_cd(k, cd, s, 0, 0, bt, D, D, 1.0f, dy, D, blk->w_out,
+                  blk->wdt, D, NULL, 0.0f, ws->dctx, D);
     // Attention, into dqkv (B*T, nqkv) = [dq | dk | dv] per row, then
     // back through the rotation of q and k.
     attention_backward(k, ws, blk);
@@ -201,11 +203,11 @@ mhsa_status mhsa_backward(const mhsa_block *blk, mhsa_workspace *ws,
     const float *dqkv = ws->qkv;
     if (blk->cfg.bias)
         add_colsum(bt, nqkv, dqkv, nqkv, g->b_qkv);
-    mhsa_sgemm(k, s, 1, 0, nqkv, D, bt, 1.0f, dqkv, nqkv, x, D, NULL, 1.0f,
-               g->w_qkv, D);
+    mhsa_sgemm_cd(k, cd, s, 1, 0, nqkv, D, bt, 1.0f, dqkv, nqkv, x,
+                  MHSA_F32, D, NULL, 1.0f, g->w_qkv, D);
     if (dx)
-        mhsa_sgemm_dt(k, s, 0, 0, bt, D, nqkv, 1.0f, dqkv, nqkv, blk->w_qkv,
-                      blk->wdt, D, NULL, 0.0f, dx, D);
+        mhsa_sgemm_cd(k, cd, s, 0, 0, bt, D, nqkv, 1.0f, dqkv, nqkv,
+                      blk->w_qkv, blk->wdt, D, NULL, 0.0f, dx, D);
     mhsa__fp_leave(fp);
     return MHSA_OK;
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/fpenv.h"
+#include "gemm/round_bf16.h"
 #include "objects.h"
 
 static _Atomic uint64_t next_block_id = 1;
@@ -86,6 +87,12 @@ static mhsa_status check_config(const mhsa_config *cfg)
                           "%s: weight_dtype = %d is not MHSA_F32 (0), "
                           "MHSA_F16 (1) or MHSA_BF16 (2)", fn,
                           cfg->weight_dtype);
+    if (cfg->compute_dtype != MHSA_F32 && cfg->compute_dtype != MHSA_BF16)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG,
+                          "%s: compute_dtype = %d is not MHSA_F32 (0) or "
+                          "MHSA_BF16 (2)%s", fn, cfg->compute_dtype,
+                          cfg->compute_dtype == MHSA_F16
+                              ? ": F16 compute is not offered" : "");
     return MHSA_OK;
 }
 
@@ -150,6 +157,7 @@ mhsa_status mhsa_block_create(const mhsa_config *cfg, mhsa_block **out)
     b->nqkv = nqkv;
     b->rope_half = half;
     b->wdt = wdt;
+    b->cdt = (mhsa_dtype)cfg->compute_dtype;
     b->w_qkv = mhsa__alloc(n_wqkv * mhsa_dtype_size(wdt));
     b->w_out = mhsa__alloc(n_wout * mhsa_dtype_size(wdt));
     if (!b->w_qkv || !b->w_out)
@@ -228,6 +236,12 @@ void mhsa__block_repack(mhsa_block *b)
                             b->w_qkv_packed);
         mhsa_gemm_prepack_b(k, b->D, b->D, b->w_out, b->D, 1,
                             b->w_out_packed);
+        if (b->cdt == MHSA_BF16) {
+            mhsa__round_bf16(b->w_qkv_packed,
+                             mhsa_gemm_prepacked_floats(k, b->D, b->nqkv));
+            mhsa__round_bf16(b->w_out_packed,
+                             mhsa_gemm_prepacked_floats(k, b->D, b->D));
+        }
         b->packed_for = k;
     }
     b->version++;

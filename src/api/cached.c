@@ -91,6 +91,7 @@ static mhsa_status cached(const char *fn, const mhsa_block *blk,
     ws->has_forward = 0;   // the workspace's views are reused below
     mhsa__linear(k, &ws->gemm, bt, blk->nqkv, D, a->x_new, blk->w_qkv,
                  blk->wdt, packed ? blk->w_qkv_packed : NULL, blk->b_qkv,
+                 blk->cdt,
                  ws->qkv);
     split_args sp = {
         .batch = b, .t = t, .qkv = ws->qkv, .q = ws->q, .k = cache->k,
@@ -105,11 +106,12 @@ static mhsa_status cached(const char *fn, const mhsa_block *blk,
         .window = (size_t)blk->cfg.window, .mask = NULL,
         .kv_len = cache->len, .n_new = a->n_new,
         .q = ws->q, .k = cache->k, .v = cache->v, .kv_dtype = cache->dtype,
-        .ctx = ws->ctx, .lse = NULL, .attn = NULL,
+        .ctx = ws->ctx, .lse = NULL, .attn = NULL, .compute = blk->cdt,
     };
     mhsa__attention(k, &ws->attn, &j);
     mhsa__linear(k, &ws->gemm, bt, D, D, ws->ctx, blk->w_out, blk->wdt,
-                 packed ? blk->w_out_packed : NULL, blk->b_out, a->y);
+                 packed ? blk->w_out_packed : NULL, blk->b_out, blk->cdt,
+                 a->y);
     for (size_t s = 0; s < b; s++) {
         size_t n = a->n_new ? (size_t)a->n_new[s] : t;
         // Rows past a sequence's new ones hold no token: zeros, as

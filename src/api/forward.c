@@ -62,6 +62,7 @@ static mhsa_status forward(const char *fn, const mhsa_block *blk,
 
     mhsa__linear(k, &ws->gemm, bt, blk->nqkv, D, a->x, blk->w_qkv,
                  blk->wdt, packed ? blk->w_qkv_packed : NULL, blk->b_qkv,
+                 blk->cdt,
                  ws->qkv);
     split_args sp = {
         .batch = b, .t = t, .qkv = ws->qkv, .q = ws->q, .k = ws->k,
@@ -76,10 +77,12 @@ static mhsa_status forward(const char *fn, const mhsa_block *blk,
         .q_pos = 0, .tk = t, .seq_len = a->seq_len,
         .q = ws->q, .k = ws->k, .v = ws->v, .kv_dtype = MHSA_F32,
         .ctx = ws->ctx, .lse = ws->lse, .attn = a->attn,
+        .compute = blk->cdt,
     };
     mhsa__attention(k, &ws->attn, &j);
     mhsa__linear(k, &ws->gemm, bt, D, D, ws->ctx, blk->w_out, blk->wdt,
-                 packed ? blk->w_out_packed : NULL, blk->b_out, a->y);
+                 packed ? blk->w_out_packed : NULL, blk->b_out, blk->cdt,
+                 a->y);
 
     ws->has_forward = 1;
     ws->fwd_b = b;

@@ -33,14 +33,19 @@ struct mhsa_block {
     // weights are read as they are stored (the GEMM widens them while
     // packing each cache-sized block, the one-row products in registers).
     mhsa_dtype wdt;
+    // cfg.compute_dtype: every matrix product's operands rounded to bf16
+    // (MHSA_BF16) or fp32; passed to the GEMM and the attention tiles.
+    mhsa_dtype cdt;
     void *w_qkv;            // (nqkv, D) = [Wq (D); Wk (Hkv*dh); Wv]
     float *b_qkv;           // (nqkv) or NULL
     void *w_out;            // (D, D)
     float *b_out;           // (D) or NULL
     // fp32 weights packed once for the GEMM as op(B) = W^T, for the table
     // that was active at the last weight change; another table packs on
-    // the fly. NULL for 16-bit weights: a whole fp32 copy would undo the
-    // halving (they are packed on the fly, one KC block at a time).
+    // the fly. With compute dtype BF16 the packed panels are rounded to
+    // bf16 (what the GEMM's packers would make of them on the fly). NULL
+    // for 16-bit weights: a whole fp32 copy would undo the halving
+    // (they are packed on the fly, one KC block at a time).
     const mhsa_kernels *packed_for;
     float *w_qkv_packed;    // K = D, N = nqkv
     float *w_out_packed;    // K = D, N = D

@@ -88,9 +88,9 @@ void mhsa__attention(const mhsa_kernels *k, const attn_scratch *s,
             const char *kd = mhsa__view_k(&view, hd);
             const char *vd = mhsa__view_v(&view, hd);
             float *kp = pp.base + hd * pp.per_head;
-            mhsa__head_pack_kv(k, v->tk, dh, tile, kd, vd, j->kv_dtype, kp,
-                               kp + pp.kpf, tiles, pp.vbad + pt,
-                               pp.kbad + pt);
+            mhsa__head_pack_kv(k, v->tk, dh, tile, kd, vd, j->kv_dtype,
+                               j->compute, kp, kp + pp.kpf, tiles,
+                               pp.vbad + pt, pp.kbad + pt);
         }   // the implied barrier: every head is packed before it is used
     }
     size_t b = 0;

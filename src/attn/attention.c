@@ -25,6 +25,7 @@
 
 #include "attention.h"
 #include "gemm/gemm.h"
+#include "gemm/round_bf16.h"
 
 // Measured (bench attention/fused, dh = 64, AVX2): 72 x 128 beats 48 x 64
 // by 5-7% at T = 512 and 2048: each K/V tile packed per query block is
@@ -304,8 +305,8 @@ size_t mhsa__head_vpack_floats(const mhsa_kernels *k, size_t tk, size_t dh)
 
 void mhsa__head_pack_kv(const mhsa_kernels *k, size_t tk, size_t dh,
                         size_t tile, const void *kd, const void *vd,
-                        mhsa_dtype dt, float *kpack, float *vpack,
-                        float *tiles, float *vbad, float *kbad)
+                        mhsa_dtype dt, mhsa_dtype cdt, float *kpack,
+                        float *vpack, float *tiles, float *vbad, float *kbad)
 {
     size_t bc = mhsa__attn_bc(k), j0 = tile * bc;
     size_t n = tk - j0 < bc ? tk - j0 : bc;
@@ -314,8 +315,9 @@ void mhsa__head_pack_kv(const mhsa_kernels *k, size_t tk, size_t dh,
                     .k16 = kd, .v16 = vd };
     const float *kt = kv_rows(k, &a, 0, j0, n, t.kc);
     const float *vt = kv_rows(k, &a, 1, j0, n, t.vc);
-    mhsa_tile_pack_b(k, dh, n, kt, dh, 1, kpack + j0 * dh);
-    mhsa_tile_pack_b(k, n, dh, vt, dh, 0, vpack + j0 * up(dh, (size_t)k->nr));
+    mhsa_tile_pack_b(k, dh, n, kt, dh, 1, cdt, kpack + j0 * dh);
+    mhsa_tile_pack_b(k, n, dh, vt, dh, 0, cdt,
+                     vpack + j0 * up(dh, (size_t)k->nr));
     *vbad = (float)first_bad_row(vt, n, dh, dh);
     *kbad = (float)first_bad_row(kt, n, dh, dh);
 }
@@ -327,7 +329,7 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
     size_t kend = key_end(a);
     tile_views t = carve(k, dh, tiles);
 
-    mhsa_tile_pack_a(k, tq, dh, a->q, dh, 0, 1.0f, t.qa);
+    mhsa_tile_pack_a(k, tq, dh, a->q, dh, 0, 1.0f, a->compute, t.qa);
     int q_ok = 1;
     for (size_t r = 0; r < tq; r++) {
         t.m[r] = -INFINITY;
@@ -348,7 +350,7 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
             kbad = (size_t)a->kbad[j0 / bc];
         } else {
             kt = kv_rows(k, a, 0, j0, n, t.kc);
-            mhsa_tile_pack_b(k, dh, n, kt, dh, 1, t.kb);
+            mhsa_tile_pack_b(k, dh, n, kt, dh, 1, a->compute, t.kb);
             kbad = first_bad_row(kt, n, dh, dh);
         }
         if (diag)
@@ -376,14 +378,14 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
             v_ok = rows_finite(vt, n, dh, dh);
         }
         if (v_ok) {   // O += P V
-            mhsa_tile_pack_a(k, tq, n, t.s, bc, 0, 1.0f, t.pa);
+            mhsa_tile_pack_a(k, tq, n, t.s, bc, 0, 1.0f, a->compute, t.pa);
             const float *vb = t.vb;
             size_t vdepth = n;
             if (a->vpack) {   // packed with all the tile's keys
                 vb = a->vpack + j0 * up(dh, (size_t)k->nr);
                 vdepth = a->tk - j0 < bc ? a->tk - j0 : bc;
             } else {
-                mhsa_tile_pack_b(k, n, dh, vt, dh, 0, t.vb);
+                mhsa_tile_pack_b(k, n, dh, vt, dh, 0, a->compute, t.vb);
             }
             diag_pv(k, a, j0, n, diag, t.pa, vb, vdepth, a->o, a->ldo);
         } else {      // a non-finite V: skip blocked pairs explicitly
@@ -396,6 +398,12 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
                     float p = t.s[r * bc + j];
                     const float *vj = vt + j * dh;
                     float *o = a->o + r * a->ldo;
+                    if (a->compute == MHSA_BF16) {   // as the GEMM would
+                        p = mhsa__bf16_round(p);
+                        for (size_t d = 0; d < dh; d++)
+                            o[d] += p * mhsa__bf16_round(vj[d]);
+                        continue;
+                    }
                     for (size_t d = 0; d < dh; d++)
                         o[d] += p * vj[d];
                 }
@@ -422,13 +430,13 @@ void mhsa__head_weights(const mhsa_kernels *k, const head_args *a,
 {
     size_t tq = a->tq, dh = a->dh, bc = mhsa__attn_bc(k);
     tile_views t = carve(k, dh, tiles);
-    mhsa_tile_pack_a(k, tq, dh, a->q, dh, 0, 1.0f, t.qa);
+    mhsa_tile_pack_a(k, tq, dh, a->q, dh, 0, 1.0f, a->compute, t.qa);
     for (size_t r = 0; r < tq; r++)
         t.delta[r] = !rows_finite(a->q + r * dh, 1, dh, dh);
     for (size_t j0 = 0; j0 < a->tk; j0 += bc) {
         size_t n = a->tk - j0 < bc ? a->tk - j0 : bc;
         const float *kt = kv_rows(k, a, 0, j0, n, t.kc);
-        mhsa_tile_pack_b(k, dh, n, kt, dh, 1, t.kb);
+        mhsa_tile_pack_b(k, dh, n, kt, dh, 1, a->compute, t.kb);
         mhsa_tile_gemm(k, tq, n, dh, t.qa, t.kb, a->attn + j0, a->ldattn,
                        0.0f);
         nanify(kt, n, dh, first_bad_row(kt, n, dh, dh), t.delta, tq,
@@ -452,6 +460,23 @@ void mhsa__head_weights(const mhsa_kernels *k, const head_args *a,
     }
 }
 
+// One unblocked (row, key) pair of backward_safe with compute dtype BF16:
+// each product of operands rounded as the tile GEMMs round them (dQ's
+// operand is bf16(scale * dS), alpha folded in before rounding).
+static void bf16_safe_pair(const head_args *a, float pr, float dsr,
+                           const float *q, const float *dout,
+                           const float *kj, float *dv, float *dk, float *dq)
+{
+    float p = mhsa__bf16_round(pr), ds = mhsa__bf16_round(dsr);
+    float dss = mhsa__bf16_round(a->scale * dsr);
+    for (size_t d = 0; d < a->dh && !a->skip_dkv; d++) {
+        dv[d] += p * mhsa__bf16_round(dout[d]);
+        dk[d] += ds * mhsa__bf16_round(q[d]);
+    }
+    for (size_t d = 0; d < a->dh && !a->skip_dq; d++)
+        dq[d] += dss * mhsa__bf16_round(kj[d]);
+}
+
 // dst (rows x dh, ld) += scalar loops over unblocked (r, j) pairs; used when
 // a head holds non-finite values (see the file comment).
 static void backward_safe(const head_args *a, size_t j0, size_t n,
@@ -469,6 +494,10 @@ static void backward_safe(const head_args *a, size_t j0, size_t n,
             float *dv = a->dv + (j0 + j) * a->ldg;
             float *dk = a->dk + (j0 + j) * a->ldg;
             float *dq = a->dq + r * a->ldg;
+            if (a->compute == MHSA_BF16) {   // the GEMMs' rounded operands
+                bf16_safe_pair(a, pr, dsr, q, dout, kj, dv, dk, dq);
+                continue;
+            }
             for (size_t d = 0; d < dh && do_kv; d++) {
                 dv[d] += pr * dout[d];
                 dk[d] += dsr * q[d];
@@ -495,7 +524,8 @@ static int inf_weights(const mhsa_kernels *k, const head_args *a,
         return 0;
     for (size_t j0 = tile_start(a, bc); j0 < kend; j0 += bc) {
         size_t n = kend - j0 < bc ? kend - j0 : bc;
-        mhsa_tile_pack_b(k, dh, n, a->k + j0 * dh, dh, 1, t->kb);
+        mhsa_tile_pack_b(k, dh, n, a->k + j0 * dh, dh, 1, a->compute,
+                         t->kb);
         mhsa_tile_gemm(k, tq, n, dh, t->qa, t->kb, t->s, bc, 0.0f);
         for (size_t r = 0; r < tq; r++) {
             if (a->lse[r] != INFINITY)
@@ -538,12 +568,13 @@ void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
         if (!a->skip_dq)
             memset(a->dq + r * a->ldg, 0, dh * sizeof(float));
     }
-    mhsa_tile_pack_a(k, tq, dh, a->q, dh, 0, 1.0f, t.qa);
-    mhsa_tile_pack_a(k, tq, dh, a->dout, a->lddo, 0, 1.0f, t.da);
+    mhsa_tile_pack_a(k, tq, dh, a->q, dh, 0, 1.0f, a->compute, t.qa);
+    mhsa_tile_pack_a(k, tq, dh, a->dout, a->lddo, 0, 1.0f, a->compute,
+                     t.da);
     const float *infw = inf_weights(k, a, &t, kend) ? t.infw : NULL;
     if (!a->skip_dkv) {
-        mhsa_tile_pack_b(k, tq, dh, a->q, dh, 0, t.qb);
-        mhsa_tile_pack_b(k, tq, dh, a->dout, a->lddo, 0, t.db);
+        mhsa_tile_pack_b(k, tq, dh, a->q, dh, 0, a->compute, t.qb);
+        mhsa_tile_pack_b(k, tq, dh, a->dout, a->lddo, 0, a->compute, t.db);
     }
 
     // Each tile's products are the same whichever part a call computes, so
@@ -557,8 +588,8 @@ void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
         // only over the (row, key) panels that see each other (see
         // diag_scores); the softmax gradient never reads the rest.
         int diag = safe && panel_keys(a, j0, n, 1) < n;
-        mhsa_tile_pack_b(k, dh, n, kt, dh, 1, t.kb);     // K^T
-        mhsa_tile_pack_b(k, dh, n, vt, dh, 1, t.vb);     // V^T
+        mhsa_tile_pack_b(k, dh, n, kt, dh, 1, a->compute, t.kb);     // K^T
+        mhsa_tile_pack_b(k, dh, n, vt, dh, 1, a->compute, t.vb);     // V^T
         if (diag) {
             diag_scores(k, a, j0, n, t.qa, t.kb, t.s, bc);
             diag_scores(k, a, j0, n, t.da, t.vb, t.dp, bc);
@@ -576,7 +607,7 @@ void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
         }
         if (!a->skip_dkv) {
             // dV[j0:j0+n] += P^T dO
-            mhsa_tile_pack_a(k, n, tq, t.s, bc, 1, 1.0f, t.pa);
+            mhsa_tile_pack_a(k, n, tq, t.s, bc, 1, 1.0f, a->compute, t.pa);
             if (diag)
                 diag_keys(k, a, j0, n, t.pa, t.db, a->dv + j0 * a->ldg,
                           a->ldg);
@@ -584,7 +615,8 @@ void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
                 mhsa_tile_gemm(k, n, dh, tq, t.pa, t.db, a->dv + j0 * a->ldg,
                                a->ldg, 1.0f);
             // dK[j0:j0+n] += dS^T Q
-            mhsa_tile_pack_a(k, n, tq, t.dp, bc, 1, 1.0f, t.pa);
+            mhsa_tile_pack_a(k, n, tq, t.dp, bc, 1, 1.0f, a->compute,
+                             t.pa);
             if (diag)
                 diag_keys(k, a, j0, n, t.pa, t.qb, a->dk + j0 * a->ldg,
                           a->ldg);
@@ -595,8 +627,9 @@ void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
         if (a->skip_dq)
             continue;
         // dQ += scale * dS K
-        mhsa_tile_pack_a(k, tq, n, t.dp, bc, 0, a->scale, t.pa);
-        mhsa_tile_pack_b(k, n, dh, kt, dh, 0, t.kb);     // K
+        mhsa_tile_pack_a(k, tq, n, t.dp, bc, 0, a->scale, a->compute,
+                         t.pa);
+        mhsa_tile_pack_b(k, n, dh, kt, dh, 0, a->compute, t.kb);     // K
         if (diag)
             diag_pv(k, a, j0, n, 1, t.pa, t.kb, n, a->dq, a->ldg);
         else

@@ -48,6 +48,10 @@ typedef struct head_args {
     // [key0, key1) (key1 == 0: no upper bound; key0 a multiple of bc).
     int skip_dq, skip_dkv;
     size_t key0, key1;
+    // mhsa_config.compute_dtype: MHSA_BF16 rounds every tile product's
+    // packed operands (Q, K, V, P, dO, dS) to bf16 (gemm.h's tile
+    // helpers); scores, softmax statistics and outputs stay fp32.
+    mhsa_dtype compute;
 } head_args;
 
 // Query/key block sizes for a kernel table (multiples of mr / nr).
@@ -62,13 +66,14 @@ size_t mhsa__head_vpack_floats(const mhsa_kernels *k, size_t tk, size_t dh);
 // Packs key tile `tile` (keys tile*bc ...) of one head's k and v (tk rows of
 // dh, stored as dt; 16-bit rows are converted through `tiles`, the
 // thread's tile memory) into kpack / vpack, where mhsa__head_forward looks
-// for it. The same bits as the per-block packing, so results do not
+// for it, rounded to bf16 with cdt MHSA_BF16. The same bits as the
+// per-block packing, so results do not
 // change. Sets *vbad and *kbad to the tile's first key whose V (K) row is
 // not all finite (the tile's key count if none), for head_args.
 void mhsa__head_pack_kv(const mhsa_kernels *k, size_t tk, size_t dh,
                         size_t tile, const void *kd, const void *vd,
-                        mhsa_dtype dt, float *kpack, float *vpack,
-                        float *tiles, float *vbad, float *kbad);
+                        mhsa_dtype dt, mhsa_dtype cdt, float *kpack,
+                        float *vpack, float *tiles, float *vbad, float *kbad);
 
 // o = softmax(q k^T + mask) v for the block, streamed over key tiles with a
 // running max and sum (online softmax); lse saved for backward. Keys after

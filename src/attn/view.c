@@ -17,6 +17,7 @@ static attn_seq seq_of(const attn_job *j, size_t b)
         v.klen = (size_t)j->seq_len[b];
     v.lo = mhsa_window_first(v.q_pos, j->window);
     v.decodes = v.rows == 1 && !j->mask && !j->attn && !v.klen &&
+                j->compute == MHSA_F32 &&
                 (!j->causal || v.q_pos + 1 >= v.tk);
     return v;
 }
@@ -52,7 +53,7 @@ head_args mhsa__view_block(const attn_view *view, size_t b, size_t h,
         .ldo = j->H * dh,
         .lse = j->lse ? j->lse + bh * j->tq + r0 : NULL,
         .attn = j->attn ? j->attn + (bh * j->tq + r0) * j->tk : NULL,
-        .ldattn = j->tk,
+        .ldattn = j->tk, .compute = j->compute,
     };
     return a;
 }

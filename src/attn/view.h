@@ -33,6 +33,10 @@ typedef struct attn_job {
     float *ctx;              // (batch, tq, H*dh) merged output
     float *lse;              // (batch, H, tq) or NULL
     float *attn;             // (batch, H, tq, tk) or NULL
+    // Products in bf16 (MHSA_BF16) or fp32: head_args.compute. The one-row
+    // decode path streams fp32 products, so with BF16 every sequence
+    // takes the tiled loop, whose packers round (attn_seq.decodes).
+    mhsa_dtype compute;
 } attn_job;
 
 // What the query rows of sequence b see.

@@ -13,10 +13,12 @@
 #include <string.h>
 
 #include "gemm.h"
+#include "gemm_bf16.h"
 #include "core/threads.h"
 
 #include "core/alloc.h"
 #include "core/fpenv.h"
+#include "round_bf16.h"
 
 // Cache blocking (kc, mc, nc) comes from the table (kernels.h:
 // mhsa_gemm_blocking, set in each src/<isa>/table.c).
@@ -46,9 +48,11 @@ size_t mhsa_gemm_prepacked_floats(const mhsa_kernels *k, size_t kdim, size_t n)
 }
 
 // Panel p (columns p*nr ..) of the kc x n block of op(B) at depth b0.
+// With rounding (compute dtype BF16) the panel's values, zero padding
+// included, are then rounded to bf16 in place.
 static void pack_b_panel(const mhsa_kernels *k, size_t p, size_t kc,
                          size_t n, const char *b0, mhsa_dtype bdt,
-                         size_t ldb, int trans_b, float *bp)
+                         size_t ldb, int trans_b, float *bp, int rounding)
 {
     size_t nr = (size_t)k->nr, es = mhsa_dtype_size(bdt);
     size_t j = p * nr, w = n - j < nr ? n - j : nr;
@@ -57,12 +61,14 @@ static void pack_b_panel(const mhsa_kernels *k, size_t p, size_t kc,
         k->pack_b(kc, w, (const float *)src, ldb, trans_b, bp + p * nr * kc);
     else
         mhsa__pack_b_16(k, kc, w, src, ldb, trans_b, bdt, bp + p * nr * kc);
+    if (rounding)
+        mhsa__round_bf16(bp + p * nr * kc, nr * kc);
 }
 
 // Packs the kc x n block of op(B) starting at depth pc into panels.
 static void pack_b_block(const mhsa_kernels *k, size_t pc, size_t kc,
                          size_t n, const void *b, mhsa_dtype bdt, size_t ldb,
-                         int trans_b, float *bp, int parallel)
+                         int trans_b, float *bp, int parallel, int rounding)
 {
     size_t nr = (size_t)k->nr;
     size_t panels = (n + nr - 1) / nr;
@@ -71,10 +77,10 @@ static void pack_b_block(const mhsa_kernels *k, size_t pc, size_t kc,
     if (parallel) {
 #pragma omp for schedule(static)
         for (size_t p = 0; p < panels; p++)
-            pack_b_panel(k, p, kc, n, b0, bdt, ldb, trans_b, bp);
+            pack_b_panel(k, p, kc, n, b0, bdt, ldb, trans_b, bp, rounding);
     } else {
         for (size_t p = 0; p < panels; p++)
-            pack_b_panel(k, p, kc, n, b0, bdt, ldb, trans_b, bp);
+            pack_b_panel(k, p, kc, n, b0, bdt, ldb, trans_b, bp, rounding);
     }
 }
 
@@ -85,7 +91,7 @@ void mhsa_gemm_prepack_b(const mhsa_kernels *k, size_t kdim, size_t n,
     for (size_t pc = 0; pc < kdim; pc += kcb) {
         size_t kc = kdim - pc < kcb ? kdim - pc : kcb;
         pack_b_block(k, pc, kc, n, b, MHSA_F32, ldb, trans_b, bp + pc * npad,
-                     0);
+                     0, 0);
     }
 }
 
@@ -106,7 +112,7 @@ static void run_tiles(const mhsa_kernels *k, const tile_plan *tp,
                       float *apack, int trans_a, size_t m, size_t n,
                       size_t pc, size_t kc, float alpha, const float *a,
                       size_t lda, const float *bpk, float beta, float *c,
-                      size_t ldc)
+                      size_t ldc, int rounding)
 {
     size_t mr = (size_t)k->mr, nr = (size_t)k->nr;
     size_t packed_ib = (size_t)-1;
@@ -123,6 +129,8 @@ static void run_tiles(const mhsa_kernels *k, const tile_plan *tp,
                 k->pack_a(h, kc, trans_a ? a0 + ir : a0 + ir * lda, lda,
                           trans_a, alpha, apack + ir * kc);
             }
+            if (rounding)   // bf16(alpha op(A)): after pack_a's alpha
+                mhsa__round_bf16(apack, round_up(mcur, mr) * kc);
             packed_ib = ib;
         }
         size_t j0 = jb * tp->nc, j1 = j0 + tp->nc < n ? j0 + tp->nc : n;
@@ -148,11 +156,14 @@ void mhsa_sgemm(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
                   MHSA_F32, ldb, bp_prepacked, beta, c, ldc);
 }
 
-void mhsa_sgemm_dt(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
-                   int trans_a, int trans_b, size_t m, size_t n, size_t kdim,
-                   float alpha, const float *a, size_t lda, const void *b,
-                   mhsa_dtype bdt, size_t ldb, const float *bp_prepacked,
-                   float beta, float *c, size_t ldc)
+// The driver; rounding: the packed A and B panels are rounded to bf16
+// (the exact fallback of compute dtype BF16, round_bf16.h).
+static void sgemm_driver(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
+                         int trans_a, int trans_b, size_t m, size_t n,
+                         size_t kdim, float alpha, const float *a, size_t lda,
+                         const void *b, mhsa_dtype bdt, size_t ldb,
+                         const float *bp_prepacked, float beta, float *c,
+                         size_t ldc, int rounding)
 {
     if (m == 0 || n == 0)
         return;
@@ -198,16 +209,48 @@ void mhsa_sgemm_dt(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
             if (bp_prepacked) {
                 bpk = bp_prepacked + pc * npad;
             } else {
-                pack_b_block(k, pc, kc, n, b, bdt, ldb, trans_b, s->b, 1);
+                pack_b_block(k, pc, kc, n, b, bdt, ldb, trans_b, s->b, 1,
+                             rounding);
                 bpk = s->b;   // the omp for above ends with a barrier
             }
             run_tiles(k, &tp, apack, trans_a, m, n, pc, kc, alpha, a, lda,
-                      bpk, pc == 0 ? beta : 1.0f, c, ldc);
+                      bpk, pc == 0 ? beta : 1.0f, c, ldc, rounding);
             // run_tiles' omp for ends with a barrier, so no thread repacks
             // the shared B panel while another still reads it.
         }
         mhsa__fp_leave_team(fp);
     }
+}
+
+void mhsa_sgemm_dt(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
+                   int trans_a, int trans_b, size_t m, size_t n, size_t kdim,
+                   float alpha, const float *a, size_t lda, const void *b,
+                   mhsa_dtype bdt, size_t ldb, const float *bp_prepacked,
+                   float beta, float *c, size_t ldc)
+{
+    sgemm_driver(k, s, trans_a, trans_b, m, n, kdim, alpha, a, lda, b, bdt,
+                 ldb, bp_prepacked, beta, c, ldc, 0);
+}
+
+void mhsa_sgemm_cd(const mhsa_kernels *k, mhsa_dtype cdt,
+                   const mhsa_gemm_scratch *s, int trans_a, int trans_b,
+                   size_t m, size_t n, size_t kdim, float alpha,
+                   const float *a, size_t lda, const void *b, mhsa_dtype bdt,
+                   size_t ldb, const float *bp_prepacked, float beta, float *c,
+                   size_t ldc)
+{
+    // The native bf16 tiles (AVX512-BF16, AMX: gemm_bf16.h) where this
+    // table has a set the process can run; bp_prepacked is the table's
+    // fp32 panels, already rounded (rounding again changes nothing).
+    // Every other table takes the exact fallback: fp32 products of the
+    // rounded operands.
+    if (cdt == MHSA_BF16 && mhsa_gemm_bf16_native(k)) {
+        mhsa_sgemm_bf16(k, s, trans_a, trans_b, m, n, kdim, alpha, a, lda, b,
+                        bdt, ldb, bp_prepacked, beta, c, ldc);
+        return;
+    }
+    sgemm_driver(k, s, trans_a, trans_b, m, n, kdim, alpha, a, lda, b, bdt,
+                 ldb, bp_prepacked, beta, c, ldc, cdt == MHSA_BF16);
 }
 
 void mhsa_gemv_rows(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
@@ -276,7 +319,7 @@ size_t mhsa_tile_b_floats(const mhsa_kernels *k, size_t kdim, size_t n)
 
 void mhsa_tile_pack_a(const mhsa_kernels *k, size_t m, size_t kdim,
                       const float *a, size_t lda, int trans, float alpha,
-                      float *ap)
+                      mhsa_dtype cdt, float *ap)
 {
     size_t mr = (size_t)k->mr;
     for (size_t i = 0; i < m; i += mr) {
@@ -284,10 +327,13 @@ void mhsa_tile_pack_a(const mhsa_kernels *k, size_t m, size_t kdim,
         k->pack_a(h, kdim, trans ? a + i : a + i * lda, lda, trans, alpha,
                   ap + i * kdim);
     }
+    if (cdt == MHSA_BF16)
+        mhsa__round_bf16(ap, mhsa_tile_a_floats(k, m, kdim));
 }
 
 void mhsa_tile_pack_b(const mhsa_kernels *k, size_t kdim, size_t n,
-                      const float *b, size_t ldb, int trans, float *bp)
+                      const float *b, size_t ldb, int trans, mhsa_dtype cdt,
+                      float *bp)
 {
     size_t nr = (size_t)k->nr;
     for (size_t j = 0; j < n; j += nr) {
@@ -295,6 +341,8 @@ void mhsa_tile_pack_b(const mhsa_kernels *k, size_t kdim, size_t n,
         k->pack_b(kdim, w, trans ? b + j * ldb : b + j, ldb, trans,
                   bp + j * kdim);
     }
+    if (cdt == MHSA_BF16)
+        mhsa__round_bf16(bp, mhsa_tile_b_floats(k, kdim, n));
 }
 
 void mhsa_tile_gemm(const mhsa_kernels *k, size_t m, size_t n, size_t kdim,

@@ -57,6 +57,22 @@ void mhsa_sgemm_dt(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
                    mhsa_dtype bdt, size_t ldb, const float *bp_prepacked,
                    float beta, float *c, size_t ldc);
 
+// mhsa_sgemm_dt with every product in the compute dtype cdt (mhsa_config.
+// compute_dtype). MHSA_F32 is mhsa_sgemm_dt, bit for bit. MHSA_BF16
+// multiplies bf16(alpha op(A)) by bf16(op(B)), both rounded to nearest
+// even, accumulating in fp32 (alpha folded in before rounding, as pack_a
+// folds it): on tables without bf16 instructions the packed A and B panels
+// are rounded (round_bf16.h) and the fp32 micro-kernel multiplies them,
+// exact products of the rounded operands, with the same blocking and so
+// the same thread independence. bp_prepacked with MHSA_BF16: prepacked
+// panels already rounded (mhsa__round_bf16 over them).
+void mhsa_sgemm_cd(const mhsa_kernels *k, mhsa_dtype cdt,
+                   const mhsa_gemm_scratch *s, int trans_a, int trans_b,
+                   size_t m, size_t n, size_t kdim, float alpha,
+                   const float *a, size_t lda, const void *b, mhsa_dtype bdt,
+                   size_t ldb, const float *bp_prepacked, float beta, float *c,
+                   size_t ldc);
+
 // One table pack_b call's worth (w <= nr columns, kc depth) of op(B) with
 // B stored as F16 or BF16: exactly the panel k->pack_b writes for the
 // widened values. Widened a slab of 16 KiB at a time by
@@ -87,13 +103,17 @@ void mhsa_gemv_rows_dt(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
 // whose depth fits one pass, so it packs whole blocks and runs the micro-
 // kernel over them directly, without the driver's KC blocking or threads.
 
-// Packs all of an m x kdim op(A) as ceil(m/mr) panels of depth kdim.
+// Packs all of an m x kdim op(A) (times alpha) as ceil(m/mr) panels of
+// depth kdim; with cdt MHSA_BF16 the packed values are then rounded to
+// bf16 (as mhsa_sgemm_cd's panels), MHSA_F32 leaves them.
 void mhsa_tile_pack_a(const mhsa_kernels *k, size_t m, size_t kdim,
                       const float *a, size_t lda, int trans, float alpha,
-                      float *ap);
-// Packs all of a kdim x n op(B) as ceil(n/nr) panels of depth kdim.
+                      mhsa_dtype cdt, float *ap);
+// Packs all of a kdim x n op(B) as ceil(n/nr) panels of depth kdim,
+// rounded to bf16 with cdt MHSA_BF16.
 void mhsa_tile_pack_b(const mhsa_kernels *k, size_t kdim, size_t n,
-                      const float *b, size_t ldb, int trans, float *bp);
+                      const float *b, size_t ldb, int trans, mhsa_dtype cdt,
+                      float *bp);
 // C (m x n) = beta * C + Ap Bp for blocks packed by the two functions above.
 void mhsa_tile_gemm(const mhsa_kernels *k, size_t m, size_t n, size_t kdim,
                     const float *ap, const float *bp, float *c, size_t ldc,

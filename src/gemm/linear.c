@@ -21,17 +21,17 @@ static void bias_rows(const mhsa_gemm_scratch *s, size_t rows, size_t n,
 void mhsa__linear(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
                   size_t rows, size_t n, size_t kdim, const float *x,
                   const void *w, mhsa_dtype wdt, const float *w_packed,
-                  const float *b, float *y)
+                  const float *b, mhsa_dtype cdt, float *y)
 {
     if (b)   // start from the bias, then accumulate x W^T onto it
         bias_rows(s, rows, n, b, y);
-    if (rows == 1) {
+    if (rows == 1 && cdt == MHSA_F32) {
         // One token: stream W once, unpacked (a GEMM tile would waste
         // mr - 1 rows).
         mhsa_gemv_rows_dt(k, s, n, kdim, w, wdt, kdim, x, y,
                           b ? 1.0f : 0.0f);
         return;
     }
-    mhsa_sgemm_dt(k, s, 0, 1, rows, n, kdim, 1.0f, x, kdim, w, wdt, kdim,
-                  w_packed, b ? 1.0f : 0.0f, y, n);
+    mhsa_sgemm_cd(k, cdt, s, 0, 1, rows, n, kdim, 1.0f, x, kdim, w, wdt,
+                  kdim, w_packed, b ? 1.0f : 0.0f, y, n);
 }

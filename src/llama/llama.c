@@ -100,8 +100,8 @@ static void matmul(const mhsa_llama *m, float *y, int add, const float *x,
                    const void *w, size_t N, size_t C, size_t OC)
 {
     if (m->wdt == MHSA_F32) {
-        mhsa__linear_forward(m->k, &m->gs, y, add ? y : NULL, x, w, NULL, N,
-                             C, OC);
+        mhsa__linear_forward(m->k, &m->gs, MHSA_F32, y, add ? y : NULL, x, w,
+                             NULL, N, C, OC);
         return;
     }
     float beta = add ? 1.0f : 0.0f;

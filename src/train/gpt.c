@@ -94,6 +94,10 @@ static mhsa_status check_config(const mhsa_gpt_config *c)
     if (c->no_proj != 0 && c->no_proj != 1)
         return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa_gpt_create: "
                           "cfg->no_proj = %d (need 0 or 1)", c->no_proj);
+    if (c->compute_dtype != MHSA_F32 && c->compute_dtype != MHSA_BF16)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa_gpt_create: "
+                          "cfg->compute_dtype = %d (need MHSA_F32 (0) or "
+                          "MHSA_BF16 (2))", c->compute_dtype);
     // 4D columns and the (4D, D) matrices must be far from int and size_t
     // limits; the block checks the rest.
     if (c->n_embd > (1 << 20) || c->vocab > (1 << 24) ||
@@ -235,6 +239,7 @@ static mhsa_status make_blocks(mhsa_gpt *g)
     bc.causal = 1;
     bc.bias = 1;
     bc.rope_dim = g->cfg.rope_dim;
+    bc.compute_dtype = g->cfg.compute_dtype;
     for (size_t l = 0; l < g->L; l++) {
         mhsa_status st = mhsa_block_create(&bc, &g->blk[l]);
         if (st == MHSA_OK)
@@ -260,6 +265,7 @@ mhsa_status mhsa_gpt_create(const mhsa_gpt_config *cfg, mhsa_gpt **out)
     if (!g)
         return mhsa__fail(MHSA_ERR_NO_MEMORY, "mhsa_gpt_create: no memory");
     g->cfg = *cfg;
+    g->cdt = (mhsa_dtype)cfg->compute_dtype;
     g->k = mhsa__kernels();
     g->V = (size_t)cfg->vocab;
     g->L = (size_t)cfg->n_layer;
@@ -464,11 +470,11 @@ void mhsa__gpt_layer_post(mhsa_gpt *g, size_t l, size_t N, float *x_next,
     }
     mhsa__layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->xmid,
                             gpt_p(g, o->ln2_w), gpt_p(g, o->ln2_b), N, D);
-    mhsa__linear_forward(g->k, &g->gs, a->fch, NULL, a->ln2,
+    mhsa__linear_forward(g->k, &g->gs, g->cdt, a->fch, NULL, a->ln2,
                          gpt_p(g, o->fc_w), gpt_p(g, o->fc_b), N, D, F);
     // Training keeps gelu'(fch) in fch's place for the backward.
     mhsa__gelu_forward(a->fch_gelu, train ? a->fch : NULL, a->fch, N * F);
-    mhsa__linear_forward(g->k, &g->gs, x_next, a->xmid, a->fch_gelu,
+    mhsa__linear_forward(g->k, &g->gs, g->cdt, x_next, a->xmid, a->fch_gelu,
                          gpt_p(g, o->mp_w), gpt_p(g, o->mp_b), N, F, D);
 }
 
@@ -476,7 +482,7 @@ void mhsa__gpt_head(mhsa_gpt *g, const float *x, size_t N)
 {
     mhsa__layernorm_forward(g->lnf, g->lnf_mean, g->lnf_rstd, x,
                             gpt_p(g, g->lnf_w), gpt_p(g, g->lnf_b), N, g->D);
-    mhsa__linear_forward(g->k, &g->gs, g->logits, NULL, g->lnf,
+    mhsa__linear_forward(g->k, &g->gs, g->cdt, g->logits, NULL, g->lnf,
                          gpt_p(g, g->head), NULL, N, g->D, g->V);
 }
 
@@ -600,11 +606,11 @@ static mhsa_status layer_backward(mhsa_gpt *g, size_t l, size_t N)
     gpt_layer_acts *a = &g->la[l];
     size_t D = g->D, F = 4 * D;
     // x_{l+1} = xmid + gelu(fch) c_proj^T + b
-    mhsa__linear_backward(g->k, &g->gs, g->dfch, gpt_g(g, o->mp_w),
+    mhsa__linear_backward(g->k, &g->gs, g->cdt, g->dfch, gpt_g(g, o->mp_w),
                           gpt_g(g, o->mp_b), g->dres, a->fch_gelu,
                           gpt_p(g, o->mp_w), N, F, D, 0);
     mhsa__gelu_backward(g->dfch, a->fch, g->dfch, N * F);   // fch = gelu
-    mhsa__linear_backward(g->k, &g->gs, g->dln, gpt_g(g, o->fc_w),
+    mhsa__linear_backward(g->k, &g->gs, g->cdt, g->dln, gpt_g(g, o->fc_w),
                           gpt_g(g, o->fc_b), g->dfch, a->ln2,
                           gpt_p(g, o->fc_w), N, D, F, 0);
     // xmid = x + att feeds ln_2 and the residual: dres becomes d xmid.
@@ -650,7 +656,7 @@ static mhsa_status gpt_backward(mhsa_gpt *g)
 
     // loss = scale * sum of row losses; logits = lnf head^T
     mhsa__xent_backward(g->probs, g->targets, N, g->V, g->loss_scale);
-    mhsa__linear_backward(g->k, &g->gs, g->dln, gpt_g(g, g->head), NULL,
+    mhsa__linear_backward(g->k, &g->gs, g->cdt, g->dln, gpt_g(g, g->head), NULL,
                           g->probs, g->lnf, gpt_p(g, g->head), N, D, g->V,
                           0);
     // lnf = ln_f(x_L)

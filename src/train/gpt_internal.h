@@ -44,6 +44,7 @@ typedef struct gpt_tensor_info {
 
 struct mhsa_gpt {
     mhsa_gpt_config cfg;
+    mhsa_dtype cdt;           // cfg.compute_dtype, for the model's own GEMMs
     const mhsa_kernels *k;      // the ISA active at creation
     size_t V, L, D, Tm, Bm;
 

@@ -72,14 +72,17 @@ void mhsa__rmsnorm_forward(float *y, const float *x, const float *w,
 // ---- linear: y = x W^T + b (PyTorch's nn.Linear, W (OC, C)) ----------------
 // y (N, OC); x (N, C); w (OC, C); b (OC) or NULL. With add != NULL the
 // result is add + b + x W^T (a residual fused into the GEMM); add may be y.
+// cdt: the products' compute dtype (mhsa_sgemm_cd); with MHSA_BF16 a single
+// row goes through the GEMM too (its packers round, gemv would not).
 void mhsa__linear_forward(const mhsa_kernels *k, const mhsa_gemm_scratch *gs,
-                          float *y, const float *add, const float *x,
-                          const float *w, const float *b, size_t N, size_t C,
-                          size_t OC);
+                          mhsa_dtype cdt, float *y, const float *add,
+                          const float *x, const float *w, const float *b,
+                          size_t N, size_t C, size_t OC);
 // dx (N, C) = or += dy W (accumulate_dx), skipped when NULL; dw (OC, C) +=
 // dy^T x; db (OC) += column sums of dy (skipped when NULL).
 void mhsa__linear_backward(const mhsa_kernels *k,
-                           const mhsa_gemm_scratch *gs, float *dx, float *dw,
+                           const mhsa_gemm_scratch *gs, mhsa_dtype cdt,
+                           float *dx, float *dw,
                            float *db, const float *dy, const float *x,
                            const float *w, size_t N, size_t C, size_t OC,
                            int accumulate_dx);

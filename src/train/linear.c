@@ -24,9 +24,9 @@ MHSA_CLONES static void column_sums(float *db, const float *dy, size_t N,
 }
 
 void mhsa__linear_forward(const mhsa_kernels *k, const mhsa_gemm_scratch *gs,
-                          float *y, const float *add, const float *x,
-                          const float *w, const float *b, size_t N, size_t C,
-                          size_t OC)
+                          mhsa_dtype cdt, float *y, const float *add,
+                          const float *x, const float *w, const float *b,
+                          size_t N, size_t C, size_t OC)
 {
     // C of the GEMM starts as (add + b) and the product is added to it.
     if (add || b) {
@@ -54,23 +54,25 @@ void mhsa__linear_forward(const mhsa_kernels *k, const mhsa_gemm_scratch *gs,
     // One row (a decoding step): a GEMM would pack all of W for one use.
     // (Each row of gemv_n sums alone, so its chunks give the same bits as
     // one call over all OC rows.)
-    if (N == 1)
+    if (N == 1 && cdt == MHSA_F32)
         mhsa_gemv_rows(k, gs, OC, C, w, C, x, y, beta);
     else
-        mhsa_sgemm(k, gs, 0, 1, N, OC, C, 1.0f, x, C, w, C, NULL, beta, y,
-                   OC);
+        mhsa_sgemm_cd(k, cdt, gs, 0, 1, N, OC, C, 1.0f, x, C, w, MHSA_F32,
+                      C, NULL, beta, y, OC);
 }
 
 void mhsa__linear_backward(const mhsa_kernels *k,
-                           const mhsa_gemm_scratch *gs, float *dx, float *dw,
+                           const mhsa_gemm_scratch *gs, mhsa_dtype cdt,
+                           float *dx, float *dw,
                            float *db, const float *dy, const float *x,
                            const float *w, size_t N, size_t C, size_t OC,
                            int accumulate_dx)
 {
     if (dx)
-        mhsa_sgemm(k, gs, 0, 0, N, C, OC, 1.0f, dy, OC, w, C, NULL,
-                   accumulate_dx ? 1.0f : 0.0f, dx, C);
-    mhsa_sgemm(k, gs, 1, 0, OC, C, N, 1.0f, dy, OC, x, C, NULL, 1.0f, dw, C);
+        mhsa_sgemm_cd(k, cdt, gs, 0, 0, N, C, OC, 1.0f, dy, OC, w, MHSA_F32,
+                      C, NULL, accumulate_dx ? 1.0f : 0.0f, dx, C);
+    mhsa_sgemm_cd(k, cdt, gs, 1, 0, OC, C, N, 1.0f, dy, OC, x, MHSA_F32, C,
+                  NULL, 1.0f, dw, C);
     if (db)
         column_sums(db, dy, N, OC);
 }

@@ -203,6 +203,7 @@ mhsa_status mhsa_lm_create(const mhsa_lm_config *cfg, mhsa_lm **out)
     bc.rope_theta = cfg->rope_theta;
     bc.rope_interleaved = cfg->rope_interleaved;
     bc.window = cfg->window;
+    bc.compute_dtype = cfg->compute_dtype;   // the block validates it
     mhsa_status st = mhsa_block_create(&bc, &lm->blk);
     if (st == MHSA_OK)
         st = mhsa_workspace_create(lm->blk, cfg->max_batch, &lm->ws);
@@ -389,8 +390,9 @@ mhsa_status mhsa__lm_forward_over(mhsa_lm *lm, const int32_t *tokens,
     const float *hb = P(lm, T_HEADB);
     for (size_t n = 0; n < N; n++)
         memcpy(lm->logits + n * V, hb, V * sizeof(float));
-    mhsa_sgemm(lm->k, &lm->gs, 0, 1, N, V, D, 1.0f, lm->y, D,
-               P(lm, T_HEADW), D, NULL, 1.0f, lm->logits, V);
+    mhsa_dtype cd = (mhsa_dtype)lm->cfg.compute_dtype;
+    mhsa_sgemm_cd(lm->k, cd, &lm->gs, 0, 1, N, V, D, 1.0f, lm->y, D,
+                  P(lm, T_HEADW), MHSA_F32, D, NULL, 1.0f, lm->logits, V);
 
     float l = 0.0f;
     st = mhsa__cross_entropy_over((int)N, (int)V, lm->logits, lm->targets,
@@ -417,16 +419,17 @@ static mhsa_status lm_backward(mhsa_lm *lm)
 
     // dy = dlogits @ head_w: computed before anything is overwritten, so a
     // failing block backward leaves every gradient untouched.
-    mhsa_sgemm(lm->k, &lm->gs, 0, 0, N, D, V, 1.0f, lm->dlogits, V,
-               P(lm, T_HEADW), D, NULL, 0.0f, lm->dy, D);
+    mhsa_dtype cd = (mhsa_dtype)lm->cfg.compute_dtype;
+    mhsa_sgemm_cd(lm->k, cd, &lm->gs, 0, 0, N, D, V, 1.0f, lm->dlogits, V,
+                  P(lm, T_HEADW), MHSA_F32, D, NULL, 0.0f, lm->dy, D);
     mhsa_grads_zero(lm->bg);
     mhsa_status st = mhsa_backward(lm->blk, lm->ws, lm->dy, lm->dx, lm->bg);
     if (st != MHSA_OK)
         return st;
 
     // Head: g_w = dlogits^T @ y; g_b = column sums in row order.
-    mhsa_sgemm(lm->k, &lm->gs, 1, 0, V, D, N, 1.0f, lm->dlogits, V, lm->y, D,
-               NULL, 0.0f, G(lm, T_HEADW), D);
+    mhsa_sgemm_cd(lm->k, cd, &lm->gs, 1, 0, V, D, N, 1.0f, lm->dlogits, V,
+                  lm->y, MHSA_F32, D, NULL, 0.0f, G(lm, T_HEADW), D);
     float *gb = G(lm, T_HEADB);
     memset(gb, 0, V * sizeof(float));
     for (size_t n = 0; n < N; n++)

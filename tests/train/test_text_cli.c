@@ -28,7 +28,7 @@ static void teardown(void)
     static const char *const names[] = {
         "corpus.txt", "empty.txt", "short.txt",
         "block.st", "loss.csv", "a.st", "b.st", "c.st", "t1.st", "t2.st",
-        "t3.st", "gen.st", "other.txt",
+        "t3.st", "gen.st", "other.txt", "c1.st", "c2.st", "c32.st",
     };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         unlink(tpath(names[i]));
@@ -98,6 +98,7 @@ static const struct { const char *args[8]; const char *says; } bad[] = {
       "cannot write" },
     { { "--val-fraction", "0.7" }, "below 0.5" },
     { { "--isa", "sparc" }, "unknown ISA 'sparc'" },
+    { { "--compute", "f16" }, "--compute: unknown 'f16'" },
 };
 
 static const char *fill(const char *a)
@@ -287,6 +288,31 @@ START_TEST(text_resume_is_bit_for_bit)
 END_TEST
 
 // The same run on 1, 2 and 3 threads: byte-identical checkpoints.
+// --compute bf16: the same checkpoint bits on 1 and 2 threads, and not
+// the fp32 run's (the products are rounded).
+START_TEST(text_compute_bf16)
+{
+    const char *p[3] = { tpath("c1.st"), tpath("c2.st"), tpath("c32.st") };
+    for (int t = 0; t < 3; t++) {
+        const char *e[] = { "--save", p[t], "--threads", t == 1 ? "2" : "1",
+                            "--compute", t == 2 ? "f32" : "bf16" };
+        free(train_small(e, 6));
+    }
+    assert_same_file(p[0], p[1]);
+    FILE *a = fopen(p[0], "rb"), *b = fopen(p[2], "rb");
+    ck_assert(a && b);
+    int same = 1, ca, cb;
+    do {
+        ca = fgetc(a);
+        cb = fgetc(b);
+        same &= ca == cb;
+    } while (ca != EOF && cb != EOF);
+    fclose(a);
+    fclose(b);
+    ck_assert_msg(!same, "--compute bf16 wrote the fp32 run's checkpoint");
+}
+END_TEST
+
 START_TEST(text_same_bits_on_any_thread_count)
 {
     const char *p[3] = { tpath("t1.st"), tpath("t2.st"), tpath("t3.st") };
@@ -459,6 +485,7 @@ static Suite *suite(void)
 #ifdef MHSA_TEST_SAFETENSORS
     tcase_add_test(tc, text_resume_is_bit_for_bit);
     tcase_add_test(tc, text_same_bits_on_any_thread_count);
+    tcase_add_test(tc, text_compute_bf16);
     tcase_add_test(tc, generate_same_text_on_any_thread_count);
     tcase_add_test(tc, generate_bad_input_exits_2);
 #endif

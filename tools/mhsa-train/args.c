@@ -58,6 +58,8 @@ void print_help(FILE *f)
 "runtime:\n"
 "  --threads N              OpenMP threads (default: OMP_NUM_THREADS or all)\n"
 "  --isa NAME               kernels: auto, scalar, avx2, avx512 or neon (auto)\n"
+"  --compute f32|bf16       the matrix products' operands (f32); bf16:\n"
+"                           rounded to bfloat16, fp32 accumulation\n"
 "output:\n"
 "  --heatmap-png FILE       write the per-head attention heatmaps as PNG\n"
 "  --loss-csv FILE          write step,loss for every step\n"
@@ -227,6 +229,7 @@ int parse_args(int argc, char **argv, train_args *a, FILE *err)
             "--task", "--heads", "--d-model", "--seq-len", "--vocab",
             "--epochs", "--steps-per-epoch", "--batch", "--optim", "--lr",
             "--weight-decay", "--clip", "--seed", "--threads", "--isa",
+            "--compute",
             "--heatmap-png", "--loss-csv", "--save", "--load",
         };
         int found = 0;
@@ -288,6 +291,11 @@ int parse_args(int argc, char **argv, train_args *a, FILE *err)
             rc = parse_attention_flag(err, flag, val, a);
         } else if (strcmp(flag, "--isa") == 0) {
             rc = args_isa(err, flag, val, &a->isa);
+        } else if (strcmp(flag, "--compute") == 0) {
+            if (strcmp(val, "f32") && strcmp(val, "bf16"))
+                rc = bad(err, "%s: unknown '%s' (f32 or bf16)", flag, val);
+            else
+                a->compute = strcmp(val, "bf16") ? MHSA_F32 : MHSA_BF16;
         } else if (dp_args_known(flag)) {
             rc = dp_args_parse(flag, val, &a->dp, err);
         } else {

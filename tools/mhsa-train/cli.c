@@ -156,6 +156,7 @@ static int setup(run *r)
     c.rope_theta = a->rope_theta;
     c.rope_interleaved = a->rope_interleaved;
     c.window = a->window;
+    c.compute_dtype = a->compute;
     if (mhsa_lm_create(&c, &r->lm) != MHSA_OK)
         return fail("creating the model");
     if (mhsa_lm_init_random(r->lm, stream(a->seed, 1)) != MHSA_OK)

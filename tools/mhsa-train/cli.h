@@ -24,6 +24,7 @@ typedef struct train_args {
     const char *heatmap_png, *loss_csv, *save, *load;
     int help;
     int kv_heads, rope_dim, rope_interleaved, window;  // 0: off / default
+    int compute;                 // --compute: MHSA_F32 or MHSA_BF16
     float rope_theta;
     dp_args dp;   // data-parallel options (dp_args.c)
 } train_args;

@@ -34,6 +34,7 @@ typedef struct text_args {
     int warmup;                  // -1: 5% of the steps, at most 100
     int rope;                    // 0 none, else rotated features per head
     int no_proj, tie;
+    int compute;                 // --compute: MHSA_F32 or MHSA_BF16
     int eval_every, val_tokens, save_every;
     int stop_after;              // 0, or stop after this step (to resume)
     int grad_groups;             // 0: not given (1, or the checkpoint's)

@@ -81,6 +81,9 @@ void print_text_help(FILE *f)
 "                           N steps (100) and at the end\n"
 "runtime and output:\n"
 "  --threads N, --isa auto|scalar|avx2|avx512|neon   as for the toy tasks\n"
+"  --compute f32|bf16       the matrix products' operands (f32); bf16:\n"
+"                           rounded to bfloat16, fp32 accumulation, fp32\n"
+"                           weights and AdamW state (also with --resume)\n"
 "  --loss-csv FILE          write step,loss,val_loss for every step\n"
 "  --heatmap-png FILE       per-head attention of layer 0 on held-out text\n"
 "  --help                   this text\n"
@@ -184,6 +187,7 @@ static const flag_def defs[] = {
     { "--eval", K_FILE, 0, 0, 0 },
     { "--threads", K_INT, 0, 1, 1024 },
     { "--isa", K_OTHER, 0, 0, 0 },
+    { "--compute", K_OTHER, 0, 0, 0 },
     { "--loss-csv", K_FILE, 0, 0, 0 },
     { "--heatmap-png", K_FILE, 0, 0, 0 },
 };
@@ -266,6 +270,12 @@ static int set_flag(text_args *a, const flag_def *d, const char *val,
         return CLI_OK;   // "text": how we got here
     if (!strcmp(d->name, "--isa"))
         return args_isa(err, d->name, val, &a->isa);
+    if (!strcmp(d->name, "--compute")) {
+        if (strcmp(val, "f32") && strcmp(val, "bf16"))
+            return usage(err, "--compute: unknown '%s' (f32 or bf16)", val);
+        a->compute = strcmp(val, "bf16") ? MHSA_F32 : MHSA_BF16;
+        return CLI_OK;
+    }
     if (strcmp(val, "tiny"))
         return usage(err, "--preset: unknown preset '%s' (tiny)", val);
     *preset_tiny = 1;

@@ -269,11 +269,13 @@ static mhsa_gpt_config config_of(const text_args *a)
     c.rope_dim = a->rope;
     c.tie_embeddings = a->tie;
     c.no_proj = a->no_proj;
+    c.compute_dtype = a->compute;
     return c;
 }
 
-// The arguments of the model a checkpoint holds, from its configuration.
-static void args_of(text_args *a, const mhsa_gpt_config *c)
+// The arguments of the model a checkpoint holds, from its configuration;
+// the compute dtype goes the other way (a run's choice, never stored).
+static void args_of(text_args *a, mhsa_gpt_config *c)
 {
     a->layers = c->n_layer;
     a->embd = c->n_embd;
@@ -282,6 +284,7 @@ static void args_of(text_args *a, const mhsa_gpt_config *c)
     a->rope = c->rope_dim;
     a->tie = c->tie_embeddings;
     a->no_proj = c->no_proj;
+    c->compute_dtype = a->compute;
 }
 
 // --resume: everything but the data comes from the checkpoint.
@@ -659,13 +662,14 @@ static int train(text_run *r)
     if (r->root)
         fprintf(stderr, "mhsa-train: text %s (%zu bytes, %zu held out), GPT "
                 "L=%d D=%d H=%d T=%d%s%s%s, %zu parameters, batch %d, %d "
-                "steps (warm-up %d), lr %g, isa %s, %d thread%s%s%s%s\n",
+                "steps (warm-up %d), lr %g, isa %s%s, %d thread%s%s%s%s\n",
                 r->data, mhsa_text_len(r->text, 0) +
                 mhsa_text_len(r->text, 1), mhsa_text_len(r->text, 1),
                 a->layers, a->embd, a->heads, T, rope,
                 a->no_proj ? " no-proj" : "", a->tie ? " tied" : "",
                 mhsa_gpt_n_params(r->g), B, a->steps, r->warmup,
                 (double)a->lr, mhsa_isa_name(mhsa_active_isa()),
+                a->compute == MHSA_BF16 ? ", compute bf16" : "",
                 omp_get_max_threads(), omp_get_max_threads() == 1 ? "" : "s",
                 r->dp ? " per rank" : "", ranks,
                 r->step0 ? " (resumed)" : "");

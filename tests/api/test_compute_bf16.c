@@ -1,0 +1,286 @@
+// test_compute_bf16.c — BF16 compute (API.md "Additions for 0.3 / BF16
+// compute"): a block with compute_dtype MHSA_BF16 against the same block
+// in fp32 (forward with attention weights, backward, cached prefill and
+// decode) within 2e-2 on every ISA at 1 and 2 threads, with fp32 and with
+// BF16-stored weights, bitwise the same at 1 and 2 threads, and measurably
+// not the fp32 result (the rounding is on); a long causal variant crosses
+// query and key tiles, the diagonal and the prepacked K/V path; invalid
+// compute_dtype values (F16 among them) are MHSA_ERR_INVALID_ARG naming
+// the field. Exactness of the products themselves: test_gemm_bf16.c; the
+// PyTorch reference: test_bf16_torch.c.
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+typedef struct variant {
+    int D, H, Hkv, causal, bias, rope_dim, window;
+} variant;
+
+static const variant variants[] = {
+    { 64, 4, 0, 0, 1, 0, 0 },      // MHA, bias, not causal
+    { 96, 6, 2, 1, 0, 8, 7 },      // GQA, RoPE, window, no bias
+    { 40, 5, 1, 1, 1, 0, 0 },      // MQA
+};
+enum { N_VAR = sizeof variants / sizeof variants[0], B = 2, T = 11,
+       MAXT = 16 };
+static int T_run = T;   // rows per sequence of the current run
+
+static mhsa_config config_of(const variant *v, mhsa_dtype wdt,
+                             mhsa_dtype cdt, int maxt)
+{
+    mhsa_config c = { v->D, v->H, maxt, v->causal, v->bias };
+    c.compute_dtype = (int)cdt;
+    c.n_kv_heads = v->Hkv;
+    c.rope_dim = v->rope_dim;
+    c.window = v->window;
+    c.weight_dtype = (int)wdt;
+    return c;
+}
+
+static mhsa_block *block_of(const mhsa_config *c)
+{
+    mhsa_block *b = NULL;
+    ck_assert_msg(mhsa_block_create(c, &b) == MHSA_OK, "%s",
+                  mhsa_last_error());
+    return b;
+}
+
+typedef struct weights {
+    size_t nqkv, D;
+    float *w_qkv, *b_qkv, *w_out, *b_out;
+} weights;
+
+static weights weights_make(const mhsa_config *c, rng *r)
+{
+    size_t D = (size_t)c->d_model, H = (size_t)c->n_heads, dh = D / H;
+    size_t hkv = c->n_kv_heads ? (size_t)c->n_kv_heads : H;
+    weights w = { (H + 2 * hkv) * dh, D, NULL, NULL, NULL, NULL };
+    w.w_qkv = malloc(w.nqkv * D * 4);
+    w.w_out = malloc(D * D * 4);
+    w.b_qkv = malloc(w.nqkv * 4);
+    w.b_out = malloc(D * 4);
+    float s = 1.0f / sqrtf((float)D);
+    fill_uniform(r, w.w_qkv, w.nqkv * D, -2 * s, 2 * s);
+    fill_uniform(r, w.w_out, D * D, -2 * s, 2 * s);
+    fill_uniform(r, w.b_qkv, w.nqkv, -0.5f, 0.5f);
+    fill_uniform(r, w.b_out, D, -0.5f, 0.5f);
+    return w;
+}
+
+static void weights_free(weights *w)
+{
+    free(w->w_qkv);
+    free(w->b_qkv);
+    free(w->w_out);
+    free(w->b_out);
+}
+
+// Everything one block computes for the test's inputs, in one buffer.
+typedef struct outputs {
+    float *y, *attn, *dx, *gw, *gb, *gwo, *gbo, *yc;
+    size_t ny, nattn, ngw, ngb, ngwo, ngbo, nyc;   // nyc 0: not causal
+} outputs;
+
+static outputs run_block(const mhsa_block *blk, const float *x,
+                         const float *dy, int threads)
+{
+    const mhsa_config *c = mhsa_block_config(blk);
+    size_t D = (size_t)c->d_model, H = (size_t)c->n_heads;
+    size_t hkv = c->n_kv_heads ? (size_t)c->n_kv_heads : H;
+    size_t nqkv = (H + 2 * hkv) * (D / H);
+    outputs o;
+    o.ny = (size_t)B * T_run * D;
+    o.nattn = (size_t)B * H * T_run * T_run;
+    o.ngw = nqkv * D;
+    o.ngb = c->bias ? nqkv : 0;
+    o.ngwo = D * D;
+    o.ngbo = c->bias ? D : 0;
+    o.y = malloc(o.ny * 4);
+    o.attn = malloc(o.nattn * 4);
+    o.dx = malloc(o.ny * 4);
+    o.yc = malloc(o.ny * 4);
+    omp_set_num_threads(threads);
+    mhsa_workspace *ws = NULL;
+    ck_assert_int_eq(mhsa_workspace_create(blk, B, &ws), MHSA_OK);
+    ck_assert_msg(mhsa_forward(blk, ws, x, B, T_run, NULL, o.y, o.attn) ==
+                  MHSA_OK, "%s", mhsa_last_error());
+    mhsa_grads *g = NULL;
+    ck_assert_int_eq(mhsa_grads_create(blk, &g), MHSA_OK);
+    ck_assert_msg(mhsa_backward(blk, ws, dy, o.dx, g) == MHSA_OK, "%s",
+                  mhsa_last_error());
+    o.gw = malloc(o.ngw * 4);
+    o.gwo = malloc(o.ngwo * 4);
+    o.gb = malloc((o.ngb ? o.ngb : 1) * 4);
+    o.gbo = malloc((o.ngbo ? o.ngbo : 1) * 4);
+    memcpy(o.gw, g->w_qkv, o.ngw * 4);
+    memcpy(o.gwo, g->w_out, o.ngwo * 4);
+    if (c->bias) {
+        memcpy(o.gb, g->b_qkv, o.ngb * 4);
+        memcpy(o.gbo, g->b_out, o.ngbo * 4);
+    }
+    mhsa_grads_destroy(g);
+    // Cached (causal blocks): a prefill of 4 positions, then one token at
+    // a time (the one-row products), y in (B, T, D).
+    o.nyc = c->causal ? o.ny : 0;
+    for (size_t i = 0; !c->causal && i < o.ny; i++)
+        o.yc[i] = 0.0f;
+    // One sequence at a time (B = 1), so a decoding step is one row.
+    float *ys = malloc(o.ny * 4);
+    for (int b = 0; c->causal && b < B; b++) {
+        mhsa_kv_cache *kc = NULL;
+        ck_assert_int_eq(mhsa_kv_cache_create(blk, 1, c->max_seq_len, &kc),
+                         MHSA_OK);
+        for (int t0 = 0; t0 < T_run;) {
+            int n = t0 == 0 ? 4 : (t0 < T_run - 3 && t0 % 2 ? 2 : 1);
+            size_t off = ((size_t)b * T_run + t0) * D;
+            ck_assert_msg(mhsa_forward_cached(blk, ws, kc, x + off, 1, n,
+                                              ys) == MHSA_OK, "%s",
+                          mhsa_last_error());
+            memcpy(o.yc + off, ys, (size_t)n * D * 4);
+            t0 += n;
+        }
+        mhsa_kv_cache_destroy(kc);
+    }
+    free(ys);
+    mhsa_workspace_destroy(ws);
+    return o;
+}
+
+static void outputs_free(outputs *o)
+{
+    free(o->y); free(o->attn); free(o->dx); free(o->gw); free(o->gb);
+    free(o->gwo); free(o->gbo); free(o->yc);
+}
+
+static void compare(const outputs *a, const outputs *b, double tol,
+                    const char *what)
+{
+    struct { const char *name; const float *x, *y; size_t n; } parts[] = {
+        { "y", a->y, b->y, a->ny },
+        { "attn", a->attn, b->attn, a->nattn },
+        { "dx", a->dx, b->dx, a->ny },
+        { "dw_qkv", a->gw, b->gw, a->ngw },
+        { "db_qkv", a->gb, b->gb, a->ngb },
+        { "dw_out", a->gwo, b->gwo, a->ngwo },
+        { "db_out", a->gbo, b->gbo, a->ngbo },
+        { "y cached", a->yc, b->yc, a->nyc },
+    };
+    for (size_t p = 0; p < sizeof parts / sizeof *parts; p++) {
+        if (!parts[p].n)
+            continue;
+        if (tol == 0.0) {
+            ck_assert_msg(!memcmp(parts[p].x, parts[p].y, parts[p].n * 4),
+                          "%s: %s bits differ", what, parts[p].name);
+        } else {
+            double e = rel_err(parts[p].x, parts[p].y, parts[p].n);
+            ck_assert_msg(e <= tol, "%s: %s differs by %.3g", what,
+                          parts[p].name, e);
+        }
+    }
+}
+
+static const variant long_variant = { 64, 2, 0, 1, 1, 16, 0 };   // dh 32
+
+static void set_same_weights(mhsa_block *a, mhsa_block *b, const weights *w)
+{
+    ck_assert_int_eq(mhsa_block_set_weights(a, w->w_qkv, w->b_qkv, w->w_out,
+                                            w->b_out), MHSA_OK);
+    ck_assert_int_eq(mhsa_block_set_weights(b, w->w_qkv, w->b_qkv, w->w_out,
+                                            w->b_out), MHSA_OK);
+}
+
+// _i = isa * 2 + (weights F32, BF16).
+START_TEST(bf16_block_near_f32_block)
+{
+    if (!kernels_or_skip(_i / 2))
+        return;
+    ck_assert_int_eq(mhsa_select_isa(all_isas[_i / 2]), MHSA_OK);
+    mhsa_dtype wdt = _i % 2 ? MHSA_BF16 : MHSA_F32;
+    int n_var = test_quick() ? N_VAR : N_VAR + 1;
+    for (int vi = 0; vi < n_var; vi++) {
+        const variant *v = vi < N_VAR ? &variants[vi] : &long_variant;
+        T_run = vi < N_VAR ? T : 150;
+        int maxt = vi < N_VAR ? MAXT : 160;
+        rng r = { 2000 + (uint64_t)vi };
+        mhsa_config cb = config_of(v, wdt, MHSA_BF16, maxt);
+        mhsa_config cf = config_of(v, wdt, MHSA_F32, maxt);
+        weights w = weights_make(&cb, &r);
+        mhsa_block *bb = block_of(&cb), *bf = block_of(&cf);
+        set_same_weights(bb, bf, &w);
+        size_t n = (size_t)B * T_run * w.D;
+        float *x = malloc(n * 4), *dy = malloc(n * 4);
+        fill_uniform(&r, x, n, -1, 1);
+        fill_uniform(&r, dy, n, -1, 1);
+        outputs ob[2], of;
+        char what[160];
+        for (int nt = 1; nt <= 2; nt++) {
+            ob[nt - 1] = run_block(bb, x, dy, nt);
+            of = run_block(bf, x, dy, nt);
+            snprintf(what, sizeof what, "%s weights %s variant %d, %d "
+                     "thread(s), bf16 vs f32 compute",
+                     mhsa_isa_name(all_isas[_i / 2]), wdt ? "bf16" : "f32",
+                     vi, nt);
+            compare(&ob[nt - 1], &of, 2e-2, what);
+            double e = rel_err(ob[nt - 1].y, of.y, of.ny);
+            ck_assert_msg(e > 1e-5, "%s: y within %.2g of fp32: not "
+                          "rounded?", what, e);
+            if (nt == 1)
+                printf("%s: y %.2e dx %.2e dw_qkv %.2e from fp32\n", what,
+                       e, rel_err(ob[0].dx, of.dx, of.ny),
+                       rel_err(ob[0].gw, of.gw, of.ngw));
+            outputs_free(&of);
+        }
+        snprintf(what, sizeof what, "%s weights %s variant %d, 1 vs 2 "
+                 "threads", mhsa_isa_name(all_isas[_i / 2]),
+                 wdt ? "bf16" : "f32", vi);
+        compare(&ob[0], &ob[1], 0.0, what);
+        outputs_free(&ob[0]);
+        outputs_free(&ob[1]);
+        free(x);
+        free(dy);
+        weights_free(&w);
+        mhsa_block_destroy(bb);
+        mhsa_block_destroy(bf);
+    }
+    T_run = T;
+}
+END_TEST
+
+// compute_dtype 0 is MHSA_F32 (the default); F16 and unknown values fail.
+START_TEST(invalid_compute_dtype)
+{
+    static const int bad[] = { MHSA_F16, -1, 3, 7, 1000 };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        mhsa_config c = config_of(&variants[0], MHSA_F32, MHSA_F32, MAXT);
+        c.compute_dtype = bad[i];
+        mhsa_block *b = (mhsa_block *)&c;   // must stay untouched
+        ck_assert_int_eq(mhsa_block_create(&c, &b), MHSA_ERR_INVALID_ARG);
+        ck_assert(b == (mhsa_block *)&c);
+        char want[64];
+        snprintf(want, sizeof want, "compute_dtype = %d", bad[i]);
+        ck_assert_msg(strstr(mhsa_last_error(), want), "message '%s' does "
+                      "not name %s", mhsa_last_error(), want);
+    }
+    for (int w = 0; w < 3; w++) {   // every weight type computes in BF16
+        mhsa_config c = config_of(&variants[1], (mhsa_dtype)w, MHSA_BF16,
+                                  MAXT);
+        mhsa_block *b = block_of(&c);
+        ck_assert_int_eq(mhsa_block_config(b)->compute_dtype, MHSA_BF16);
+        mhsa_block_destroy(b);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("compute_bf16");
+    TCase *tc = tcase_create("compute_bf16");
+    tcase_add_loop_test(tc, bf16_block_near_f32_block, 0, 2 * N_ISAS);
+    tcase_add_test(tc, invalid_compute_dtype);
+    suite_add_tcase(s, tc);
+    return run_suite(s);
+}
