@@ -230,9 +230,8 @@ void mhsa_gemv_rows_dt(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
         mhsa_gemv_rows(k, s, n, d, w, ldw, x, y, beta);
         return;
     }
-    // The same chunks as mhsa_gemv_rows; each row's dot product is
-    // kv_dot's for one query row (its bits do not depend on the chunk),
-    // combined with beta as gemv_n does.
+    // The same chunks as mhsa_gemv_rows, each streamed by gemv_n16 (a
+    // row's bits do not depend on the chunk).
     enum { CH = 64 };
     size_t chunks = (n + CH - 1) / CH, es = mhsa_dtype_size(wdt);
     int nt = mhsa__threads(s->max_threads, 2.0 * (double)n * (double)d,
@@ -243,12 +242,8 @@ void mhsa_gemv_rows_dt(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
 #pragma omp for schedule(static)
         for (size_t c = 0; c < chunks; c++) {
             size_t j0 = c * CH, m = n - j0 < CH ? n - j0 : CH;
-            float dot[CH];
-            k->kv_dot(1, m, d, x, 0, (const char *)w + j0 * ldw * es, ldw,
-                      wdt, dot, 1);
-            for (size_t t = 0; t < m; t++)
-                y[j0 + t] = beta == 0.0f ? dot[t]
-                                         : beta * y[j0 + t] + dot[t];
+            k->gemv_n16(m, d, (const char *)w + j0 * ldw * es, ldw, wdt, x,
+                        y + j0, beta);
         }
         mhsa__fp_leave_team(fp);
     }

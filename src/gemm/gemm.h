@@ -74,8 +74,8 @@ void mhsa_gemv_rows(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
                     size_t n, size_t d, const float *w, size_t ldw,
                     const float *x, float *y, float beta);
 // The same with W stored as wdt (ldw in elements): 16-bit rows are read
-// as stored and widened in registers by the table's kv_dot (one query
-// row), so a step reads half the bytes; fp32 is mhsa_gemv_rows.
+// as stored and widened in registers by the table's gemv_n16 (the same
+// chunks), so a step reads half the bytes; fp32 is mhsa_gemv_rows.
 void mhsa_gemv_rows_dt(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
                        size_t n, size_t d, const void *w, mhsa_dtype wdt,
                        size_t ldw, const float *x, float *y, float beta);
