@@ -200,7 +200,9 @@ typedef struct mhsa_kernels {
     // GEMM tile would waste mr - 1 rows of work and packing would double
     // the memory traffic. Both stream the matrix once, unpacked.
     // gemv_n: y[j] = beta*y[j] + sum_i a[j*lda + i] * x[i], j < n, i < d.
-    //         beta == 0 never reads y. The i sum runs in a fixed order.
+    //         beta == 0 never reads y. The i sum runs in a fixed order, and
+    //         a row's bits do not depend on n or on the rows beside it
+    //         (the one-row products split rows between threads freely).
     void (*gemv_n)(size_t n, size_t d, const float *a, size_t lda,
                    const float *x, float *y, float beta);
     // gemv_t: y[i] += sum_j p[j] * a[j*lda + i], i < d, j < n; rows j with
