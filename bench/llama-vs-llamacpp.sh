@@ -9,7 +9,7 @@
 # leaves out tokenizing and picking the token, both well under 1% of it),
 # the least over the rounds; beside decode, the read bandwidth measured in
 # the same run (./build/bench roofline/read, 256 MiB: DRAM) and what it
-# allows: fp32 weight bytes per token / bandwidth.
+# allows: weight bytes per token (as stored) / bandwidth.
 #
 # LLAMA_CPP: a llama.cpp checkout built with cmake outside this repository
 # (build/bin/llama-bench, llama-quantize). MODEL: default the file
@@ -17,6 +17,11 @@
 # llama.cpp runs the file dequantized to F32 (llama-quantize ... F32), mhsa
 # dequantizes at load. Needs ./build (meson setup build; meson compile -C
 # build mhsa-generate bench). ROUNDS=3 pairs per thread count.
+# WEIGHTS="f32 f16 bf16" (default f32): the weights' storage, each in turn
+# per round (so every dtype sees the same load): mhsa-generate
+# --weight-dtype W beside llama.cpp on the file llama-quantize makes in
+# that type (--allow-requantize), bytes per token as each stores them; with
+# more than one, the decode speed of each over the first's per engine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 llama=$1
@@ -24,8 +29,11 @@ model=${2:-$(bash .ci/fetch-model.sh | tail -n 1)}
 rounds=${ROUNDS:-3}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-"$llama/build/bin/llama-quantize" --allow-requantize "$model" \
-    "$work/f32.gguf" F32 >/dev/null 2>&1
+weights=${WEIGHTS:-f32}
+for w in $weights; do
+    "$llama/build/bin/llama-quantize" --allow-requantize "$model" \
+        "$work/$w.gguf" "${w^^}" >/dev/null 2>&1
+done
 meson compile -C build mhsa-generate bench >/dev/null
 
 best() { sort -g | tail -n 1; }
@@ -33,21 +41,24 @@ echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')" 
      "($(nproc) cores), $(date -u '+%Y-%m-%d %H:%M UTC'), load" \
      "$(cut -d' ' -f1-3 /proc/loadavg)"
 for t in 1 2; do
-    : > "$work/m_pp"; : > "$work/m_tg"; : > "$work/l_pp"; : > "$work/l_tg"
-    : > "$work/m_ft"; : > "$work/l_ft"
+    for w in $weights; do
+        : > "$work/m_pp.$w"; : > "$work/m_tg.$w"; : > "$work/l_pp.$w"
+        : > "$work/l_tg.$w"; : > "$work/m_ft.$w"; : > "$work/l_ft.$w"
+    done
     for r in $(seq "$rounds"); do
+      for w in $weights; do
         ./build/mhsa-generate --model "$model" --bench --threads "$t" \
-            > "$work/m" 2>/dev/null
-        awk '/^pp512:/ { print $2 }' "$work/m" >> "$work/m_pp"
-        awk '/^tg64:/ { print $2 }' "$work/m" >> "$work/m_tg"
-        awk '/^ttft:/ { print $2 }' "$work/m" >> "$work/m_ft"
-        "$llama/build/bin/llama-bench" -m "$work/f32.gguf" -p 512,16 -n 64 \
+            --weight-dtype "$w" > "$work/m.$w" 2>/dev/null
+        awk '/^pp512:/ { print $2 }' "$work/m.$w" >> "$work/m_pp.$w"
+        awk '/^tg64:/ { print $2 }' "$work/m.$w" >> "$work/m_tg.$w"
+        awk '/^ttft:/ { print $2 }' "$work/m.$w" >> "$work/m_ft.$w"
+        "$llama/build/bin/llama-bench" -m "$work/$w.gguf" -p 512,16 -n 64 \
             -t "$t" -fa 1 -r 1 -o csv > "$work/l" 2>/dev/null
-        "$llama/build/bin/llama-bench" -m "$work/f32.gguf" -p 16 -n 0 \
+        "$llama/build/bin/llama-bench" -m "$work/$w.gguf" -p 16 -n 0 \
             -t "$t" -fa 1 -r 9 -o csv > "$work/l16" 2>/dev/null
         # csv: n_prompt, n_gen and avg_ts columns by header name.
-        python3 - "$work/l" "$work/l16" "$work/l_pp" "$work/l_tg" \
-            "$work/l_ft" <<'PY'
+        python3 - "$work/l" "$work/l16" "$work/l_pp.$w" "$work/l_tg.$w" \
+            "$work/l_ft.$w" <<'PY'
 import csv, sys
 for r in list(csv.DictReader(open(sys.argv[1]))):
     if int(r["n_prompt"]) == 512:
@@ -57,6 +68,7 @@ for r in list(csv.DictReader(open(sys.argv[1]))):
 for r in list(csv.DictReader(open(sys.argv[2]))):
     open(sys.argv[5], "a").write(f"{16e3 / float(r['avg_ts'])}\n")
 PY
+      done
     done
     bw=$(./build/bench \
          --benchmark_filter="roofline/read/kib:262144/threads:$t/" \
@@ -66,24 +78,32 @@ rows = [r for r in csv.reader(sys.stdin) if r]
 hdr = next(r for r in rows if r[0] == "name")
 print(rows[rows.index(hdr) + 1][hdr.index("best_GB/s")])
 ')
-    m_pp=$(best < "$work/m_pp"); m_tg=$(best < "$work/m_tg")
-    l_pp=$(best < "$work/l_pp"); l_tg=$(best < "$work/l_tg")
-    m_ft=$(sort -g "$work/m_ft" | head -n 1)
-    l_ft=$(sort -g "$work/l_ft" | head -n 1)
-    bytes=$(awk '/weights/ { for (i = 1; i <= NF; i++) if ($i == "MB") print $(i-1) }' "$work/m")
+    first=${weights%% *}
+    for w in $weights; do
+    m_pp=$(best < "$work/m_pp.$w"); m_tg=$(best < "$work/m_tg.$w")
+    l_pp=$(best < "$work/l_pp.$w"); l_tg=$(best < "$work/l_tg.$w")
+    m_ft=$(sort -g "$work/m_ft.$w" | head -n 1)
+    l_ft=$(sort -g "$work/l_ft.$w" | head -n 1)
+    bytes=$(awk '/weights/ { for (i = 1; i <= NF; i++) if ($i == "MB") print $(i-1) }' "$work/m.$w")
     python3 - "$t" "$m_pp" "$l_pp" "$m_tg" "$l_tg" "$bw" "$bytes" "$m_ft" \
-        "$l_ft" "$(cut -d' ' -f1 /proc/loadavg)" <<'PY'
+        "$l_ft" "$(cut -d' ' -f1 /proc/loadavg)" "$w" \
+        "$(best < "$work/m_tg.$first")" "$(best < "$work/l_tg.$first")" \
+        "$first" <<'PY'
 import sys
-t, mpp, lpp, mtg, ltg, bw, mb, mft, lft, load = sys.argv[1:]
+t, mpp, lpp, mtg, ltg, bw, mb, mft, lft, load, w, mtg0, ltg0, w0 = sys.argv[1:]
+mtg0, ltg0 = float(mtg0), float(ltg0)
 mpp, lpp, mtg, ltg, bw, mb = map(float, (mpp, lpp, mtg, ltg, bw, mb or 0))
 mft, lft = float(mft), float(lft)
 lim = bw * 1e3 / mb if mb and bw else 0.0
-print(f"{t} thread(s): pp512 mhsa {mpp:.1f} / llama.cpp {lpp:.1f} tokens/s"
+rel = (f" [{w} / {w0} decode: mhsa {mtg / mtg0:.2f}x, llama.cpp"
+       f" {ltg / ltg0:.2f}x]" if w != w0 else "")
+print(f"{t} thread(s), weights {w}: pp512 mhsa {mpp:.1f} / llama.cpp {lpp:.1f} tokens/s"
       f" = {mpp / lpp:.2f}x; tg64 mhsa {mtg:.1f} / llama.cpp {ltg:.1f}"
       f" = {mtg / ltg:.2f}x; read bandwidth {bw:.1f} GB/s, {mb:.0f} MB of"
       f" weights per token: at most {lim:.1f} tokens/s"
       f" (mhsa at {mtg / lim if lim else 0:.2f} of it); ttft (16 tokens)"
       f" mhsa {mft:.2f} / llama.cpp {lft:.2f} ms = {mft / lft:.2f}x;"
-      f" load {load}")
+      f" load {load}{rel}")
 PY
+    done
 done

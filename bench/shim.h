@@ -118,6 +118,7 @@ int mhsa_bench_add_ratio(const char *label, const char *num,
 void mhsa_bench_register_roofline(void);
 void mhsa_bench_register_attention(void);
 void mhsa_bench_register_decode(void);
+void mhsa_bench_register_step(void);
 void mhsa_bench_register_variants(void);
 void mhsa_bench_register_kernels(void);
 void mhsa_bench_register_gpt(void);

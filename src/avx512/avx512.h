@@ -30,6 +30,7 @@
 #define mhsa_gemv_t__avx512 mhsa_gemv_t__avx512_emul
 #define mhsa_kv_dot__avx512 mhsa_kv_dot__avx512_emul
 #define mhsa_kv_acc__avx512 mhsa_kv_acc__avx512_emul
+#define mhsa_gemv_n16__avx512 mhsa_gemv_n16__avx512_emul
 #define mhsa_cvt_from_f32__avx512 mhsa_cvt_from_f32__avx512_emul
 #define mhsa_cvt_to_f32__avx512 mhsa_cvt_to_f32__avx512_emul
 // The suffix of this build's names (the tests' AVX-512 probes use it).

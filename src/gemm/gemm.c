@@ -253,22 +253,40 @@ void mhsa_sgemm_cd(const mhsa_kernels *k, mhsa_dtype cdt,
                  ldb, bp_prepacked, beta, c, ldc, cdt == MHSA_BF16);
 }
 
+// Rows [lo, hi) of n that thread t of nt streams: equal shares in whole
+// groups of 8 rows (the tiles' row groups), so two threads read the same
+// bytes (576 rows: 288 each, where 64-row chunks gave 320 and 256). A
+// row's bits never depend on which call or tile computes it (kernels.h),
+// so neither do they on this split.
+static void row_share(size_t n, int t, int nt, size_t *lo, size_t *hi)
+{
+    size_t groups = (n + 7) / 8;
+    size_t g0 = groups * (size_t)t / (size_t)nt;
+    size_t g1 = groups * (size_t)(t + 1) / (size_t)nt;
+    *lo = g0 * 8 < n ? g0 * 8 : n;
+    *hi = g1 * 8 < n ? g1 * 8 : n;
+}
+
+// The threads for n rows of d: mhsa__threads' work threshold, counted in
+// 64-row pieces.
+static int gemv_threads(const mhsa_gemm_scratch *s, size_t n, size_t d)
+{
+    return mhsa__threads(s->max_threads, 2.0 * (double)n * (double)d,
+                         (n + 63) / 64);
+}
+
 void mhsa_gemv_rows(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
                     size_t n, size_t d, const float *w, size_t ldw,
                     const float *x, float *y, float beta)
 {
-    enum { CH = 64 };
-    size_t chunks = (n + CH - 1) / CH;
-    int nt = mhsa__threads(s->max_threads, 2.0 * (double)n * (double)d,
-                           chunks);
+    int nt = gemv_threads(s, n, d);
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         mhsa_fpstate fp = mhsa__fp_enter_team();
-#pragma omp for schedule(static)
-        for (size_t c = 0; c < chunks; c++) {
-            size_t j0 = c * CH, m = n - j0 < CH ? n - j0 : CH;
-            k->gemv_n(m, d, w + j0 * ldw, ldw, x, y + j0, beta);
-        }
+        size_t lo, hi;
+        row_share(n, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+        if (hi > lo)
+            k->gemv_n(hi - lo, d, w + lo * ldw, ldw, x, y + lo, beta);
         mhsa__fp_leave_team(fp);
     }
 }
@@ -281,26 +299,17 @@ void mhsa_gemv_rows_dt(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
         mhsa_gemv_rows(k, s, n, d, w, ldw, x, y, beta);
         return;
     }
-    // The same chunks as mhsa_gemv_rows; each row's dot product is
-    // kv_dot's for one query row (its bits do not depend on the chunk),
-    // combined with beta as gemv_n does.
-    enum { CH = 64 };
-    size_t chunks = (n + CH - 1) / CH, es = mhsa_dtype_size(wdt);
-    int nt = mhsa__threads(s->max_threads, 2.0 * (double)n * (double)d,
-                           chunks);
+    // The same split as mhsa_gemv_rows, each share streamed by gemv_n16.
+    size_t es = mhsa_dtype_size(wdt);
+    int nt = gemv_threads(s, n, d);
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
         mhsa_fpstate fp = mhsa__fp_enter_team();
-#pragma omp for schedule(static)
-        for (size_t c = 0; c < chunks; c++) {
-            size_t j0 = c * CH, m = n - j0 < CH ? n - j0 : CH;
-            float dot[CH];
-            k->kv_dot(1, m, d, x, 0, (const char *)w + j0 * ldw * es, ldw,
-                      wdt, dot, 1);
-            for (size_t t = 0; t < m; t++)
-                y[j0 + t] = beta == 0.0f ? dot[t]
-                                         : beta * y[j0 + t] + dot[t];
-        }
+        size_t lo, hi;
+        row_share(n, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+        if (hi > lo)
+            k->gemv_n16(hi - lo, d, (const char *)w + lo * ldw * es, ldw,
+                        wdt, x, y + lo, beta);
         mhsa__fp_leave_team(fp);
     }
 }

@@ -83,15 +83,16 @@ void mhsa__pack_b_16(const mhsa_kernels *k, size_t kc, size_t w,
 
 // y (n) = beta * y + W (n, d; row stride ldw) x (d): one row through a
 // weight matrix (a decoding step), streaming W once with the table's
-// gemv_n in fixed chunks of 64 outputs, one writer each, on up to
-// s->max_threads threads (one below the work threshold). The bits do not
-// depend on the thread count. Call from outside any OpenMP region.
+// gemv_n, each thread a contiguous share of the rows (equal in groups of
+// 8), on up to s->max_threads threads (one below the work threshold). The
+// bits do not depend on the thread count: a row's never depend on the rows
+// that share its call (kernels.h). Call from outside any OpenMP region.
 void mhsa_gemv_rows(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
                     size_t n, size_t d, const float *w, size_t ldw,
                     const float *x, float *y, float beta);
 // The same with W stored as wdt (ldw in elements): 16-bit rows are read
-// as stored and widened in registers by the table's kv_dot (one query
-// row), so a step reads half the bytes; fp32 is mhsa_gemv_rows.
+// as stored and widened in registers by the table's gemv_n16 (the same
+// shares), so a step reads half the bytes; fp32 is mhsa_gemv_rows.
 void mhsa_gemv_rows_dt(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
                        size_t n, size_t d, const void *w, mhsa_dtype wdt,
                        size_t ldw, const float *x, float *y, float beta);

@@ -48,6 +48,9 @@
                                  const float *p, size_t ldp, const void *v,  \
                                  size_t ldv, mhsa_dtype dt, float *o,        \
                                  size_t ldo);                                \
+    void MHSA_KNAME(gemv_n16, isa)(size_t n, size_t d, const void *a,        \
+                                   size_t lda, mhsa_dtype dt,                \
+                                   const float *x, float *y, float beta);    \
     void MHSA_KNAME(cvt_from_f32, isa)(size_t n, const float *src,           \
                                        void *dst, mhsa_dtype dt);            \
     void MHSA_KNAME(cvt_to_f32, isa)(size_t n, const void *src,              \
@@ -81,6 +84,7 @@
         .gemv_t = MHSA_KNAME(gemv_t, sfx),                                    \
         .kv_dot = MHSA_KNAME(kv_dot, sfx),                                    \
         .kv_acc = MHSA_KNAME(kv_acc, sfx),                                    \
+        .gemv_n16 = MHSA_KNAME(gemv_n16, sfx),                                \
         .cvt_from_f32 = MHSA_KNAME(cvt_from_f32, sfx),                        \
         .cvt_to_f32 = MHSA_KNAME(cvt_to_f32, sfx),                            \
         .bf16 = MHSA_KERNEL_TABLE_BF16,                                       \

@@ -29,10 +29,11 @@
 //  5. conversions between fp32 and the cache's 16-bit storage types;
 //  6. optional bf16 GEMM tile sets (AMX, AVX512-BF16) for bf16 compute:
 //     packers to bf16 panels and a micro-kernel, run by gemm/gemm_bf16.c.
-// 16-bit weights (mhsa_config.weight_dtype) need no kernels of their own:
-// a decoding step's W x over F16 / BF16 rows is kv_dot with one query row
-// (it reads the 16-bit rows, 2 bytes an element, widened in registers),
-// and the GEMM widens a 16-bit B with cvt_to_f32 into a slab in L1 that
+// 16-bit weights (mhsa_config.weight_dtype): a decoding step's W x over
+// F16 / BF16 rows is gemv_n16 (it reads the 16-bit rows, 2 bytes an
+// element, widened in registers, in a shape made for long rows from L3 or
+// DRAM, where kv_dot's is made for short cache rows), and the GEMM widens
+// a 16-bit B with cvt_to_f32 into a slab in L1 that
 // pack_b packs from (gemm/pack_b16.c), so sgemm_ukr reads fp32 panels
 // only inside the cache-sized KC block, as for fp32 B.
 #ifndef MHSA_KERNELS_H
@@ -291,7 +292,9 @@ typedef struct mhsa_kernels {
     // GEMM tile would waste mr - 1 rows of work and packing would double
     // the memory traffic. Both stream the matrix once, unpacked.
     // gemv_n: y[j] = beta*y[j] + sum_i a[j*lda + i] * x[i], j < n, i < d.
-    //         beta == 0 never reads y. The i sum runs in a fixed order.
+    //         beta == 0 never reads y. The i sum runs in a fixed order, and
+    //         a row's bits do not depend on n or on the rows beside it
+    //         (the one-row products split rows between threads freely).
     void (*gemv_n)(size_t n, size_t d, const float *a, size_t lda,
                    const float *x, float *y, float beta);
     // gemv_t: y[i] += sum_j p[j] * a[j*lda + i], i < d, j < n; rows j with
@@ -317,6 +320,15 @@ typedef struct mhsa_kernels {
     void (*kv_acc)(size_t m, size_t n, size_t d, const float *p, size_t ldp,
                    const void *v, size_t ldv, mhsa_dtype dt, float *o,
                    size_t ldo);
+
+    // gemv_n16: y[j] = beta*y[j] + sum_i A[j][i] * x[i], j < n, i < d, A's
+    //         rows (lda elements apart) stored as dt = MHSA_F16 or
+    //         MHSA_BF16 (2 bytes an element), widened in registers: the
+    //         one-row product of a 16-bit weight matrix. beta == 0 never
+    //         reads y. A row's sum is in a fixed order that depends on d
+    //         only (not on n or on the other rows), the ISA's own.
+    void (*gemv_n16)(size_t n, size_t d, const void *a, size_t lda,
+                     mhsa_dtype dt, const float *x, float *y, float beta);
 
     // Conversions of n values between fp32 and a storage type (dst and src
     // do not overlap). To F16 (IEEE binary16) and BF16 (the top half of an

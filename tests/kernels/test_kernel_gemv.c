@@ -542,12 +542,46 @@ START_TEST(kv_nan_and_inf_propagate)
 }
 END_TEST
 
+// gemv_n: a row's bits do not depend on n or on the rows beside it (the
+// one-row products split rows between threads at any multiple of 8 rows,
+// gemm.c): every row of a call equals that row alone and in a call that
+// starts one row later.
+START_TEST(gemv_rows_independent_of_n)
+{
+    const mhsa_kernels *k = kernels_or_skip(_i);
+    if (!k)
+        return;
+    static const size_t dd[] = { 1, 3, 8, 9, 17, 64, 301 };
+    rng r = { 91 + (uint64_t)_i };
+    for (size_t di = 0; di < sizeof dd / sizeof *dd; di++) {
+        size_t n = 11, d = dd[di], lda = d + 2;
+        float *a = alloc_guarded(n * lda), *x = alloc_guarded(d);
+        fill_uniform(&r, a, n * lda, -1, 1);
+        fill_uniform(&r, x, d, -1, 1);
+        float all[11], later[11], one;
+        k->gemv_n(n, d, a, lda, x, all, 0.0f);
+        k->gemv_n(n - 1, d, a + lda, lda, x, later, 0.0f);
+        for (size_t j = 0; j < n; j++) {
+            k->gemv_n(1, d, a + j * lda, lda, x, &one, 0.0f);
+            ck_assert_msg(memcmp(&one, &all[j], sizeof one) == 0 &&
+                          (j == 0 ||
+                           memcmp(&one, &later[j - 1], sizeof one) == 0),
+                          "%s gemv_n d %zu row %zu: bits depend on the rows "
+                          "beside it", k->name, d, j);
+        }
+        free_guarded(a);
+        free_guarded(x);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("kernel_gemv");
     TCase *tc = tcase_create("gemv");
     tcase_add_loop_test(tc, gemv_matches_reference, 0, N_ISAS);
     tcase_add_loop_test(tc, gemv_exact_on_small_integers, 0, N_ISAS);
+    tcase_add_loop_test(tc, gemv_rows_independent_of_n, 0, N_ISAS);
     tcase_add_loop_test(tc, kv_matches_reference, 0, N_ISAS);
     tcase_add_loop_test(tc, kv_f32_bits_equal_gemv, 0, N_ISAS);
     tcase_add_loop_test(tc, kv_rows_independent_of_m, 0, N_ISAS);
