@@ -12,6 +12,7 @@ int main(int argc, char **argv)
 {
     mhsa_bench_register_roofline();
     mhsa_bench_register_attention();
+    mhsa_bench_register_latency();
     mhsa_bench_register_decode();
     mhsa_bench_register_variants();
     mhsa_bench_register_gpt();

@@ -122,6 +122,7 @@ void mhsa_bench_register_variants(void);
 void mhsa_bench_register_kernels(void);
 void mhsa_bench_register_gpt(void);
 void mhsa_bench_register_adversarial(void);
+void mhsa_bench_register_latency(void);
 
 #ifdef __cplusplus
 }
