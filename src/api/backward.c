@@ -120,12 +120,13 @@ static void attention_backward(const mhsa_kernels *k, mhsa_workspace *ws,
     size_t Hkv = blk->Hkv, group = blk->group;
     size_t br = mhsa__attn_br(k), bc = mhsa__attn_bc(k), kvs = B * Hkv;
     size_t nqb = (T + br - 1) / br, ntile = (T + bc - 1) / bc;
-    double flops = 8.0 * (double)B * (double)H * (double)T * (double)T *
-                   (double)dh;
-    int nt = mhsa__threads(ws->max_threads, flops, B * H * nqb);
-    int split = (size_t)nt > kvs;
     attn_job job = recorded_job(blk, ws);
     attn_view view = mhsa__attn_view(&job, ws->attn.seqs);
+    double flops = 0.0;   // the pairs rows see (causal: half of T x T)
+    for (size_t b = 0; b < B; b++)
+        flops += 8.0 * (double)H * mhsa__view_pairs(&view, b) * (double)dh;
+    int nt = mhsa__threads(ws->max_threads, flops, B * H * nqb);
+    int split = (size_t)nt > kvs;
     const attn_view *vw = &view;
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {

@@ -46,7 +46,7 @@ void mhsa__attention(const mhsa_kernels *k, const attn_scratch *s,
         }
         size_t nqb = seq_blocks(v, br);
         tasks += j->H * nqb;
-        flops += 4.0 * (double)j->H * (double)v->rows * (double)v->tk *
+        flops += 4.0 * (double)j->H * mhsa__view_pairs(&view, b) *
                  (double)dh;
         tk_max = v->tk > tk_max ? v->tk : tk_max;
         nqb_max = nqb > nqb_max ? nqb : nqb_max;

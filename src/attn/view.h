@@ -61,6 +61,12 @@ typedef struct attn_view {
 // Derives the view of every sequence of j into seqs (job->batch entries).
 attn_view mhsa__attn_view(const attn_job *j, attn_seq *seqs);
 
+// The (query row, key) pairs sequence b's rows see under the causal mask,
+// the window and the padding (an additive mask not counted): the work the
+// thread count is sized by (core/threads.h), so a causal T x T call counts
+// its T (T + 1) / 2 pairs, not T^2.
+double mhsa__view_pairs(const attn_view *view, size_t b);
+
 // The kv head (index over batch * Hkv) that query head h of sequence b
 // reads.
 static inline size_t mhsa__view_kv_head(const attn_view *v, size_t b,

@@ -167,17 +167,11 @@ void mhsa_sgemm_dt(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
     tp.m_blocks = (m + tp.mc - 1) / tp.mc;
     tp.n_chunks = (n + tp.nc - 1) / tp.nc;
 
-    // Threads: never more than the scratch was sized for, and one thread
-    // when there is a single tile (no parallel region cost for tiny GEMMs).
-    int nt = omp_get_max_threads();
-    if (nt > s->max_threads)
-        nt = s->max_threads;
+    // Threads: never more than the scratch was sized for or than tiles,
+    // and one thread below the work threshold (core/threads.h).
     size_t tiles = tp.m_blocks * tp.n_chunks;
-    if ((size_t)nt > tiles)
-        nt = (int)tiles;
-    if (nt < 1)
-        nt = 1;
-    nt = mhsa__pool_threads(nt);
+    int nt = mhsa__threads(s->max_threads,
+                           2.0 * (double)m * (double)n * (double)kdim, tiles);
     size_t a_floats = mhsa_gemm_a_floats(k);
 
 #pragma omp parallel num_threads(nt) if (nt > 1)
