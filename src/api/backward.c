@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "objects.h"
+#include "attn/attend.h"
 #include "attn/attention.h"
 #include "attn/view.h"
 #include "core/fpenv.h"
@@ -185,6 +186,11 @@ mhsa_status mhsa_backward(const mhsa_block *blk, mhsa_workspace *ws,
     const mhsa_gemm_scratch *s = &ws->gemm;
     size_t D = blk->D, nqkv = blk->nqkv, bt = ws->fwd_b * ws->fwd_t;
     const float *x = ws->fwd_x;
+    if (ws->lse_pending) {   // before dctx, which holds the row sums
+        mhsa__attn_finish_lse(ws->fwd_b * blk->H * ws->fwd_t, ws->lse,
+                              ws->dctx);
+        ws->lse_pending = 0;
+    }
 
     // Output projection.
     if (blk->cfg.bias)

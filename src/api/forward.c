@@ -76,12 +76,16 @@ static mhsa_status forward(const char *fn, const mhsa_block *blk,
         .q_pos = 0, .tk = t, .seq_len = a->seq_len,
         .q = ws->q, .k = ws->k, .v = ws->v, .kv_dtype = MHSA_F32,
         .ctx = ws->ctx, .lse = ws->lse, .attn = a->attn,
+        // Row sums wait in dctx (written by a backward only after
+        // mhsa__attn_finish_lse has read them): no logf per row here.
+        .lsum = ws->dctx,
     };
     mhsa__attention(k, &ws->attn, &j);
     mhsa__linear(k, &ws->gemm, bt, D, D, ws->ctx, blk->w_out, blk->wdt,
                  packed ? blk->w_out_packed : NULL, blk->b_out, a->y);
 
     ws->has_forward = 1;
+    ws->lse_pending = 1;
     ws->fwd_b = b;
     ws->fwd_t = t;
     ws->fwd_x = a->x;

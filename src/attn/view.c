@@ -66,6 +66,7 @@ head_args mhsa__view_block(const attn_view *view, size_t b, size_t h,
         .o = j->ctx + (b * j->tq + r0) * j->H * dh + h * dh,
         .ldo = j->H * dh,
         .lse = j->lse ? j->lse + bh * j->tq + r0 : NULL,
+        .lsum = j->lse && j->lsum ? j->lsum + bh * j->tq + r0 : NULL,
         .attn = j->attn ? j->attn + (bh * j->tq + r0) * j->tk : NULL,
         .ldattn = j->tk,
     };
