@@ -142,16 +142,19 @@ static int rows_finite(const float *x, size_t rows, size_t cols, size_t ld)
         cols *= rows;
         rows = 1;
     }
+    // (u & exponent) + its lowest bit reaches bit 31 only when the
+    // exponent is all ones: an and, an add and an or per element, which
+    // vectorises where the compare did not.
     uint32_t bad = 0;
     for (size_t r = 0; r < rows; r++) {
         const float *row = x + r * ld;
         for (size_t c = 0; c < cols; c++) {
             uint32_t u;
             memcpy(&u, row + c, sizeof u);
-            bad |= (uint32_t)((u & 0x7f800000u) == 0x7f800000u);
+            bad |= (u & 0x7f800000u) + 0x00800000u;
         }
     }
-    return !bad;
+    return !(bad & 0x80000000u);
 }
 
 // One past the last key any row of the block can see: under the causal
