@@ -18,6 +18,7 @@ int main(int argc, char **argv)
             return mhsa_bench_tune(argc, argv);
     mhsa_bench_register_roofline();
     mhsa_bench_register_attention();
+    mhsa_bench_register_latency();
     mhsa_bench_register_decode();
     mhsa_bench_register_step();
     mhsa_bench_register_variants();

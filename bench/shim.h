@@ -129,6 +129,7 @@ void mhsa_bench_register_phases(void);
 // Google Benchmark's run.
 int mhsa_bench_tune(int argc, char **argv);
 void mhsa_bench_register_compute_bf16(void);
+void mhsa_bench_register_latency(void);
 
 #ifdef __cplusplus
 }

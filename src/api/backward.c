@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "objects.h"
+#include "attn/attend.h"
 #include "attn/attention.h"
 #include "attn/view.h"
 #include "core/fpenv.h"
@@ -120,12 +121,13 @@ static void attention_backward(const mhsa_kernels *k, mhsa_workspace *ws,
     size_t Hkv = blk->Hkv, group = blk->group;
     size_t br = mhsa__attn_br(k), bc = mhsa__attn_bc(k), kvs = B * Hkv;
     size_t nqb = (T + br - 1) / br, ntile = (T + bc - 1) / bc;
-    double flops = 8.0 * (double)B * (double)H * (double)T * (double)T *
-                   (double)dh;
-    int nt = mhsa__threads(ws->max_threads, flops, B * H * nqb);
-    int split = (size_t)nt > kvs;
     attn_job job = recorded_job(blk, ws);
     attn_view view = mhsa__attn_view(&job, ws->attn.seqs);
+    double flops = 0.0;   // the pairs rows see (causal: half of T x T)
+    for (size_t b = 0; b < B; b++)
+        flops += 8.0 * (double)H * mhsa__view_pairs(&view, b) * (double)dh;
+    int nt = mhsa__threads(ws->max_threads, flops, B * H * nqb);
+    int split = (size_t)nt > kvs;
     const attn_view *vw = &view;
 #pragma omp parallel num_threads(nt) if (nt > 1)
     {
@@ -184,6 +186,11 @@ mhsa_status mhsa_backward(const mhsa_block *blk, mhsa_workspace *ws,
     const mhsa_gemm_scratch *s = &ws->gemm;
     size_t D = blk->D, nqkv = blk->nqkv, bt = ws->fwd_b * ws->fwd_t;
     const float *x = ws->fwd_x;
+    if (ws->lse_pending) {   // before dctx, which holds the row sums
+        mhsa__attn_finish_lse(ws->fwd_b * blk->H * ws->fwd_t, ws->lse,
+                              ws->dctx);
+        ws->lse_pending = 0;
+    }
 
     // Output projection.
     if (blk->cfg.bias)

@@ -78,6 +78,9 @@ static mhsa_status forward(const char *fn, const mhsa_block *blk,
         .q = ws->q, .k = ws->k, .v = ws->v, .kv_dtype = MHSA_F32,
         .ctx = ws->ctx, .lse = ws->lse, .attn = a->attn,
         .compute = blk->cdt,
+        // Row sums wait in dctx (written by a backward only after
+        // mhsa__attn_finish_lse has read them): no logf per row here.
+        .lsum = ws->dctx,
     };
     mhsa__attention(k, &ws->attn, &j);
     mhsa__linear(k, &ws->gemm, bt, D, D, ws->ctx, blk->w_out, blk->wdt,
@@ -85,6 +88,7 @@ static mhsa_status forward(const char *fn, const mhsa_block *blk,
                  a->y);
 
     ws->has_forward = 1;
+    ws->lse_pending = 1;
     ws->fwd_b = b;
     ws->fwd_t = t;
     ws->fwd_x = a->x;

@@ -76,6 +76,7 @@ struct mhsa_workspace {
     mhsa_gemm_scratch gemm;   // driver scratch (packed A per thread, B)
     // The recorded forward for mhsa_backward.
     int has_forward;
+    int lse_pending;          // lse holds row maxima, dctx row sums
     size_t fwd_b, fwd_t;
     const float *fwd_x, *fwd_mask;
     const int *fwd_seq_len;

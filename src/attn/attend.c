@@ -5,6 +5,7 @@
 // prefix sums (ragged batches have different rows per sequence), so which
 // thread runs a task never changes its arithmetic. Each task is one query
 // block of one head (attention.c); a head reads the K/V of its kv head.
+#include <math.h>
 #include <omp.h>
 
 #include "attend.h"
@@ -27,6 +28,12 @@ static size_t seq_blocks(const attn_seq *v, size_t br)
     return (v->rows + br - 1) / br;
 }
 
+void mhsa__attn_finish_lse(size_t rows, float *lse, const float *lsum)
+{
+    for (size_t i = 0; i < rows; i++)
+        lse[i] = lse[i] + logf(lsum[i]);
+}
+
 void mhsa__attention(const mhsa_kernels *k, const attn_scratch *s,
                      const attn_job *j)
 {
@@ -46,14 +53,20 @@ void mhsa__attention(const mhsa_kernels *k, const attn_scratch *s,
         }
         size_t nqb = seq_blocks(v, br);
         tasks += j->H * nqb;
-        flops += 4.0 * (double)j->H * (double)v->rows * (double)v->tk *
+        flops += 4.0 * (double)j->H * mhsa__view_pairs(&view, b) *
                  (double)dh;
         tk_max = v->tk > tk_max ? v->tk : tk_max;
         nqb_max = nqb > nqb_max ? nqb : nqb_max;
     }
     first[j->batch] = tasks;
-    if (n_decode)
+    if (n_decode) {
         mhsa__attention_decode(k, s, &view);
+        // Decode writes the log-sum-exp itself: lse + logf(1) = lse (an
+        // lse is never -0, so adding +0 keeps its bits).
+        for (size_t b = 0; j->lse && j->lsum && b < j->batch; b++)
+            for (size_t h = 0; view.seq[b].decodes && h < j->H; h++)
+                j->lsum[(b * j->H + h) * j->tq] = 1.0f;
+    }
     if (!tasks)
         return;
     int nt = mhsa__threads(s->max_threads, flops, tasks);

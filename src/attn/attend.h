@@ -14,4 +14,9 @@
 void mhsa__attention(const mhsa_kernels *k, const attn_scratch *s,
                      const attn_job *j);
 
+// lse[i] = lse[i] + logf(lsum[i]) for rows rows: the log-sum-exp of a
+// forward run with attn_job.lsum, when its backward needs it. The same
+// expression, so the same bits, as a forward without lsum writes.
+void mhsa__attn_finish_lse(size_t rows, float *lse, const float *lsum);
+
 #endif

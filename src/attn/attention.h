@@ -31,6 +31,9 @@ typedef struct head_args {
     mhsa_dtype kv_dtype;
     float *o;  size_t ldo;    // (tq, dh) context out (merged layout row)
     float *lse;               // (tq) log-sum-exp out / in (backward)
+    // forward, or NULL: lse gets each row's max and lsum its sum instead,
+    // log-sum-exp = lse + logf(lsum) (attn_job.lsum)
+    float *lsum;
     float *attn; size_t ldattn;  // (tq, tk) weights out, or NULL
     // forward only: the head's K^T and V tiles packed once by
     // mhsa__head_pack_kv for all its query blocks, or NULL (packed per

@@ -31,6 +31,21 @@ attn_view mhsa__attn_view(const attn_job *j, attn_seq *seqs)
     return v;
 }
 
+double mhsa__view_pairs(const attn_view *view, size_t b)
+{
+    const attn_job *j = view->job;
+    const attn_seq *v = &view->seq[b];
+    size_t kend = v->klen && v->klen < v->tk ? v->klen : v->tk;
+    double pairs = 0.0;
+    for (size_t r = 0; r < v->rows; r++) {
+        size_t p = v->q_pos + r;
+        size_t hi = j->causal && p + 1 < kend ? p + 1 : kend;
+        size_t lo = mhsa_window_first(p, j->window);
+        pairs += hi > lo ? (double)(hi - lo) : 0.0;
+    }
+    return pairs;
+}
+
 head_args mhsa__view_block(const attn_view *view, size_t b, size_t h,
                            size_t r0, size_t br)
 {
@@ -52,6 +67,7 @@ head_args mhsa__view_block(const attn_view *view, size_t b, size_t h,
         .o = j->ctx + (b * j->tq + r0) * j->H * dh + h * dh,
         .ldo = j->H * dh,
         .lse = j->lse ? j->lse + bh * j->tq + r0 : NULL,
+        .lsum = j->lse && j->lsum ? j->lsum + bh * j->tq + r0 : NULL,
         .attn = j->attn ? j->attn + (bh * j->tq + r0) * j->tk : NULL,
         .ldattn = j->tk, .compute = j->compute,
     };

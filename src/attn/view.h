@@ -32,6 +32,11 @@ typedef struct attn_job {
     mhsa_dtype kv_dtype;
     float *ctx;              // (batch, tq, H*dh) merged output
     float *lse;              // (batch, H, tq) or NULL
+    // (batch, H, tq) or NULL. With it the forward leaves each row's max in
+    // lse and its sum in lsum, for mhsa__attn_finish_lse to turn into the
+    // log-sum-exp when a backward needs it (no logf per row in a forward
+    // that never runs backward); without it lse is the log-sum-exp.
+    float *lsum;
     float *attn;             // (batch, H, tq, tk) or NULL
     // Products in bf16 (MHSA_BF16) or fp32: head_args.compute. The one-row
     // decode path streams fp32 products, so with BF16 every sequence
@@ -64,6 +69,12 @@ typedef struct attn_view {
 
 // Derives the view of every sequence of j into seqs (job->batch entries).
 attn_view mhsa__attn_view(const attn_job *j, attn_seq *seqs);
+
+// The (query row, key) pairs sequence b's rows see under the causal mask,
+// the window and the padding (an additive mask not counted): the work the
+// thread count is sized by (core/threads.h), so a causal T x T call counts
+// its T (T + 1) / 2 pairs, not T^2.
+double mhsa__view_pairs(const attn_view *view, size_t b);
 
 // The kv head (index over batch * Hkv) that query head h of sequence b
 // reads.

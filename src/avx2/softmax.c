@@ -160,9 +160,16 @@ void mhsa_softmax_online__avx2(const mhsa_softmax_args *a)
                 store_n(s + j, cnt, p);
                 vsum = _mm256_add_ps(vsum, p);
             }
-            // exp(-inf) = 0 on the first unblocked tile; exp(0) = 1 exactly.
-            alpha = _mm256_cvtss_f32(
-                mhsa_exp_ps__avx2(_mm256_set1_ps(m_old - m_new)));
+            // exp(-inf) = +0 on the first unblocked tile and exp(0) = 1
+            // exactly, so those two (every row of a one-tile call) skip
+            // the vector exp: the same bits, a third of a short row's work.
+            if (m_old == -INFINITY)
+                alpha = 0.0f;
+            else if (m_old == m_new)
+                alpha = 1.0f;
+            else
+                alpha = _mm256_cvtss_f32(
+                    mhsa_exp_ps__avx2(_mm256_set1_ps(m_old - m_new)));
         }
         a->m[r] = m_new;
         a->l[r] = a->l[r] * alpha + mhsa_hsum_ps__avx2(vsum);

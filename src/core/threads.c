@@ -42,7 +42,8 @@ int mhsa__pool_threads(int nt)
 
 int mhsa__threads(int max_threads, double flops, size_t tasks)
 {
-    // Below ~0.25 MFLOP a parallel region costs more than it saves.
+    // Below 2^18 FLOPs a parallel region costs more than it saves (the
+    // rule in threads.h).
     if (flops < 262144.0 || tasks < 2)
         return 1;
     int nt = omp_get_max_threads();

@@ -16,8 +16,20 @@
 int mhsa__pool_threads(int nt);
 
 // Threads for a parallel loop of `tasks` pieces doing `flops` of work in
-// all: 1 below a work threshold, else up to max_threads (the workspace's
-// per-thread memory) and OpenMP's limit.
+// all. The rule, the same for every region (GEMM driver, attention forward
+// and backward, decode), deterministic and a function of the shapes only:
+//   1 thread  when flops < 2^18 (0.26 MFLOP) or tasks < 2; then no OpenMP
+//             region is entered at all (`if (nt > 1)` on the pragma);
+//   else      min(OpenMP's max threads, max_threads, tasks).
+// flops counts the useful work: the attention passes the (row, key) pairs
+// its rows see (attn/view.h: causal T x T is T (T + 1) / 2 pairs), a GEMM
+// 2 m n k. 2^18 FLOPs is a few microseconds of one core, about the fork,
+// join and wake-up of a sleeping pool thread, so below it a second thread
+// costs more than it saves; on a busy machine a region can cost far more
+// (the second thread waits for a CPU), so small calls never enter one.
+// Which count it picks never changes a bit of the results: every region
+// splits its work into pieces fixed by the shapes, each summed in a fixed
+// order.
 int mhsa__threads(int max_threads, double flops, size_t tasks);
 
 #endif

@@ -186,17 +186,11 @@ static void sgemm_driver(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
     tp.mc = round_up((m + tp.m_blocks - 1) / tp.m_blocks, (size_t)k->mr);
     tp.nc = round_up((n + tp.n_chunks - 1) / tp.n_chunks, nr);
 
-    // Threads: never more than the scratch was sized for, and one thread
-    // when there is a single tile (no parallel region cost for tiny GEMMs).
-    int nt = omp_get_max_threads();
-    if (nt > s->max_threads)
-        nt = s->max_threads;
+    // Threads: never more than the scratch was sized for or than tiles,
+    // and one thread below the work threshold (core/threads.h).
     size_t tiles = tp.m_blocks * tp.n_chunks;
-    if ((size_t)nt > tiles)
-        nt = (int)tiles;
-    if (nt < 1)
-        nt = 1;
-    nt = mhsa__pool_threads(nt);
+    int nt = mhsa__threads(s->max_threads,
+                           2.0 * (double)m * (double)n * (double)kdim, tiles);
     size_t a_floats = mhsa_gemm_a_floats(k);
 
 #pragma omp parallel num_threads(nt) if (nt > 1)

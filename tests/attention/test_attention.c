@@ -261,6 +261,17 @@ static outputs run_all(const problem *p, int threads)
     memcpy(o.go, g->w_out, d * d * 4);
     memcpy(o.gbq, g->b_qkv, 3 * d * 4);
     memcpy(o.gbo, g->b_out, d * 4);
+    {   // a second backward of the same forward: the same bits (the
+        // forward's row sums become log-sum-exps once, api/backward.c)
+        mhsa_grads *g2 = NULL;
+        float *dx2 = malloc(ny * 4);
+        ck_assert_int_eq(mhsa_grads_create(blk, &g2), MHSA_OK);
+        ck_assert_int_eq(mhsa_backward(blk, ws, p->dy, dx2, g2), MHSA_OK);
+        ck_assert(!memcmp(dx2, o.dx, ny * 4));
+        ck_assert(!memcmp(g2->w_qkv, o.gq, 3 * d * d * 4));
+        free(dx2);
+        mhsa_grads_destroy(g2);
+    }
     if (p->cfg.causal) {   // decode in chunks of 1, 9, 1, 9, ...
         ck_assert_int_eq(mhsa_kv_cache_create(blk, B, T, &c), MHSA_OK);
         float *xin = malloc(ny * 4), *yo = malloc(ny * 4);
@@ -311,13 +322,16 @@ START_TEST(thread_count_does_not_change_bits)
         // Large enough for the parallel split into heads and the parallel
         // bias rows (issue 24: 2*256 rows of 768 > the work threshold).
         { 2, 256, 256, 4 },
+        // small problems (issue 22), either side of the work threshold
+        // of core/threads.h: the tiny block, a prime T, the GPT block
+        { 8, 12, 32, 4 }, { 3, 13, 24, 3 }, { 8, 64, 64, 4 },
     };
     for (int s = 0; s < (int)(sizeof shapes / sizeof shapes[0]); s++) {
         rng r = { 500 + (uint64_t)s };
         problem p;
         problem_make(&p, &r, shapes[s][0], shapes[s][1], shapes[s][2],
                      shapes[s][3], 1, 1,
-                     s == 2 || s == 3 ? MASK_RANDOM : MASK_NONE);
+                     s == 2 || s == 3 || s == 6 ? MASK_RANDOM : MASK_NONE);
         size_t ny = (size_t)p.B * p.T * p.cfg.d_model, d = (size_t)p.cfg.d_model;
         size_t na = (size_t)p.B * p.cfg.n_heads * p.T * p.T;
         outputs a = run_all(&p, 1), b = run_all(&p, 2), c = run_all(&p, 3);

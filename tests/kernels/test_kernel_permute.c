@@ -184,6 +184,41 @@ START_TEST(matches_scalar_bitwise)
 }
 END_TEST
 
+// Rows of up to 16 floats are copied by the loop nest itself (permute.c),
+// longer ones by the table's scale_copy: both give the row op's bits, for
+// every length either side of the switch and special values included.
+START_TEST(short_rows_match_row_op)
+{
+    const mhsa_kernels *k = kernels_or_skip(_i);
+    if (!k)
+        return;
+    for (size_t n3 = 1; n3 <= 19; n3++)
+        for (int sc = 0; sc < 2; sc++) {
+            rng g = { 7000 + n3 * 2 + (size_t)sc };
+            size_t n1 = 3, n2 = 2, n = n1 * n2 * n3;
+            float scale = sc ? rng_uniform(&g, -2.0f, 2.0f) : 1.0f;
+            float *src = malloc(n * sizeof(float));
+            float *d1 = alloc_guarded(n), *d2 = alloc_guarded(n);
+            fill_special(&g, src, n);
+            // (n1, n2, n3) -> (n2, n1, n3)
+            mhsa_permute_args a = { 1, n1, n2, n3, src, 0, n2 * n3, n3,
+                                    d1, 0, n3, n1 * n3, scale };
+            mhsa__permute_4d(k, &a);
+            for (size_t i1 = 0; i1 < n1; i1++)
+                for (size_t i2 = 0; i2 < n2; i2++)
+                    k->scale_copy(n3, src + (i1 * n2 + i2) * n3,
+                                  d2 + (i2 * n1 + i1) * n3, scale);
+            ck_assert_msg(guard_ok(d1, n) &&
+                          memcmp(d1, d2, n * sizeof(float)) == 0,
+                          "isa %s: rows of %zu, scale %g differ from "
+                          "scale_copy", k->name, n3, scale);
+            free(src);
+            free_guarded(d1);
+            free_guarded(d2);
+        }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("kernel_permute");
@@ -191,6 +226,7 @@ int main(void)
     LOOP(tc, split_merge_round_trip);
     LOOP(tc, split_with_scale);
     LOOP(tc, matches_scalar_bitwise);
+    LOOP(tc, short_rows_match_row_op);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
