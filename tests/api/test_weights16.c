@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "kernels/half.h"
+#include "block_outputs.h"
 #include "util.h"
 
 static const mhsa_dtype dts[] = { MHSA_F16, MHSA_BF16 };
@@ -105,105 +106,6 @@ static void weights_free(weights *w)
     free(w->b_out);
 }
 
-// Everything one block computes for the test's inputs, in one buffer.
-typedef struct outputs {
-    float *y, *attn, *dx, *gw, *gb, *gwo, *gbo, *yc;
-    size_t ny, nattn, ngw, ngb, ngwo, ngbo, nyc;   // nyc 0: not causal
-} outputs;
-
-static outputs run_block(const mhsa_block *blk, const float *x,
-                         const float *dy, int threads)
-{
-    const mhsa_config *c = mhsa_block_config(blk);
-    size_t D = (size_t)c->d_model, H = (size_t)c->n_heads;
-    size_t hkv = c->n_kv_heads ? (size_t)c->n_kv_heads : H;
-    size_t nqkv = (H + 2 * hkv) * (D / H);
-    outputs o;
-    o.ny = (size_t)B * T * D;
-    o.nattn = (size_t)B * H * T * T;
-    o.ngw = nqkv * D;
-    o.ngb = c->bias ? nqkv : 0;
-    o.ngwo = D * D;
-    o.ngbo = c->bias ? D : 0;
-    o.y = malloc(o.ny * 4);
-    o.attn = malloc(o.nattn * 4);
-    o.dx = malloc(o.ny * 4);
-    o.yc = malloc(o.ny * 4);
-    omp_set_num_threads(threads);
-    mhsa_workspace *ws = NULL;
-    ck_assert_int_eq(mhsa_workspace_create(blk, B, &ws), MHSA_OK);
-    ck_assert_msg(mhsa_forward(blk, ws, x, B, T, NULL, o.y, o.attn) ==
-                  MHSA_OK, "%s", mhsa_last_error());
-    mhsa_grads *g = NULL;
-    ck_assert_int_eq(mhsa_grads_create(blk, &g), MHSA_OK);
-    ck_assert_msg(mhsa_backward(blk, ws, dy, o.dx, g) == MHSA_OK, "%s",
-                  mhsa_last_error());
-    o.gw = malloc(o.ngw * 4);
-    o.gwo = malloc(o.ngwo * 4);
-    o.gb = malloc((o.ngb ? o.ngb : 1) * 4);
-    o.gbo = malloc((o.ngbo ? o.ngbo : 1) * 4);
-    memcpy(o.gw, g->w_qkv, o.ngw * 4);
-    memcpy(o.gwo, g->w_out, o.ngwo * 4);
-    if (c->bias) {
-        memcpy(o.gb, g->b_qkv, o.ngb * 4);
-        memcpy(o.gbo, g->b_out, o.ngbo * 4);
-    }
-    mhsa_grads_destroy(g);
-    // Cached (causal blocks): a prefill of 4 positions, then one token at
-    // a time (the one-row products), y in (B, T, D).
-    o.nyc = c->causal ? o.ny : 0;
-    for (size_t i = 0; !c->causal && i < o.ny; i++)
-        o.yc[i] = 0.0f;
-    // One sequence at a time (B = 1), so a decoding step is one row.
-    float *ys = malloc(o.ny * 4);
-    for (int b = 0; c->causal && b < B; b++) {
-        mhsa_kv_cache *kc = NULL;
-        ck_assert_int_eq(mhsa_kv_cache_create(blk, 1, MAXT, &kc), MHSA_OK);
-        for (int t0 = 0; t0 < T;) {
-            int n = t0 == 0 ? 4 : 1;
-            size_t off = ((size_t)b * T + t0) * D;
-            ck_assert_msg(mhsa_forward_cached(blk, ws, kc, x + off, 1, n,
-                                              ys) == MHSA_OK, "%s",
-                          mhsa_last_error());
-            memcpy(o.yc + off, ys, (size_t)n * D * 4);
-            t0 += n;
-        }
-        mhsa_kv_cache_destroy(kc);
-    }
-    free(ys);
-    mhsa_workspace_destroy(ws);
-    return o;
-}
-
-static void outputs_free(outputs *o)
-{
-    free(o->y); free(o->attn); free(o->dx); free(o->gw); free(o->gb);
-    free(o->gwo); free(o->gbo); free(o->yc);
-}
-
-static void compare(const outputs *a, const outputs *b, double tol,
-                    const char *what)
-{
-    struct { const char *name; const float *x, *y; size_t n; } parts[] = {
-        { "y", a->y, b->y, a->ny },         { "attn", a->attn, b->attn, a->nattn },
-        { "dx", a->dx, b->dx, a->ny },      { "dw_qkv", a->gw, b->gw, a->ngw },
-        { "db_qkv", a->gb, b->gb, a->ngb }, { "dw_out", a->gwo, b->gwo, a->ngwo },
-        { "db_out", a->gbo, b->gbo, a->ngbo }, { "y cached", a->yc, b->yc, a->nyc },
-    };
-    for (size_t p = 0; p < sizeof parts / sizeof *parts; p++) {
-        if (!parts[p].n)
-            continue;
-        if (tol == 0.0) {
-            ck_assert_msg(!memcmp(parts[p].x, parts[p].y, parts[p].n * 4),
-                          "%s: %s bits differ", what, parts[p].name);
-        } else {
-            double e = rel_err(parts[p].x, parts[p].y, parts[p].n);
-            ck_assert_msg(e <= tol, "%s: %s differs by %.3g", what,
-                          parts[p].name, e);
-        }
-    }
-}
-
 // _i = isa * 2 + dtype.
 START_TEST(rounded_block_equals_f32_block)
 {
@@ -235,25 +137,25 @@ START_TEST(rounded_block_equals_f32_block)
         float *x = malloc(n * 4), *dy = malloc(n * 4);
         fill_uniform(&r, x, n, -1, 1);
         fill_uniform(&r, dy, n, -1, 1);
-        outputs o16[2], o32[2];
+        block_outputs o16[2], o32[2];
         char what[160];
         for (int nt = 1; nt <= 2; nt++) {
-            o16[nt - 1] = run_block(b16, x, dy, nt);
-            o32[nt - 1] = run_block(b32, x, dy, nt);
+            o16[nt - 1] = block_outputs_run(b16, x, dy, B, T, 0, nt);
+            o32[nt - 1] = block_outputs_run(b32, x, dy, B, T, 0, nt);
             snprintf(what, sizeof what, "%s %s variant %d, %d thread(s), vs "
                      "F32 with rounded weights", mhsa_isa_name(all_isas[_i / 2]),
                      dt_names[_i % 2], vi, nt);
-            compare(&o16[nt - 1], &o32[nt - 1], 1e-4, what);
+            block_outputs_compare(&o16[nt - 1], &o32[nt - 1], 1e-4, what);
         }
         snprintf(what, sizeof what, "%s %s variant %d, 1 vs 2 threads",
                  mhsa_isa_name(all_isas[_i / 2]), dt_names[_i % 2], vi);
-        compare(&o16[0], &o16[1], 0.0, what);
+        block_outputs_compare(&o16[0], &o16[1], 0.0, what);
         snprintf(what, sizeof what, "%s f32 variant %d, 1 vs 2 threads",
                  mhsa_isa_name(all_isas[_i / 2]), vi);
-        compare(&o32[0], &o32[1], 0.0, what);
+        block_outputs_compare(&o32[0], &o32[1], 0.0, what);
         for (int t = 0; t < 2; t++) {
-            outputs_free(&o16[t]);
-            outputs_free(&o32[t]);
+            block_outputs_free(&o16[t]);
+            block_outputs_free(&o32[t]);
         }
         free(x);
         free(dy);
