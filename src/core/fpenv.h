@@ -43,6 +43,11 @@ typedef uint32_t mhsa_fpword;
 // 0x1F80 (every exception masked, round to nearest) | FTZ 0x8000 | DAZ 0x40.
 #define MHSA_LIBRARY_FPWORD ((mhsa_fpword)0x9FC0)
 #define MHSA_DEFAULT_FPWORD ((mhsa_fpword)0x1F80)
+// MXCSR's sticky exception flags (IE DE ZE OE UE PE, bits 0-5): status, not
+// control. A thread is "in the library's state" whatever they hold: the
+// flags the master raised by computing (every inexact result sets PE) are
+// copied into a pool thread that libgomp creates after that.
+#define MHSA_FPWORD_FLAGS ((mhsa_fpword)0x3F)
 static inline mhsa_fpword mhsa__fp_get(void) { return _mm_getcsr(); }
 static inline void mhsa__fp_set(mhsa_fpword w) { _mm_setcsr(w); }
 #elif defined(__aarch64__)
@@ -51,6 +56,7 @@ typedef uint64_t mhsa_fpword;
 // F16 conversions keep F16 subnormals (FZ governs fp32 and fp64 only).
 #define MHSA_LIBRARY_FPWORD ((mhsa_fpword)1 << 24)
 #define MHSA_DEFAULT_FPWORD ((mhsa_fpword)0)
+#define MHSA_FPWORD_FLAGS ((mhsa_fpword)0)   // FPCR holds no status (FPSR does)
 static inline mhsa_fpword mhsa__fp_get(void)
 {
     mhsa_fpword w;
@@ -65,6 +71,7 @@ static inline void mhsa__fp_set(mhsa_fpword w)
 typedef int mhsa_fpword;   // no control state the library changes
 #define MHSA_LIBRARY_FPWORD 0
 #define MHSA_DEFAULT_FPWORD 0
+#define MHSA_FPWORD_FLAGS 0
 static inline mhsa_fpword mhsa__fp_get(void) { return 0; }
 static inline void mhsa__fp_set(mhsa_fpword w) { (void)w; }
 #endif
@@ -108,7 +115,7 @@ static inline mhsa_fpstate mhsa__fp_enter_team(void)
 
 static inline void mhsa__fp_leave_team(mhsa_fpstate s)
 {
-    if (s.word != MHSA_LIBRARY_FPWORD)
+    if ((s.word & ~MHSA_FPWORD_FLAGS) != MHSA_LIBRARY_FPWORD)
         mhsa__fp_set(s.word);
     else if (omp_get_thread_num() != 0)   // born inside a library call
         mhsa__fp_set(atomic_load_explicit(&mhsa__fp_caller_word,
