@@ -2,7 +2,7 @@
 # .ci/fuzz.sh [SECONDS] — builds the libFuzzer targets in fuzz/ with clang
 # (-fsanitize=fuzzer,address,undefined; the library with fuzzer-no-link),
 # replays the regression inputs in fuzz/regress/<target>/, then runs each
-# target for SECONDS (default $FUZZ_SECONDS or 35) from its in-tree seeds
+# target for SECONDS (default $FUZZ_SECONDS or 25) from its in-tree seeds
 # (fuzz/corpus/<target>/, read-only; new inputs go to a scratch corpus).
 # Any crash, leak, UB report, timeout or OOM fails the script; the input
 # that caused it is left in $BUILD/fuzz-artifacts/ — add it to
@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-secs=${1:-${FUZZ_SECONDS:-35}}
+secs=${1:-${FUZZ_SECONDS:-25}}
 build=${FUZZ_BUILD_DIR:-build-fuzz}
 
 # clang links OpenMP code against LLVM's libomp, which the clang package

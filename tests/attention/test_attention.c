@@ -329,7 +329,11 @@ START_TEST(thread_count_does_not_change_bits)
     for (int s = 0; s < (int)(sizeof shapes / sizeof shapes[0]); s++) {
         rng r = { 500 + (uint64_t)s };
         problem p;
-        problem_make(&p, &r, shapes[s][0], shapes[s][1], shapes[s][2],
+        // Quick runs (ASan, qemu) take the large shape at T = 176: still
+        // 2*176 rows of 768 floats > 2^18, so the split and the bias rows
+        // still run on two threads, at half the decode steps' cost.
+        int T = s == 4 && test_quick() ? 176 : shapes[s][1];
+        problem_make(&p, &r, shapes[s][0], T, shapes[s][2],
                      shapes[s][3], 1, 1,
                      s == 2 || s == 3 || s == 6 ? MASK_RANDOM : MASK_NONE);
         size_t ny = (size_t)p.B * p.T * p.cfg.d_model, d = (size_t)p.cfg.d_model;
