@@ -1,6 +1,7 @@
 // block_outputs.c — see block_outputs.h.
 #include "block_outputs.h"
 
+#include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -8,6 +9,40 @@
 #include <check.h>
 
 #include "util.h"
+
+block_weights block_weights_make(const mhsa_config *c, rng *r)
+{
+    size_t D = (size_t)c->d_model, H = (size_t)c->n_heads, dh = D / H;
+    size_t hkv = c->n_kv_heads ? (size_t)c->n_kv_heads : H;
+    block_weights w = { (H + 2 * hkv) * dh, D, NULL, NULL, NULL, NULL };
+    w.w_qkv = malloc(w.nqkv * D * 4);
+    w.w_out = malloc(D * D * 4);
+    w.b_qkv = malloc(w.nqkv * 4);
+    w.b_out = malloc(D * 4);
+    ck_assert(w.w_qkv && w.w_out && w.b_qkv && w.b_out);
+    float s = 1.0f / sqrtf((float)D);
+    fill_uniform(r, w.w_qkv, w.nqkv * D, -2 * s, 2 * s);
+    fill_uniform(r, w.w_out, D * D, -2 * s, 2 * s);
+    fill_uniform(r, w.b_qkv, w.nqkv, -0.5f, 0.5f);
+    fill_uniform(r, w.b_out, D, -0.5f, 0.5f);
+    return w;
+}
+
+void block_weights_free(block_weights *w)
+{
+    free(w->w_qkv);
+    free(w->b_qkv);
+    free(w->w_out);
+    free(w->b_out);
+}
+
+mhsa_block *block_new(const mhsa_config *c)
+{
+    mhsa_block *b = NULL;
+    ck_assert_msg(mhsa_block_create(c, &b) == MHSA_OK, "%s",
+                  mhsa_last_error());
+    return b;
+}
 
 block_outputs block_outputs_run(const mhsa_block *blk, const float *x,
                                 const float *dy, int B, int T,

@@ -9,6 +9,20 @@
 
 #include "mhsa.h"
 
+struct rng;
+
+// A block's weights as set_weights takes them, random within +-2/sqrt(D)
+// (biases +-0.5), for tests that load the same weights into two blocks.
+typedef struct block_weights {
+    size_t nqkv, D;
+    float *w_qkv, *b_qkv, *w_out, *b_out;
+} block_weights;
+
+block_weights block_weights_make(const mhsa_config *c, struct rng *r);
+void block_weights_free(block_weights *w);
+// mhsa_block_create that fails the test with mhsa_last_error().
+mhsa_block *block_new(const mhsa_config *c);
+
 typedef struct block_outputs {
     float *y, *attn, *dx, *gw, *gb, *gwo, *gbo, *yc;
     size_t ny, nattn, ngw, ngb, ngwo, ngbo, nyc;   // nyc 0: not causal

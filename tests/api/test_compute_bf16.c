@@ -42,47 +42,9 @@ static mhsa_config config_of(const variant *v, mhsa_dtype wdt,
     return c;
 }
 
-static mhsa_block *block_of(const mhsa_config *c)
-{
-    mhsa_block *b = NULL;
-    ck_assert_msg(mhsa_block_create(c, &b) == MHSA_OK, "%s",
-                  mhsa_last_error());
-    return b;
-}
-
-typedef struct weights {
-    size_t nqkv, D;
-    float *w_qkv, *b_qkv, *w_out, *b_out;
-} weights;
-
-static weights weights_make(const mhsa_config *c, rng *r)
-{
-    size_t D = (size_t)c->d_model, H = (size_t)c->n_heads, dh = D / H;
-    size_t hkv = c->n_kv_heads ? (size_t)c->n_kv_heads : H;
-    weights w = { (H + 2 * hkv) * dh, D, NULL, NULL, NULL, NULL };
-    w.w_qkv = malloc(w.nqkv * D * 4);
-    w.w_out = malloc(D * D * 4);
-    w.b_qkv = malloc(w.nqkv * 4);
-    w.b_out = malloc(D * 4);
-    float s = 1.0f / sqrtf((float)D);
-    fill_uniform(r, w.w_qkv, w.nqkv * D, -2 * s, 2 * s);
-    fill_uniform(r, w.w_out, D * D, -2 * s, 2 * s);
-    fill_uniform(r, w.b_qkv, w.nqkv, -0.5f, 0.5f);
-    fill_uniform(r, w.b_out, D, -0.5f, 0.5f);
-    return w;
-}
-
-static void weights_free(weights *w)
-{
-    free(w->w_qkv);
-    free(w->b_qkv);
-    free(w->w_out);
-    free(w->b_out);
-}
-
 static const variant long_variant = { 64, 2, 0, 1, 1, 16, 0 };   // dh 32
 
-static void set_same_weights(mhsa_block *a, mhsa_block *b, const weights *w)
+static void set_same_weights(mhsa_block *a, mhsa_block *b, const block_weights *w)
 {
     ck_assert_int_eq(mhsa_block_set_weights(a, w->w_qkv, w->b_qkv, w->w_out,
                                             w->b_out), MHSA_OK);
@@ -105,8 +67,8 @@ START_TEST(bf16_block_near_f32_block)
         rng r = { 2000 + (uint64_t)vi };
         mhsa_config cb = config_of(v, wdt, MHSA_BF16, maxt);
         mhsa_config cf = config_of(v, wdt, MHSA_F32, maxt);
-        weights w = weights_make(&cb, &r);
-        mhsa_block *bb = block_of(&cb), *bf = block_of(&cf);
+        block_weights w = block_weights_make(&cb, &r);
+        mhsa_block *bb = block_new(&cb), *bf = block_new(&cf);
         set_same_weights(bb, bf, &w);
         size_t n = (size_t)B * T_run * w.D;
         float *x = malloc(n * 4), *dy = malloc(n * 4);
@@ -139,7 +101,7 @@ START_TEST(bf16_block_near_f32_block)
         block_outputs_free(&ob[1]);
         free(x);
         free(dy);
-        weights_free(&w);
+        block_weights_free(&w);
         mhsa_block_destroy(bb);
         mhsa_block_destroy(bf);
     }
@@ -165,7 +127,7 @@ START_TEST(invalid_compute_dtype)
     for (int w = 0; w < 3; w++) {   // every weight type computes in BF16
         mhsa_config c = config_of(&variants[1], (mhsa_dtype)w, MHSA_BF16,
                                   MAXT);
-        mhsa_block *b = block_of(&c);
+        mhsa_block *b = block_new(&c);
         ck_assert_int_eq(mhsa_block_config(b)->compute_dtype, MHSA_BF16);
         mhsa_block_destroy(b);
     }

@@ -46,45 +46,15 @@ static mhsa_config config_of(const variant *v, mhsa_dtype wdt)
     return c;
 }
 
-static mhsa_block *block_of(const mhsa_config *c)
-{
-    mhsa_block *b = NULL;
-    ck_assert_msg(mhsa_block_create(c, &b) == MHSA_OK, "%s",
-                  mhsa_last_error());
-    return b;
-}
-
 static float round_to(float v, mhsa_dtype dt)
 {
     return dt == MHSA_F16 ? mhsa_f16_to_f32(mhsa_f32_to_f16(v))
                           : mhsa_bf16_to_f32(mhsa_f32_to_bf16(v));
 }
 
-typedef struct weights {
-    size_t nqkv, D;
-    float *w_qkv, *b_qkv, *w_out, *b_out;
-} weights;
-
-static weights weights_make(const mhsa_config *c, rng *r)
+static block_weights weights_rounded(const block_weights *src, mhsa_dtype dt)
 {
-    size_t D = (size_t)c->d_model, H = (size_t)c->n_heads, dh = D / H;
-    size_t hkv = c->n_kv_heads ? (size_t)c->n_kv_heads : H;
-    weights w = { (H + 2 * hkv) * dh, D, NULL, NULL, NULL, NULL };
-    w.w_qkv = malloc(w.nqkv * D * 4);
-    w.w_out = malloc(D * D * 4);
-    w.b_qkv = malloc(w.nqkv * 4);
-    w.b_out = malloc(D * 4);
-    float s = 1.0f / sqrtf((float)D);
-    fill_uniform(r, w.w_qkv, w.nqkv * D, -2 * s, 2 * s);
-    fill_uniform(r, w.w_out, D * D, -2 * s, 2 * s);
-    fill_uniform(r, w.b_qkv, w.nqkv, -0.5f, 0.5f);
-    fill_uniform(r, w.b_out, D, -0.5f, 0.5f);
-    return w;
-}
-
-static weights weights_rounded(const weights *src, mhsa_dtype dt)
-{
-    weights w = *src;
+    block_weights w = *src;
     w.w_qkv = malloc(w.nqkv * w.D * 4);
     w.w_out = malloc(w.D * w.D * 4);
     w.b_qkv = malloc(w.nqkv * 4);
@@ -98,14 +68,6 @@ static weights weights_rounded(const weights *src, mhsa_dtype dt)
     return w;
 }
 
-static void weights_free(weights *w)
-{
-    free(w->w_qkv);
-    free(w->b_qkv);
-    free(w->w_out);
-    free(w->b_out);
-}
-
 // _i = isa * 2 + dtype.
 START_TEST(rounded_block_equals_f32_block)
 {
@@ -117,14 +79,14 @@ START_TEST(rounded_block_equals_f32_block)
         rng r = { 1000 + (uint64_t)vi };
         mhsa_config c16 = config_of(&variants[vi], dt);
         mhsa_config c32 = config_of(&variants[vi], MHSA_F32);
-        weights w = weights_make(&c16, &r), wr = weights_rounded(&w, dt);
-        mhsa_block *b16 = block_of(&c16), *b32 = block_of(&c32);
+        block_weights w = block_weights_make(&c16, &r), wr = weights_rounded(&w, dt);
+        mhsa_block *b16 = block_new(&c16), *b32 = block_new(&c32);
         ck_assert_int_eq(mhsa_block_set_weights(b16, w.w_qkv, w.b_qkv,
                                                 w.w_out, w.b_out), MHSA_OK);
         ck_assert_int_eq(mhsa_block_set_weights(b32, wr.w_qkv, wr.b_qkv,
                                                 wr.w_out, wr.b_out), MHSA_OK);
         // get_weights: exactly the rounded values (biases as given)
-        weights got = weights_rounded(&w, dt);
+        block_weights got = weights_rounded(&w, dt);
         ck_assert_int_eq(mhsa_block_get_weights(b16, got.w_qkv, got.b_qkv,
                                                 got.w_out, got.b_out),
                          MHSA_OK);
@@ -159,9 +121,9 @@ START_TEST(rounded_block_equals_f32_block)
         }
         free(x);
         free(dy);
-        weights_free(&w);
-        weights_free(&wr);
-        weights_free(&got);
+        block_weights_free(&w);
+        block_weights_free(&wr);
+        block_weights_free(&got);
         mhsa_block_destroy(b16);
         mhsa_block_destroy(b32);
     }
@@ -174,11 +136,11 @@ START_TEST(init_random_rounds)
     for (int w = 0; w < 2; w++) {
         mhsa_config c16 = config_of(&variants[1], dts[w]);
         mhsa_config c32 = config_of(&variants[1], MHSA_F32);
-        mhsa_block *b16 = block_of(&c16), *b32 = block_of(&c32);
+        mhsa_block *b16 = block_new(&c16), *b32 = block_new(&c32);
         ck_assert_int_eq(mhsa_block_init_random(b16, 5), MHSA_OK);
         ck_assert_int_eq(mhsa_block_init_random(b32, 5), MHSA_OK);
         rng r = { 1 };
-        weights a = weights_make(&c16, &r), b = weights_make(&c16, &r);
+        block_weights a = block_weights_make(&c16, &r), b = block_weights_make(&c16, &r);
         mhsa_block_get_weights(b16, a.w_qkv, a.b_qkv, a.w_out, a.b_out);
         mhsa_block_get_weights(b32, b.w_qkv, b.b_qkv, b.w_out, b.b_out);
         size_t bad = 0;
@@ -188,8 +150,8 @@ START_TEST(init_random_rounds)
             bad += a.w_out[i] != round_to(b.w_out[i], dts[w]);
         ck_assert_msg(bad == 0, "%s init_random: %zu weights not the "
                       "rounded F32 ones", dt_names[w], bad);
-        weights_free(&a);
-        weights_free(&b);
+        block_weights_free(&a);
+        block_weights_free(&b);
         mhsa_block_destroy(b16);
         mhsa_block_destroy(b32);
     }
@@ -205,17 +167,17 @@ START_TEST(f16_overflow_is_inf)
     mhsa_config cb = config_of(&variants[0], MHSA_BF16);
     mhsa_config c32 = config_of(&variants[0], MHSA_F32);
     rng r = { 3 };
-    weights w = weights_make(&c16, &r);
+    block_weights w = block_weights_make(&c16, &r);
     w.w_out[0] = 70000.0f;    // row 0 of w_out: output column 0
     w.w_out[5] = -1e6f;
-    weights wr = weights_rounded(&w, MHSA_F16);
+    block_weights wr = weights_rounded(&w, MHSA_F16);
     ck_assert(wr.w_out[0] == INFINITY && wr.w_out[5] == -INFINITY);
-    mhsa_block *b16 = block_of(&c16), *bb = block_of(&cb),
-               *b32 = block_of(&c32);
+    mhsa_block *b16 = block_new(&c16), *bb = block_new(&cb),
+               *b32 = block_new(&c32);
     mhsa_block_set_weights(b16, w.w_qkv, w.b_qkv, w.w_out, w.b_out);
     mhsa_block_set_weights(bb, w.w_qkv, w.b_qkv, w.w_out, w.b_out);
     mhsa_block_set_weights(b32, wr.w_qkv, wr.b_qkv, wr.w_out, wr.b_out);
-    weights got = weights_rounded(&w, MHSA_F16);
+    block_weights got = weights_rounded(&w, MHSA_F16);
     mhsa_block_get_weights(b16, got.w_qkv, got.b_qkv, got.w_out, got.b_out);
     ck_assert(got.w_out[0] == INFINITY && got.w_out[5] == -INFINITY);
     mhsa_block_get_weights(bb, got.w_qkv, got.b_qkv, got.w_out, got.b_out);
@@ -243,7 +205,7 @@ START_TEST(f16_overflow_is_inf)
     ck_assert_msg(nonfinite >= (size_t)B * T, "column 0 should be inf/NaN "
                   "in every row (%zu non-finite)", nonfinite);
     free(x); free(y16); free(y32);
-    weights_free(&w); weights_free(&wr); weights_free(&got);
+    block_weights_free(&w); block_weights_free(&wr); block_weights_free(&got);
     mhsa_block_destroy(b16); mhsa_block_destroy(bb); mhsa_block_destroy(b32);
 }
 END_TEST
@@ -258,12 +220,12 @@ START_TEST(weight_bytes_halve)
         size_t nqkv = (H + 2 * hkv) * (D / H), nw = nqkv * D + D * D;
         size_t nb = v->bias ? nqkv + D : 0;
         mhsa_config c = config_of(v, MHSA_F32);
-        mhsa_block *b = block_of(&c);
+        mhsa_block *b = block_new(&c);
         ck_assert_uint_eq(mhsa_block_weight_bytes(b), 4 * nw + 4 * nb);
         mhsa_block_destroy(b);
         for (int w = 0; w < 2; w++) {
             c = config_of(v, dts[w]);
-            b = block_of(&c);
+            b = block_new(&c);
             ck_assert_uint_eq(mhsa_block_weight_bytes(b), 2 * nw + 4 * nb);
             ck_assert((double)mhsa_block_weight_bytes(b) <
                       0.52 * (double)(4 * nw + 4 * nb));
@@ -338,9 +300,9 @@ START_TEST(safetensors_round_trip)
             mhsa_config c32 = c16;
             c32.weight_dtype = MHSA_F32;
             rng r = { 11 };
-            weights wt = weights_make(&c16, &r);
-            mhsa_block *b16 = block_of(&c16), *b32 = block_of(&c32);
-            mhsa_block *back16 = block_of(&c16);
+            block_weights wt = block_weights_make(&c16, &r);
+            mhsa_block *b16 = block_new(&c16), *b32 = block_new(&c32);
+            mhsa_block *back16 = block_new(&c16);
             mhsa_block_set_weights(b16, wt.w_qkv, wt.b_qkv, wt.w_out,
                                    wt.b_out);
             mhsa_block_set_weights(b32, wt.w_qkv, wt.b_qkv, wt.w_out,
@@ -361,12 +323,12 @@ START_TEST(safetensors_round_trip)
             long s16 = file_size(p16), s32 = file_size(p32);
             ck_assert_msg(s16 > 0 && (double)s16 < 0.56 * (double)s32,
                           "file %ld bytes vs %ld for F32", s16, s32);
-            mhsa_block *into32 = block_of(&c32);
+            mhsa_block *into32 = block_new(&c32);
             ck_assert_int_eq(mhsa_block_load_safetensors(into32, p16, "m."),
                              MHSA_OK);
             ck_assert_int_eq(mhsa_block_load_safetensors(back16, p16, "m."),
                              MHSA_OK);
-            weights a = weights_make(&c16, &r), b = weights_make(&c16, &r),
+            block_weights a = block_weights_make(&c16, &r), b = block_weights_make(&c16, &r),
                     want = weights_rounded(&wt, dts[w]);
             mhsa_block_get_weights(into32, a.w_qkv, a.b_qkv, a.w_out, a.b_out);
             mhsa_block_get_weights(back16, b.w_qkv, b.b_qkv, b.w_out, b.b_out);
@@ -378,8 +340,8 @@ START_TEST(safetensors_round_trip)
             if (c16.bias)
                 ck_assert(!memcmp(a.b_qkv, wt.b_qkv, wt.nqkv * 4) &&
                           !memcmp(b.b_out, wt.b_out, wt.D * 4));
-            weights_free(&wt); weights_free(&a); weights_free(&b);
-            weights_free(&want);
+            block_weights_free(&wt); block_weights_free(&a); block_weights_free(&b);
+            block_weights_free(&want);
             mhsa_block_destroy(b16); mhsa_block_destroy(b32);
             mhsa_block_destroy(back16); mhsa_block_destroy(into32);
         }
