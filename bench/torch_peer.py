@@ -13,24 +13,17 @@ Needs a python with torch (Debian's /usr/bin/python3 here); prints
 {"absent": "..."} when torch cannot be imported.
 """
 import json
+import os
 import sys
-import time
+
+# tools/call_timing.py, beside this folder.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "tools"))
+from call_timing import rounds_us  # noqa: E402
 
 
 def best_us(fn, min_time=0.25):
-    fn()
-    n, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < 0.05:
-        fn()
-        n += 1
-    reps = max(1, int(n * min_time / 0.05 / 7))
-    best = float("inf")
-    for _ in range(7):
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            fn()
-        best = min(best, (time.perf_counter() - t0) / reps * 1e6)
-    return best
+    return min(rounds_us(fn, 7, min_time))
 
 
 def forward_flops(B, T, D):

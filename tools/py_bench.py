@@ -12,7 +12,8 @@ set to N (mhsa's OpenMP threads: OMP_NUM_THREADS=N in the environment).
 import argparse
 import os
 import statistics
-import time
+
+from call_timing import rounds_us
 
 import numpy as np
 
@@ -23,19 +24,7 @@ SHAPES = [(1, 128, 512, 8), (1, 512, 512, 8), (1, 2048, 512, 8),
 
 
 def per_call_us(fn, min_time=0.3):
-    fn()
-    n, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < 0.05:
-        fn()
-        n += 1
-    reps = max(1, int(n * min_time / 0.05 / 5))
-    runs = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            fn()
-        runs.append((time.perf_counter() - t0) / reps * 1e6)
-    return statistics.median(runs)
+    return statistics.median(rounds_us(fn, 5, min_time))
 
 
 def main():

@@ -11,7 +11,8 @@ fixed dy as the C row's does. Causal rows pass a boolean upper-triangle
 attn_mask, the encoder row a key_padding_mask (27 of 32 keys valid).
 """
 import statistics
-import time
+
+from call_timing import rounds_us
 
 import torch
 
@@ -23,20 +24,7 @@ ROWS = [("tiny forward", 8, 12, 32, 4, True, 12, False),
 
 
 def per_call_us(fn, min_time=0.3):
-    for _ in range(20):
-        fn()
-    n, t0 = 0, time.perf_counter()
-    while time.perf_counter() - t0 < 0.05:
-        fn()
-        n += 1
-    reps = max(1, int(n * min_time / 0.05 / 5))
-    runs = []
-    for _ in range(5):
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            fn()
-        runs.append((time.perf_counter() - t0) / reps * 1e6)
-    return statistics.median(runs)
+    return statistics.median(rounds_us(fn, 5, min_time, warmup=20))
 
 
 def row_fn(B, T, D, H, causal, valid, bwd):
