@@ -130,6 +130,37 @@ static int gemm_spot_check(const gemm_bufs *g, mhsa_bench_state *st)
     return 1;
 }
 
+// One SGEMM of g by `run` (C = A B), checked once, then timed in the
+// benchmark's loop with its GFLOP/s and fraction of `peak`.
+typedef void (*gemm_run_fn)(gemm_bufs *g, const void *arg);
+static void time_gemm(mhsa_bench_state *st, gemm_bufs *g, double peak,
+                      gemm_run_fn run, const void *arg)
+{
+    run(g, arg);
+    if (!gemm_spot_check(g, st))
+        return;
+    while (mhsa_bench_keep_running(st)) {
+        run(g, arg);
+        mhsa_bench_use(g->c);
+    }
+    double gf = 2.0 * (double)g->m * g->n * g->k * 1e-9;
+    mhsa_bench_rate(st, "GFLOP", gf);
+    mhsa_bench_rate(st, "frac_peak", gf / peak);
+    mhsa_bench_set_items(st, mhsa_bench_iterations(st));
+}
+
+typedef struct ours_arg {
+    const mhsa_kernels *kt;
+    mhsa_gemm_scratch *s;
+} ours_arg;
+
+static void run_ours(gemm_bufs *g, const void *arg)
+{
+    const ours_arg *o = arg;
+    mhsa_sgemm(o->kt, o->s, 0, 0, g->m, g->n, g->k, 1.0f, g->a, g->k, g->b,
+               g->n, NULL, 0.0f, g->c, g->n);
+}
+
 static void bm_sgemm(mhsa_bench_state *st, const void *ctx)
 {
     mhsa_isa isa = *(const mhsa_isa *)ctx;
@@ -156,19 +187,8 @@ static void bm_sgemm(mhsa_bench_state *st, const void *ctx)
     if (!s.a || !s.b) {
         mhsa_bench_skip(st, "out of memory");
     } else {
-        mhsa_sgemm(kt, &s, 0, 0, g.m, g.n, g.k, 1.0f, g.a, g.k, g.b, g.n,
-                   NULL, 0.0f, g.c, g.n);
-        if (gemm_spot_check(&g, st)) {
-            while (mhsa_bench_keep_running(st)) {
-                mhsa_sgemm(kt, &s, 0, 0, g.m, g.n, g.k, 1.0f, g.a, g.k,
-                           g.b, g.n, NULL, 0.0f, g.c, g.n);
-                mhsa_bench_use(g.c);
-            }
-            double gf = 2.0 * (double)g.m * g.n * g.k * 1e-9;
-            mhsa_bench_rate(st, "GFLOP", gf);
-            mhsa_bench_rate(st, "frac_peak", gf / peak);
-            mhsa_bench_set_items(st, mhsa_bench_iterations(st));
-        }
+        ours_arg o = { kt, &s };
+        time_gemm(st, &g, peak, run_ours, &o);
     }
     omp_set_num_threads(saved_threads);
     free(s.a);
@@ -193,6 +213,14 @@ static double best_peak(int threads)
 #endif
 
 #if MHSA_BENCH_OPENBLAS
+static void run_openblas(gemm_bufs *g, const void *arg)
+{
+    (void)arg;
+    int m = (int)g->m, n = (int)g->n, k = (int)g->k;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f,
+                g->a, k, g->b, n, 0.0f, g->c, n);
+}
+
 static void bm_sgemm_openblas(mhsa_bench_state *st, const void *ctx)
 {
     (void)ctx;
@@ -204,20 +232,7 @@ static void bm_sgemm_openblas(mhsa_bench_state *st, const void *ctx)
     }
     double peak = best_peak(threads);
     openblas_set_num_threads(threads);
-    int m = (int)g.m, n = (int)g.n, k = (int)g.k;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f,
-                g.a, k, g.b, n, 0.0f, g.c, n);
-    if (gemm_spot_check(&g, st)) {
-        while (mhsa_bench_keep_running(st)) {
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k,
-                        1.0f, g.a, k, g.b, n, 0.0f, g.c, n);
-            mhsa_bench_use(g.c);
-        }
-        double gf = 2.0 * (double)g.m * g.n * g.k * 1e-9;
-        mhsa_bench_rate(st, "GFLOP", gf);
-        mhsa_bench_rate(st, "frac_peak", gf / peak);
-        mhsa_bench_set_items(st, mhsa_bench_iterations(st));
-    }
+    time_gemm(st, &g, peak, run_openblas, NULL);
     gemm_bufs_free(&g);
 }
 #endif
@@ -226,6 +241,14 @@ static void bm_sgemm_openblas(mhsa_bench_state *st, const void *ctx)
 // oneDNN's dnnl_sgemm (row-major, like ours), on OpenMP like mhsa: the
 // thread count is OpenMP's. It picks its own kernels for the CPU (AVX-512
 // where present, AVX2 on this project's Zen 3 machine).
+static void run_dnnl(gemm_bufs *g, const void *arg)
+{
+    (void)arg;
+    dnnl_dim_t m = (dnnl_dim_t)g->m, n = (dnnl_dim_t)g->n;
+    dnnl_dim_t k = (dnnl_dim_t)g->k;
+    dnnl_sgemm('N', 'N', m, n, k, 1.0f, g->a, k, g->b, n, 0.0f, g->c, n);
+}
+
 static void bm_sgemm_dnnl(mhsa_bench_state *st, const void *ctx)
 {
     (void)ctx;
@@ -242,16 +265,8 @@ static void bm_sgemm_dnnl(mhsa_bench_state *st, const void *ctx)
     if (dnnl_sgemm('N', 'N', m, n, k, 1.0f, g.a, k, g.b, n, 0.0f, g.c, n) !=
         dnnl_success) {
         mhsa_bench_skip(st, "dnnl_sgemm failed");
-    } else if (gemm_spot_check(&g, st)) {
-        while (mhsa_bench_keep_running(st)) {
-            dnnl_sgemm('N', 'N', m, n, k, 1.0f, g.a, k, g.b, n, 0.0f, g.c,
-                       n);
-            mhsa_bench_use(g.c);
-        }
-        double gf = 2.0 * (double)g.m * g.n * g.k * 1e-9;
-        mhsa_bench_rate(st, "GFLOP", gf);
-        mhsa_bench_rate(st, "frac_peak", gf / peak);
-        mhsa_bench_set_items(st, mhsa_bench_iterations(st));
+    } else {
+        time_gemm(st, &g, peak, run_dnnl, NULL);
     }
     omp_set_num_threads(saved_threads);
     gemm_bufs_free(&g);
