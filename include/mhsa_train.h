@@ -270,7 +270,12 @@ typedef struct mhsa_gpt_config {
                             rounded values. A 16-bit model is for inference:
                             mhsa_gpt_backward and mhsa_gpt_step refuse it
                             (MHSA_ERR_UNSUPPORTED), training keeps fp32
-                            weights. mhsa_gpt_params stay the fp32 values
+                            weights, and it holds no gradients or moments
+                            (mhsa_gpt_grads, _moment1, _moment2 and the
+                            tensors' grad are NULL; with_optim in
+                            mhsa_gpt_save / mhsa_gpt_load:
+                            MHSA_ERR_UNSUPPORTED). mhsa_gpt_params stay the
+                            fp32 values
                             they were set to (a checkpoint saves them), and
                             the checkpoint format does not change */
 } mhsa_gpt_config;
@@ -288,8 +293,9 @@ void        mhsa_gpt_destroy(mhsa_gpt *g);   /* NULL is a no-op */
 const mhsa_gpt_config *mhsa_gpt_get_config(const mhsa_gpt *g); /* NULL: NULL */
 /* Bytes of the weights a forward reads: the blocks' (mhsa_block_weight_bytes)
  * and the model's other matrices in weight_dtype, its LayerNorms and biases
- * in fp32; about half of MHSA_F32's with F16 or BF16. (The fp32 parameters,
- * gradients and moments are held besides.) 0 for NULL. */
+ * in fp32; about half of MHSA_F32's with F16 or BF16. (The fp32 parameters
+ * are held besides, and an MHSA_F32 model's gradients and moments; a 16-bit
+ * model has none.) 0 for NULL. */
 size_t mhsa_gpt_weight_bytes(const mhsa_gpt *g);
 
 /* GPT-2's initialisation, deterministic from seed and the same bits on
@@ -343,7 +349,8 @@ float mhsa_lr_cosine(int64_t s, int64_t warmup, int64_t total, float lr_max,
 /* Number of parameters, and the flat buffers of n_params floats each:
  * parameters, gradients, AdamW first and second moments (writable; a
  * caller combining gradients of several models writes the sum into
- * mhsa_gpt_grads before mhsa_gpt_step). NULL/0 for NULL. */
+ * mhsa_gpt_grads before mhsa_gpt_step). NULL/0 for NULL; the last three
+ * NULL for a model with a 16-bit weight_dtype. */
 size_t mhsa_gpt_n_params(const mhsa_gpt *g);
 float *mhsa_gpt_params(mhsa_gpt *g);
 float *mhsa_gpt_grads(mhsa_gpt *g);

@@ -375,7 +375,8 @@ mhsa_status mhsa_gpt_create(const mhsa_gpt_config *cfg, mhsa_gpt **out)
     size_t gb = mhsa_gemm_b_floats(g->k, nmax), ga = gb;
     int ok = tb.ok && mhsa__mul(g->Bm, g->Tm, &N) &&
              (acts = act_floats(g, N)) != 0 &&
-             mhsa__mul(tb.total, 4, &flat) && flat < ((size_t)-1) / 8 &&
+             mhsa__mul(tb.total, cfg->weight_dtype == MHSA_F32 ? 4 : 1,
+                       &flat) && flat < ((size_t)-1) / 8 &&
              acts < ((size_t)-1) / 8 && gb &&
              mhsa__mul_add(&ga, (size_t)g->gs.max_threads,
                            mhsa_gemm_a_floats(g->k)) &&
@@ -412,9 +413,12 @@ mhsa_status mhsa_gpt_create(const mhsa_gpt_config *cfg, mhsa_gpt **out)
         mhsa_gpt_destroy(g);
         return mhsa__fail(MHSA_ERR_NO_MEMORY, "mhsa_gpt_create: no memory");
     }
-    g->grad = g->param + g->n_params;
-    g->m = g->grad + g->n_params;
-    g->v = g->m + g->n_params;
+    // A 16-bit model does not train: no gradients or moments.
+    if (g->wdt == MHSA_F32) {
+        g->grad = g->param + g->n_params;
+        g->m = g->grad + g->n_params;
+        g->v = g->m + g->n_params;
+    }
     g->targets = g->tokens + N;
     carve_acts(g, N);
     g->gs.b = g->gemm_buf;
@@ -478,7 +482,7 @@ mhsa_status mhsa_gpt_get_tensor(const mhsa_gpt *g, int i,
     out->numel = t->rows * t->cols;
     out->offset = t->off;
     out->data = g->param + t->off;
-    out->grad = g->grad + t->off;
+    out->grad = g->grad ? g->grad + t->off : NULL;
     out->decay = t->rank == 2;
     return MHSA_OK;
 }
@@ -517,7 +521,8 @@ static mhsa_status gpt_init_random(mhsa_gpt *g, uint64_t seed)
         else
             memset(p, 0, n * sizeof(float));
     }
-    memset(g->grad, 0, 3 * g->n_params * sizeof(float));   // grad, m, v
+    if (g->grad)   // grad, m, v
+        memset(g->grad, 0, 3 * g->n_params * sizeof(float));
     g->step = 0;
     g->have_forward = 0;
     return MHSA_OK;

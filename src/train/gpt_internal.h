@@ -56,7 +56,8 @@ struct mhsa_gpt {
     mhsa_grads **bg;
     float *identity, *zeros;    // (D, D), (D): the fixed c_proj of no_proj
 
-    // Parameters, gradients and AdamW moments: n_params floats each.
+    // Parameters, gradients and AdamW moments: n_params floats each (a
+    // 16-bit model: the parameters only, grad, m and v NULL).
     size_t n_params;
     float *param, *grad, *m, *v;
     int64_t step;

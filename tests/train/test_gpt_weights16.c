@@ -4,7 +4,7 @@
 // cached prefill and decoding steps (matrix-vector kernels), on every ISA
 // table; the same bits at 1 and 2 threads; mhsa_gpt_weight_bytes about
 // halves; F16 overflow is inf and the logits follow IEEE; unknown values and
-// training are refused naming the field.
+// training are refused naming the field (and no training state is held).
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -273,6 +273,21 @@ START_TEST(bad_values_and_training_refused)
     ck_assert_ptr_nonnull(strstr(mhsa_last_error(), "weight_dtype"));
     ck_assert(!memcmp(before, mhsa_gpt_params(g), np * 4));
     ck_assert_int_eq(mhsa_gpt_get_step(g), 0);
+    // No training state is held (the bytes of an inference model).
+    ck_assert_ptr_null(mhsa_gpt_grads(g));
+    ck_assert_ptr_null(mhsa_gpt_moment1(g));
+    ck_assert_ptr_null(mhsa_gpt_moment2(g));
+    mhsa_gpt_tensor t;
+    ck_assert_int_eq(mhsa_gpt_get_tensor(g, 0, &t), MHSA_OK);
+    ck_assert_ptr_null(t.grad);
+    ck_assert_ptr_nonnull(t.data);
+    ck_assert_int_eq(mhsa_gpt_init_random(g, 4), MHSA_OK);
+    ck_assert_int_eq(mhsa_gpt_save(g, "/nonexistent/m.st", 1, NULL, 0),
+                     MHSA_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(mhsa_last_error(), "with_optim"));
+    ck_assert_int_eq(mhsa_gpt_load(g, "/nonexistent/m.st", 1),
+                     MHSA_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(mhsa_last_error(), "weight_dtype"));
     free(before);
     mhsa_gpt_destroy(g);
 }
