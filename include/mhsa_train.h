@@ -255,6 +255,29 @@ typedef struct mhsa_gpt_config {
                             gradients and AdamW moments stay fp32, and the
                             checkpoint format does not change (it is not
                             stored: a run chooses it) */
+    int weight_dtype;    /* MHSA_F32 (0), MHSA_F16 or MHSA_BF16: how the
+                            forward stores the matrices (every rank-2
+                            tensor: wte, wpe, the attention's (in its
+                            blocks, mhsa_config.weight_dtype), the MLP's and
+                            lm_head), rounded to nearest even (F16 beyond
+                            +-65504: +-inf) from the fp32 parameters at
+                            every mhsa_gpt_forward and at a cache's first
+                            mhsa_gpt_forward_cached; LayerNorms and biases
+                            stay fp32. The products then read the 16-bit
+                            values (half the bytes per decoded token) in
+                            fp32 arithmetic: the logits equal, within 1e-4,
+                            an MHSA_F32 model whose matrices hold the
+                            rounded values. A 16-bit model is for inference:
+                            mhsa_gpt_backward and mhsa_gpt_step refuse it
+                            (MHSA_ERR_UNSUPPORTED), training keeps fp32
+                            weights, and it holds no gradients or moments
+                            (mhsa_gpt_grads, _moment1, _moment2 and the
+                            tensors' grad are NULL; with_optim in
+                            mhsa_gpt_save / mhsa_gpt_load:
+                            MHSA_ERR_UNSUPPORTED). mhsa_gpt_params stay the
+                            fp32 values
+                            they were set to (a checkpoint saves them), and
+                            the checkpoint format does not change */
 } mhsa_gpt_config;
 
 typedef struct mhsa_gpt mhsa_gpt;
@@ -262,11 +285,18 @@ typedef struct mhsa_gpt mhsa_gpt;
 /* Creates a model with every parameter zero (call mhsa_gpt_init_random or
  * mhsa_gpt_load) and every buffer it will need. Errors: cfg/out NULL or a
  * size < 1, rope_dim negative, odd or > D/H, tie_embeddings/no_proj not 0
- * or 1: MHSA_ERR_INVALID_ARG naming the field; D % H != 0: MHSA_ERR_SHAPE;
+ * or 1, compute_dtype or weight_dtype not one of their values:
+ * MHSA_ERR_INVALID_ARG naming the field; D % H != 0: MHSA_ERR_SHAPE;
  * out of memory or sizes overflowing: MHSA_ERR_NO_MEMORY. */
 mhsa_status mhsa_gpt_create(const mhsa_gpt_config *cfg, mhsa_gpt **out);
 void        mhsa_gpt_destroy(mhsa_gpt *g);   /* NULL is a no-op */
 const mhsa_gpt_config *mhsa_gpt_get_config(const mhsa_gpt *g); /* NULL: NULL */
+/* Bytes of the weights a forward reads: the blocks' (mhsa_block_weight_bytes)
+ * and the model's other matrices in weight_dtype, its LayerNorms and biases
+ * in fp32; about half of MHSA_F32's with F16 or BF16. (The fp32 parameters
+ * are held besides, and an MHSA_F32 model's gradients and moments; a 16-bit
+ * model has none.) 0 for NULL. */
+size_t mhsa_gpt_weight_bytes(const mhsa_gpt *g);
 
 /* GPT-2's initialisation, deterministic from seed and the same bits on
  * every platform (uniform draws with GPT-2's standard deviations, so no
@@ -294,7 +324,8 @@ const float *mhsa_gpt_logits(const mhsa_gpt *g);
 
 /* Backward of the last mhsa_gpt_forward with targets: OVERWRITES every
  * gradient with d loss / d parameter. MHSA_ERR_STATE when there is no such
- * forward (none yet, targets NULL, or another call used the buffers since). */
+ * forward (none yet, targets NULL, or another call used the buffers since);
+ * MHSA_ERR_UNSUPPORTED for a model with a 16-bit weight_dtype. */
 mhsa_status mhsa_gpt_backward(mhsa_gpt *g);
 
 /* One optimiser step over the flat parameters with the flat gradients, as
@@ -302,8 +333,8 @@ mhsa_status mhsa_gpt_backward(mhsa_gpt *g);
  * in parameter order), then mhsa_optim_update on each tensor in order, weight
  * decay on the rank-2 tensors (embeddings and weight matrices) only; the
  * step count advances by one. grad_norm: optional out, the norm before
- * clipping. Errors: NULL g, a bad cfg: MHSA_ERR_INVALID_ARG (nothing
- * updated). */
+ * clipping. Errors: NULL g, a bad cfg: MHSA_ERR_INVALID_ARG; a 16-bit
+ * weight_dtype: MHSA_ERR_UNSUPPORTED (nothing updated). */
 mhsa_status mhsa_gpt_step(mhsa_gpt *g, const mhsa_optim_config *cfg,
                           float *grad_norm);
 
@@ -318,7 +349,8 @@ float mhsa_lr_cosine(int64_t s, int64_t warmup, int64_t total, float lr_max,
 /* Number of parameters, and the flat buffers of n_params floats each:
  * parameters, gradients, AdamW first and second moments (writable; a
  * caller combining gradients of several models writes the sum into
- * mhsa_gpt_grads before mhsa_gpt_step). NULL/0 for NULL. */
+ * mhsa_gpt_grads before mhsa_gpt_step). NULL/0 for NULL; the last three
+ * NULL for a model with a 16-bit weight_dtype. */
 size_t mhsa_gpt_n_params(const mhsa_gpt *g);
 float *mhsa_gpt_params(mhsa_gpt *g);
 float *mhsa_gpt_grads(mhsa_gpt *g);

@@ -4,10 +4,13 @@
 //                                                    positions come from RoPE)
 // Backward scatters dx back into the rows it was read from. A token that
 // appears twice adds twice, so the rows are visited in order on one thread:
-// the sums, and their bits, never depend on the thread count.
+// the sums, and their bits, never depend on the thread count. With 16-bit
+// weights (mhsa_gpt_config.weight_dtype) the forward reads the tables as
+// stored and widens each row (mhsa__embed_forward_dt).
 #include <string.h>
 
 #include "core/fpenv.h"
+#include "kernels/half.h"
 #include "layers.h"
 
 void mhsa__embed_forward(float *x, const int32_t *tokens, const float *wte,
@@ -48,5 +51,30 @@ void mhsa__embed_backward(float *dwte, float *dwpe, const float *dx,
             for (size_t d = 0; d < D; d++)
                 pe[d] += g[d];
         }
+    }
+}
+
+void mhsa__embed_forward_dt(const mhsa_kernels *k, float *x,
+                            const int32_t *tokens, const void *wte,
+                            const void *wpe, mhsa_dtype dt, size_t N,
+                            size_t T, size_t pos0, size_t D)
+{
+    size_t row = D * mhsa_dtype_size(dt);   // bytes of one stored row
+    int nt = mhsa__layer_threads(N, D);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        mhsa_fpstate fp = mhsa__fp_enter_team();
+#pragma omp for schedule(static)
+        for (size_t n = 0; n < N; n++) {
+            float *xn = x + n * D;                              // (D)
+            k->cvt_to_f32(D, (const char *)wte + (size_t)tokens[n] * row,
+                          dt, xn);
+            if (!wpe)
+                continue;
+            const char *pe = (const char *)wpe + (pos0 + n % T) * row;
+            for (size_t d = 0; d < D; d++)   // widening is exact
+                xn[d] += mhsa_load_as_f32(pe, d, dt);
+        }
+        mhsa__fp_leave_team(fp);
     }
 }

@@ -21,6 +21,15 @@
 // block then returns its heads' concatenated outputs exactly (x * 1 + 0 is
 // exact), which is the model without c_proj (at the cost of one D x D
 // product per token, which the block API has no switch to skip).
+//
+// 16-bit weights (cfg.weight_dtype F16 / BF16): the blocks store their
+// weights rounded (mhsa_config.weight_dtype), and the model's other matrices
+// (wte, wpe, c_fc, mlp.c_proj, lm_head) live in a 16-bit store beside the
+// fp32 parameters, rounded from them by mhsa__gpt_sync_weights whenever the
+// blocks are synced; the forward reads only the store (the embedding rows
+// widened, the products through mhsa__linear_forward_dt). Training refuses
+// such a model: its gradients would belong to the rounded weights, and the
+// fp32 parameters are what an optimiser updates.
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -55,6 +64,7 @@ void mhsa_gpt_destroy(mhsa_gpt *g)
     mhsa__free(g->ws);
     mhsa__free(g->blk);
     mhsa__free(g->identity);
+    mhsa__free(g->w16);
     mhsa__free(g->param);
     mhsa__free(g->tensors);
     mhsa__free(g->names);
@@ -98,6 +108,11 @@ static mhsa_status check_config(const mhsa_gpt_config *c)
         return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa_gpt_create: "
                           "cfg->compute_dtype = %d (need MHSA_F32 (0) or "
                           "MHSA_BF16 (2))", c->compute_dtype);
+    if (c->weight_dtype != MHSA_F32 && c->weight_dtype != MHSA_F16 &&
+        c->weight_dtype != MHSA_BF16)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa_gpt_create: "
+                          "cfg->weight_dtype = %d (need MHSA_F32 (0), "
+                          "MHSA_F16 (1) or MHSA_BF16 (2))", c->weight_dtype);
     // 4D columns and the (4D, D) matrices must be far from int and size_t
     // limits; the block checks the rest.
     if (c->n_embd > (1 << 20) || c->vocab > (1 << 24) ||
@@ -230,6 +245,82 @@ static void carve_acts(mhsa_gpt *g, size_t N)
 #undef TAKE
 }
 
+// The store's layout: with MHSA_F32 the parameters themselves; else wte,
+// wpe, each layer's c_fc and mlp.c_proj, lm_head back to back in w16
+// (lm_head is wte's when tied). 0 when out of memory.
+static int lay_out_store(mhsa_gpt *g)
+{
+    size_t V = g->V, D = g->D, F = 4 * D;
+    if (g->wdt == MHSA_F32) {
+        g->store = g->param;
+        g->wte_s = g->wte;
+        g->wpe_s = g->wpe;
+        g->head_s = g->head;
+        for (size_t l = 0; l < g->L; l++) {
+            g->lo[l].fc_s = g->lo[l].fc_w;
+            g->lo[l].mp_s = g->lo[l].mp_w;
+        }
+        return 1;
+    }
+    // Every count is below n_params, which create checked.
+    size_t s = 0;
+    g->wte_s = s;
+    s += V * D;
+    g->wpe_s = s;
+    if (!g->cfg.rope_dim)
+        s += g->Tm * D;
+    for (size_t l = 0; l < g->L; l++) {
+        g->lo[l].fc_s = s;
+        s += F * D;
+        g->lo[l].mp_s = s;
+        s += D * F;
+    }
+    g->head_s = g->cfg.tie_embeddings ? g->wte_s : s;
+    if (!g->cfg.tie_embeddings)
+        s += V * D;
+    g->n16 = s;
+    g->w16 = mhsa__alloc(s * mhsa_dtype_size(g->wdt));
+    g->store = g->w16;
+    return g->w16 != NULL;
+}
+
+void mhsa__gpt_sync_weights(mhsa_gpt *g)
+{
+    if (g->wdt == MHSA_F32)
+        return;
+    size_t V = g->V, D = g->D, F = 4 * D, es = mhsa_dtype_size(g->wdt);
+    char *w = g->w16;
+#define ROUND(p_off, s_off, count)                                          \
+    g->k->cvt_from_f32((count), gpt_p(g, (p_off)), w + (s_off) * es, g->wdt)
+    ROUND(g->wte, g->wte_s, V * D);
+    if (!g->cfg.rope_dim)
+        ROUND(g->wpe, g->wpe_s, g->Tm * D);
+    for (size_t l = 0; l < g->L; l++) {
+        ROUND(g->lo[l].fc_w, g->lo[l].fc_s, F * D);
+        ROUND(g->lo[l].mp_w, g->lo[l].mp_s, D * F);
+    }
+    if (!g->cfg.tie_embeddings)
+        ROUND(g->head, g->head_s, V * D);
+#undef ROUND
+}
+
+size_t mhsa_gpt_weight_bytes(const mhsa_gpt *g)
+{
+    if (!g)
+        return 0;
+    // The blocks hold the attention's weights and biases; every other
+    // tensor is read by the forward from the store (matrices) or the
+    // parameters (rank 1, fp32).
+    size_t bytes = 0, es = mhsa_dtype_size(g->wdt), D = g->D, F = 4 * D;
+    for (size_t l = 0; l < g->L; l++)
+        bytes += mhsa_block_weight_bytes(g->blk[l]) +
+                 (2 * F * D) * es + (4 * D + F + D) * sizeof(float);
+    bytes += (g->V * D + (g->cfg.rope_dim ? 0 : g->Tm * D) +
+              (g->cfg.tie_embeddings ? 0 : g->V * D)) * es +
+             2 * D * sizeof(float);
+    return bytes;
+}
+
 static mhsa_status make_blocks(mhsa_gpt *g)
 {
     mhsa_config bc = { 0 };
@@ -240,6 +331,7 @@ static mhsa_status make_blocks(mhsa_gpt *g)
     bc.bias = 1;
     bc.rope_dim = g->cfg.rope_dim;
     bc.compute_dtype = g->cfg.compute_dtype;
+    bc.weight_dtype = g->cfg.weight_dtype;
     for (size_t l = 0; l < g->L; l++) {
         mhsa_status st = mhsa_block_create(&bc, &g->blk[l]);
         if (st == MHSA_OK)
@@ -266,6 +358,7 @@ mhsa_status mhsa_gpt_create(const mhsa_gpt_config *cfg, mhsa_gpt **out)
         return mhsa__fail(MHSA_ERR_NO_MEMORY, "mhsa_gpt_create: no memory");
     g->cfg = *cfg;
     g->cdt = (mhsa_dtype)cfg->compute_dtype;
+    g->wdt = (mhsa_dtype)cfg->weight_dtype;
     g->k = mhsa__kernels();
     g->V = (size_t)cfg->vocab;
     g->L = (size_t)cfg->n_layer;
@@ -282,7 +375,8 @@ mhsa_status mhsa_gpt_create(const mhsa_gpt_config *cfg, mhsa_gpt **out)
     size_t gb = mhsa_gemm_b_floats(g->k, nmax), ga = gb;
     int ok = tb.ok && mhsa__mul(g->Bm, g->Tm, &N) &&
              (acts = act_floats(g, N)) != 0 &&
-             mhsa__mul(tb.total, 4, &flat) && flat < ((size_t)-1) / 8 &&
+             mhsa__mul(tb.total, cfg->weight_dtype == MHSA_F32 ? 4 : 1,
+                       &flat) && flat < ((size_t)-1) / 8 &&
              acts < ((size_t)-1) / 8 && gb &&
              mhsa__mul_add(&ga, (size_t)g->gs.max_threads,
                            mhsa_gemm_a_floats(g->k)) &&
@@ -315,9 +409,16 @@ mhsa_status mhsa_gpt_create(const mhsa_gpt_config *cfg, mhsa_gpt **out)
     }
     table_builder fill = { .t = g->tensors, .names = g->names, .ok = 1 };
     build_table(g, &fill);
-    g->grad = g->param + g->n_params;
-    g->m = g->grad + g->n_params;
-    g->v = g->m + g->n_params;
+    if (!lay_out_store(g)) {
+        mhsa_gpt_destroy(g);
+        return mhsa__fail(MHSA_ERR_NO_MEMORY, "mhsa_gpt_create: no memory");
+    }
+    // A 16-bit model does not train: no gradients or moments.
+    if (g->wdt == MHSA_F32) {
+        g->grad = g->param + g->n_params;
+        g->m = g->grad + g->n_params;
+        g->v = g->m + g->n_params;
+    }
     g->targets = g->tokens + N;
     carve_acts(g, N);
     g->gs.b = g->gemm_buf;
@@ -381,7 +482,7 @@ mhsa_status mhsa_gpt_get_tensor(const mhsa_gpt *g, int i,
     out->numel = t->rows * t->cols;
     out->offset = t->off;
     out->data = g->param + t->off;
-    out->grad = g->grad + t->off;
+    out->grad = g->grad ? g->grad + t->off : NULL;
     out->decay = t->rank == 2;
     return MHSA_OK;
 }
@@ -420,7 +521,8 @@ static mhsa_status gpt_init_random(mhsa_gpt *g, uint64_t seed)
         else
             memset(p, 0, n * sizeof(float));
     }
-    memset(g->grad, 0, 3 * g->n_params * sizeof(float));   // grad, m, v
+    if (g->grad)   // grad, m, v
+        memset(g->grad, 0, 3 * g->n_params * sizeof(float));
     g->step = 0;
     g->have_forward = 0;
     return MHSA_OK;
@@ -470,20 +572,23 @@ void mhsa__gpt_layer_post(mhsa_gpt *g, size_t l, size_t N, float *x_next,
     }
     mhsa__layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->xmid,
                             gpt_p(g, o->ln2_w), gpt_p(g, o->ln2_b), N, D);
-    mhsa__linear_forward(g->k, &g->gs, g->cdt, a->fch, NULL, a->ln2,
-                         gpt_p(g, o->fc_w), gpt_p(g, o->fc_b), N, D, F);
+    mhsa__linear_forward_dt(g->k, &g->gs, g->cdt, a->fch, NULL, a->ln2,
+                            gpt_s(g, o->fc_s), g->wdt, gpt_p(g, o->fc_b), N,
+                            D, F);
     // Training keeps gelu'(fch) in fch's place for the backward.
     mhsa__gelu_forward(a->fch_gelu, train ? a->fch : NULL, a->fch, N * F);
-    mhsa__linear_forward(g->k, &g->gs, g->cdt, x_next, a->xmid, a->fch_gelu,
-                         gpt_p(g, o->mp_w), gpt_p(g, o->mp_b), N, F, D);
+    mhsa__linear_forward_dt(g->k, &g->gs, g->cdt, x_next, a->xmid,
+                            a->fch_gelu, gpt_s(g, o->mp_s), g->wdt,
+                            gpt_p(g, o->mp_b), N, F, D);
 }
 
 void mhsa__gpt_head(mhsa_gpt *g, const float *x, size_t N)
 {
     mhsa__layernorm_forward(g->lnf, g->lnf_mean, g->lnf_rstd, x,
                             gpt_p(g, g->lnf_w), gpt_p(g, g->lnf_b), N, g->D);
-    mhsa__linear_forward(g->k, &g->gs, g->cdt, g->logits, NULL, g->lnf,
-                         gpt_p(g, g->head), NULL, N, g->D, g->V);
+    mhsa__linear_forward_dt(g->k, &g->gs, g->cdt, g->logits, NULL, g->lnf,
+                            gpt_s(g, g->head_s), g->wdt, NULL, N, g->D,
+                            g->V);
 }
 
 // Runs every layer on tokens already copied to g->tokens; with attn, the
@@ -492,9 +597,16 @@ static mhsa_status forward_layers(mhsa_gpt *g, int B, int T, int attn_layer,
                                   float *attn)
 {
     size_t N = (size_t)B * (size_t)T, D = g->D;
-    mhsa__embed_forward(g->la[0].x, g->tokens, gpt_p(g, g->wte),
-                        g->cfg.rope_dim ? NULL : gpt_p(g, g->wpe),
-                        (size_t)B, (size_t)T, D);
+    mhsa__gpt_sync_weights(g);
+    if (g->wdt == MHSA_F32)
+        mhsa__embed_forward(g->la[0].x, g->tokens, gpt_p(g, g->wte),
+                            g->cfg.rope_dim ? NULL : gpt_p(g, g->wpe),
+                            (size_t)B, (size_t)T, D);
+    else
+        mhsa__embed_forward_dt(g->k, g->la[0].x, g->tokens,
+                               gpt_s(g, g->wte_s),
+                               g->cfg.rope_dim ? NULL : gpt_s(g, g->wpe_s),
+                               g->wdt, N, (size_t)T, 0, D);
     for (size_t l = 0; l < g->L; l++) {
         gpt_layer_acts *a = &g->la[l];
         mhsa_status st = mhsa__gpt_sync_block(g, l);
@@ -642,11 +754,23 @@ static mhsa_status layer_backward(mhsa_gpt *g, size_t l, size_t N)
     return MHSA_OK;
 }
 
+// A 16-bit model is for inference (the file's comment at the top).
+static mhsa_status training_refused(const mhsa_gpt *g, const char *fn)
+{
+    return mhsa__fail(MHSA_ERR_UNSUPPORTED, "%s: the model stores its "
+                      "weights as %s (cfg->weight_dtype = %d), for inference; "
+                      "training keeps fp32 weights (weight_dtype MHSA_F32)",
+                      fn, g->wdt == MHSA_F16 ? "F16" : "BF16",
+                      (int)g->wdt);
+}
+
 static mhsa_status gpt_backward(mhsa_gpt *g)
 {
     if (!g)
         return mhsa__fail(MHSA_ERR_INVALID_ARG,
                           "mhsa_gpt_backward: g is NULL");
+    if (g->wdt != MHSA_F32)
+        return training_refused(g, "mhsa_gpt_backward");
     if (!g->have_forward)
         return mhsa__fail(MHSA_ERR_STATE, "mhsa_gpt_backward: no forward "
                           "with targets to differentiate");
@@ -710,6 +834,8 @@ static mhsa_status gpt_step(mhsa_gpt *g, const mhsa_optim_config *cfg,
     mhsa_status st = mhsa__optim_check(cfg, "mhsa_gpt_step");
     if (st != MHSA_OK)
         return st;
+    if (g->wdt != MHSA_F32)
+        return training_refused(g, "mhsa_gpt_step");
     double norm = sqrt(sum_squares(g->grad, g->n_params));
     float scale = 1.0f;
     if (cfg->clip_norm > 0.0f && norm > (double)cfg->clip_norm)

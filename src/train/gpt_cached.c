@@ -4,7 +4,8 @@
 // The layers are the training forward's own steps (gpt.c) on the n new
 // rows; only the attention differs (it reads the cached keys and values of
 // the earlier positions), and the positions start at the cache's length.
-// With one row the linear layers use the table's gemv_n (linear.c).
+// With one row the linear layers use the table's gemv_n (linear.c), or
+// gemv_n16 over a 16-bit model's rows.
 #include <string.h>
 
 #include "core/fpenv.h"
@@ -99,26 +100,36 @@ static mhsa_status gpt_forward_cached(mhsa_gpt *g, mhsa_gpt_cache *c,
                               g->cfg.vocab);
     g->have_forward = 0;   // the buffers are reused below
     size_t N = (size_t)n, D = g->D;
+    // The blocks (and a 16-bit model's store) take the parameters at a
+    // sequence's first call only: the cached keys and values belong to
+    // those weights anyway, and copying and repacking 4 D^2 floats per
+    // layer would double a decoding step.
+    if (c->len == 0) {
+        mhsa__gpt_sync_weights(g);
+        for (size_t l = 0; l < g->L; l++) {
+            mhsa_status st = mhsa__gpt_sync_block(g, l);
+            if (st != MHSA_OK)
+                return st;
+        }
+    }
     // x (N, D) = wte[token] + wpe[len + i]
     float *x = g->la[0].x;
-    for (size_t i = 0; i < N; i++) {
-        const float *te = gpt_p(g, g->wte) + (size_t)tokens[i] * D;
-        float *xi = x + i * D;
-        if (g->cfg.rope_dim) {
-            memcpy(xi, te, D * sizeof(float));
-            continue;
+    if (g->wdt != MHSA_F32) {
+        mhsa__embed_forward_dt(g->k, x, tokens, gpt_s(g, g->wte_s),
+                               g->cfg.rope_dim ? NULL : gpt_s(g, g->wpe_s),
+                               g->wdt, N, N, (size_t)c->len, D);
+    } else {
+        for (size_t i = 0; i < N; i++) {
+            const float *te = gpt_p(g, g->wte) + (size_t)tokens[i] * D;
+            float *xi = x + i * D;
+            if (g->cfg.rope_dim) {
+                memcpy(xi, te, D * sizeof(float));
+                continue;
+            }
+            const float *pe = gpt_p(g, g->wpe) + ((size_t)c->len + i) * D;
+            for (size_t d = 0; d < D; d++)
+                xi[d] = te[d] + pe[d];
         }
-        const float *pe = gpt_p(g, g->wpe) + ((size_t)c->len + i) * D;
-        for (size_t d = 0; d < D; d++)
-            xi[d] = te[d] + pe[d];
-    }
-    // The blocks take the parameters at a sequence's first call only: the
-    // cached keys and values belong to those weights anyway, and copying
-    // and repacking 4 D^2 floats per layer would double a decoding step.
-    for (size_t l = 0; c->len == 0 && l < g->L; l++) {
-        mhsa_status st = mhsa__gpt_sync_block(g, l);
-        if (st != MHSA_OK)
-            return st;
     }
     for (size_t l = 0; l < g->L; l++) {
         gpt_layer_acts *a = &g->la[l];

@@ -19,6 +19,7 @@ typedef struct gpt_layer_off {
     size_t ln2_w, ln2_b;
     size_t fc_w, fc_b;          // mlp.c_fc (4D, D), (4D)
     size_t mp_w, mp_b;          // mlp.c_proj (D, 4D), (D)
+    size_t fc_s, mp_s;          // c_fc and c_proj weights in the store
 } gpt_layer_off;
 
 // Saved activations of one layer, each (N, width) for N = B*T rows.
@@ -45,6 +46,7 @@ typedef struct gpt_tensor_info {
 struct mhsa_gpt {
     mhsa_gpt_config cfg;
     mhsa_dtype cdt;           // cfg.compute_dtype, for the model's own GEMMs
+    mhsa_dtype wdt;           // cfg.weight_dtype, of the store below
     const mhsa_kernels *k;      // the ISA active at creation
     size_t V, L, D, Tm, Bm;
 
@@ -54,7 +56,8 @@ struct mhsa_gpt {
     mhsa_grads **bg;
     float *identity, *zeros;    // (D, D), (D): the fixed c_proj of no_proj
 
-    // Parameters, gradients and AdamW moments: n_params floats each.
+    // Parameters, gradients and AdamW moments: n_params floats each (a
+    // 16-bit model: the parameters only, grad, m and v NULL).
     size_t n_params;
     float *param, *grad, *m, *v;
     int64_t step;
@@ -63,6 +66,15 @@ struct mhsa_gpt {
     char *names;
     size_t wte, wpe, lnf_w, lnf_b, head;   // offsets; wpe unused with RoPE
     gpt_layer_off *lo;          // (L)
+
+    // The store: the matrices the forward reads outside the blocks (wte,
+    // wpe, c_fc, mlp.c_proj, lm_head), as wdt. With MHSA_F32 it is param
+    // itself (the *_s offsets are the parameter offsets); with F16 / BF16
+    // it is w16, rounded from param by mhsa__gpt_sync_weights.
+    const void *store;
+    void *w16;
+    size_t wte_s, wpe_s, head_s;   // element offsets into the store
+    size_t n16;                    // elements of w16 (0 with MHSA_F32)
 
     // Activations (sized for max_batch * block_size rows).
     gpt_layer_acts *la;         // (L)
@@ -91,6 +103,16 @@ static inline float *gpt_g(const mhsa_gpt *g, size_t off)
 {
     return g->grad + off;
 }
+
+// The stored matrix at element offset s_off of the store.
+static inline const void *gpt_s(const mhsa_gpt *g, size_t s_off)
+{
+    return (const char *)g->store + s_off * mhsa_dtype_size(g->wdt);
+}
+
+// With a 16-bit wdt: the store rounded from the parameters (a no-op with
+// MHSA_F32, whose store is the parameters).
+void mhsa__gpt_sync_weights(mhsa_gpt *g);
 
 // The layer's attention weights into its block (the flat parameters are the
 // source of truth; a copy and repack of 4 D^2 floats, small next to a step).

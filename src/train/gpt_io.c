@@ -52,6 +52,10 @@ mhsa_status mhsa_gpt_save(const mhsa_gpt *g, const char *path, int with_optim,
             return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa_gpt_save: "
                               "meta[%zu].key '%s' is reserved", i,
                               meta[i].key);
+    if (with_optim && !g->m)
+        return mhsa__fail(MHSA_ERR_UNSUPPORTED, "mhsa_gpt_save: with_optim: "
+                          "a model with a 16-bit weight_dtype has no "
+                          "optimiser state");
     size_t nt = (size_t)g->n_tensors + 2, nm = N_FIELDS + 1 + n_meta;
     mhsa_st_tensor *t = mhsa__alloc(nt * sizeof *t);
     mhsa_st_meta *m = mhsa__alloc(nm * sizeof *m);
@@ -169,6 +173,10 @@ mhsa_status mhsa_gpt_load(mhsa_gpt *g, const char *path, int with_optim)
     if (!g || !path)
         return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa_gpt_load: %s is NULL",
                           !g ? "g" : "path");
+    if (with_optim && !g->m)
+        return mhsa__fail(MHSA_ERR_UNSUPPORTED, "mhsa_gpt_load: with_optim: "
+                          "a model with a 16-bit weight_dtype has no "
+                          "optimiser state");
     mhsa_st_file *f = NULL;
     mhsa_status s = mhsa__st_open(path, &f);
     mhsa_gpt_config c;

@@ -46,6 +46,13 @@ int mhsa__layer_threads(size_t rows, size_t width);
 // positions: no position table); x (B*T, D).
 void mhsa__embed_forward(float *x, const int32_t *tokens, const float *wte,
                          const float *wpe, size_t B, size_t T, size_t D);
+// The same with the tables stored as dt (F16 / BF16 rows widened exactly,
+// so the bits are those of fp32 tables holding the same values); row n's
+// position is pos0 + n % T (a cached step: pos0 the cache's length, T = N).
+void mhsa__embed_forward_dt(const mhsa_kernels *k, float *x,
+                            const int32_t *tokens, const void *wte,
+                            const void *wpe, mhsa_dtype dt, size_t N,
+                            size_t T, size_t pos0, size_t D);
 // dwte (V, D) += scatter of dx by token; dwpe (T.., D) += dx summed over
 // the batch (skipped when NULL). Row order: the bits of a token that
 // repeats do not depend on threads.
@@ -78,6 +85,17 @@ void mhsa__linear_forward(const mhsa_kernels *k, const mhsa_gemm_scratch *gs,
                           mhsa_dtype cdt, float *y, const float *add,
                           const float *x, const float *w, const float *b,
                           size_t N, size_t C, size_t OC);
+// The same with w stored as wdt (fp32, F16 or BF16: 16-bit weights), through
+// the GEMM and matrix-vector kernels of the block's projections: one row
+// (cdt MHSA_F32) streams the 16-bit rows with mhsa_gemv_rows_dt, more rows
+// go through mhsa_sgemm_cd, which widens W one packed block at a time (so
+// its bits are those of an fp32 W holding the same values). MHSA_F32 is
+// mhsa__linear_forward.
+void mhsa__linear_forward_dt(const mhsa_kernels *k,
+                             const mhsa_gemm_scratch *gs, mhsa_dtype cdt,
+                             float *y, const float *add, const float *x,
+                             const void *w, mhsa_dtype wdt, const float *b,
+                             size_t N, size_t C, size_t OC);
 // dx (N, C) = or += dy W (accumulate_dx), skipped when NULL; dw (OC, C) +=
 // dy^T x; db (OC) += column sums of dy (skipped when NULL).
 void mhsa__linear_backward(const mhsa_kernels *k,

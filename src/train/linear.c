@@ -3,7 +3,8 @@
 // packed SGEMM driver (gemm.h), which never splits K by thread count.
 //
 // Forward:   y  = [add +] b + x W^T        (N, OC); one row (N = 1, a
-//            decoding step) through the table's gemv_n instead
+//            decoding step) through the table's gemv_n instead (gemv_n16
+//            for a W stored as F16 / BF16: 16-bit weights)
 // Backward:  dx = or += dy W                (N, C)
 //            dW += dy^T x                   (OC, C)
 //            db += sum over rows of dy      (OC)
@@ -27,6 +28,15 @@ void mhsa__linear_forward(const mhsa_kernels *k, const mhsa_gemm_scratch *gs,
                           mhsa_dtype cdt, float *y, const float *add,
                           const float *x, const float *w, const float *b,
                           size_t N, size_t C, size_t OC)
+{
+    mhsa__linear_forward_dt(k, gs, cdt, y, add, x, w, MHSA_F32, b, N, C, OC);
+}
+
+void mhsa__linear_forward_dt(const mhsa_kernels *k,
+                             const mhsa_gemm_scratch *gs, mhsa_dtype cdt,
+                             float *y, const float *add, const float *x,
+                             const void *w, mhsa_dtype wdt, const float *b,
+                             size_t N, size_t C, size_t OC)
 {
     // C of the GEMM starts as (add + b) and the product is added to it.
     if (add || b) {
@@ -52,13 +62,13 @@ void mhsa__linear_forward(const mhsa_kernels *k, const mhsa_gemm_scratch *gs,
     }
     float beta = add || b ? 1.0f : 0.0f;
     // One row (a decoding step): a GEMM would pack all of W for one use.
-    // (Each row of gemv_n sums alone, so its chunks give the same bits as
-    // one call over all OC rows.)
+    // (Each row of gemv_n / gemv_n16 sums alone, so its chunks give the
+    // same bits as one call over all OC rows.)
     if (N == 1 && cdt == MHSA_F32)
-        mhsa_gemv_rows(k, gs, OC, C, w, C, x, y, beta);
+        mhsa_gemv_rows_dt(k, gs, OC, C, w, wdt, C, x, y, beta);
     else
-        mhsa_sgemm_cd(k, cdt, gs, 0, 1, N, OC, C, 1.0f, x, C, w, MHSA_F32,
-                      C, NULL, beta, y, OC);
+        mhsa_sgemm_cd(k, cdt, gs, 0, 1, N, OC, C, 1.0f, x, C, w, wdt, C,
+                      NULL, beta, y, OC);
 }
 
 void mhsa__linear_backward(const mhsa_kernels *k,

@@ -5,7 +5,9 @@
 // a run stopped and resumed gives a checkpoint byte for byte equal to the
 // uninterrupted one, and so do 1, 2 and 3 threads; --eval repeats the final
 // validation loss; mhsa-generate gives the same text on any thread count,
-// and its sampler draws from the right distribution.
+// --weight-dtype f16|bf16 loads a checkpoint into 16-bit weights (the text
+// of a model whose matrices were rounded first, about half the bytes), and
+// its sampler draws from the right distribution.
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -15,6 +17,7 @@
 
 #include "cli.h"
 #include "generate.h"
+#include "kernels/half.h"
 #include "text.h"
 #include "capture.h"
 #include "util.h"
@@ -390,9 +393,12 @@ START_TEST(generate_bad_input_exits_2)
         { { "--model", "@M", "--top-k", "x" }, "--top-k" },
         { { "--bogus" }, "--bogus: unknown option" },
         { { "--model" }, "--model needs a value" },
+        { { "--model", "@M", "--weight-dtype", "f8" },
+          "--weight-dtype must be f32, f16 or bf16, not f8" },
+        { { "--model", "@M", "--kv-dtype", "f16" }, "are for GGUF models" },
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        const char *argv[6] = { "mhsa-generate" };
+        const char *argv[8] = { "mhsa-generate" };
         int argc = 1;
         for (int i = 0; i < 4 && cases[c].args[i]; i++)
             argv[argc++] = strcmp(cases[c].args[i], "@M") ? cases[c].args[i]
@@ -407,6 +413,88 @@ START_TEST(generate_bad_input_exits_2)
         free(out);
         free(err);
     }
+}
+END_TEST
+#endif
+
+#ifdef MHSA_TEST_SAFETENSORS
+// The greedy text of the checkpoint loaded into an F32 model whose matrices
+// (rank-2 tensors) were rounded to dt first (dt F32: as loaded), decoded
+// as mhsa-generate does within one block: prompt then n bytes, into text.
+static void reference_text(const char *path, mhsa_dtype dt,
+                           const char *prompt, int n, char *text)
+{
+    mhsa_gpt_config c;
+    ck_assert_int_eq(mhsa_gpt_read_config(path, &c), MHSA_OK);
+    mhsa_gpt *g = NULL;
+    ck_assert_int_eq(mhsa_gpt_create(&c, &g), MHSA_OK);
+    ck_assert_int_eq(mhsa_gpt_load(g, path, 0), MHSA_OK);
+    for (int i = 0; dt != MHSA_F32 && i < mhsa_gpt_n_tensors(g); i++) {
+        mhsa_gpt_tensor t;
+        ck_assert_int_eq(mhsa_gpt_get_tensor(g, i, &t), MHSA_OK);
+        for (size_t j = 0; t.rank == 2 && j < t.numel; j++)
+            t.data[j] = dt == MHSA_F16
+                            ? mhsa_f16_to_f32(mhsa_f32_to_f16(t.data[j]))
+                            : mhsa_bf16_to_f32(mhsa_f32_to_bf16(t.data[j]));
+    }
+    mhsa_gpt_cache *cache = NULL;
+    ck_assert_int_eq(mhsa_gpt_cache_create(g, c.block_size, &cache),
+                     MHSA_OK);
+    size_t np = strlen(prompt);
+    ck_assert_int_le((int)np + n, c.block_size);
+    int32_t ids[64];
+    for (size_t i = 0; i < np; i++)
+        ids[i] = (unsigned char)prompt[i];
+    float logits[256];
+    int order[256];
+    uint64_t rng_state = 1;
+    ck_assert_int_eq(mhsa_gpt_forward_cached(g, cache, ids, (int)np, logits),
+                     MHSA_OK);
+    memcpy(text, prompt, np);
+    for (int i = 0; i < n; i++) {
+        int32_t tok = sample_token(logits, c.vocab, 0.0f, 0, &rng_state,
+                                   order);
+        text[np + (size_t)i] = (char)tok;
+        if (i + 1 < n)
+            ck_assert_int_eq(mhsa_gpt_forward_cached(g, cache, &tok, 1,
+                                                     logits), MHSA_OK);
+    }
+    text[np + (size_t)n] = '\n';
+    text[np + (size_t)n + 1] = '\0';
+    mhsa_gpt_cache_destroy(cache);
+    mhsa_gpt_destroy(g);
+}
+
+// --weight-dtype on a GPT checkpoint: each type's greedy text is the
+// rounded model's, and the weights' bytes (on stderr) about halve.
+START_TEST(generate_weight_dtype)
+{
+    static const char *const names[] = { "f32", "f16", "bf16" };
+    static const mhsa_dtype dts[] = { MHSA_F32, MHSA_F16, MHSA_BF16 };
+    double kb[3];
+    for (int d = 0; d < 3; d++) {
+        const char *argv[] = { "mhsa-generate", "--model", model(),
+                               "--prompt", "the c", "-n", "10",
+                               "--temperature", "0", "--weight-dtype",
+                               names[d] };
+        char *out, *err;
+        ck_assert_int_eq(run_captured(mhsa_generate_cli, &out, &err, 11,
+                                      argv), 0);
+        char want[64];
+        reference_text(model(), dts[d], "the c", 10, want);
+        ck_assert_str_eq(out, want);
+        const char *w = strstr(err, "weights ");
+        char unit[8] = "", type[8] = "";
+        ck_assert_msg(w && sscanf(w, "weights %lf %7s %7s", &kb[d], unit,
+                                  type) == 3, "no weights in: %s", err);
+        ck_assert_str_eq(unit, "kB");
+        ck_assert_str_eq(type, names[d]);
+        free(out);
+        free(err);
+    }
+    for (int d = 1; d < 3; d++)
+        ck_assert_msg(kb[d] > 0.5 * kb[0] && kb[d] < 0.56 * kb[0],
+                      "%s: %g kB, f32 %g kB", names[d], kb[d], kb[0]);
 }
 END_TEST
 #endif
@@ -488,6 +576,7 @@ static Suite *suite(void)
     tcase_add_test(tc, text_compute_bf16);
     tcase_add_test(tc, generate_same_text_on_any_thread_count);
     tcase_add_test(tc, generate_bad_input_exits_2);
+    tcase_add_test(tc, generate_weight_dtype);
 #endif
     suite_add_tcase(s, tc);
     return s;

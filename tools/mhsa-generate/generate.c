@@ -41,9 +41,11 @@ static void print_gen_help(FILE *f)
 "  --seed S            seed of the sampling; same seed, same text (1)\n"
 "  --threads N         OpenMP threads (default: OMP_NUM_THREADS or all)\n"
 "  --isa auto|scalar|avx2|avx512|neon  kernels to use (auto)\n"
+"  --weight-dtype f32|f16|bf16  storage of the weight matrices (f32): the\n"
+"                      fp32 file rounded to 16 bits (half the bytes read\n"
+"                      per token; the norms and biases stay f32)\n"
 "GGUF models only:\n"
 "  --kv-dtype f32|f16|bf16  storage of the KV cache (f32)\n"
-"  --weight-dtype f32|f16|bf16  storage of the weight matrices (f32)\n"
 "  --ctx N             cache positions (default: prompt + -n tokens)\n"
 "  --ids               print the prompt's and the new token ids\n"
 "                      (prompt_ids: ... / new_ids: ...) instead of text\n"
@@ -142,7 +144,7 @@ static int parse_gen_args_as(int argc, char **argv, gen_args *a, FILE *err)
             a->gguf_only = 1;
         } else if (!strcmp(flag, "--kv-dtype") ||
                    !strcmp(flag, "--weight-dtype")) {
-            a->gguf_only = 1;
+            a->gguf_only |= flag[2] == 'k';
             mhsa_dtype *dt = flag[2] == 'k' ? &a->kv_dtype : &a->weight_dtype;
             if (!strcmp(val, "f32"))
                 *dt = MHSA_F32;
@@ -303,12 +305,15 @@ static int generate(gen_run *r)
     fflush(stdout);
     fprintf(stderr, "mhsa-generate: prefill %zu tokens in %.2f ms (%.0f "
             "tokens/s); decode %d tokens in %.2f ms (%.0f tokens/s); %d "
-            "thread%s, isa %s\n", pre, 1e3 * t_prefill,
+            "thread%s, isa %s, weights %.1f kB %s\n", pre, 1e3 * t_prefill,
             (double)pre / (t_prefill + 1e-12), r->a.n > 0 ? r->a.n - 1 : 0,
             1e3 * t_decode,
             (double)(r->a.n > 1 ? r->a.n - 1 : 0) / (t_decode + 1e-12),
             omp_get_max_threads(), omp_get_max_threads() == 1 ? "" : "s",
-            mhsa_isa_name(mhsa_active_isa()));
+            mhsa_isa_name(mhsa_active_isa()),
+            (double)mhsa_gpt_weight_bytes(r->g) / 1e3,
+            r->a.weight_dtype == MHSA_F32 ? "f32"
+            : r->a.weight_dtype == MHSA_F16 ? "f16" : "bf16");
     return CLI_OK;
 }
 
@@ -328,6 +333,7 @@ static int setup(gen_run *r)
         return CLI_USAGE;
     }
     c.max_batch = 1;
+    c.weight_dtype = (int)a->weight_dtype;
     if (mhsa_gpt_create(&c, &r->g) != MHSA_OK ||
         mhsa_gpt_load(r->g, a->model, 0) != MHSA_OK) {
         fprintf(stderr, "mhsa-generate: --model %s\n", mhsa_last_error());
@@ -358,7 +364,7 @@ int mhsa_generate_cli(int argc, char **argv)
     if (rc == CLI_OK && mhsa_is_gguf(r.a.model))
         return mhsa_generate_gguf(&r.a);
     if (rc == CLI_OK && r.a.gguf_only) {
-        fprintf(stderr, "mhsa-generate: --kv-dtype, --weight-dtype, --ctx, --ids, --bench, "
+        fprintf(stderr, "mhsa-generate: --kv-dtype, --ctx, --ids, --bench, "
                 "--no-parse-special and --special are for GGUF models; %s is a GPT checkpoint\n", r.a.model);
         rc = CLI_USAGE;
     }

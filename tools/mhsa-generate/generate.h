@@ -9,8 +9,9 @@
 #include "mhsa.h"
 
 // mhsa-generate's options (defaults: prompt "\n", n 200, top_k 40,
-// temperature 0.8, seed 1, threads 0 = OpenMP's choice, isa auto; GGUF
-// models only: kv_dtype F32, ids 0, bench 0, ctx 0 = prompt + n).
+// temperature 0.8, seed 1, threads 0 = OpenMP's choice, isa auto,
+// weight_dtype F32; GGUF models only: kv_dtype F32, ids 0, bench 0, ctx 0 =
+// prompt + n).
 typedef struct gen_args {
     const char *model, *prompt;   // model non-NULL and non-empty once parsed
     int n, top_k, threads;        // n in [0, 2^30], top_k in [0, 2^24],
@@ -19,13 +20,14 @@ typedef struct gen_args {
     uint64_t seed;
     mhsa_isa isa;                 // auto, scalar, avx2, avx512 or neon
     mhsa_dtype kv_dtype;          // --kv-dtype f32|f16|bf16
-    mhsa_dtype weight_dtype;      // --weight-dtype f32|f16|bf16 (GGUF)
+    mhsa_dtype weight_dtype;      // --weight-dtype f32|f16|bf16
     int ids, bench;               // --ids, --bench (flags without a value)
     int no_parse_special;         // --no-parse-special: the prompt's
                                   // special tokens' text is plain text
     int special;                  // --special: control tokens printed
     int ctx;                      // --ctx: cache positions, 0 or >= 1
-    int gguf_only;                // one of the four above was given
+    int gguf_only;                // --kv-dtype, --ctx or a flag above
+                                  // was given
     int help;                     // --help or -h: nothing else is checked
 } gen_args;
 

@@ -30,6 +30,9 @@ mhsa_status dp_gpt_bind(dp_gpt *a, mhsa_gpt *g, dp_model *m)
     if (!a || !g || !m)
         return mhsa__fail(MHSA_ERR_INVALID_ARG, "dp_gpt_bind: %s is NULL",
                           !a ? "a" : !g ? "g" : "m");
+    if (!mhsa_gpt_grads(g))
+        return mhsa__fail(MHSA_ERR_UNSUPPORTED, "dp_gpt_bind: the model "
+                          "has a 16-bit weight_dtype and does not train");
     memset(a, 0, sizeof *a);
     int nt = mhsa_gpt_n_tensors(g);
     a->tensors = mhsa__alloc((size_t)nt * sizeof *a->tensors);
