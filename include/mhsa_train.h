@@ -444,9 +444,10 @@ int         mhsa_gpt_cache_len(const mhsa_gpt_cache *c); /* 0 for NULL */
  * or one decoding step (n = 1, matrix-vector products), attention through
  * mhsa_forward_cached in every layer. The logits equal, to fp32 rounding,
  * the last row of one mhsa_gpt_forward over the whole sequence.
- * The attention weights are taken from the parameters at the first call
- * after creation or a reset (the cached keys and values belong to them):
- * change parameters between a reset and the next call, not in between.
+ * The attention weights (and a 16-bit model's other matrices) are taken
+ * from the parameters at the first call after creation or a reset (the
+ * cached keys and values belong to them): change parameters between a
+ * reset and the next call, not in between.
  * len + n > capacity: MHSA_ERR_SHAPE and nothing changes. It reuses g's
  * forward buffers (a following mhsa_gpt_backward returns MHSA_ERR_STATE). */
 mhsa_status mhsa_gpt_forward_cached(mhsa_gpt *g, mhsa_gpt_cache *c,
