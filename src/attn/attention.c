@@ -372,8 +372,9 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
                 kt = kv_rows(k, a, 0, j0, n, t.kc);
             nanify(kt, n, dh, kbad, t.delta, tq, t.s, bc);
         }
+        // s_room: the S tile's rows are bc wide whatever n is.
         mhsa_softmax_args sa = { tq, n, t.s, bc, mask_view(a, j0), t.m, t.l,
-                                 a->o, a->ldo, dh };
+                                 a->o, a->ldo, dh, bc };
         k->softmax_online(&sa);
         // Only V matters here: a non-finite K score is never read when
         // blocked and makes its row NaN when not, as it should; but a

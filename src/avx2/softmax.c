@@ -100,6 +100,77 @@ static void scale_row(float *o, size_t dv, float alpha)
     }
 }
 
+// The new max of a row from its vector max: never below m_old (and a NaN
+// never wins, as in scalar).
+static inline float row_max(__m256 vmax, float m_old)
+{
+    float m_new = mhsa_hmax_ps__avx2(vmax);
+    return m_new > m_old ? m_new : m_old;
+}
+
+// alpha = exp(m_old - m_new) for a finite m_new. exp(-inf) = +0 on the
+// first unblocked tile and exp(0) = 1 exactly, so those two (every row of
+// a one-tile call) skip the vector exp: the same bits, a third of a short
+// row's work.
+static inline float rescale_factor(float m_old, float m_new)
+{
+    if (m_old == -INFINITY)
+        return 0.0f;
+    if (m_old == m_new)
+        return 1.0f;
+    return _mm256_cvtss_f32(mhsa_exp_ps__avx2(_mm256_set1_ps(m_old - m_new)));
+}
+
+// A row that sees at most 16 keys (short sequences, the rows near the
+// causal diagonal) with a finite new max, the usual case: the general
+// path's passes with the masked scores kept in two registers instead of
+// stored and loaded again, and p stored in whole vectors wherever they
+// fit the row's n keys (or the caller's s_room): their lanes past hi are
+// exp(-inf) = +0, the zeros the general path writes there one masked
+// store at a time. The same operations in the same order, so the same
+// bits. Returns 0, having written nothing, when the max is not finite.
+static int short_row(const mhsa_softmax_args *a, size_t r, float *s,
+                     const float *mrow, size_t lo, size_t hi)
+{
+    size_t c0 = min8(hi - lo), c1 = hi - lo - c0;
+    __m256 ninf = _mm256_set1_ps(-INFINITY);
+    __m256 x0 = masked_scores(s, mrow, lo, c0), x1 = ninf;
+    __m256 vmax = _mm256_max_ps(x0, ninf);
+    if (c1) {
+        x1 = masked_scores(s, mrow, lo + 8, c1);
+        vmax = _mm256_max_ps(x1, vmax);
+    }
+    float m_old = a->m[r], m_new = row_max(vmax, m_old);
+    if (m_new == -INFINITY || m_new == INFINITY)
+        return 0;
+    __m256 vm = _mm256_set1_ps(m_new);
+    __m256 p0 = mhsa_exp_ps__avx2(_mm256_sub_ps(x0, vm));
+    __m256 vsum = _mm256_add_ps(_mm256_setzero_ps(), p0);
+    __m256 p1 = _mm256_setzero_ps();
+    if (c1) {
+        p1 = mhsa_exp_ps__avx2(_mm256_sub_ps(x1, vm));
+        vsum = _mm256_add_ps(vsum, p1);
+    }
+    // Whole vectors up to `room` columns; past it the general zeros.
+    size_t room = a->s_room > a->n ? a->s_room : a->n;
+    size_t w0 = min8(room - lo), end = lo + w0;
+    store_n(s + lo, w0, p0);
+    if (c1 || (end < a->n && room - end >= 8)) {
+        size_t w1 = min8(room - end);
+        store_n(s + end, w1, p1);
+        end += w1;
+    }
+    zero_n(s, lo);
+    if (end < a->n)
+        zero_n(s + end, a->n - end);
+    float alpha = rescale_factor(m_old, m_new);
+    a->m[r] = m_new;
+    a->l[r] = a->l[r] * alpha + mhsa_hsum_ps__avx2(vsum);
+    if (alpha != 1.0f)
+        scale_row(a->o + r * a->ldo, a->dv, alpha);
+    return 1;
+}
+
 void mhsa_softmax_online__avx2(const mhsa_softmax_args *a)
 {
     const mhsa_mask_view *mv = &a->mv;
@@ -108,6 +179,8 @@ void mhsa_softmax_online__avx2(const mhsa_softmax_args *a)
         const float *mrow = mv->mask ? mv->mask + r * mv->ldmask : NULL;
         size_t lo, hi;
         mhsa_mask_view_range(mv, r, a->n, &lo, &hi);
+        if (hi > lo && hi - lo <= 16 && short_row(a, r, s, mrow, lo, hi))
+            continue;
 
         // Pass 1: masked scores back into s, and their max. max_ps(x, m)
         // returns m when x is NaN, so NaN never wins (as in scalar).
@@ -119,9 +192,7 @@ void mhsa_softmax_online__avx2(const mhsa_softmax_args *a)
             vmax = _mm256_max_ps(x, vmax);
         }
         zero_outside(s, lo, hi, a->n);
-        float m_old = a->m[r], m_new = mhsa_hmax_ps__avx2(vmax);
-        if (!(m_new > m_old))
-            m_new = m_old;
+        float m_old = a->m[r], m_new = row_max(vmax, m_old);
         if (m_new == -INFINITY) {   // nothing unblocked and finite yet
             // Unblocked NaN scores still poison the row (NaN weights, l).
             int nan_seen = 0;
@@ -160,16 +231,7 @@ void mhsa_softmax_online__avx2(const mhsa_softmax_args *a)
                 store_n(s + j, cnt, p);
                 vsum = _mm256_add_ps(vsum, p);
             }
-            // exp(-inf) = +0 on the first unblocked tile and exp(0) = 1
-            // exactly, so those two (every row of a one-tile call) skip
-            // the vector exp: the same bits, a third of a short row's work.
-            if (m_old == -INFINITY)
-                alpha = 0.0f;
-            else if (m_old == m_new)
-                alpha = 1.0f;
-            else
-                alpha = _mm256_cvtss_f32(
-                    mhsa_exp_ps__avx2(_mm256_set1_ps(m_old - m_new)));
+            alpha = rescale_factor(m_old, m_new);
         }
         a->m[r] = m_new;
         a->l[r] = a->l[r] * alpha + mhsa_hsum_ps__avx2(vsum);

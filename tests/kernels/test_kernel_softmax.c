@@ -195,6 +195,24 @@ static void report(const char *what, const mhsa_kernels *k, size_t rows,
 // Online step vs the double reference, and vs the scalar kernel, for
 // n = 1..3*8+1 and rows 1..7, fresh and continuing rows, every combination
 // of causal, mask, window and key padding.
+// c ran as a with s_room = lds (kernels.h): the same bits of s[0, n), m,
+// l and o, and each padding float of c's rows is untouched or +0.
+static int room_same(const prob *a, const prob *c)
+{
+    for (size_t r = 0; r < a->rows; r++) {
+        const float *sa = a->s + r * a->lds, *sc = c->s + r * c->lds;
+        if (memcmp(sa, sc, a->n * sizeof(float)))
+            return 0;
+        for (size_t j = a->n; j < c->lds; j++)
+            if (sc[j] != pad_val && !(sc[j] == 0.0f && !signbit(sc[j])))
+                return 0;
+    }
+    return !memcmp(a->m, c->m, a->rows * sizeof(float))
+        && !memcmp(a->l, c->l, a->rows * sizeof(float))
+        && !memcmp(a->o, c->o, a->rows * a->ldo * sizeof(float))
+        && guard_ok(c->s, c->rows * c->lds);
+}
+
 START_TEST(online_matches_reference)
 {
     const mhsa_kernels *k = kernels_or_skip(_i);
@@ -209,11 +227,21 @@ START_TEST(online_matches_reference)
                 prob_alloc(&a, rows, n, 1 + n % 11);
                 prob_fill(&a, &g, variant, (n + rows + (size_t)variant) & 1);
                 prob_copy(&b, &a);
+                prob c;   // the same call with room to write past n
+                prob_copy(&c, &a);
                 double p[7 * 25], m[7], l[7], o[7 * 12];
                 ref_online(&a, p, m, l, o);
                 mhsa_softmax_args aa = prob_args(&a), ab = prob_args(&b);
+                mhsa_softmax_args ac = prob_args(&c);
+                ac.s_room = c.lds;
                 k->softmax_online(&aa);
                 mhsa_kernels_scalar.softmax_online(&ab);
+                k->softmax_online(&ac);
+                ck_assert_msg(room_same(&a, &c), "isa %s: s_room changed "
+                              "bits or wrote other than +0 past n, rows=%zu "
+                              "n=%zu variant %d seed %u", k->name, rows, n,
+                              variant, seed);
+                prob_free(&c);
                 ck_assert_msg(pads_ok(&a), "isa %s wrote outside rows=%zu "
                               "n=%zu variant %d seed %u", k->name, rows, n,
                               variant, seed);
