@@ -345,7 +345,9 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
     for (size_t r = 0; r < tq; r++) {
         t.m[r] = -INFINITY;
         t.l[r] = 0.0f;
-        memset(a->o + r * a->ldo, 0, dh * sizeof(float));
+        float *o = a->o + r * a->ldo;
+        for (size_t d = 0; d < dh; d++)   // short rows: no memset call
+            o[d] = 0.0f;
         t.delta[r] = !q_ok && !rows_finite(a->q + r * dh, 1, dh, dh);
     }
     for (size_t j0 = tile_start(a, bc); j0 < kend; j0 += bc) {
@@ -372,8 +374,13 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
                 kt = kv_rows(k, a, 0, j0, n, t.kc);
             nanify(kt, n, dh, kbad, t.delta, tq, t.s, bc);
         }
+        // s_room: the S tile's rows are bc wide whatever n is. On the
+        // first tile O is +0, which any alpha in [0, 1] leaves +0: dv = 0
+        // skips the rescale that cannot change a bit (a one-tile call's
+        // only one).
+        int first = j0 == tile_start(a, bc);
         mhsa_softmax_args sa = { tq, n, t.s, bc, mask_view(a, j0), t.m, t.l,
-                                 a->o, a->ldo, dh };
+                                 a->o, a->ldo, first ? 0 : dh, bc };
         k->softmax_online(&sa);
         // Only V matters here: a non-finite K score is never read when
         // blocked and makes its row NaN when not, as it should; but a

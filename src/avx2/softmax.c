@@ -18,6 +18,7 @@
 #include "kernels/kernels.h"
 #include "avx2/avx2.h"
 #include "avx2/vmath.h"
+#include "avx2/vtranspose.h"
 
 // cnt (1..8) values at p; lanes >= cnt are -INFINITY, never loaded.
 static inline __m256 load_ninf(const float *p, size_t cnt)
@@ -100,14 +101,184 @@ static void scale_row(float *o, size_t dv, float alpha)
     }
 }
 
+// The new max of a row from its vector max: never below m_old (and a NaN
+// never wins, as in scalar).
+static inline float row_max(__m256 vmax, float m_old)
+{
+    float m_new = mhsa_hmax_ps__avx2(vmax);
+    return m_new > m_old ? m_new : m_old;
+}
+
+// alpha = exp(m_old - m_new) for a finite m_new. exp(-inf) = +0 on the
+// first unblocked tile and exp(0) = 1 exactly, so those two (every row of
+// a one-tile call) skip the vector exp: the same bits, a third of a short
+// row's work.
+static inline float rescale_factor(float m_old, float m_new)
+{
+    if (m_old == -INFINITY)
+        return 0.0f;
+    if (m_old == m_new)
+        return 1.0f;
+    return _mm256_cvtss_f32(mhsa_exp_ps__avx2(_mm256_set1_ps(m_old - m_new)));
+}
+
+// A row that sees at most 16 keys (short sequences, the rows near the
+// causal diagonal) with a finite new max, the usual case: the general
+// path's passes with the masked scores kept in two registers instead of
+// stored and loaded again, and p stored in whole vectors wherever they
+// fit the row's n keys (or the caller's s_room): their lanes past hi are
+// exp(-inf) = +0, the zeros the general path writes there one masked
+// store at a time. The same operations in the same order, so the same
+// bits. Returns 0, having written nothing, when the max is not finite.
+static int short_row(const mhsa_softmax_args *a, size_t r, float *s,
+                     const float *mrow, size_t lo, size_t hi)
+{
+    size_t c0 = min8(hi - lo), c1 = hi - lo - c0;
+    __m256 ninf = _mm256_set1_ps(-INFINITY);
+    __m256 x0 = masked_scores(s, mrow, lo, c0), x1 = ninf;
+    __m256 vmax = _mm256_max_ps(x0, ninf);
+    if (c1) {
+        x1 = masked_scores(s, mrow, lo + 8, c1);
+        vmax = _mm256_max_ps(x1, vmax);
+    }
+    float m_old = a->m[r], m_new = row_max(vmax, m_old);
+    if (m_new == -INFINITY || m_new == INFINITY)
+        return 0;
+    __m256 vm = _mm256_set1_ps(m_new);
+    __m256 p0 = mhsa_exp_ps__avx2(_mm256_sub_ps(x0, vm));
+    __m256 vsum = _mm256_add_ps(_mm256_setzero_ps(), p0);
+    __m256 p1 = _mm256_setzero_ps();
+    if (c1) {
+        p1 = mhsa_exp_ps__avx2(_mm256_sub_ps(x1, vm));
+        vsum = _mm256_add_ps(vsum, p1);
+    }
+    // Whole vectors up to `room` columns; past it the general zeros.
+    size_t room = a->s_room > a->n ? a->s_room : a->n;
+    size_t w0 = min8(room - lo), end = lo + w0;
+    store_n(s + lo, w0, p0);
+    if (c1 || (end < a->n && room - end >= 8)) {
+        size_t w1 = min8(room - end);
+        store_n(s + end, w1, p1);
+        end += w1;
+    }
+    zero_n(s, lo);
+    if (end < a->n)
+        zero_n(s + end, a->n - end);
+    float alpha = rescale_factor(m_old, m_new);
+    a->m[r] = m_new;
+    a->l[r] = a->l[r] * alpha + mhsa_hsum_ps__avx2(vsum);
+    if (alpha != 1.0f)
+        scale_row(a->o + r * a->ldo, a->dv, alpha);
+    return 1;
+}
+
+// Eight rows r0.. r0+7 of a tile of n <= 16 keys without a mask, each
+// seeing keys [0, hi) with 1 <= hi, and a finite new max (the tiles of
+// short sequences): short_row's work with the rows in the lanes, so one
+// vector exp serves 8 rows and no row pays a horizontal max or sum. The
+// same bits: every operation short_row does per lane is done here per
+// lane, on the same operands in the same order, its horizontal max and
+// sum trees included (lanes i and i + 4, then i and i + 2, then 0 and 1),
+// and the second 8 keys' vector, when no row sees past key 8, is the
+// all -inf / all +0 one short_row would have added. Returns 0, having
+// written nothing, when the group does not qualify.
+static int rows_in_lanes(const mhsa_softmax_args *a, size_t r0)
+{
+    const mhsa_mask_view *mv = &a->mv;
+    size_t n = a->n, hi[8], hmax = 0;
+    if (mv->mask || n > 16)
+        return 0;
+    for (size_t i = 0; i < 8; i++) {
+        size_t lo;
+        mhsa_mask_view_range(mv, r0 + i, n, &lo, &hi[i]);
+        if (lo != 0 || hi[i] == 0)
+            return 0;
+        hmax = hi[i] > hmax ? hi[i] : hmax;
+    }
+    __m256 ninf = _mm256_set1_ps(-INFINITY);
+    __m256 k[16];   // k[j] lane i: the score of row r0 + i at key j
+    for (size_t i = 0; i < 8; i++) {
+        const float *s = a->s + (r0 + i) * a->lds;
+        k[i] = load_ninf(s, min8(hi[i]));
+        k[8 + i] = hmax > 8 && hi[i] > 8 ? load_ninf(s + 8, hi[i] - 8) : ninf;
+    }
+    int two = hmax > 8;   // else k[8..15] are all -inf
+    mhsa_transpose8__avx2(k);
+    if (two)
+        mhsa_transpose8__avx2(k + 8);
+    // short_row's vmax lane j, then hmax's tree.
+    __m256 v[8];
+    for (size_t j = 0; j < 8; j++) {
+        v[j] = _mm256_max_ps(k[j], ninf);
+        if (two)
+            v[j] = _mm256_max_ps(k[8 + j], v[j]);
+    }
+    for (size_t j = 0; j < 4; j++)
+        v[j] = _mm256_max_ps(v[j], v[j + 4]);
+    for (size_t j = 0; j < 2; j++)
+        v[j] = _mm256_max_ps(v[j], v[j + 2]);
+    __m256 hm = _mm256_max_ps(v[0], v[1]);
+    __m256 m_old = _mm256_loadu_ps(a->m + r0);
+    __m256 m_new = _mm256_blendv_ps(m_old, hm,
+                                    _mm256_cmp_ps(hm, m_old, _CMP_GT_OQ));
+    __m256 inf = _mm256_set1_ps(INFINITY);
+    __m256 bad = _mm256_or_ps(_mm256_cmp_ps(m_new, ninf, _CMP_EQ_OQ),
+                              _mm256_cmp_ps(m_new, inf, _CMP_EQ_OQ));
+    if (_mm256_movemask_ps(bad))
+        return 0;
+    // p, and short_row's vsum lane j (0 + p0, + p1), then hsum's tree.
+    __m256 zero = _mm256_setzero_ps(), sum[8];
+    for (size_t j = 0; j < 8; j++) {
+        k[j] = mhsa_exp_ps__avx2(_mm256_sub_ps(k[j], m_new));
+        sum[j] = _mm256_add_ps(zero, k[j]);
+        if (two) {
+            k[8 + j] = mhsa_exp_ps__avx2(_mm256_sub_ps(k[8 + j], m_new));
+            sum[j] = _mm256_add_ps(sum[j], k[8 + j]);
+        } else {
+            k[8 + j] = zero;
+        }
+    }
+    for (size_t j = 0; j < 4; j++)
+        sum[j] = _mm256_add_ps(sum[j], sum[j + 4]);
+    for (size_t j = 0; j < 2; j++)
+        sum[j] = _mm256_add_ps(sum[j], sum[j + 2]);
+    float hs[8], mn[8];
+    _mm256_storeu_ps(hs, _mm256_add_ps(sum[0], sum[1]));
+    _mm256_storeu_ps(mn, m_new);
+    // Rows back: keys [0, 8) and [8, 16), +0 past each row's hi.
+    mhsa_transpose8__avx2(k);
+    if (two)
+        mhsa_transpose8__avx2(k + 8);
+    size_t room = a->s_room > n ? a->s_room : n;
+    for (size_t i = 0; i < 8; i++) {
+        size_t r = r0 + i;
+        float *s = a->s + r * a->lds;
+        store_n(s, min8(room), k[i]);
+        if (n > 8)
+            store_n(s + 8, min8(room - 8), k[8 + i]);
+        float alpha = rescale_factor(a->m[r], mn[i]);
+        a->m[r] = mn[i];
+        a->l[r] = a->l[r] * alpha + hs[i];
+        if (alpha != 1.0f)
+            scale_row(a->o + r * a->ldo, a->dv, alpha);
+    }
+    return 1;
+}
+
 void mhsa_softmax_online__avx2(const mhsa_softmax_args *a)
 {
     const mhsa_mask_view *mv = &a->mv;
     for (size_t r = 0; r < a->rows; r++) {
+        if (r % 8 == 0 && a->rows - r >= 8 && rows_in_lanes(a, r)) {
+            r += 7;
+            continue;
+        }
         float *s = a->s + r * a->lds;
         const float *mrow = mv->mask ? mv->mask + r * mv->ldmask : NULL;
         size_t lo, hi;
         mhsa_mask_view_range(mv, r, a->n, &lo, &hi);
+        if (hi > lo && hi - lo <= 16 && short_row(a, r, s, mrow, lo, hi))
+            continue;
 
         // Pass 1: masked scores back into s, and their max. max_ps(x, m)
         // returns m when x is NaN, so NaN never wins (as in scalar).
@@ -119,9 +290,7 @@ void mhsa_softmax_online__avx2(const mhsa_softmax_args *a)
             vmax = _mm256_max_ps(x, vmax);
         }
         zero_outside(s, lo, hi, a->n);
-        float m_old = a->m[r], m_new = mhsa_hmax_ps__avx2(vmax);
-        if (!(m_new > m_old))
-            m_new = m_old;
+        float m_old = a->m[r], m_new = row_max(vmax, m_old);
         if (m_new == -INFINITY) {   // nothing unblocked and finite yet
             // Unblocked NaN scores still poison the row (NaN weights, l).
             int nan_seen = 0;
@@ -160,16 +329,7 @@ void mhsa_softmax_online__avx2(const mhsa_softmax_args *a)
                 store_n(s + j, cnt, p);
                 vsum = _mm256_add_ps(vsum, p);
             }
-            // exp(-inf) = +0 on the first unblocked tile and exp(0) = 1
-            // exactly, so those two (every row of a one-tile call) skip
-            // the vector exp: the same bits, a third of a short row's work.
-            if (m_old == -INFINITY)
-                alpha = 0.0f;
-            else if (m_old == m_new)
-                alpha = 1.0f;
-            else
-                alpha = _mm256_cvtss_f32(
-                    mhsa_exp_ps__avx2(_mm256_set1_ps(m_old - m_new)));
+            alpha = rescale_factor(m_old, m_new);
         }
         a->m[r] = m_new;
         a->l[r] = a->l[r] * alpha + mhsa_hsum_ps__avx2(vsum);

@@ -116,12 +116,17 @@ static inline void mhsa_mask_view_range(const mhsa_mask_view *mv, size_t r,
 // When m_new is +INFINITY: p = 1 for the +INFINITY scores and 0 for the
 // others (NaN scores stay NaN), and alpha = 1 if m_old is +INFINITY too,
 // else 0 (so l counts the row's +INFINITY keys).
+// s_room: 0, or a column count n <= s_room <= lds up to which each row of
+// s may be written: a kernel may then store whole vectors of p past n,
+// whose lanes there are +0 (masked stores are slow on AMD cores). The
+// values in [0, n), m, l and o are the same either way.
 typedef struct mhsa_softmax_args {
     size_t rows, n;
     float *s;  size_t lds;
     mhsa_mask_view mv;
     float *m, *l;        // (rows)
     float *o;  size_t ldo, dv;
+    size_t s_room;
 } mhsa_softmax_args;
 
 // Backward of softmax, one tile, with p recomputed from the saved

@@ -18,6 +18,9 @@ static const shape shapes[] = {
     { 1, 1, 1, 1 }, { 2, 3, 2, 1 }, { 1, 7, 3, 5 }, { 2, 13, 3, 8 },
     { 1, 5, 2, 17 }, { 3, 11, 5, 13 }, { 2, 31, 4, 64 }, { 1, 3, 1, 97 },
     { 2, 9, 7, 7 }, { 1, 4, 2, 9 }, { 1, 2, 3, 16 }, { 2, 5, 1, 23 },
+    // One head (n2 = 1, as split.c hands them): the short-row nests run
+    // the rows innermost.
+    { 3, 7, 1, 8 }, { 2, 5, 1, 16 }, { 1, 6, 1, 3 },
 };
 enum { N_SHAPES = sizeof shapes / sizeof shapes[0] };
 
