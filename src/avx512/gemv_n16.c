@@ -1,21 +1,18 @@
 // gemv_n16.c — AVX-512 y = beta*y + A x over F16 / BF16 rows (contract in
-// kernels.h): this ISA's kv_dot with one query row, 64 rows at a time.
-// Kept as it was before gemv_n16 existed (same bits): the long-row tile of
-// src/avx2/gemv_n16.c was measured on Zen 3 only, and no AVX-512 machine
-// was at hand to measure a shape of its own here.
+// kernels.h): gemv_n's plan and tile (kernels/gemv_plan.h, vgemv.h) with
+// each chunk widened in registers (vcvtph2ps; BF16 by a 16-bit shift), so
+// a row has the bits of gemv_n on that row widened to fp32.
 #include "kernels/kernels.h"
 #include "avx512/avx512.h"
+#include "avx512/vgemv.h"
 
 void mhsa_gemv_n16__avx512(size_t n, size_t d, const void *a, size_t lda,
-                         mhsa_dtype dt, const float *x, float *y, float beta)
+                           mhsa_dtype dt, const float *x, float *y,
+                           float beta)
 {
-    enum { CH = 64 };
-    for (size_t j0 = 0; j0 < n; j0 += CH) {
-        size_t m = n - j0 < CH ? n - j0 : CH;
-        float dot[CH];
-        mhsa_kv_dot__avx512(1, m, d, x, 0, (const char *)a + j0 * lda * 2, lda,
-                          dt, dot, 1);
-        for (size_t t = 0; t < m; t++)
-            y[j0 + t] = beta == 0.0f ? dot[t] : beta * y[j0 + t] + dot[t];
-    }
+    // dt a constant in each call, so each dtype gets its own loops
+    if (dt == MHSA_F16)
+        mhsa_gemv_plan(gemv_rows, n, d, a, 2 * lda, MHSA_F16, x, y, beta);
+    else
+        mhsa_gemv_plan(gemv_rows, n, d, a, 2 * lda, MHSA_BF16, x, y, beta);
 }

@@ -18,6 +18,7 @@
 #ifndef MHSA_AVX512_VGEMV_H
 #define MHSA_AVX512_VGEMV_H
 
+#include "kernels/gemv_plan.h"
 #include "avx512/avx512.h"
 #include "avx512/vmath.h"
 
@@ -166,6 +167,50 @@ MHSA_AVX512_INLINE void acc_all(size_t m, size_t n, size_t d, const float *p,
     }
     if (r < m)
         acc_rows(1, n, d, p + r * ldp, ldp, v, ldv, dt, o + r * ldo, ldo);
+}
+
+// ---- the tile of gemv_n / gemv_n16 (the plan: kernels/gemv_plan.h): R
+// (<= MHSA_GEMV_STREAMS) rows `stride` bytes apart, one chain each, the
+// chains of dot_block (1, 1) above, so a row has its bits (and a 16-bit
+// row the bits of the fp32 row holding its values); 64 elements of every
+// row a step, unrolled so that the loads of the R streams interleave.
+#define MHSA_AVX512_UNROLL _Pragma("GCC unroll 32")
+MHSA_AVX512_INLINE void gemv_rows(size_t R, size_t d, const char *a,
+                                  size_t stride, mhsa_dtype dt,
+                                  const float *x, float *y, size_t ys,
+                                  float beta)
+{
+    __m512 acc[MHSA_GEMV_STREAMS];
+    for (size_t r = 0; r < R; r++)
+        acc[r] = _mm512_setzero_ps();
+    size_t i = 0;
+    for (; i + 64 <= d; i += 64)
+        MHSA_AVX512_UNROLL for (size_t q = 0; q < 64; q += 16) {
+            __m512 xv = _mm512_loadu_ps(x + i + q);
+            MHSA_AVX512_UNROLL for (size_t r = 0; r < R; r++)
+                acc[r] = _mm512_fmadd_ps(
+                    mhsa_load16_as_f32__avx512(a + r * stride, i + q, dt),
+                    xv, acc[r]);
+        }
+    for (; i + 16 <= d; i += 16) {
+        __m512 xv = _mm512_loadu_ps(x + i);
+        for (size_t r = 0; r < R; r++)
+            acc[r] = _mm512_fmadd_ps(
+                mhsa_load16_as_f32__avx512(a + r * stride, i, dt), xv,
+                acc[r]);
+    }
+    if (i < d) {
+        __mmask16 mk = mhsa_mask16__avx512(d - i);
+        __m512 xv = _mm512_maskz_loadu_ps(mk, x + i);
+        for (size_t r = 0; r < R; r++)
+            acc[r] = _mm512_fmadd_ps(
+                mhsa_load_as_f32__avx512(a + r * stride, i, dt, mk), xv,
+                acc[r]);
+    }
+    for (size_t r = 0; r < R; r++) {
+        float s = mhsa_hsum__avx512(acc[r]);
+        y[r * ys] = beta == 0.0f ? s : beta * y[r * ys] + s;
+    }
 }
 
 #endif

@@ -308,6 +308,41 @@ void mhsa_gemv_rows_dt(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
     }
 }
 
+void mhsa_gemv_rows_16m(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
+                        size_t m, size_t n, size_t d, const void *w,
+                        mhsa_dtype wdt, size_t ldw, const float *x,
+                        size_t ldx, float *y, size_t ldy, float beta)
+{
+    enum { CB = 64 };   // W rows per kv_dot call when y is added to
+    size_t es = mhsa_dtype_size(wdt);
+    int nt = mhsa__threads(s->max_threads,
+                           2.0 * (double)m * (double)n * (double)d,
+                           (n + 63) / 64);
+#pragma omp parallel num_threads(nt) if (nt > 1)
+    {
+        mhsa_fpstate fp = mhsa__fp_enter_team();
+        size_t lo, hi;
+        row_share(n, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+        const char *w0 = (const char *)w;
+        if (beta == 0.0f && hi > lo) {   // straight into y
+            k->kv_dot(m, hi - lo, d, x, ldx, w0 + lo * ldw * es, ldw, wdt,
+                      y + lo, ldy);
+        } else {
+            float t[MHSA_FEW_ROWS_16 * CB];
+            for (size_t j = lo; j < hi; j += CB) {
+                size_t cb = hi - j < CB ? hi - j : CB;
+                k->kv_dot(m, cb, d, x, ldx, w0 + j * ldw * es, ldw, wdt, t,
+                          cb);
+                for (size_t r = 0; r < m; r++)
+                    for (size_t c = 0; c < cb; c++)
+                        y[r * ldy + j + c] =
+                            beta * y[r * ldy + j + c] + t[r * cb + c];
+            }
+        }
+        mhsa__fp_leave_team(fp);
+    }
+}
+
 // ---- single-threaded tile helpers ----------------------------------------
 
 size_t mhsa_tile_a_floats(const mhsa_kernels *k, size_t m, size_t kdim)

@@ -97,6 +97,27 @@ void mhsa_gemv_rows_dt(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
                        size_t n, size_t d, const void *w, mhsa_dtype wdt,
                        size_t ldw, const float *x, float *y, float beta);
 
+// A few rows through a 16-bit weight matrix (a short prompt's prefill):
+// at most this many rows of x go through mhsa_gemv_rows_16m, more through
+// the GEMM. The GEMM widens and packs all of W on every call, which costs
+// as much as its arithmetic when only a few rows use each packed block;
+// streaming W once with kv_dot instead took, on Zen 3 (1 thread, CPU
+// time), 0.6-0.7 (F16) and 0.8-1.0 (BF16) of the F32 GEMM's time at 16
+// rows of 576x576 .. 1536x576, 0.7 / 0.9 at 32, and lost from 64 rows.
+enum { MHSA_FEW_ROWS_16 = 32 };
+
+// y (m, n; row stride ldy) = beta * y + x (m, d; ldx) W^T for W (n, d;
+// ldw) stored as wdt = MHSA_F16 or MHSA_BF16: each 16-bit row of W read
+// once for all m rows of x by the table's kv_dot (m query rows against n
+// rows), each thread a contiguous share of W's rows as in
+// mhsa_gemv_rows. kv_dot's (row, key) bits depend on neither m nor n
+// (kernels.h), so they do not depend on the thread count either. Call
+// from outside any OpenMP region; m <= MHSA_FEW_ROWS_16.
+void mhsa_gemv_rows_16m(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
+                        size_t m, size_t n, size_t d, const void *w,
+                        mhsa_dtype wdt, size_t ldw, const float *x,
+                        size_t ldx, float *y, size_t ldy, float beta);
+
 #endif
 
 // ---- single-threaded tile helpers for the attention loops --------------

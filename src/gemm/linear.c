@@ -40,6 +40,13 @@ void mhsa__linear(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
                           b ? 1.0f : 0.0f);
         return;
     }
+    if (wdt != MHSA_F32 && cdt == MHSA_F32 && rows <= MHSA_FEW_ROWS_16) {
+        // A few rows over 16-bit W: stream W once rather than widen and
+        // pack all of it for them (gemm.h).
+        mhsa_gemv_rows_16m(k, s, rows, n, kdim, w, wdt, kdim, x, kdim, y, n,
+                           b ? 1.0f : 0.0f);
+        return;
+    }
     mhsa_sgemm_cd(k, cdt, s, 0, 1, rows, n, kdim, 1.0f, x, kdim, w, wdt,
                   kdim, w_packed, b ? 1.0f : 0.0f, y, n);
 }

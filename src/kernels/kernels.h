@@ -31,8 +31,10 @@
 //     packers to bf16 panels and a micro-kernel, run by gemm/gemm_bf16.c.
 // 16-bit weights (mhsa_config.weight_dtype): a decoding step's W x over
 // F16 / BF16 rows is gemv_n16 (it reads the 16-bit rows, 2 bytes an
-// element, widened in registers, in a shape made for long rows from L3 or
-// DRAM, where kv_dot's is made for short cache rows), and the GEMM widens
+// element, widened in registers, as several long sequential streams of
+// whole rows, kernels/gemv_plan.h, where kv_dot's blocks are made for
+// short cache rows); a few rows (a short prompt) read W once through
+// kv_dot (gemm.h, mhsa_gemv_rows_16m); and for more rows the GEMM widens
 // a 16-bit B with cvt_to_f32 into a slab in L1 that
 // pack_b packs from (gemm/pack_b16.c), so sgemm_ukr reads fp32 panels
 // only inside the cache-sized KC block, as for fp32 B.
@@ -331,7 +333,9 @@ typedef struct mhsa_kernels {
     //         MHSA_BF16 (2 bytes an element), widened in registers: the
     //         one-row product of a 16-bit weight matrix. beta == 0 never
     //         reads y. A row's sum is in a fixed order that depends on d
-    //         only (not on n or on the other rows), the ISA's own.
+    //         only (not on n or on the other rows): gemv_n's, so a row
+    //         has the bits of gemv_n on that row widened to fp32 (the
+    //         streaming plan both share: kernels/gemv_plan.h).
     void (*gemv_n16)(size_t n, size_t d, const void *a, size_t lda,
                      mhsa_dtype dt, const float *x, float *y, float beta);
 

@@ -94,8 +94,9 @@ static void add_rows(float *x, const float *a, size_t n)
 }
 
 // y (N, OC) = [y +] x (N, C) W^T for a matrix W (OC, C) stored as the
-// model's wdt: one row streams W once (gemv), more go through the GEMM,
-// which widens 16-bit W one packed block at a time (gemm.h).
+// model's wdt: one row streams W once (gemv), a few rows over 16-bit W
+// too (kv_dot, all rows per W row), more go through the GEMM, which widens
+// 16-bit W one packed block at a time (gemm.h).
 static void matmul(const mhsa_llama *m, float *y, int add, const float *x,
                    const void *w, size_t N, size_t C, size_t OC)
 {
@@ -107,6 +108,9 @@ static void matmul(const mhsa_llama *m, float *y, int add, const float *x,
     float beta = add ? 1.0f : 0.0f;
     if (N == 1)
         mhsa_gemv_rows_dt(m->k, &m->gs, OC, C, w, m->wdt, C, x, y, beta);
+    else if (N <= MHSA_FEW_ROWS_16)
+        mhsa_gemv_rows_16m(m->k, &m->gs, N, OC, C, w, m->wdt, C, x, C, y, OC,
+                           beta);
     else
         mhsa_sgemm_dt(m->k, &m->gs, 0, 1, N, OC, C, 1.0f, x, C, w, m->wdt,
                       C, NULL, beta, y, OC);

@@ -2,7 +2,8 @@
 // a double naive reference: tile-edge and KC-edge shapes, all transpose
 // combinations, odd leading dimensions, alpha / beta variants (beta 0 with
 // NaN-poisoned C), seeded random shapes, prepacked B equal bit for bit to
-// the plain path, and the same bits with 1, 2 and 3 OpenMP threads.
+// the plain path, and the same bits with 1, 2 and 3 OpenMP threads; the
+// few-rows product over 16-bit weights (mhsa_gemv_rows_16m) the same way.
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "gemm/gemm.h"
+#include "kernels/half.h"
 #include "util.h"
 
 #define LOOP(tc, fn) tcase_add_loop_test(tc, fn, 0, N_ISAS)
@@ -329,6 +331,116 @@ START_TEST(gemm_threads_bitwise)
 }
 END_TEST
 
+// mhsa_gemv_rows_16m (a few rows of x through 16-bit W, by kv_dot): every
+// element against a double reference over the widened weights, beta 0 (y
+// poisoned with NaN, never read) and 1; each row of the result with the
+// bits of that row of x alone (m = 1) and of a call over a later part of
+// W (n shifted by 3 rows); the same bits on 1, 2 and 3 threads (shapes
+// above the work threshold, so the rows are split); odd leading
+// dimensions, m from 1 to MHSA_FEW_ROWS_16.
+START_TEST(gemv_rows_16m_reference_and_bits)
+{
+    const mhsa_kernels *k = kernels_or_skip(_i);
+    if (!k)
+        return;
+    static const size_t shapes[][3] = {   // m, n, d
+        { 1, 7, 9 },   { 2, 70, 33 },   { 3, 65, 576 }, { 5, 130, 17 },
+        { 16, 200, 576 }, { 7, 67, 1001 }, { MHSA_FEW_ROWS_16, 150, 128 },
+    };
+    static const mhsa_dtype dts[] = { MHSA_F16, MHSA_BF16 };
+    rng r = { 71 + (uint64_t)_i };
+    for (int w = 0; w < 2; w++)
+        for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+            for (int bi = 0; bi < 2; bi++) {
+                size_t m = shapes[si][0], n = shapes[si][1];
+                size_t d = shapes[si][2], ldw = d + 1, ldx = d + 3;
+                size_t ldy = n + 5, ny = (m - 1) * ldy + n;
+                float beta = (float)bi;
+                mhsa_dtype dt = dts[w];
+                uint16_t *wt = malloc(((n - 1) * ldw + d) * sizeof *wt);
+                ck_assert(wt);
+                for (size_t j = 0; j < n; j++)
+                    for (size_t i = 0; i < d; i++) {
+                        float v = rng_uniform(&r, -1, 1);
+                        wt[j * ldw + i] = dt == MHSA_F16 ? mhsa_f32_to_f16(v)
+                                                         : mhsa_f32_to_bf16(v);
+                    }
+                float *x = alloc_guarded((m - 1) * ldx + d);
+                fill_uniform(&r, x, (m - 1) * ldx + d, -1, 1);
+                float *y0 = alloc_guarded(ny), *y[3];
+                fill_uniform(&r, y0, ny, -1, 1);
+                for (int t = 0; t < 3; t++) {
+                    y[t] = alloc_guarded(ny);
+                    for (size_t e = 0; e < ny; e++)
+                        y[t][e] = beta == 0.0f ? NAN : y0[e];
+                    scratch sc;
+                    scratch_init(&sc, k, n);
+                    sc.s.max_threads = t + 1;
+                    omp_set_num_threads(t + 1);
+                    mhsa_gemv_rows_16m(k, &sc.s, m, n, d, wt, dt, ldw, x, ldx,
+                                       y[t], ldy, beta);
+                    scratch_free(&sc);
+                }
+                omp_set_num_threads(1);
+                ck_assert_msg(memcmp(y[0], y[1], ny * sizeof(float)) == 0 &&
+                              memcmp(y[0], y[2], ny * sizeof(float)) == 0,
+                              "%s gemv_rows_16m m %zu n %zu d %zu: thread "
+                              "count changed the bits", k->name, m, n, d);
+                scratch sc;
+                scratch_init(&sc, k, n);
+                sc.s.max_threads = 1;
+                for (size_t q = 0; q < m; q++) {
+                    float *one = alloc_guarded(n), *later = alloc_guarded(n);
+                    for (size_t j = 0; j < n; j++)
+                        one[j] = later[j] = y0[q * ldy + j];
+                    mhsa_gemv_rows_16m(k, &sc.s, 1, n, d, wt, dt, ldw,
+                                       x + q * ldx, ldx, one, n, beta);
+                    mhsa_gemv_rows_16m(k, &sc.s, 1, n - 3, d, wt + 3 * ldw,
+                                       dt, ldw, x + q * ldx, ldx, later + 3,
+                                       n, beta);
+                    for (size_t j = 0; j < n; j++) {
+                        float got = y[0][q * ldy + j];
+                        double want = beta == 0.0f ? 0.0
+                                                   : (double)y0[q * ldy + j];
+                        double mag = 1.0;
+                        for (size_t i = 0; i < d; i++) {
+                            double p = (double)(dt == MHSA_F16
+                                                    ? mhsa_f16_to_f32(
+                                                          wt[j * ldw + i])
+                                                    : mhsa_bf16_to_f32(
+                                                          wt[j * ldw + i])) *
+                                       x[q * ldx + i];
+                            want += p;
+                            mag += fabs(p);
+                        }
+                        ck_assert_msg(
+                            fabs(got - want) <= 4e-7 * mag * (1 + log2((double)d)) &&
+                                memcmp(&got, &one[j], sizeof got) == 0 &&
+                                (j < 3 ||
+                                 memcmp(&got, &later[j], sizeof got) == 0),
+                            "%s gemv_rows_16m %s m %zu n %zu d %zu beta %g "
+                            "(%zu, %zu): %.9g, alone %.9g, want %.9g",
+                            k->name, dt == MHSA_F16 ? "f16" : "bf16", m, n, d,
+                            (double)beta, q, j, (double)got, (double)one[j],
+                            want);
+                    }
+                    ck_assert(guard_ok(one, n) && guard_ok(later, n));
+                    free_guarded(one);
+                    free_guarded(later);
+                }
+                scratch_free(&sc);
+                for (int t = 0; t < 3; t++) {
+                    ck_assert(guard_ok(y[t], ny));
+                    free_guarded(y[t]);
+                }
+                ck_assert(guard_ok(x, (m - 1) * ldx + d));
+                free_guarded(x);
+                free_guarded(y0);
+                free(wt);
+            }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("gemm");
@@ -338,6 +450,7 @@ int main(void)
     LOOP(tc, gemm_transposes);
     LOOP(tc, gemm_random_shapes);
     LOOP(tc, gemm_prepacked_b_bitwise);
+    LOOP(tc, gemv_rows_16m_reference_and_bits);
     LOOP(tc, gemm_threads_bitwise);
     suite_add_tcase(s, tc);
     return run_suite(s);

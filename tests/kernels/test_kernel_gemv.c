@@ -544,34 +544,41 @@ END_TEST
 
 // gemv_n: a row's bits do not depend on n or on the rows beside it (the
 // one-row products split rows between threads at any multiple of 8 rows,
-// gemm.c): every row of a call equals that row alone and in a call that
-// starts one row later.
+// gemm.c; the plan of kernels/gemv_plan.h takes rows from several runs
+// side by side, and the last n % 6 in groups of 4, 2, 1): every row of a
+// call equals that row alone and in calls that start 1 and 5 rows later,
+// for n that give the plan no step, one, several, and each remainder.
 START_TEST(gemv_rows_independent_of_n)
 {
     const mhsa_kernels *k = kernels_or_skip(_i);
     if (!k)
         return;
-    static const size_t dd[] = { 1, 3, 8, 9, 17, 64, 301 };
+    static const size_t dd[] = { 1, 3, 8, 9, 17, 33, 64, 301 };
+    static const size_t nn[] = { 5, 11, 13, 50 };
     rng r = { 91 + (uint64_t)_i };
-    for (size_t di = 0; di < sizeof dd / sizeof *dd; di++) {
-        size_t n = 11, d = dd[di], lda = d + 2;
-        float *a = alloc_guarded(n * lda), *x = alloc_guarded(d);
-        fill_uniform(&r, a, n * lda, -1, 1);
-        fill_uniform(&r, x, d, -1, 1);
-        float all[11], later[11], one;
-        k->gemv_n(n, d, a, lda, x, all, 0.0f);
-        k->gemv_n(n - 1, d, a + lda, lda, x, later, 0.0f);
-        for (size_t j = 0; j < n; j++) {
-            k->gemv_n(1, d, a + j * lda, lda, x, &one, 0.0f);
-            ck_assert_msg(memcmp(&one, &all[j], sizeof one) == 0 &&
-                          (j == 0 ||
-                           memcmp(&one, &later[j - 1], sizeof one) == 0),
-                          "%s gemv_n d %zu row %zu: bits depend on the rows "
-                          "beside it", k->name, d, j);
+    for (size_t ni = 0; ni < sizeof nn / sizeof *nn; ni++)
+        for (size_t di = 0; di < sizeof dd / sizeof *dd; di++) {
+            size_t n = nn[ni], d = dd[di], lda = d + 2;
+            float *a = alloc_guarded(n * lda), *x = alloc_guarded(d);
+            fill_uniform(&r, a, n * lda, -1, 1);
+            fill_uniform(&r, x, d, -1, 1);
+            float all[50], later[50], later5[50], one;
+            k->gemv_n(n, d, a, lda, x, all, 0.0f);
+            k->gemv_n(n - 1, d, a + lda, lda, x, later, 0.0f);
+            k->gemv_n(n - 5, d, a + 5 * lda, lda, x, later5, 0.0f);
+            for (size_t j = 0; j < n; j++) {
+                k->gemv_n(1, d, a + j * lda, lda, x, &one, 0.0f);
+                ck_assert_msg(memcmp(&one, &all[j], sizeof one) == 0 &&
+                              (j < 1 ||
+                               memcmp(&one, &later[j - 1], sizeof one) == 0) &&
+                              (j < 5 ||
+                               memcmp(&one, &later5[j - 5], sizeof one) == 0),
+                              "%s gemv_n n %zu d %zu row %zu: bits depend on "
+                              "the rows beside it", k->name, n, d, j);
+            }
+            free_guarded(a);
+            free_guarded(x);
         }
-        free_guarded(a);
-        free_guarded(x);
-    }
 }
 END_TEST
 

@@ -5,13 +5,17 @@
 // leading dimensions, beta 0 (y poisoned with NaN, never read) and 1; the
 // matrix allocated to exactly its last used element (ASan and valgrind see
 // any read past it); exact sums on small integers; a row's bits the same
-// whatever n is and whichever row it is paired with; NaN and +-inf in a
-// row (and inf times 0) giving IEEE's results as scalar does.
+// whatever n is and whichever row it is paired with; the bits of gemv_n
+// on the row widened to fp32 (16-bit subnormals, zeros, the largest
+// values, NaN and inf among the elements; default and FTZ/DAZ state); NaN
+// and +-inf in a row (and inf times 0) giving IEEE's results as scalar
+// does.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/fpenv.h"
 #include "kernels/half.h"
 #include "util.h"
 
@@ -144,8 +148,10 @@ START_TEST(gemv16_exact_on_small_integers)
 END_TEST
 
 // A row's bits depend on d only: row j of an n-row call equals the same
-// row alone and in a call that starts one row later (so it pairs with
-// other rows in a multi-row tile).
+// row alone and in calls that start 1 and 5 rows later (so it pairs with
+// other rows, in another run of the plan or among the last n % 6), for n
+// that give the plan (kernels/gemv_plan.h) no step, one, several, and
+// each remainder.
 START_TEST(gemv16_rows_independent_of_n)
 {
     const mhsa_kernels *k = kernels_or_skip(_i);
@@ -153,28 +159,121 @@ START_TEST(gemv16_rows_independent_of_n)
         return;
     rng r = { 31 + (uint64_t)_i };
     static const size_t dd[] = { 1, 9, 17, 33, 576, 1001 };
+    static const size_t nn[] = { 7, 13, 50 };
     for (int w = 0; w < 2; w++)
-        for (size_t di = 0; di < sizeof dd / sizeof *dd; di++) {
-            size_t n = 7, d = dd[di], lda = d + 1;
-            uint16_t *a = alloc_rows(n, d, lda);
-            fill_rows(&r, a, n, d, lda, dts[w], 0);
-            float *x = alloc_guarded(d);
-            fill_uniform(&r, x, d, -1, 1);
-            float all[7], later[7], one;
-            k->gemv_n16(n, d, a, lda, dts[w], x, all, 0.0f);
-            k->gemv_n16(n - 1, d, a + lda, lda, dts[w], x, later, 0.0f);
-            for (size_t j = 0; j < n; j++) {
-                k->gemv_n16(1, d, a + j * lda, lda, dts[w], x, &one, 0.0f);
-                ck_assert_msg(memcmp(&one, &all[j], sizeof one) == 0 &&
-                              (j == 0 ||
-                               memcmp(&one, &later[j - 1], sizeof one) == 0),
-                              "%s gemv_n16 %s d %zu row %zu: bits depend on "
-                              "the rows beside it", k->name, dt_names[w], d,
-                              j);
+        for (size_t ni = 0; ni < sizeof nn / sizeof *nn; ni++)
+            for (size_t di = 0; di < sizeof dd / sizeof *dd; di++) {
+                size_t n = nn[ni], d = dd[di], lda = d + 1;
+                uint16_t *a = alloc_rows(n, d, lda);
+                fill_rows(&r, a, n, d, lda, dts[w], 0);
+                float *x = alloc_guarded(d);
+                fill_uniform(&r, x, d, -1, 1);
+                float all[50], later[50], later5[50], one;
+                k->gemv_n16(n, d, a, lda, dts[w], x, all, 0.0f);
+                k->gemv_n16(n - 1, d, a + lda, lda, dts[w], x, later, 0.0f);
+                k->gemv_n16(n - 5, d, a + 5 * lda, lda, dts[w], x, later5,
+                            0.0f);
+                for (size_t j = 0; j < n; j++) {
+                    k->gemv_n16(1, d, a + j * lda, lda, dts[w], x, &one,
+                                0.0f);
+                    ck_assert_msg(
+                        memcmp(&one, &all[j], sizeof one) == 0 &&
+                            (j < 1 ||
+                             memcmp(&one, &later[j - 1], sizeof one) == 0) &&
+                            (j < 5 ||
+                             memcmp(&one, &later5[j - 5], sizeof one) == 0),
+                        "%s gemv_n16 %s n %zu d %zu row %zu: bits depend on "
+                        "the rows beside it", k->name, dt_names[w], n, d, j);
+                }
+                free(a);
+                free_guarded(x);
             }
-            free(a);
-            free_guarded(x);
-        }
+}
+END_TEST
+
+// A 16-bit row has the bits of gemv_n on the same row widened to fp32
+// (the ISA's tile is gemv_n's, each chunk widened exactly), beta 0 and 1,
+// with rows holding 16-bit subnormals, signed zeros and the largest
+// finite values beside ordinary ones, and some rows a NaN or an inf
+// (those compared as NaN / the same inf). In the default floating-point
+// state and in the library's (FTZ/DAZ: BF16 subnormals widen to fp32
+// subnormals, which both then read as zeros).
+START_TEST(gemv16_bits_equal_gemv_n_widened)
+{
+    const mhsa_kernels *k = kernels_or_skip(_i);
+    if (!k)
+        return;
+    rng r = { 53 + (uint64_t)_i };
+    static const size_t dd[] = { 1, 7, 8, 15, 16, 31, 33, 64, 65, 576, 1001 };
+    static const size_t nn[] = { 1, 5, 6, 13, 31 };
+    for (int ftz = 0; ftz < 2; ftz++)
+        for (int w = 0; w < 2; w++)
+            for (size_t ni = 0; ni < sizeof nn / sizeof *nn; ni++)
+                for (size_t di = 0; di < sizeof dd / sizeof *dd; di++) {
+                    size_t n = nn[ni], d = dd[di], lda = d + (di % 3);
+                    float beta = (float)((ni + di) % 2);
+                    uint16_t *a = alloc_rows(n, d, lda);
+                    fill_rows(&r, a, n, d, lda, dts[w], 0);
+                    for (size_t j = 0; j < n; j++)
+                        for (size_t i = 0; i < d; i++) {
+                            uint16_t *e = &a[j * lda + i];
+                            uint16_t sign = (uint16_t)(rng_u64(&r) & 0x8000);
+                            switch (rng_u64(&r) % 16) {
+                            case 0:   // a subnormal of the 16-bit type
+                                *e = sign | (uint16_t)(1 + rng_u64(&r) % 0x7f);
+                                break;
+                            case 1:   // a signed zero
+                                *e = sign;
+                                break;
+                            case 2:   // the largest finite magnitude
+                                *e = sign | (dts[w] == MHSA_F16 ? 0x7bff
+                                                                : 0x7f7f);
+                                break;
+                            default:
+                                break;
+                            }
+                        }
+                    if (n > 2) {   // row 1 holds a NaN, row 2 an inf
+                        a[1 * lda + d / 2] = dts[w] == MHSA_F16 ? 0x7e00
+                                                                : 0x7fc0;
+                        a[2 * lda + d / 3] = dts[w] == MHSA_F16 ? 0xfc00
+                                                                : 0xff80;
+                    }
+                    float *wide = alloc_guarded(n * lda);
+                    for (size_t j = 0; j < n; j++)
+                        for (size_t i = 0; i < d; i++)
+                            wide[j * lda + i] =
+                                from16(a[j * lda + i], dts[w]);
+                    float *x = alloc_guarded(d), *y = alloc_guarded(n);
+                    float *yw = alloc_guarded(n);
+                    fill_uniform(&r, x, d, -1, 1);
+                    for (size_t j = 0; j < n; j++)
+                        y[j] = yw[j] = beta == 0.0f ? NAN
+                                                    : rng_uniform(&r, -1, 1);
+                    mhsa_fpstate fp;
+                    if (ftz)
+                        fp = mhsa__fp_enter();
+                    k->gemv_n16(n, d, a, lda, dts[w], x, y, beta);
+                    k->gemv_n(n, d, wide, lda, x, yw, beta);
+                    if (ftz)
+                        mhsa__fp_leave(fp);
+                    for (size_t j = 0; j < n; j++)
+                        ck_assert_msg(isnan(yw[j]) ? isnan(y[j])
+                                                   : memcmp(&y[j], &yw[j],
+                                                            sizeof y[j]) == 0,
+                                      "%s gemv_n16 %s n %zu d %zu beta %g "
+                                      "ftz %d row %zu: %.9g, gemv_n on the "
+                                      "widened row %.9g", k->name,
+                                      dt_names[w], n, d, (double)beta, ftz, j,
+                                      (double)y[j], (double)yw[j]);
+                    ck_assert(guard_ok(y, n) && guard_ok(yw, n) &&
+                              guard_ok(x, d) && guard_ok(wide, n * lda));
+                    free(a);
+                    free_guarded(wide);
+                    free_guarded(x);
+                    free_guarded(y);
+                    free_guarded(yw);
+                }
 }
 END_TEST
 
@@ -239,6 +338,7 @@ int main(void)
     tcase_add_loop_test(tc, gemv16_matches_reference_and_scalar, 0, N_ISAS);
     tcase_add_loop_test(tc, gemv16_exact_on_small_integers, 0, N_ISAS);
     tcase_add_loop_test(tc, gemv16_rows_independent_of_n, 0, N_ISAS);
+    tcase_add_loop_test(tc, gemv16_bits_equal_gemv_n_widened, 0, N_ISAS);
     tcase_add_loop_test(tc, gemv16_nan_and_inf_propagate, 0, N_ISAS);
     suite_add_tcase(s, tc);
     return run_suite(s);
