@@ -116,11 +116,11 @@ static void outputs_free(outputs *o)
     free(o->cached);
 }
 
-// _i = isa * 2 + dtype. The products read the same values in both models;
-// the full forward (GEMM: the 16-bit panels widen to the fp32 panels of the
-// rounded weights) and the steps of the scalar table (gemv_n16 sums a row
-// in gemv_n's order) are the same bits; the other tables' gemv_n16 sums in
-// another order than their gemv_n, so the steps agree to 1e-4.
+// _i = isa * 2 + dtype. The products read the same values in both models,
+// within the contract's 1e-4: a forward of a few rows over 16-bit weights
+// streams W once through kv_dot (mhsa_gemv_rows_16m) where the F32 model
+// runs the GEMM, so their sums run in other orders; the scalar table's
+// steps (gemv_n16 sums a row in gemv_n's order) are the same bits.
 START_TEST(rounded_gpt_equals_f32_gpt)
 {
     if (!kernels_or_skip(_i / 2))
@@ -149,9 +149,6 @@ START_TEST(rounded_gpt_equals_f32_gpt)
         ck_assert_msg(e_full <= 1e-4 && e_cached <= 1e-4, "variant %d %s: "
                       "full %g, cached %g", v, mhsa_isa_name(all_isas[_i / 2]),
                       e_full, e_cached);
-        ck_assert_msg(!memcmp(o16.full, o32.full, B * T * V * 4),
-                      "variant %d: the full forward is not the same bits "
-                      "(rel err %g)", v, e_full);
         if (all_isas[_i / 2] == MHSA_ISA_SCALAR)
             ck_assert_msg(!memcmp(o16.cached, o32.cached,
                                   (T - PRE + 1) * V * 4),
