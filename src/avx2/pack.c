@@ -12,37 +12,9 @@
 #include "kernels/kernels.h"
 #include "avx2/avx2.h"
 #include "avx2/vmath.h"
+#include "avx2/vtranspose.h"
 
 enum { MR = 6, NR = 16 };
-
-// r[q] <- column q of the 8x8 block whose rows are r[0..7].
-static inline void transpose8(__m256 r[8])
-{
-    __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]);
-    __m256 t1 = _mm256_unpackhi_ps(r[0], r[1]);
-    __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]);
-    __m256 t3 = _mm256_unpackhi_ps(r[2], r[3]);
-    __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]);
-    __m256 t5 = _mm256_unpackhi_ps(r[4], r[5]);
-    __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]);
-    __m256 t7 = _mm256_unpackhi_ps(r[6], r[7]);
-    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44);
-    __m256 u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44);
-    __m256 u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44);
-    __m256 u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44);
-    __m256 u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-    r[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
-    r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
-    r[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
-    r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
-    r[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
-    r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
-    r[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
-    r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
-}
 
 // One depth step of an A panel: 6 floats at p. A full 8-float store spills
 // 2 floats into the next step's slots, which that step then overwrites;
@@ -80,7 +52,7 @@ void mhsa_pack_a_mr6__avx2(size_t m, size_t k, const float *a, size_t lda,
         for (size_t i = 0; i < 8; i++)
             r[i] = i < mm ? _mm256_mul_ps(va, _mm256_loadu_ps(a + i * lda + kk))
                           : _mm256_setzero_ps();
-        transpose8(r);
+        mhsa_transpose8__avx2(r);
         for (size_t q = 0; q < 8; q++)
             store_step(ap + (kk + q) * MR, r[q], kk + q + 1 < k, store6);
     }
@@ -120,7 +92,7 @@ void mhsa_pack_b_nr16__avx2(size_t k, size_t n, const float *b, size_t ldb,
             for (size_t j = 0; j < 8; j++)
                 r[j] = h + j < nn ? _mm256_loadu_ps(b + (h + j) * ldb + kk)
                                   : _mm256_setzero_ps();
-            transpose8(r);
+            mhsa_transpose8__avx2(r);
             for (size_t q = 0; q < 8; q++)
                 _mm256_storeu_ps(bp + (kk + q) * NR + h, r[q]);
         }

@@ -18,6 +18,7 @@
 #include "kernels/kernels.h"
 #include "avx2/avx2.h"
 #include "avx2/vmath.h"
+#include "avx2/vtranspose.h"
 
 // cnt (1..8) values at p; lanes >= cnt are -INFINITY, never loaded.
 static inline __m256 load_ninf(const float *p, size_t cnt)
@@ -171,10 +172,107 @@ static int short_row(const mhsa_softmax_args *a, size_t r, float *s,
     return 1;
 }
 
+// Eight rows r0.. r0+7 of a tile of n <= 16 keys without a mask, each
+// seeing keys [0, hi) with 1 <= hi, and a finite new max (the tiles of
+// short sequences): short_row's work with the rows in the lanes, so one
+// vector exp serves 8 rows and no row pays a horizontal max or sum. The
+// same bits: every operation short_row does per lane is done here per
+// lane, on the same operands in the same order, its horizontal max and
+// sum trees included (lanes i and i + 4, then i and i + 2, then 0 and 1),
+// and the second 8 keys' vector, when no row sees past key 8, is the
+// all -inf / all +0 one short_row would have added. Returns 0, having
+// written nothing, when the group does not qualify.
+static int rows_in_lanes(const mhsa_softmax_args *a, size_t r0)
+{
+    const mhsa_mask_view *mv = &a->mv;
+    size_t n = a->n, hi[8], hmax = 0;
+    if (mv->mask || n > 16)
+        return 0;
+    for (size_t i = 0; i < 8; i++) {
+        size_t lo;
+        mhsa_mask_view_range(mv, r0 + i, n, &lo, &hi[i]);
+        if (lo != 0 || hi[i] == 0)
+            return 0;
+        hmax = hi[i] > hmax ? hi[i] : hmax;
+    }
+    __m256 ninf = _mm256_set1_ps(-INFINITY);
+    __m256 k[16];   // k[j] lane i: the score of row r0 + i at key j
+    for (size_t i = 0; i < 8; i++) {
+        const float *s = a->s + (r0 + i) * a->lds;
+        k[i] = load_ninf(s, min8(hi[i]));
+        k[8 + i] = hmax > 8 && hi[i] > 8 ? load_ninf(s + 8, hi[i] - 8) : ninf;
+    }
+    int two = hmax > 8;   // else k[8..15] are all -inf
+    mhsa_transpose8__avx2(k);
+    if (two)
+        mhsa_transpose8__avx2(k + 8);
+    // short_row's vmax lane j, then hmax's tree.
+    __m256 v[8];
+    for (size_t j = 0; j < 8; j++) {
+        v[j] = _mm256_max_ps(k[j], ninf);
+        if (two)
+            v[j] = _mm256_max_ps(k[8 + j], v[j]);
+    }
+    for (size_t j = 0; j < 4; j++)
+        v[j] = _mm256_max_ps(v[j], v[j + 4]);
+    for (size_t j = 0; j < 2; j++)
+        v[j] = _mm256_max_ps(v[j], v[j + 2]);
+    __m256 hm = _mm256_max_ps(v[0], v[1]);
+    __m256 m_old = _mm256_loadu_ps(a->m + r0);
+    __m256 m_new = _mm256_blendv_ps(m_old, hm,
+                                    _mm256_cmp_ps(hm, m_old, _CMP_GT_OQ));
+    __m256 inf = _mm256_set1_ps(INFINITY);
+    __m256 bad = _mm256_or_ps(_mm256_cmp_ps(m_new, ninf, _CMP_EQ_OQ),
+                              _mm256_cmp_ps(m_new, inf, _CMP_EQ_OQ));
+    if (_mm256_movemask_ps(bad))
+        return 0;
+    // p, and short_row's vsum lane j (0 + p0, + p1), then hsum's tree.
+    __m256 zero = _mm256_setzero_ps(), sum[8];
+    for (size_t j = 0; j < 8; j++) {
+        k[j] = mhsa_exp_ps__avx2(_mm256_sub_ps(k[j], m_new));
+        sum[j] = _mm256_add_ps(zero, k[j]);
+        if (two) {
+            k[8 + j] = mhsa_exp_ps__avx2(_mm256_sub_ps(k[8 + j], m_new));
+            sum[j] = _mm256_add_ps(sum[j], k[8 + j]);
+        } else {
+            k[8 + j] = zero;
+        }
+    }
+    for (size_t j = 0; j < 4; j++)
+        sum[j] = _mm256_add_ps(sum[j], sum[j + 4]);
+    for (size_t j = 0; j < 2; j++)
+        sum[j] = _mm256_add_ps(sum[j], sum[j + 2]);
+    float hs[8], mn[8];
+    _mm256_storeu_ps(hs, _mm256_add_ps(sum[0], sum[1]));
+    _mm256_storeu_ps(mn, m_new);
+    // Rows back: keys [0, 8) and [8, 16), +0 past each row's hi.
+    mhsa_transpose8__avx2(k);
+    if (two)
+        mhsa_transpose8__avx2(k + 8);
+    size_t room = a->s_room > n ? a->s_room : n;
+    for (size_t i = 0; i < 8; i++) {
+        size_t r = r0 + i;
+        float *s = a->s + r * a->lds;
+        store_n(s, min8(room), k[i]);
+        if (n > 8)
+            store_n(s + 8, min8(room - 8), k[8 + i]);
+        float alpha = rescale_factor(a->m[r], mn[i]);
+        a->m[r] = mn[i];
+        a->l[r] = a->l[r] * alpha + hs[i];
+        if (alpha != 1.0f)
+            scale_row(a->o + r * a->ldo, a->dv, alpha);
+    }
+    return 1;
+}
+
 void mhsa_softmax_online__avx2(const mhsa_softmax_args *a)
 {
     const mhsa_mask_view *mv = &a->mv;
     for (size_t r = 0; r < a->rows; r++) {
+        if (r % 8 == 0 && a->rows - r >= 8 && rows_in_lanes(a, r)) {
+            r += 7;
+            continue;
+        }
         float *s = a->s + r * a->lds;
         const float *mrow = mv->mask ? mv->mask + r * mv->ldmask : NULL;
         size_t lo, hi;

@@ -1150,6 +1150,81 @@ START_TEST(avx2_exp_accuracy)
 END_TEST
 #endif
 
+// A call over many rows gives each row the bits a call over that row alone
+// gives (rows are independent; AVX2 takes 8 rows at a time into the lanes
+// of its vectors for tiles of <= 16 keys, kernels' other paths one row at
+// a time). Two tiles in a row (the second rescales the first's m, l, o),
+// causal at several offsets, key padding, a window, a mask, +inf and NaN
+// scores (a group that falls back), with and without s_room.
+START_TEST(online_rows_together_equal_one_by_one)
+{
+    const mhsa_kernels *k = kernels_or_skip(_i);
+    if (!k)
+        return;
+    enum { DV = 5, RMAX = 17 };
+    static const size_t ns[] = { 1, 3, 7, 8, 9, 12, 15, 16, 17, 24 };
+    static const size_t rws[] = { 8, 9, 16, 17 };
+    unsigned seed = 900;
+    for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+        for (size_t ri = 0; ri < sizeof rws / sizeof rws[0]; ri++)
+            for (int variant = 0; variant < 8; variant++) {
+                size_t n = ns[ni], R = rws[ri], lds = (n + 7) / 8 * 8 + 8;
+                rng g = { ++seed };
+                float s[2][RMAX * 32], s1[2][RMAX * 32], mask[RMAX * 24];
+                float m[RMAX], l[RMAX], o[RMAX * DV];
+                float m1[RMAX], l1[RMAX], o1[RMAX * DV];
+                fill_uniform(&g, s[0], R * lds, -6.0f, 6.0f);
+                fill_uniform(&g, s[1], R * lds, -6.0f, 6.0f);
+                fill_uniform(&g, mask, R * n, -2.0f, 0.0f);
+                if (variant == 5)   // an overflowed score, a NaN
+                    s[1][3 * lds + n / 2] = INFINITY,
+                    s[0][9 % R * lds] = NAN;
+                memcpy(s1, s, sizeof s);
+                for (size_t r = 0; r < R; r++)
+                    m[r] = -INFINITY, l[r] = 0.0f;
+                fill_uniform(&g, o, R * DV, -1.0f, 1.0f);
+                memcpy(m1, m, sizeof m);
+                memcpy(l1, l, sizeof l);
+                memcpy(o1, o, sizeof o);
+                mhsa_mask_view mv = { NULL, n, variant == 1 ? 5 : 0, 0,
+                                      variant < 3, 0, 0 };
+                if (variant == 3)
+                    mv.klen = n > 2 ? n - 2 : 1;
+                if (variant == 4)
+                    mv.window = 3, mv.causal = 1, mv.q0 = 2;
+                if (variant == 6)
+                    mv.mask = mask;
+                for (int t = 0; t < 2; t++) {   // tiles at keys 0 and n
+                    mhsa_mask_view tv = mv;
+                    tv.k0 = (size_t)t * n;
+                    if (t == 1 && variant < 3)   // causal: rows past n
+                        tv.q0 += n;
+                    mhsa_softmax_args all = { R, n, s[t], lds, tv, m, l, o,
+                                              DV, DV, variant & 1 ? lds : 0 };
+                    k->softmax_online(&all);
+                    for (size_t r = 0; r < R; r++) {
+                        mhsa_softmax_args one = all;
+                        one.rows = 1;
+                        one.s = s1[t] + r * lds;
+                        one.mv.q0 = tv.q0 + r;
+                        one.mv.mask = tv.mask ? tv.mask + r * n : NULL;
+                        one.m = m1 + r, one.l = l1 + r, one.o = o1 + r * DV;
+                        k->softmax_online(&one);
+                    }
+                    int same = !memcmp(m, m1, R * sizeof(float))
+                            && !memcmp(l, l1, R * sizeof(float))
+                            && !memcmp(o, o1, R * DV * sizeof(float));
+                    for (size_t r = 0; r < R; r++)
+                        same &= !memcmp(s[t] + r * lds, s1[t] + r * lds,
+                                        n * sizeof(float));
+                    ck_assert_msg(same, "isa %s: rows together differ from "
+                                  "one by one, n %zu rows %zu variant %d "
+                                  "tile %d", k->name, n, R, variant, t);
+                }
+            }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("kernel_softmax");
@@ -1169,6 +1244,7 @@ int main(void)
     LOOP(tc, online_inf_mask_and_nan);
     LOOP(tc, grad_inf_rows);
     LOOP(tc, row_inf_entries);
+    LOOP(tc, online_rows_together_equal_one_by_one);
 #if MHSA_HAVE_AVX2 && defined(__x86_64__)
     tcase_add_test(tc, avx2_exp_accuracy);
 #endif
