@@ -84,16 +84,6 @@ static double forward_flops(double B, double T, double D)
     return 8.0 * B * T * D * D + 2.0 * B * T * T * D;
 }
 
-// Runs body at `threads` OpenMP threads, restoring the count afterwards.
-typedef struct thread_scope { int saved; } thread_scope;
-static thread_scope threads_begin(int threads)
-{
-    thread_scope s = { omp_get_max_threads() };
-    omp_set_num_threads(threads);
-    return s;
-}
-static void threads_end(thread_scope s) { omp_set_num_threads(s.saved); }
-
 static const char *const shape_names[] = { "B", "T", "D", "H", "threads" };
 
 // mhsa_forward, y = block(x), no attention weights returned.

@@ -150,15 +150,6 @@ static size_t seq_lengths(int B, int L, int kind, size_t len[MAX_B])
     return total;
 }
 
-typedef struct thread_scope { int saved; } thread_scope;
-static thread_scope threads_begin(int threads)
-{
-    thread_scope s = { omp_get_max_threads() };
-    omp_set_num_threads(threads);
-    return s;
-}
-static void threads_end(thread_scope s) { omp_set_num_threads(s.saved); }
-
 typedef struct case_args {
     int B, H, Hkv, dh, L, lens, threads;
     mhsa_dtype dt;

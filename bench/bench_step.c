@@ -111,15 +111,6 @@ fail:
     return 0;
 }
 
-typedef struct thread_scope { int saved; } thread_scope;
-static thread_scope threads_begin(int threads)
-{
-    thread_scope s = { omp_get_max_threads() };
-    omp_set_num_threads(threads);
-    return s;
-}
-static void threads_end(thread_scope s) { omp_set_num_threads(s.saved); }
-
 static const char *const step_names[] = { "D", "H", "Hkv", "L", "blocks",
                                           "wdtype", "threads" };
 

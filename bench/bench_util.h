@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <omp.h>
+
 #include "mhsa.h"
 
 // 64-byte aligned floats (at least one); free() them. NULL if out of memory.
@@ -33,5 +35,19 @@ double mhsa_bench_read_gbs(size_t bytes, int threads);
 // The thread counts every case runs at: 1 and, if more, all of OpenMP's.
 // Returns how many (1 or 2).
 int mhsa_bench_thread_counts(int64_t counts[2]);
+
+// A case's OpenMP thread count: threads_begin sets it, threads_end puts
+// back what was set before.
+typedef struct thread_scope { int saved; } thread_scope;
+static inline thread_scope threads_begin(int threads)
+{
+    thread_scope s = { omp_get_max_threads() };
+    omp_set_num_threads(threads);
+    return s;
+}
+static inline void threads_end(thread_scope s)
+{
+    omp_set_num_threads(s.saved);
+}
 
 #endif

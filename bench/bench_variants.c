@@ -30,15 +30,6 @@
 #include "api/objects.h"
 #include "shim.h"
 
-typedef struct thread_scope { int saved; } thread_scope;
-static thread_scope threads_begin(int threads)
-{
-    thread_scope s = { omp_get_max_threads() };
-    omp_set_num_threads(threads);
-    return s;
-}
-static void threads_end(thread_scope s) { omp_set_num_threads(s.saved); }
-
 static double peak_of(int threads)
 {
     return mhsa_bench_peak_gflops(mhsa_active_isa(), threads);
