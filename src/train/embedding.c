@@ -6,36 +6,13 @@
 // appears twice adds twice, so the rows are visited in order on one thread:
 // the sums, and their bits, never depend on the thread count. With 16-bit
 // weights (mhsa_gpt_config.weight_dtype) the forward reads the tables as
-// stored and widens each row (mhsa__embed_forward_dt).
+// stored and widens each row; an fp32 row is copied, and widening is exact,
+// so one forward serves every dtype with the bits of wte + wpe.
 #include <string.h>
 
 #include "core/fpenv.h"
 #include "kernels/half.h"
 #include "layers.h"
-
-void mhsa__embed_forward(float *x, const int32_t *tokens, const float *wte,
-                         const float *wpe, size_t B, size_t T, size_t D)
-{
-    size_t N = B * T;
-    int nt = mhsa__layer_threads(N, D);
-#pragma omp parallel num_threads(nt) if (nt > 1)
-    {
-        mhsa_fpstate fp = mhsa__fp_enter_team();
-#pragma omp for schedule(static)
-        for (size_t n = 0; n < N; n++) {
-            float *xn = x + n * D;                              // (D)
-            const float *te = wte + (size_t)tokens[n] * D;      // (D)
-            if (!wpe) {
-                memcpy(xn, te, D * sizeof(float));
-                continue;
-            }
-            const float *pe = wpe + (n % T) * D;                // (D)
-            for (size_t d = 0; d < D; d++)
-                xn[d] = te[d] + pe[d];
-        }
-        mhsa__fp_leave_team(fp);
-    }
-}
 
 void mhsa__embed_backward(float *dwte, float *dwpe, const float *dx,
                           const int32_t *tokens, size_t B, size_t T,
@@ -54,10 +31,10 @@ void mhsa__embed_backward(float *dwte, float *dwpe, const float *dx,
     }
 }
 
-void mhsa__embed_forward_dt(const mhsa_kernels *k, float *x,
-                            const int32_t *tokens, const void *wte,
-                            const void *wpe, mhsa_dtype dt, size_t N,
-                            size_t T, size_t pos0, size_t D)
+void mhsa__embed_forward(const mhsa_kernels *k, float *x,
+                         const int32_t *tokens, const void *wte,
+                         const void *wpe, mhsa_dtype dt, size_t N, size_t T,
+                         size_t pos0, size_t D)
 {
     size_t row = D * mhsa_dtype_size(dt);   // bytes of one stored row
     int nt = mhsa__layer_threads(N, D);

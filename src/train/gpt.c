@@ -598,15 +598,9 @@ static mhsa_status forward_layers(mhsa_gpt *g, int B, int T, int attn_layer,
 {
     size_t N = (size_t)B * (size_t)T, D = g->D;
     mhsa__gpt_sync_weights(g);
-    if (g->wdt == MHSA_F32)
-        mhsa__embed_forward(g->la[0].x, g->tokens, gpt_p(g, g->wte),
-                            g->cfg.rope_dim ? NULL : gpt_p(g, g->wpe),
-                            (size_t)B, (size_t)T, D);
-    else
-        mhsa__embed_forward_dt(g->k, g->la[0].x, g->tokens,
-                               gpt_s(g, g->wte_s),
-                               g->cfg.rope_dim ? NULL : gpt_s(g, g->wpe_s),
-                               g->wdt, N, (size_t)T, 0, D);
+    mhsa__embed_forward(g->k, g->la[0].x, g->tokens, gpt_s(g, g->wte_s),
+                        g->cfg.rope_dim ? NULL : gpt_s(g, g->wpe_s), g->wdt,
+                        N, (size_t)T, 0, D);
     for (size_t l = 0; l < g->L; l++) {
         gpt_layer_acts *a = &g->la[l];
         mhsa_status st = mhsa__gpt_sync_block(g, l);

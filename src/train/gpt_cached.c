@@ -114,23 +114,9 @@ static mhsa_status gpt_forward_cached(mhsa_gpt *g, mhsa_gpt_cache *c,
     }
     // x (N, D) = wte[token] + wpe[len + i]
     float *x = g->la[0].x;
-    if (g->wdt != MHSA_F32) {
-        mhsa__embed_forward_dt(g->k, x, tokens, gpt_s(g, g->wte_s),
-                               g->cfg.rope_dim ? NULL : gpt_s(g, g->wpe_s),
-                               g->wdt, N, N, (size_t)c->len, D);
-    } else {
-        for (size_t i = 0; i < N; i++) {
-            const float *te = gpt_p(g, g->wte) + (size_t)tokens[i] * D;
-            float *xi = x + i * D;
-            if (g->cfg.rope_dim) {
-                memcpy(xi, te, D * sizeof(float));
-                continue;
-            }
-            const float *pe = gpt_p(g, g->wpe) + ((size_t)c->len + i) * D;
-            for (size_t d = 0; d < D; d++)
-                xi[d] = te[d] + pe[d];
-        }
-    }
+    mhsa__embed_forward(g->k, x, tokens, gpt_s(g, g->wte_s),
+                        g->cfg.rope_dim ? NULL : gpt_s(g, g->wpe_s), g->wdt,
+                        N, N, (size_t)c->len, D);
     for (size_t l = 0; l < g->L; l++) {
         gpt_layer_acts *a = &g->la[l];
         mhsa__gpt_layer_pre(g, l, N);

@@ -42,17 +42,15 @@
 int mhsa__layer_threads(size_t rows, size_t width);
 
 // ---- embedding: x = wte[token] + wpe[t] -----------------------------------
-// tokens (B*T) in [0, V); wte (V, D); wpe (T.., D) or NULL (rotary
-// positions: no position table); x (B*T, D).
-void mhsa__embed_forward(float *x, const int32_t *tokens, const float *wte,
-                         const float *wpe, size_t B, size_t T, size_t D);
-// The same with the tables stored as dt (F16 / BF16 rows widened exactly,
-// so the bits are those of fp32 tables holding the same values); row n's
-// position is pos0 + n % T (a cached step: pos0 the cache's length, T = N).
-void mhsa__embed_forward_dt(const mhsa_kernels *k, float *x,
-                            const int32_t *tokens, const void *wte,
-                            const void *wpe, mhsa_dtype dt, size_t N,
-                            size_t T, size_t pos0, size_t D);
+// tokens (N) in [0, V); wte (V, D) and wpe (T.., D) stored as dt (F32
+// rows copied, F16 / BF16 rows widened exactly, so the bits are those of
+// fp32 tables holding the same values), wpe NULL for rotary positions (no
+// position table); x (N, D). Row n's position is pos0 + n % T (a full
+// forward: pos0 0 and N = B*T; a cached step: pos0 the cache's length).
+void mhsa__embed_forward(const mhsa_kernels *k, float *x,
+                         const int32_t *tokens, const void *wte,
+                         const void *wpe, mhsa_dtype dt, size_t N, size_t T,
+                         size_t pos0, size_t D);
 // dwte (V, D) += scatter of dx by token; dwpe (T.., D) += dx summed over
 // the batch (skipped when NULL). Row order: the bits of a token that
 // repeats do not depend on threads.

@@ -278,7 +278,8 @@ typedef struct embed_ctx {
 static double embed_obj(void *p)
 {
     embed_ctx *c = p;
-    mhsa__embed_forward(c->x, c->tok, c->wte, c->wpe, EM_B, EM_T, EM_D);
+    mhsa__embed_forward(&mhsa_kernels_scalar, c->x, c->tok, c->wte, c->wpe,
+                        MHSA_F32, EM_B * EM_T, EM_T, 0, EM_D);
     return dot(c->x, c->r, sizeof c->x / 4);
 }
 
