@@ -56,8 +56,12 @@ static void make_case(view_case *c, rng *g)
     fill_uniform(g, c->q, tq * dh, -range, range);
     fill_uniform(g, c->k, tk * dh, -range, range);
     fill_uniform(g, c->v, tk * dh, -2.0f, 2.0f);
-    if (rng_int(g, 0, 5) == 0)
-        fill_small_ints(g, c->q, tq * dh, 2);   // ties, signed zeros
+    if (rng_int(g, 0, 4) == 0) {   // ties, zero scores of either sign
+        fill_small_ints(g, c->q, tq * dh, 1);
+        fill_small_ints(g, c->k, tk * dh, 1);
+        for (size_t i = 0; i < tq * dh; i++)
+            c->q[i] = c->q[i] == 0.0f && rng_int(g, 0, 1) ? -0.0f : c->q[i];
+    }
     if (rng_int(g, 0, 11) == 0)
         poke(g, c->q, tq * dh), c->plain = 0;
     if (rng_int(g, 0, 11) == 0)
