@@ -26,6 +26,7 @@
 #include "attention.h"
 #include "gemm/gemm.h"
 #include "gemm/round_bf16.h"
+#include "small_view.h"
 
 // Measured (bench attention/fused, dh = 64, AVX2): 72 x 128 beats 48 x 64
 // by 5-7% at T = 512 and 2048: each K/V tile packed per query block is
@@ -336,6 +337,8 @@ void mhsa__head_pack_kv(const mhsa_kernels *k, size_t tk, size_t dh,
 void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
                         float *tiles)
 {
+    if (mhsa__head_forward_small(k, a))   // a small view, fused
+        return;
     size_t tq = a->tq, dh = a->dh, bc = mhsa__attn_bc(k);
     size_t kend = key_end(a);
     tile_views t = carve(k, dh, tiles);

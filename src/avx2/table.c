@@ -9,6 +9,9 @@
 // measured on gives the same three.
 #include "avx2/avx2.h"
 
+#undef MHSA_KERNEL_TABLE_ATTN_SMALL
+#define MHSA_KERNEL_TABLE_ATTN_SMALL mhsa_attn_small__avx2
+
 const mhsa_kernels mhsa_kernels_avx2 =
     MHSA_KERNEL_TABLE(avx2, MHSA_ISA_AVX2, 6, 16,
                       .kc = 256, .mc = 22 * 6, .nc = 8 * 16);

@@ -59,6 +59,9 @@
 // A table's bf16 tile sets (kernels.h: mhsa_kernels.bf16): none unless
 // its table.c redefines this before defining the table (src/avx512/).
 #define MHSA_KERNEL_TABLE_BF16 NULL
+// A table's fused small-view forward (kernels.h: attn_small): none unless
+// its table.c redefines this (src/avx2/).
+#define MHSA_KERNEL_TABLE_ATTN_SMALL NULL
 
 #define MHSA_KERNEL_TABLE(sfx, isa_enum, mr_, nr_, ...)                       \
     MHSA_KERNEL_TABLE_NAMED(sfx, #sfx, isa_enum, mr_, nr_, __VA_ARGS__)
@@ -88,6 +91,7 @@
         .cvt_from_f32 = MHSA_KNAME(cvt_from_f32, sfx),                        \
         .cvt_to_f32 = MHSA_KNAME(cvt_to_f32, sfx),                            \
         .bf16 = MHSA_KERNEL_TABLE_BF16,                                       \
+        .attn_small = MHSA_KERNEL_TABLE_ATTN_SMALL,                           \
     }
 
 #endif

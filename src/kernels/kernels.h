@@ -150,6 +150,31 @@ typedef struct mhsa_softmax_grad_args {
     const float *inf_w;
 } mhsa_softmax_grad_args;
 
+// ---- the whole attention of a small view ---------------------------------
+
+// One head's forward over one tile of n keys (keys [0, n), already cut to
+// the last key any row sees) for tq query rows, fused: S = Q K^T, the
+// online softmax from m = -INFINITY, l = 0, and O = P V / l, kept in
+// registers and read straight from the unpacked rows (attn/small_view.c).
+// It must give the bits the table's tiled path gives for the same view
+// (attention.c: S by sgemm_ukr's chain over dh from +0, softmax_online on
+// the one tile, O = +0 + sgemm_ukr's chain over the keys the row's panel
+// of mr rows can see, then O *= 1 / l; a row with l == 0 gets O = +0),
+// and declines whatever it cannot match: it returns 0, maybe having
+// written o, m and l, when the view is too large for it or when a score,
+// a masked score or an output is not finite (NaN and inf inputs, scores
+// that overflow), and the caller then runs the tiled path, which writes
+// every output again. A row whose keys are all blocked is handled here
+// (m = -INFINITY, l = 0, O = +0).
+typedef struct mhsa_attn_small_args {
+    size_t tq, n, dh;
+    const float *q;          // (tq, dh), row stride dh, pre-scaled
+    const float *k, *v;      // (n, dh), row stride dh
+    mhsa_mask_view mv;       // k0 = 0; mask (tq, ldmask) or NULL
+    float *o;  size_t ldo;   // (tq, dh) out
+    float *m, *l;            // (tq) out: each row's max and sum
+} mhsa_attn_small_args;
+
 // ---- the table ----------------------------------------------------------
 
 // Cache blocking of the GEMM driver (src/gemm/gemm.c, BLIS's loops) for
@@ -367,6 +392,10 @@ typedef struct mhsa_kernels {
     // tables without any. Which one runs is gemm_bf16.c's choice, from the
     // CPU and OS (cpu_features) and MHSA_BF16_TILES.
     const mhsa_bf16_tiles *const *bf16;
+
+    // The fused forward of a small view (above), or NULL: every view takes
+    // the tiled path. Returns 1 when it has written the view's outputs.
+    int (*attn_small)(const mhsa_attn_small_args *a);
 } mhsa_kernels;
 
 // Bytes of one stored element of dt (4 or 2).

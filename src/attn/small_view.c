@@ -1,0 +1,52 @@
+// small_view.c — the forward of a small attention view through the table's
+// fused kernel (kernels.h: attn_small), when it has one and the view is
+// one it can take: the whole view in one pass with S, P and O in
+// registers, where the tiled path (attention.c) packs Q, K, V and P and
+// runs the softmax and the micro-kernel over tiles mostly empty at these
+// sizes (a 12-row, 12-key, 8-column view is 1/100 of one 72 x 128 tile).
+// The kernel gives the tiled path's bits or declines; what it cannot
+// match (fp32 K/V and compute only; its own size limits, windows and
+// non-finite values) goes to the tiled path.
+#include <math.h>
+
+#include "small_view.h"
+
+int mhsa__head_forward_small(const mhsa_kernels *k, const head_args *a)
+{
+    if (!k->attn_small || a->kv_dtype != MHSA_F32 || a->compute != MHSA_F32)
+        return 0;
+    // One past the last key any row sees (attention.c's key_end).
+    size_t n = a->tk;
+    if (a->causal && a->q_pos + a->tq < n)
+        n = a->q_pos + a->tq;
+    if (a->klen && a->klen < n)
+        n = a->klen;
+    if (n == 0 || mhsa_window_first(a->q_pos, a->window) != 0)
+        return 0;
+    float m[MHSA_SMALL_VIEW_ROWS], l[MHSA_SMALL_VIEW_ROWS];
+    if (a->tq > MHSA_SMALL_VIEW_ROWS)
+        return 0;
+    mhsa_attn_small_args sa = {
+        .tq = a->tq, .n = n, .dh = a->dh, .q = a->q, .k = a->k, .v = a->v,
+        .mv = { a->mask, a->ldmask, a->q_pos, 0, a->causal, a->window,
+                a->klen },
+        .o = a->o, .ldo = a->ldo, .m = m, .l = l,
+    };
+    if (!k->attn_small(&sa))
+        return 0;
+    // attention.c's ending of mhsa__head_forward, the same expressions.
+    for (size_t r = 0; r < a->tq; r++) {
+        if (l[r] == 0.0f) {
+            if (a->lse)
+                a->lse[r] = -INFINITY;
+            if (a->lsum)
+                a->lsum[r] = 1.0f;
+        } else if (a->lsum) {
+            a->lse[r] = m[r];
+            a->lsum[r] = l[r];
+        } else if (a->lse) {
+            a->lse[r] = m[r] + logf(l[r]);
+        }
+    }
+    return 1;
+}

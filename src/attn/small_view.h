@@ -1,0 +1,18 @@
+// small_view.h — a small view's forward in one fused kernel (small_view.c).
+#ifndef MHSA_ATTN_SMALL_VIEW_H
+#define MHSA_ATTN_SMALL_VIEW_H
+
+#include "attention.h"
+
+// The most query rows a view sent to the fused kernel may have (the
+// kernels decline more anyway; this sizes the per-row statistics).
+enum { MHSA_SMALL_VIEW_ROWS = 16 };
+
+// Runs the forward of the block a (mhsa__head_forward's outputs: o, and
+// lse / lsum when asked, with the same bits) through k->attn_small and
+// returns 1, or returns 0 when the table has no such kernel or it
+// declines the view; o may then have been written, and the caller runs
+// the tiled path, which writes everything again.
+int mhsa__head_forward_small(const mhsa_kernels *k, const head_args *a);
+
+#endif

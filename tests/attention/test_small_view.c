@@ -1,0 +1,226 @@
+// test_small_view.c — the fused forward of small views (kernels.h:
+// attn_small, attn/small_view.c) against the tiled path it stands in for,
+// bit for bit, on every ISA table that has one: the table's tiled path is
+// the same table with attn_small cleared. Random small shapes (rows and
+// keys 1..17, head sizes around the vector widths), causal masks with
+// offsets, key padding, sliding windows, additive masks with -inf entries
+// and whole blocked rows, +inf / NaN mask entries, NaN and inf in Q, K and
+// V, scores that overflow; in the library's floating-point state and the
+// default one; lse alone, lse with lsum, neither. The outputs' padding
+// columns must survive. Enough views must take the fused path (else the
+// comparison would test nothing).
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+#include "attn/attention.h"
+#include "attn/small_view.h"
+#include "core/fpenv.h"
+
+static const int dh_choices[] = { 1, 2, 3, 5, 7, 8, 9, 13, 16, 17, 24, 31,
+                                  32, 33 };
+enum { N_CASES = 4000 };
+
+typedef struct view_case {
+    size_t tq, tk, dh, ldo, ldmask;
+    float *q, *k, *v, *mask;
+    head_args a;
+    // no window cutting a row's first keys, no non-finite input, no
+    // overflow: a view the fused kernel must take when within its sizes
+    int plain;
+} view_case;
+
+static void poke(rng *g, float *x, size_t n)
+{
+    static const float bad[] = { NAN, INFINITY, -INFINITY };
+    x[rng_int(g, 0, (int)n - 1)] = bad[rng_int(g, 0, 2)];
+}
+
+static void make_case(view_case *c, rng *g)
+{
+    memset(c, 0, sizeof *c);
+    size_t tk = (size_t)rng_int(g, 1, 17);
+    size_t tq = (size_t)rng_int(g, 1, rng_int(g, 0, 3) ? (int)tk : 17);
+    size_t dh = (size_t)dh_choices[rng_int(g, 0, (int)(sizeof dh_choices /
+                                                       sizeof *dh_choices) - 1)];
+    c->tq = tq, c->tk = tk, c->dh = dh, c->ldo = dh + 3, c->ldmask = tk + 2;
+    c->q = malloc(tq * dh * sizeof(float));
+    c->k = malloc(tk * dh * sizeof(float));
+    c->v = malloc(tk * dh * sizeof(float));
+    c->mask = malloc(tq * c->ldmask * sizeof(float));
+    int big = rng_int(g, 0, 9) == 0;   // scores that overflow
+    float range = big ? 3e18f : 2.0f;
+    c->plain = !big;
+    fill_uniform(g, c->q, tq * dh, -range, range);
+    fill_uniform(g, c->k, tk * dh, -range, range);
+    fill_uniform(g, c->v, tk * dh, -2.0f, 2.0f);
+    if (rng_int(g, 0, 4) == 0) {   // ties, zero scores of either sign
+        fill_small_ints(g, c->q, tq * dh, 1);
+        fill_small_ints(g, c->k, tk * dh, 1);
+        for (size_t i = 0; i < tq * dh; i++)
+            c->q[i] = c->q[i] == 0.0f && rng_int(g, 0, 1) ? -0.0f : c->q[i];
+    }
+    if (rng_int(g, 0, 11) == 0)
+        poke(g, c->q, tq * dh), c->plain = 0;
+    if (rng_int(g, 0, 11) == 0)
+        poke(g, c->k, tk * dh), c->plain = 0;
+    if (rng_int(g, 0, 11) == 0)
+        poke(g, c->v, tk * dh), c->plain = 0;
+    head_args *a = &c->a;
+    a->tq = tq, a->tk = tk, a->dh = dh;
+    a->causal = rng_int(g, 0, 1);
+    a->q_pos = rng_int(g, 0, 1) ? (tk > tq ? tk - tq : 0)
+                                : (size_t)rng_int(g, 0, (int)tk);
+    static const size_t windows[] = { 0, 0, 0, 1, 2, 5, 16, 40 };
+    a->window = windows[rng_int(g, 0, 7)];
+    if (a->window && a->q_pos + tq > a->window)
+        c->plain = 0;
+    a->klen = rng_int(g, 0, 3) ? 0 : (size_t)rng_int(g, 1, (int)tk);
+    int mk = rng_int(g, 0, 3);
+    if (mk) {
+        fill_uniform(g, c->mask, tq * c->ldmask, -3.0f, 3.0f);
+        for (size_t i = 0; mk >= 2 && i < tq * c->ldmask; i++)
+            if (rng_int(g, 0, 3) == 0)
+                c->mask[i] = -INFINITY;
+        if (mk == 3 && rng_int(g, 0, 1)) {   // +inf / NaN entry
+            c->mask[rng_int(g, 0, (int)(tq * c->ldmask) - 1)] =
+                rng_int(g, 0, 1) ? INFINITY : NAN;
+            c->plain = 0;
+        } else if (mk == 3) {   // a whole blocked row
+            size_t r = (size_t)rng_int(g, 0, (int)tq - 1);
+            for (size_t j = 0; j < tk; j++)
+                c->mask[r * c->ldmask + j] = -INFINITY;
+        }
+        a->mask = c->mask;
+        a->ldmask = c->ldmask;
+    }
+    a->scale = 1.0f;
+    a->q = c->q, a->k = c->k, a->v = c->v;
+    a->k16 = c->k, a->v16 = c->v;
+    a->kv_dtype = MHSA_F32;
+    a->compute = MHSA_F32;
+    a->ldo = c->ldo;
+}
+
+static void free_case(view_case *c)
+{
+    free(c->q);
+    free(c->k);
+    free(c->v);
+    free(c->mask);
+}
+
+typedef struct outs {
+    float *o, *lse, *lsum;
+} outs;
+
+static void outs_alloc(outs *u, const view_case *c)
+{
+    u->o = alloc_guarded(c->tq * c->ldo);
+    u->lse = alloc_guarded(c->tq);
+    u->lsum = alloc_guarded(c->tq);
+    for (size_t i = 0; i < c->tq * c->ldo; i++)
+        u->o[i] = 777.25f;   // padding columns must survive
+    fill_nan(u->lse, c->tq);
+    fill_nan(u->lsum, c->tq);
+}
+
+static void outs_free(outs *u)
+{
+    free_guarded(u->o);
+    free_guarded(u->lse);
+    free_guarded(u->lsum);
+}
+
+static int outs_same(const outs *x, const outs *y, const view_case *c)
+{
+    return !memcmp(x->o, y->o, c->tq * c->ldo * sizeof(float)) &&
+           !memcmp(x->lse, y->lse, c->tq * sizeof(float)) &&
+           !memcmp(x->lsum, y->lsum, c->tq * sizeof(float)) &&
+           guard_ok(x->o, c->tq * c->ldo) && guard_ok(x->lse, c->tq) &&
+           guard_ok(x->lsum, c->tq);
+}
+
+// Runs the view: fused (through the hook, as mhsa__head_forward does) or
+// on the tiled path. Returns 1 when the fused kernel took it.
+static int run(const mhsa_kernels *k, const head_args *a0, int fused,
+               int stats, outs *u, float *tiles)
+{
+    head_args a = *a0;
+    a.o = u->o;
+    a.lse = stats ? u->lse : NULL;
+    a.lsum = stats == 2 ? u->lsum : NULL;
+    if (fused && mhsa__head_forward_small(k, &a))
+        return 1;
+    mhsa__head_forward(k, &a, tiles);
+    return 0;
+}
+
+START_TEST(fused_equals_tiled)
+{
+    const mhsa_kernels *k = kernels_or_skip(_i);
+    if (!k)
+        return;
+    if (!k->attn_small) {
+        printf("%s: no fused small-view kernel (tiled path only)\n",
+               k->name);
+        return;
+    }
+    mhsa_kernels tiled = *k;
+    tiled.attn_small = NULL;
+    float *tiles = malloc(mhsa__attn_tile_floats(k, 40) * sizeof(float));
+    rng g = { 0x5e11u + (uint64_t)_i };
+    int n = test_count(N_CASES), took = 0, eligible = 0, plain = 0;
+    int plain_took = 0;
+    mhsa_fpword saved = mhsa__fp_get();
+    for (int t = 0; t < n; t++) {
+        view_case c;
+        make_case(&c, &g);
+        int lib_state = t % 2, stats = t % 3;
+        mhsa__fp_set(lib_state ? MHSA_LIBRARY_FPWORD : MHSA_DEFAULT_FPWORD);
+        outs f, r;
+        outs_alloc(&f, &c);
+        outs_alloc(&r, &c);
+        int fast = run(k, &c.a, 1, stats, &f, tiles);
+        run(&tiled, &c.a, 0, stats, &r, tiles);
+        mhsa__fp_set(saved);
+        took += fast;
+        int fits = c.tk <= 16 && c.tq <= 16 && c.dh <= 32;
+        eligible += fits;
+        plain += fits && c.plain;
+        plain_took += fits && c.plain && fast;
+        ck_assert_msg(outs_same(&f, &r, &c),
+                      "%s case %d (fused %d): tq %zu tk %zu dh %zu causal %d "
+                      "q_pos %zu window %zu klen %zu mask %d stats %d "
+                      "fpstate %d: fused and tiled bits differ", k->name, t,
+                      fast, c.tq, c.tk, c.dh, c.a.causal, c.a.q_pos,
+                      c.a.window, c.a.klen, c.a.mask != NULL, stats,
+                      lib_state);
+        outs_free(&f);
+        outs_free(&r);
+        free_case(&c);
+    }
+    printf("%s: %d of %d views fused (%d within its sizes, %d of those "
+           "plain, %d of them fused)\n", k->name, took, n, eligible, plain,
+           plain_took);
+    // Windows, non-finite values and overflow decline some of the views
+    // within the sizes (a NaN in a blocked K row may still be fused); the
+    // plain ones must all be fused.
+    ck_assert_msg(plain_took == plain && plain > n / 8, "%s: only %d of %d "
+                  "plain views took the fused path", k->name, plain_took,
+                  plain);
+    free(tiles);
+}
+END_TEST
+
+int main(void)
+{
+    note_quick("a quarter of the random views");
+    Suite *s = suite_create("small_view");
+    TCase *tc = tcase_create("small_view");
+    tcase_add_loop_test(tc, fused_equals_tiled, 0, N_ISAS);
+    suite_add_tcase(s, tc);
+    return run_suite(s);
+}
