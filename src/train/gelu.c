@@ -110,7 +110,11 @@ void mhsa__gelu_forward(float *y, float *dydx, const float *x, size_t n)
 {
     size_t chunks = (n + CHUNK - 1) / CHUNK;
     int nt = mhsa__layer_threads(chunks, CHUNK);
-#pragma omp parallel num_threads(nt) if (nt > 1)
+    if (nt <= 1) {   // no parallel region below the threshold (rows.c)
+        gelu_range(y, dydx, x, 0, n);
+        return;
+    }
+#pragma omp parallel num_threads(nt)
     {
         mhsa_fpstate fp = mhsa__fp_enter_team();
 #pragma omp for schedule(static)
@@ -126,7 +130,11 @@ void mhsa__gelu_backward(float *dx, const float *dydx, const float *dy,
 {
     size_t chunks = (n + CHUNK - 1) / CHUNK;
     int nt = mhsa__layer_threads(chunks, CHUNK);
-#pragma omp parallel num_threads(nt) if (nt > 1)
+    if (nt <= 1) {   // no parallel region below the threshold (rows.c)
+        mul_range(dx, dydx, dy, 0, n);
+        return;
+    }
+#pragma omp parallel num_threads(nt)
     {
         mhsa_fpstate fp = mhsa__fp_enter_team();
 #pragma omp for schedule(static)
@@ -151,7 +159,11 @@ void mhsa__swiglu_forward(float *h, const float *g, const float *u, size_t n)
 {
     size_t chunks = (n + CHUNK - 1) / CHUNK;
     int nt = mhsa__layer_threads(chunks, CHUNK);
-#pragma omp parallel num_threads(nt) if (nt > 1)
+    if (nt <= 1) {   // no parallel region below the threshold (rows.c)
+        swiglu_range(h, g, u, 0, n);
+        return;
+    }
+#pragma omp parallel num_threads(nt)
     {
         mhsa_fpstate fp = mhsa__fp_enter_team();
 #pragma omp for schedule(static)

@@ -38,7 +38,9 @@
 
 // Threads for a loop over `rows` rows of `width` floats each: 1 for small
 // work (a parallel region costs more than it saves), else OpenMP's count
-// (through mhsa__pool_threads, the library's fork guard).
+// (through mhsa__pool_threads, the library's fork guard). Every caller
+// runs its loop directly, with no OpenMP region, when it gets 1 (an
+// `if (nt > 1)` clause alone still enters libgomp for a team of one).
 int mhsa__layer_threads(size_t rows, size_t width);
 
 // ---- embedding: x = wte[token] + wpe[t] -----------------------------------
