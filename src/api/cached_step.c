@@ -15,14 +15,12 @@
 // sums. The team is sized once for the whole step by core/threads.h's rule
 // (its FLOPs: both projections and the attention); below the threshold no
 // region is entered.
-#include <omp.h>
-#include <string.h>
-
 #include "objects.h"
 #include "attn/decode.h"
 #include "attn/split.h"
 #include "cached_step.h"
 #include "core/threads.h"
+#include "gemm/gemv_share.h"
 
 typedef struct step_ctx {
     const mhsa_kernels *k;
@@ -35,38 +33,14 @@ typedef struct step_ctx {
     const attn_view *view;
 } step_ctx;
 
-// Rows [lo, hi) of n that this thread streams: equal shares in whole
-// groups of 8 rows (the gemv tiles' row groups), so the threads read the
-// same bytes.
-static void my_rows(size_t n, size_t *lo, size_t *hi)
-{
-    size_t t = (size_t)omp_get_thread_num(), nt = (size_t)omp_get_num_threads();
-    size_t groups = (n + 7) / 8;
-    size_t g0 = groups * t / nt, g1 = groups * (t + 1) / nt;
-    *lo = g0 * 8 < n ? g0 * 8 : n;
-    *hi = g1 * 8 < n ? g1 * 8 : n;
-}
-
-// y[lo, hi) = [b +] W[lo, hi) x for this thread's rows of the n x d matrix
-// W stored as wdt: mhsa__linear's one-row path (the bias copied, then the
-// product added with beta = 1), on a part of the rows.
+// This thread's rows of an n x d product: mhsa__linear's one-row path (the
+// bias copied, then the product added with beta = 1) on a part of them.
 static void gemv_share(const mhsa_kernels *k, size_t n, size_t d,
                        const void *w, mhsa_dtype wdt, const float *b,
                        const float *x, float *y)
 {
     size_t lo, hi;
-    my_rows(n, &lo, &hi);
-    if (hi <= lo)
-        return;
-    if (b)
-        memcpy(y + lo, b + lo, (hi - lo) * sizeof(float));
-    float beta = b ? 1.0f : 0.0f;
-    if (wdt == MHSA_F32)
-        k->gemv_n(hi - lo, d, (const float *)w + lo * d, d, x, y + lo, beta);
-    else
-        k->gemv_n16(hi - lo, d,
-                    (const char *)w + lo * d * mhsa_dtype_size(wdt), d, wdt,
-                    x, y + lo, beta);
+    mhsa__gemv_share(k, n, d, w, wdt, b, 0, x, y, &lo, &hi);
 }
 
 static void step_body(void *p)

@@ -106,6 +106,12 @@ MHSA_CLONES static void mul_range(float *dx, const float *dydx,
         dx[i] = dy[i] * dydx[i];
 }
 
+void mhsa__gelu_forward_range(float *y, const float *x, size_t i0,
+                              size_t i1)
+{
+    gelu_range(y, NULL, x, i0, i1);
+}
+
 void mhsa__gelu_forward(float *y, float *dydx, const float *x, size_t n)
 {
     size_t chunks = (n + CHUNK - 1) / CHUNK;
@@ -172,4 +178,10 @@ void mhsa__swiglu_forward(float *h, const float *g, const float *u, size_t n)
                          (c + 1) * CHUNK < n ? (c + 1) * CHUNK : n);
         mhsa__fp_leave_team(fp);
     }
+}
+
+void mhsa__swiglu_forward_range(float *h, const float *g, const float *u,
+                                size_t i0, size_t i1)
+{
+    swiglu_range(h, g, u, i0, i1);
 }
