@@ -57,8 +57,12 @@ int mhsa__threads(int max_threads, double flops, size_t tasks)
 
 void mhsa__team_run(int nt, mhsa_team_body body, void *ctx)
 {
-    if (nt <= 1) {   // the caller is already in the library's state
-        body(ctx);
+    // Directly only outside any team of several threads: inside one (an
+    // application calling from its own parallel region) the body's
+    // orphaned constructs would bind to the application's team, so a team
+    // of one of its own is made, as an `if (0)` region would.
+    if (nt <= 1 && omp_get_num_threads() == 1) {
+        body(ctx);   // the caller is already in the library's state
         return;
     }
 #pragma omp parallel num_threads(nt)

@@ -6,9 +6,13 @@
 // steps agree with one prefill of the same tokens (the general pipeline,
 // whose GEMM sums in another order: within 1e-4).
 //
+// Steps called from inside the application's own parallel region bind to
+// teams of their own.
+//
 // Shapes: GQA with RoPE over 300 cached keys (two decode chunks per kv
 // head), in each weight and cache type; a sliding window; biases without
 // RoPE (the plain split); MQA.
+#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,12 +161,59 @@ START_TEST(gpt_decode_same_bits_on_1_2_3_threads)
 }
 END_TEST
 
+// Calls from inside the application's own parallel region: each of its
+// two threads decodes its own sequence with its own block, workspace and
+// cache, a different number of steps, at a size under the threshold (the
+// step runs on the calling thread). The step's constructs must bind to a
+// team of its own, not to the application's: the outputs equal those of
+// the same calls made alone.
+START_TEST(steps_inside_an_application_region)
+{
+    enum { ND = 32, NT = 24 };
+    mhsa_config cfg = { ND, 4, NT, 1, 1 };
+    float x[NT * ND], alone[2][NT * ND], inside[2][NT * ND];
+    rng r = { 77 };
+    fill_uniform(&r, x, NT * ND, -1, 1);
+    for (int pass = 0; pass < 2; pass++)
+#pragma omp parallel num_threads(2) if (pass == 1)
+    {
+        for (int me = 0; me < 2; me++) {
+            if (pass == 1 && me != omp_get_thread_num())
+                continue;
+            mhsa_block *blk = NULL;
+            mhsa_workspace *ws = NULL;
+            mhsa_kv_cache *kv = NULL;
+            int ok = mhsa_block_create(&cfg, &blk) == MHSA_OK &&
+                     mhsa_block_init_random(blk, 5) == MHSA_OK &&
+                     mhsa_workspace_create(blk, 1, &ws) == MHSA_OK &&
+                     mhsa_kv_cache_create(blk, 1, NT, &kv) == MHSA_OK;
+            float *out = pass ? inside[me] : alone[me];
+            int steps = me ? NT : NT / 2;   // unequal counts
+            for (int s = 0; ok && s < steps; s++)
+                ok = mhsa_forward_cached(blk, ws, kv, x + s * ND, 1, 1,
+                                         out + s * ND) == MHSA_OK;
+            if (!ok)
+                out[0] = NAN;
+            mhsa_kv_cache_destroy(kv);
+            mhsa_workspace_destroy(ws);
+            mhsa_block_destroy(blk);
+        }
+    }
+    ck_assert(all_finite(alone[0], NT / 2 * ND));
+    ck_assert(all_finite(alone[1], NT * ND));
+    ck_assert_msg(!memcmp(alone[0], inside[0], NT / 2 * ND * sizeof(float)) &&
+                  !memcmp(alone[1], inside[1], NT * ND * sizeof(float)),
+                  "steps inside an application's region differ");
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("step_threads");
     ADD_CASE(s, one_token_step_same_bits_on_1_2_3_threads, N_ISAS, NULL);
     TCase *tc = tcase_create("gpt");
     tcase_add_test(tc, gpt_decode_same_bits_on_1_2_3_threads);
+    tcase_add_test(tc, steps_inside_an_application_region);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
