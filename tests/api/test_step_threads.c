@@ -31,7 +31,6 @@ static const step_case cases[] = {
     { 192, 6, 2, 1, 0, 0, MHSA_F32, MHSA_F32 },
     { 192, 6, 2, 1, 0, 0, MHSA_F16, MHSA_F16 },
     { 192, 6, 2, 1, 0, 0, MHSA_BF16, MHSA_BF16 },
-    { 192, 6, 2, 1, 0, 0, MHSA_F32, MHSA_F16 },
     { 192, 6, 2, 1, 0, 200, MHSA_F32, MHSA_F32 },
     { 128, 4, 4, 0, 1, 0, MHSA_F32, MHSA_F32 },
     { 256, 8, 1, 1, 1, 0, MHSA_F16, MHSA_F32 },
