@@ -130,6 +130,7 @@ void mhsa_bench_register_phases(void);
 int mhsa_bench_tune(int argc, char **argv);
 void mhsa_bench_register_compute_bf16(void);
 void mhsa_bench_register_latency(void);
+void mhsa_bench_register_threads(void);
 
 #ifdef __cplusplus
 }

@@ -11,6 +11,7 @@
 
 #include "objects.h"
 #include "attn/attend.h"
+#include "cached_step.h"
 #include "core/fpenv.h"
 #include "gemm/linear.h"
 #include "attn/split.h"
@@ -89,6 +90,15 @@ static mhsa_status cached(const char *fn, const mhsa_block *blk,
     size_t D = blk->D, b = (size_t)a->B, t = (size_t)a->t_new, bt = b * t;
 
     ws->has_forward = 0;   // the workspace's views are reused below
+    // One token of one sequence: the whole block in one parallel region
+    // (cached_step.c), with the bits of the pipeline below.
+    if (bt == 1 && (!a->n_new || a->n_new[0] == 1) &&
+        mhsa__cached_step(k, blk, ws, cache, a->x_new, a->y)) {
+        if (legacy)
+            cache->batch = 1;
+        mhsa__fp_leave(fp);
+        return MHSA_OK;
+    }
     mhsa__linear(k, &ws->gemm, bt, blk->nqkv, D, a->x_new, blk->w_qkv,
                  blk->wdt, packed ? blk->w_qkv_packed : NULL, blk->b_qkv,
                  blk->cdt,

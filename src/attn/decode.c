@@ -16,7 +16,6 @@
 #include <string.h>
 
 #include "decode.h"
-#include "core/fpenv.h"
 #include "core/threads.h"
 
 static int all_finite(const float *x, size_t n)
@@ -118,58 +117,83 @@ static void merge(size_t nch, size_t dh, size_t step, const float *p0,
         *lse = mx + logf(l);
 }
 
-void mhsa__attention_decode(const mhsa_kernels *k, const attn_scratch *s,
-                            const attn_view *view)
+size_t mhsa__decode_plan(const attn_scratch *s, const attn_view *view,
+                         double *flops)
 {
     const attn_job *j = view->job;
-    size_t dh = j->dh, group = j->H / j->Hkv, stride = dh + 2;
     // Task table: first[b] = the first task of sequence b, chunks of kv
     // head g at first[b] + g * nch(b); partials at task * group * stride.
     size_t *first = s->plan, tasks = 0;
-    double flops = 0.0;
+    double f = 0.0;
     for (size_t b = 0; b < j->batch; b++) {
         first[b] = tasks;
         const attn_seq *v = &view->seq[b];
         if (!v->decodes)
             continue;
         tasks += j->Hkv * mhsa__decode_chunks(v->lo, v->tk);
-        flops += 4.0 * (double)j->H * (double)(v->tk - v->lo) * (double)dh;
+        f += 4.0 * (double)j->H * (double)(v->tk - v->lo) * (double)j->dh;
     }
     first[j->batch] = tasks;
-    int nt = mhsa__threads(s->max_threads, flops, tasks);
-#pragma omp parallel num_threads(nt) if (nt > 1)
-    {
-        mhsa_fpstate fp = mhsa__fp_enter_team();
-        float *sc = s->tiles + (size_t)omp_get_thread_num() * s->tile_floats;
-        size_t b = 0;
+    *flops = f;
+    return tasks;
+}
+
+void mhsa__decode_team(const mhsa_kernels *k, const attn_scratch *s,
+                       const attn_view *view)
+{
+    const attn_job *j = view->job;
+    size_t dh = j->dh, group = j->H / j->Hkv, stride = dh + 2;
+    const size_t *first = s->plan;
+    size_t tasks = first[j->batch];
+    float *sc = s->tiles + (size_t)omp_get_thread_num() * s->tile_floats;
+    size_t b = 0;
 #pragma omp for schedule(static)
-        for (size_t task = 0; task < tasks; task++) {
-            while (first[b + 1] <= task)   // tasks ascend in each thread
-                b++;
-            // The keys the row sees, [lo, tk), in nch chunks per kv head.
-            size_t lo = view->seq[b].lo, hi = view->seq[b].tk;
-            size_t nch = (first[b + 1] - first[b]) / j->Hkv;
-            size_t g = (task - first[b]) / nch, c = (task - first[b]) % nch;
-            size_t j0 = lo + c * MHSA_DECODE_CHUNK;
-            size_t n = hi - j0 < MHSA_DECODE_CHUNK ? hi - j0
-                                                   : MHSA_DECODE_CHUNK;
-            decode_chunk(k, view, b, g, j0, n, s->decode +
-                         task * group * stride, sc);
-        }
-        // Merge: one (sequence, query head) per task, chunk order.
+    for (size_t task = 0; task < tasks; task++) {
+        while (first[b + 1] <= task)   // tasks ascend in each thread
+            b++;
+        // The keys the row sees, [lo, tk), in nch chunks per kv head.
+        size_t lo = view->seq[b].lo, hi = view->seq[b].tk;
+        size_t nch = (first[b + 1] - first[b]) / j->Hkv;
+        size_t g = (task - first[b]) / nch, c = (task - first[b]) % nch;
+        size_t j0 = lo + c * MHSA_DECODE_CHUNK;
+        size_t n = hi - j0 < MHSA_DECODE_CHUNK ? hi - j0 : MHSA_DECODE_CHUNK;
+        decode_chunk(k, view, b, g, j0, n, s->decode + task * group * stride,
+                     sc);
+    }   // the implied barrier: every partial is made before it is merged
+    // Merge: one (sequence, query head) per task, chunk order.
 #pragma omp for schedule(static)
-        for (size_t bh = 0; bh < j->batch * j->H; bh++) {
-            size_t bb = bh / j->H, h = bh % j->H;
-            if (first[bb + 1] == first[bb])   // not a decode sequence
-                continue;
-            size_t nch = (first[bb + 1] - first[bb]) / j->Hkv;
-            size_t g = h / group, r = h % group;
-            const float *p0 = s->decode +
-                              ((first[bb] + g * nch) * group + r) * stride;
-            merge(nch, dh, group * stride, p0,
-                  j->ctx + bb * j->tq * j->H * dh + h * dh,
-                  j->lse ? j->lse + bh * j->tq : NULL);
-        }
-        mhsa__fp_leave_team(fp);
+    for (size_t bh = 0; bh < j->batch * j->H; bh++) {
+        size_t bb = bh / j->H, h = bh % j->H;
+        if (first[bb + 1] == first[bb])   // not a decode sequence
+            continue;
+        size_t nch = (first[bb + 1] - first[bb]) / j->Hkv;
+        size_t g = h / group, r = h % group;
+        const float *p0 = s->decode +
+                          ((first[bb] + g * nch) * group + r) * stride;
+        merge(nch, dh, group * stride, p0,
+              j->ctx + bb * j->tq * j->H * dh + h * dh,
+              j->lse ? j->lse + bh * j->tq : NULL);
     }
+}
+
+typedef struct decode_ctx {
+    const mhsa_kernels *k;
+    const attn_scratch *s;
+    const attn_view *view;
+} decode_ctx;
+
+static void decode_body(void *p)
+{
+    const decode_ctx *c = p;
+    mhsa__decode_team(c->k, c->s, c->view);
+}
+
+void mhsa__attention_decode(const mhsa_kernels *k, const attn_scratch *s,
+                            const attn_view *view)
+{
+    double flops;
+    size_t tasks = mhsa__decode_plan(s, view, &flops);
+    decode_ctx c = { k, s, view };
+    mhsa__team_run(mhsa__threads(s->max_threads, flops, tasks), decode_body,
+                   &c);
 }

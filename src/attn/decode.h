@@ -42,4 +42,17 @@ static inline size_t mhsa__decode_tile_floats(size_t group)
 void mhsa__attention_decode(const mhsa_kernels *k, const attn_scratch *s,
                             const attn_view *v);
 
+// The same in two parts, for a caller that runs it inside a parallel
+// region of its own (api/cached_step.c: one region per one-token step).
+// The plan writes the task table into s->plan (before the region, on one
+// thread) and returns the task count and the work (*flops) that
+// mhsa__threads sizes the team by; the team part runs in every thread of
+// the enclosing region (or alone, outside one), its tasks split by
+// orphaned `omp for` loops, each ending with a barrier. The tasks are
+// fixed by the sequences alone, so the bits never depend on the team.
+size_t mhsa__decode_plan(const attn_scratch *s, const attn_view *v,
+                         double *flops);
+void mhsa__decode_team(const mhsa_kernels *k, const attn_scratch *s,
+                       const attn_view *v);
+
 #endif

@@ -3,6 +3,7 @@
 #include <omp.h>
 #include <pthread.h>
 
+#include "fpenv.h"
 #include "threads.h"
 
 // fork() safety. GCC's libgomp keeps a thread pool per calling thread and
@@ -52,4 +53,22 @@ int mhsa__threads(int max_threads, double flops, size_t tasks)
     if ((size_t)nt > tasks)
         nt = (int)tasks;
     return mhsa__pool_threads(nt < 1 ? 1 : nt);
+}
+
+void mhsa__team_run(int nt, mhsa_team_body body, void *ctx)
+{
+    // Directly only outside any team of several threads: inside one (an
+    // application calling from its own parallel region) the body's
+    // orphaned constructs would bind to the application's team, so a team
+    // of one of its own is made, as an `if (0)` region would.
+    if (nt <= 1 && omp_get_num_threads() == 1) {
+        body(ctx);   // the caller is already in the library's state
+        return;
+    }
+#pragma omp parallel num_threads(nt)
+    {
+        mhsa_fpstate fp = mhsa__fp_enter_team();
+        body(ctx);
+        mhsa__fp_leave_team(fp);
+    }
 }

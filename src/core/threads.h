@@ -19,7 +19,9 @@ int mhsa__pool_threads(int nt);
 // all. The rule, the same for every region (GEMM driver, attention forward
 // and backward, decode), deterministic and a function of the shapes only:
 //   1 thread  when flops < 2^18 (0.26 MFLOP) or tasks < 2; then no OpenMP
-//             region is entered at all (`if (nt > 1)` on the pragma);
+//             region is entered at all (mhsa__team_run below calls the
+//             body directly: an `if (nt > 1)` clause on the pragma alone
+//             still enters libgomp's GOMP_parallel for a team of one);
 //   else      min(OpenMP's max threads, max_threads, tasks).
 // flops counts the useful work: the attention passes the (row, key) pairs
 // its rows see (attn/view.h: causal T x T is T (T + 1) / 2 pairs), a GEMM
@@ -31,5 +33,18 @@ int mhsa__pool_threads(int nt);
 // splits its work into pieces fixed by the shapes, each summed in a fixed
 // order.
 int mhsa__threads(int max_threads, double flops, size_t tasks);
+
+// Runs body(ctx) on a team of nt threads, each in the library's
+// floating-point state (core/fpenv.h), and returns when all are done.
+// nt <= 1: body(ctx) on the calling thread, with no OpenMP call at all (a
+// team of one through libgomp costs a team's allocation and set-up, about
+// a microsecond, 2 us on a loaded machine: a GPT decoding step entered
+// ~60 of them). The body splits its work with orphaned `#pragma omp for`
+// loops or by omp_get_thread_num() / omp_get_num_threads(), which give 0
+// and 1 outside a region, so one body serves both. Called from inside a
+// team of several threads (the application's own region), nt <= 1 still
+// makes a team of one, so the body's constructs bind to it.
+typedef void (*mhsa_team_body)(void *ctx);
+void mhsa__team_run(int nt, mhsa_team_body body, void *ctx);
 
 #endif

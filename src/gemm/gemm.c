@@ -274,7 +274,11 @@ void mhsa_gemv_rows(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
                     const float *x, float *y, float beta)
 {
     int nt = gemv_threads(s, n, d);
-#pragma omp parallel num_threads(nt) if (nt > 1)
+    if (nt <= 1) {   // no parallel region below the threshold
+        k->gemv_n(n, d, w, ldw, x, y, beta);
+        return;
+    }
+#pragma omp parallel num_threads(nt)
     {
         mhsa_fpstate fp = mhsa__fp_enter_team();
         size_t lo, hi;
@@ -296,7 +300,11 @@ void mhsa_gemv_rows_dt(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
     // The same split as mhsa_gemv_rows, each share streamed by gemv_n16.
     size_t es = mhsa_dtype_size(wdt);
     int nt = gemv_threads(s, n, d);
-#pragma omp parallel num_threads(nt) if (nt > 1)
+    if (nt <= 1) {   // no parallel region below the threshold
+        k->gemv_n16(n, d, w, ldw, wdt, x, y, beta);
+        return;
+    }
+#pragma omp parallel num_threads(nt)
     {
         mhsa_fpstate fp = mhsa__fp_enter_team();
         size_t lo, hi;

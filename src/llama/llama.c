@@ -10,6 +10,8 @@
 #include <string.h>
 
 #include "core/fpenv.h"
+#include "core/threads.h"
+#include "gemm/gemv_share.h"
 #include "llama/llama_internal.h"
 #include "train/layers.h"
 
@@ -116,6 +118,32 @@ static void matmul(const mhsa_llama *m, float *y, int add, const float *x,
                       C, NULL, beta, y, OC);
 }
 
+// One row's MLP in one parallel region (a decoding step): g = gate(h) and
+// u = up(h) on this thread's rows of F and SwiGLU on them, then (after the
+// barrier: down reads all of g) x += down(g) on its rows of D. The steps of
+// the general path below, each row's arithmetic unchanged (SwiGLU is
+// elementwise, each product row sums alone), with one wake-up of the pool
+// instead of three.
+typedef struct mlp_row {
+    const mhsa_llama *m;
+    const llama_layer *ly;
+} mlp_row;
+
+static void mlp_row_body(void *p)
+{
+    const mlp_row *c = p;
+    const mhsa_llama *m = c->m;
+    size_t D = m->D, F = m->F, lo, hi;
+    mhsa__gemv_share(m->k, F, D, c->ly->gate, m->wdt, NULL, 0, m->h, m->g,
+                     &lo, &hi);
+    mhsa__gemv_share(m->k, F, D, c->ly->up, m->wdt, NULL, 0, m->h, m->u,
+                     &lo, &hi);
+    mhsa__swiglu_forward_range(m->g, m->g, m->u, lo, hi);
+#pragma omp barrier
+    mhsa__gemv_share(m->k, D, F, c->ly->down, m->wdt, NULL, 1, m->g, m->x,
+                     &lo, &hi);
+}
+
 // One layer on rows 0..N-1 of the model's buffers: the attention through
 // the layer's cache, then the MLP, each added to x.
 static mhsa_status layer_forward(mhsa_llama *m, size_t l, mhsa_kv_cache *kv,
@@ -133,6 +161,13 @@ static mhsa_status layer_forward(mhsa_llama *m, size_t l, mhsa_kv_cache *kv,
         return st;
     add_rows(m->x, m->att, N * D);
     mhsa__rmsnorm_forward(m->h, m->x, ly->ffn_norm, N, D, eps);
+    if (N == 1) {
+        mlp_row c = { m, ly };
+        int nt = mhsa__threads(m->gs.max_threads,
+                               6.0 * (double)D * (double)F, (D + 63) / 64);
+        mhsa__team_run(nt, mlp_row_body, &c);
+        return MHSA_OK;
+    }
     matmul(m, m->g, 0, m->h, ly->gate, N, D, F);
     matmul(m, m->u, 0, m->h, ly->up, N, D, F);
     mhsa__swiglu_forward(m->g, m->g, m->u, N * F);

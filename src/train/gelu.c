@@ -106,11 +106,21 @@ MHSA_CLONES static void mul_range(float *dx, const float *dydx,
         dx[i] = dy[i] * dydx[i];
 }
 
+void mhsa__gelu_forward_range(float *y, const float *x, size_t i0,
+                              size_t i1)
+{
+    gelu_range(y, NULL, x, i0, i1);
+}
+
 void mhsa__gelu_forward(float *y, float *dydx, const float *x, size_t n)
 {
     size_t chunks = (n + CHUNK - 1) / CHUNK;
     int nt = mhsa__layer_threads(chunks, CHUNK);
-#pragma omp parallel num_threads(nt) if (nt > 1)
+    if (nt <= 1) {   // no parallel region below the threshold (rows.c)
+        gelu_range(y, dydx, x, 0, n);
+        return;
+    }
+#pragma omp parallel num_threads(nt)
     {
         mhsa_fpstate fp = mhsa__fp_enter_team();
 #pragma omp for schedule(static)
@@ -126,7 +136,11 @@ void mhsa__gelu_backward(float *dx, const float *dydx, const float *dy,
 {
     size_t chunks = (n + CHUNK - 1) / CHUNK;
     int nt = mhsa__layer_threads(chunks, CHUNK);
-#pragma omp parallel num_threads(nt) if (nt > 1)
+    if (nt <= 1) {   // no parallel region below the threshold (rows.c)
+        mul_range(dx, dydx, dy, 0, n);
+        return;
+    }
+#pragma omp parallel num_threads(nt)
     {
         mhsa_fpstate fp = mhsa__fp_enter_team();
 #pragma omp for schedule(static)
@@ -151,7 +165,11 @@ void mhsa__swiglu_forward(float *h, const float *g, const float *u, size_t n)
 {
     size_t chunks = (n + CHUNK - 1) / CHUNK;
     int nt = mhsa__layer_threads(chunks, CHUNK);
-#pragma omp parallel num_threads(nt) if (nt > 1)
+    if (nt <= 1) {   // no parallel region below the threshold (rows.c)
+        swiglu_range(h, g, u, 0, n);
+        return;
+    }
+#pragma omp parallel num_threads(nt)
     {
         mhsa_fpstate fp = mhsa__fp_enter_team();
 #pragma omp for schedule(static)
@@ -160,4 +178,10 @@ void mhsa__swiglu_forward(float *h, const float *g, const float *u, size_t n)
                          (c + 1) * CHUNK < n ? (c + 1) * CHUNK : n);
         mhsa__fp_leave_team(fp);
     }
+}
+
+void mhsa__swiglu_forward_range(float *h, const float *g, const float *u,
+                                size_t i0, size_t i1)
+{
+    swiglu_range(h, g, u, i0, i1);
 }

@@ -562,13 +562,18 @@ void mhsa__gpt_layer_post(mhsa_gpt *g, size_t l, size_t N, float *x_next,
     gpt_layer_acts *a = &g->la[l];
     size_t D = g->D, F = 4 * D;
     int nt = mhsa__layer_threads(N, D);
-#pragma omp parallel num_threads(nt) if (nt > 1)
-    {
-        mhsa_fpstate fp = mhsa__fp_enter_team();
-#pragma omp for schedule(static)
+    if (nt <= 1) {   // no parallel region below the threshold (rows.c)
         for (size_t i = 0; i < N * D; i++)
             a->xmid[i] = a->x[i] + a->att[i];
-        mhsa__fp_leave_team(fp);
+    } else {
+#pragma omp parallel num_threads(nt)
+        {
+            mhsa_fpstate fp = mhsa__fp_enter_team();
+#pragma omp for schedule(static)
+            for (size_t i = 0; i < N * D; i++)
+                a->xmid[i] = a->x[i] + a->att[i];
+            mhsa__fp_leave_team(fp);
+        }
     }
     mhsa__layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->xmid,
                             gpt_p(g, o->ln2_w), gpt_p(g, o->ln2_b), N, D);

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "core/fpenv.h"
+#include "core/threads.h"
+#include "gemm/gemv_share.h"
 #include "gpt_internal.h"
 
 struct mhsa_gpt_cache {
@@ -75,6 +77,56 @@ void mhsa_gpt_cache_reset(mhsa_gpt_cache *c)
 
 int mhsa_gpt_cache_len(const mhsa_gpt_cache *c) { return c ? c->len : 0; }
 
+// ---- one row's MLP in one parallel region ----------------------------------
+
+typedef struct mlp_row {
+    const mhsa_gpt *g;
+    const gpt_layer_off *o;
+    gpt_layer_acts *a;
+    float *x_next;
+} mlp_row;
+
+// fch = c_fc(ln2) and its GELU on this thread's rows of F, then (after
+// the barrier: c_proj reads all of them) x_next = xmid + c_proj(gelu) on
+// its rows of D: the steps of mhsa__gpt_layer_post, each row's arithmetic
+// unchanged (the GELU is elementwise, each product row sums alone).
+static void mlp_row_body(void *p)
+{
+    const mlp_row *c = p;
+    const mhsa_gpt *g = c->g;
+    gpt_layer_acts *a = c->a;
+    size_t D = g->D, F = 4 * D, lo, hi;
+    mhsa__gemv_share(g->k, F, D, gpt_s(g, c->o->fc_s), g->wdt,
+                     gpt_p(g, c->o->fc_b), 0, a->ln2, a->fch, &lo, &hi);
+    mhsa__gelu_forward_range(a->fch_gelu, a->fch, lo, hi);
+#pragma omp barrier
+    const float *b = gpt_p(g, c->o->mp_b);
+    mhsa__gemv_my_rows(D, &lo, &hi);
+    for (size_t o = lo; o < hi; o++)   // linear.c's start: add + b
+        c->x_next[o] = a->xmid[o] + b[o];
+    mhsa__gemv_share(g->k, D, F, gpt_s(g, c->o->mp_s), g->wdt, NULL, 1,
+                     a->fch_gelu, c->x_next, &lo, &hi);
+}
+
+// mhsa__gpt_layer_post for one row (a decoding step, fp32 compute): the
+// residual and the second norm on the calling thread, the MLP's two
+// products in one region (one wake-up of the pool, not two), by the
+// library's work rule over both products.
+static void layer_post_row(mhsa_gpt *g, size_t l, float *x_next)
+{
+    gpt_layer_acts *a = &g->la[l];
+    const gpt_layer_off *o = &g->lo[l];
+    size_t D = g->D;
+    for (size_t i = 0; i < D; i++)
+        a->xmid[i] = a->x[i] + a->att[i];
+    mhsa__layernorm_forward(a->ln2, a->ln2_mean, a->ln2_rstd, a->xmid,
+                            gpt_p(g, o->ln2_w), gpt_p(g, o->ln2_b), 1, D);
+    mlp_row c = { g, o, a, x_next };
+    int nt = mhsa__threads(g->gs.max_threads, 16.0 * (double)D * (double)D,
+                           (D + 63) / 64);
+    mhsa__team_run(nt, mlp_row_body, &c);
+}
+
 static mhsa_status gpt_forward_cached(mhsa_gpt *g, mhsa_gpt_cache *c,
                                       const int32_t *tokens, int n,
                                       float *logits)
@@ -126,8 +178,11 @@ static mhsa_status gpt_forward_cached(mhsa_gpt *g, mhsa_gpt_cache *c,
                                              a->ln1, 1, n, a->att);
         if (st != MHSA_OK)
             return st;
-        mhsa__gpt_layer_post(g, l, N, l + 1 < g->L ? g->la[l + 1].x
-                                                    : g->x_out, 0);
+        float *x_next = l + 1 < g->L ? g->la[l + 1].x : g->x_out;
+        if (N == 1 && g->cdt == MHSA_F32)
+            layer_post_row(g, l, x_next);
+        else
+            mhsa__gpt_layer_post(g, l, N, x_next, 0);
     }
     // Only the last position's logits are wanted.
     mhsa__gpt_head(g, g->x_out + (N - 1) * D, 1);

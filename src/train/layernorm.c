@@ -72,7 +72,12 @@ void mhsa__layernorm_forward(float *y, float *mean, float *rstd,
                              size_t N, size_t D)
 {
     int nt = mhsa__layer_threads(N, 3 * D);
-#pragma omp parallel num_threads(nt) if (nt > 1)
+    if (nt <= 1) {   // no parallel region below the threshold (rows.c)
+        for (size_t n = 0; n < N; n++)
+            ln_row(y + n * D, mean + n, rstd + n, x + n * D, w, b, D);
+        return;
+    }
+#pragma omp parallel num_threads(nt)
     {
         mhsa_fpstate fp = mhsa__fp_enter_team();
 #pragma omp for schedule(static)
@@ -94,7 +99,12 @@ void mhsa__rmsnorm_forward(float *y, const float *x, const float *w,
                            size_t N, size_t D, float eps)
 {
     int nt = mhsa__layer_threads(N, 3 * D);
-#pragma omp parallel num_threads(nt) if (nt > 1)
+    if (nt <= 1) {   // no parallel region below the threshold (rows.c)
+        for (size_t n = 0; n < N; n++)
+            rms_row(y + n * D, x + n * D, w, D, eps);
+        return;
+    }
+#pragma omp parallel num_threads(nt)
     {
         mhsa_fpstate fp = mhsa__fp_enter_team();
 #pragma omp for schedule(static)
@@ -156,7 +166,14 @@ void mhsa__layernorm_backward(float *dx, float *dw, float *db,
                               const float *rstd, size_t N, size_t D)
 {
     int nt = mhsa__layer_threads(N, 4 * D);
-#pragma omp parallel num_threads(nt) if (nt > 1)
+    if (nt <= 1) {   // no parallel region below the threshold (rows.c)
+        for (size_t n = 0; n < N; n++)
+            ln_row_backward(dx + n * D, dy + n * D, x + n * D, w, mean[n],
+                            rstd[n], D);
+        ln_param_grads(dw, db, dy, x, mean, rstd, N, D);
+        return;
+    }
+#pragma omp parallel num_threads(nt)
     {
         mhsa_fpstate fp = mhsa__fp_enter_team();
 #pragma omp for schedule(static)

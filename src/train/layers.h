@@ -38,7 +38,9 @@
 
 // Threads for a loop over `rows` rows of `width` floats each: 1 for small
 // work (a parallel region costs more than it saves), else OpenMP's count
-// (through mhsa__pool_threads, the library's fork guard).
+// (through mhsa__pool_threads, the library's fork guard). Every caller
+// runs its loop directly, with no OpenMP region, when it gets 1 (an
+// `if (nt > 1)` clause alone still enters libgomp for a team of one).
 int mhsa__layer_threads(size_t rows, size_t width);
 
 // ---- embedding: x = wte[token] + wpe[t] -----------------------------------
@@ -109,6 +111,10 @@ void mhsa__linear_backward(const mhsa_kernels *k,
 // input is not needed after that, so training keeps the derivative in its
 // place instead of recomputing tanh in the backward).
 void mhsa__gelu_forward(float *y, float *dydx, const float *x, size_t n);
+// Elements [i0, i1) of y only (no derivative): a thread's share of a row
+// in a region of its caller's; elementwise, so the same bits.
+void mhsa__gelu_forward_range(float *y, const float *x, size_t i0,
+                              size_t i1);
 // dx (n) = dy * dydx, dydx as the forward saved it. The one layer that
 // writes instead of adding: it runs in place (dx == dy) on the MLP's hidden
 // gradient, which nothing else adds to.
@@ -117,6 +123,9 @@ void mhsa__gelu_backward(float *dx, const float *dydx, const float *dy,
 // ---- SwiGLU gate (Llama's MLP): h = silu(g) * u, n elements ---------------
 // h may be g or u. Forward only.
 void mhsa__swiglu_forward(float *h, const float *g, const float *u, size_t n);
+// Elements [i0, i1) only, as mhsa__gelu_forward_range.
+void mhsa__swiglu_forward_range(float *h, const float *g, const float *u,
+                                size_t i0, size_t i1);
 
 // The tanh used by the GELU (exposed for its accuracy test).
 float mhsa__tanh_approx(float x);

@@ -24,6 +24,22 @@ MHSA_CLONES static void column_sums(float *db, const float *dy, size_t N,
     }
 }
 
+// Row n of y (N, OC) = add + b, add, or b (add may be y itself).
+static void start_row(float *y, const float *add, const float *b, size_t OC,
+                      size_t n)
+{
+    float *yn = y + n * OC;                         // (OC)
+    if (!add) {
+        memcpy(yn, b, OC * sizeof(float));
+    } else if (b) {
+        const float *an = add + n * OC;             // (OC)
+        for (size_t o = 0; o < OC; o++)
+            yn[o] = an[o] + b[o];
+    } else if (add != y) {
+        memcpy(yn, add + n * OC, OC * sizeof(float));
+    }
+}
+
 void mhsa__linear_forward(const mhsa_kernels *k, const mhsa_gemm_scratch *gs,
                           mhsa_dtype cdt, float *y, const float *add,
                           const float *x, const float *w, const float *b,
@@ -41,23 +57,18 @@ void mhsa__linear_forward_dt(const mhsa_kernels *k,
     // C of the GEMM starts as (add + b) and the product is added to it.
     if (add || b) {
         int nt = mhsa__layer_threads(N, OC);
-#pragma omp parallel num_threads(nt) if (nt > 1)
-        {
-            mhsa_fpstate fp = mhsa__fp_enter_team();
+        if (nt <= 1) {   // no parallel region below the threshold (rows.c)
+            for (size_t n = 0; n < N; n++)
+                start_row(y, add, b, OC, n);
+        } else {
+#pragma omp parallel num_threads(nt)
+            {
+                mhsa_fpstate fp = mhsa__fp_enter_team();
 #pragma omp for schedule(static)
-            for (size_t n = 0; n < N; n++) {
-                float *yn = y + n * OC;                         // (OC)
-                if (!add) {
-                    memcpy(yn, b, OC * sizeof(float));
-                } else if (b) {
-                    const float *an = add + n * OC;             // (OC)
-                    for (size_t o = 0; o < OC; o++)
-                        yn[o] = an[o] + b[o];
-                } else if (add != y) {
-                    memcpy(yn, add + n * OC, OC * sizeof(float));
-                }
+                for (size_t n = 0; n < N; n++)
+                    start_row(y, add, b, OC, n);
+                mhsa__fp_leave_team(fp);
             }
-            mhsa__fp_leave_team(fp);
         }
     }
     float beta = add || b ? 1.0f : 0.0f;

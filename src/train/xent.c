@@ -24,28 +24,40 @@ static double lse_minus_target(const float *z, size_t V, int c)
     return (double)m + log(s) - (double)z[c];
 }
 
+// Row n: its probabilities and its loss.
+static void xent_row(const mhsa_kernels *k, float *probs, float *loss,
+                     const float *logits, const int32_t *targets, size_t V,
+                     size_t n)
+{
+    const float *z = logits + n * V;    // (V)
+    float *p = probs + n * V;           // (V)
+    k->softmax_row(V, z, p);
+    int c = targets[n];
+    if (c < 0)
+        loss[n] = 0.0f;
+    else if (p[c] > 0.0f)
+        loss[n] = (float)-log((double)p[c]);
+    else
+        loss[n] = (float)lse_minus_target(z, V, c);
+}
+
 double mhsa__xent_forward(const mhsa_kernels *k, float *probs, float *loss,
                           const float *logits, const int32_t *targets,
                           size_t N, size_t V)
 {
     int nt = mhsa__layer_threads(N, 4 * V);
-#pragma omp parallel num_threads(nt) if (nt > 1)
-    {
-        mhsa_fpstate fp = mhsa__fp_enter_team();
+    if (nt <= 1) {   // no parallel region below the threshold (rows.c)
+        for (size_t n = 0; n < N; n++)
+            xent_row(k, probs, loss, logits, targets, V, n);
+    } else {
+#pragma omp parallel num_threads(nt)
+        {
+            mhsa_fpstate fp = mhsa__fp_enter_team();
 #pragma omp for schedule(static)
-        for (size_t n = 0; n < N; n++) {
-            const float *z = logits + n * V;    // (V)
-            float *p = probs + n * V;           // (V)
-            k->softmax_row(V, z, p);
-            int c = targets[n];
-            if (c < 0)
-                loss[n] = 0.0f;
-            else if (p[c] > 0.0f)
-                loss[n] = (float)-log((double)p[c]);
-            else
-                loss[n] = (float)lse_minus_target(z, V, c);
+            for (size_t n = 0; n < N; n++)
+                xent_row(k, probs, loss, logits, targets, V, n);
+            mhsa__fp_leave_team(fp);
         }
-        mhsa__fp_leave_team(fp);
     }
     double sum = 0.0;
     for (size_t n = 0; n < N; n++)
@@ -72,7 +84,12 @@ void mhsa__xent_backward(float *probs, const int32_t *targets, size_t N,
                          size_t V, float scale)
 {
     int nt = mhsa__layer_threads(N, V);
-#pragma omp parallel num_threads(nt) if (nt > 1)
+    if (nt <= 1) {   // no parallel region below the threshold (rows.c)
+        for (size_t n = 0; n < N; n++)
+            xent_row_backward(probs + n * V, targets[n], V, scale);
+        return;
+    }
+#pragma omp parallel num_threads(nt)
     {
         mhsa_fpstate fp = mhsa__fp_enter_team();
 #pragma omp for schedule(static)

@@ -3,7 +3,9 @@
 // MHSA_ERR_FORMAT naming the key or tensor, and mhsa__llama_forward's
 // argument errors, which leave the cache as it was. The files are small
 // F32 models written with tests/gguf_writer.c. (The model's numbers are
-// checked against PyTorch by tests/models/llama_ref.py.)
+// checked against PyTorch by tests/models/llama_ref.py.) A wider model's
+// decoding gives the same bits on 1, 2 and 3 threads.
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +20,16 @@
 // ffn_down, 256 values a block, has whole rows), vocab 8, 2 layers.
 enum { D = 16, H = 2, KV = 1, DH = 8, F = 256, V = 8, L = 2, CTX = 16 };
 
+// A model's sizes: the test model's above, or a wider one.
+typedef struct dims { int D, H, KV, DH, F, V, CTX; } dims;
+static const dims std_dims = {D, H, KV, DH, F, V, CTX};
+// Wide enough that a decoding step's attention and MLP each run on the
+// threads (over the work threshold of core/threads.h).
+static const dims wide_dims = {128, 4, 2, 32, 512, 64, 64};
+enum { MAX_D = 128, MAX_F = 512, MAX_V = 64 };
+
 typedef struct opts {
+    const dims *dm;           // NULL: std_dims
     const char *arch;         // general.architecture
     int no_block_count;       // leave llama.block_count out
     const char *drop;         // a tensor left out
@@ -26,7 +37,10 @@ typedef struct opts {
     const char *q4k;          // a tensor written as q4_K (ggml type 12)
 } opts;
 
-static opts std_opts(void) { return (opts){"llama", 0, NULL, NULL, NULL}; }
+static opts std_opts(void)
+{
+    return (opts){NULL, "llama", 0, NULL, NULL, NULL};
+}
 
 static char model_path[512];
 
@@ -39,7 +53,9 @@ static void key_u32(gw *w, const char *k, uint32_t v)
 // Writes the model o describes to model_path.
 static void write_model(opts o)
 {
-    static const struct { const char *name; int rows, cols; } mats[] = {
+    const dims dm = o.dm ? *o.dm : std_dims;
+    const int D = dm.D, KV = dm.KV, DH = dm.DH, F = dm.F, V = dm.V;
+    const struct { const char *name; int rows, cols; } mats[] = {
         {"attn_q", D, D}, {"attn_k", KV * DH, D}, {"attn_v", KV * DH, D},
         {"attn_output", D, D}, {"ffn_gate", F, D}, {"ffn_up", F, D},
         {"ffn_down", D, F},
@@ -50,7 +66,7 @@ static void write_model(opts o)
     size_t nt = 0;
     // One buffer big enough for the largest tensor (plus the extra row),
     // shared by all: the values do not matter here.
-    static float data[(F + 1) * D + (V + 1) * D];
+    static float data[(MAX_F + 1) * MAX_D + (MAX_V + 1) * MAX_D];
     rng r = {20261201};
     fill_uniform(&r, data, sizeof data / sizeof *data, -0.5f, 0.5f);
     t[nt++] = (gw_tensor){"token_embd.weight", 2, {D, V}, MHSA_GGML_F32,
@@ -92,11 +108,11 @@ static void write_model(opts o)
         key_u32(&w, "llama.block_count", L);
         nkv++;
     }
-    key_u32(&w, "llama.context_length", CTX);
-    key_u32(&w, "llama.embedding_length", D);
-    key_u32(&w, "llama.feed_forward_length", F);
-    key_u32(&w, "llama.attention.head_count", H);
-    key_u32(&w, "llama.attention.head_count_kv", KV);
+    key_u32(&w, "llama.context_length", (uint32_t)dm.CTX);
+    key_u32(&w, "llama.embedding_length", (uint32_t)D);
+    key_u32(&w, "llama.feed_forward_length", (uint32_t)F);
+    key_u32(&w, "llama.attention.head_count", (uint32_t)dm.H);
+    key_u32(&w, "llama.attention.head_count_kv", (uint32_t)KV);
     gw_key(&w, "llama.attention.layer_norm_rms_epsilon", MHSA_GGUF_FLOAT32);
     gw_f32(&w, 1e-5f);
     nkv += 6;
@@ -208,6 +224,47 @@ START_TEST(forward_errors_leave_the_cache)
 }
 END_TEST
 
+// A prefill and decoding steps (the one-row MLP and the block's one-token
+// step, each in one parallel region) give the same logits bit for bit on
+// 1, 2 and 3 threads, in each cache type.
+START_TEST(decode_same_bits_on_1_2_3_threads)
+{
+    enum { P = 40, S = 3, WV = 64 };
+    static const mhsa_dtype kv[] = {MHSA_F32, MHSA_F16};
+    opts o = std_opts();
+    o.dm = &wide_dims;
+    int32_t tok[P + S];
+    for (int i = 0; i < P + S; i++)
+        tok[i] = (i * 7 + 3) % WV;
+    int saved = omp_get_max_threads();
+    for (size_t d = 0; d < sizeof kv / sizeof kv[0]; d++) {
+        static float logits[3][S + 1][WV];
+        for (int t = 0; t < 3; t++) {
+            omp_set_num_threads(t + 1);
+            mhsa_llama *m;
+            ck_assert_int_eq(load(o, 0, &m), MHSA_OK);
+            mhsa_llama_cache *c;
+            ck_assert_int_eq(mhsa__llama_cache_create(m, kv[d], &c),
+                             MHSA_OK);
+            ck_assert_int_eq(mhsa__llama_forward(m, c, tok, P, 0,
+                                                 logits[t][0]), MHSA_OK);
+            for (int s = 0; s < S; s++)
+                ck_assert_int_eq(mhsa__llama_forward(m, c, tok + P + s, 1, 0,
+                                                     logits[t][s + 1]),
+                                 MHSA_OK);
+            mhsa__llama_cache_destroy(c);
+            mhsa__llama_destroy(m);
+        }
+        ck_assert(all_finite(&logits[0][0][0], (S + 1) * WV));
+        for (int t = 1; t < 3; t++)
+            ck_assert_msg(!memcmp(logits[0], logits[t], sizeof logits[0]),
+                          "cache dtype %d: logits differ on 1 and %d threads",
+                          (int)kv[d], t + 1);
+    }
+    omp_set_num_threads(saved);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("llama");
@@ -215,6 +272,7 @@ static Suite *suite(void)
     tcase_add_test(tc, loads_the_test_model);
     tcase_add_test(tc, refuses_what_is_not_a_llama);
     tcase_add_test(tc, forward_errors_leave_the_cache);
+    tcase_add_test(tc, decode_same_bits_on_1_2_3_threads);
     suite_add_tcase(s, tc);
     return s;
 }
