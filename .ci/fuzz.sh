@@ -31,9 +31,13 @@ if [[ ! -f $build/build.ninja ]]; then
     cflags="-fsanitize=fuzzer-no-link"
     cflags+=" -fsanitize-coverage-ignorelist=$PWD/fuzz/coverage-ignore.txt"
     cflags+=" -gline-tables-only"
+    # No AVX-512 tables where this CPU lacks AVX-512 (never run here; a
+    # quarter of this build's compile time): .ci/avx512-build-args.sh.
+    # shellcheck disable=SC2046
     CC=clang meson setup "$build" -Dfuzz=true -Dbench=disabled \
         -Db_sanitize=address,undefined -Db_lundef=false \
-        -Dbuildtype=plain -Doptimization=1 -Dc_args="$cflags"
+        -Dbuildtype=plain -Doptimization=1 -Dc_args="$cflags" \
+        $(bash .ci/avx512-build-args.sh)
 fi
 targets=(fuzz_forward fuzz_train_args fuzz_gguf)
 # The weight-file reader and the GPT checkpoints exist only with jansson.

@@ -26,7 +26,11 @@ for s in "${steps[@]}"; do
     valgrind)
         if [[ ! -f build-vg/build.ninja ]]; then
             rm -rf build-vg
-            meson setup build-vg -Dbuildtype=debugoptimized -Dbench=disabled
+            # No AVX-512 tables where this CPU lacks AVX-512 (never run
+            # here): .ci/avx512-build-args.sh.
+            # shellcheck disable=SC2046
+            meson setup build-vg -Dbuildtype=debugoptimized -Dbench=disabled \
+                $(bash .ci/avx512-build-args.sh)
         fi
         # block_api is left out: its FP-state test reads MXCSR back after
         # setting FTZ/DAZ, which valgrind does not emulate.
@@ -59,10 +63,13 @@ for s in "${steps[@]}"; do
             rm -rf build-tsan
             # No SIMDe-emulated AVX-512 table (a third of this build's
             # compile time): none of the three tests selects an ISA, so
-            # they run dispatch's choice, a real table, either way.
+            # they run dispatch's choice, a real table, either way; and
+            # no real one where this CPU lacks AVX-512
+            # (.ci/avx512-build-args.sh).
+            # shellcheck disable=SC2046
             meson setup build-tsan -Db_sanitize=thread -Db_lundef=false \
                 -Dbuildtype=debugoptimized -Dbench=disabled \
-                -Davx512_emulation=disabled
+                -Davx512_emulation=disabled $(bash .ci/avx512-build-args.sh)
         fi
         ninja -C build-tsan tests/test_concurrency tests/test_faults tests/test_dp
         TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \

@@ -35,6 +35,7 @@ typedef struct fd_case {
     size_t n[4];
     double (*objective)(void *ctx);
     void *ctx;
+    size_t stride;   // every stride-th element (0: every one)
 } fd_case;
 
 // Central differences with step h for every element; the bound is the one
@@ -44,7 +45,8 @@ static void check_fd(const fd_case *c, float h)
 {
     for (int p = 0; p < c->n_params; p++) {
         double maxg = 0, maxdiff = 0;
-        for (size_t j = 0; j < c->n[p]; j++) {
+        size_t step = c->stride ? c->stride : 1;
+        for (size_t j = 0; j < c->n[p]; j += step) {
             float v = c->params[p][j];
             c->params[p][j] = v + h;
             double lp = c->objective(c->ctx);
@@ -180,7 +182,10 @@ END_TEST
 START_TEST(tanh_approx_accuracy)
 {
     double worst = 0;
-    for (int i = -200000; i <= 200000; i++) {
+    // Quick mode (qemu: 30 s of test_gpt there) takes every fourth point of
+    // the same grid, both ends included; the native run takes them all.
+    int step = test_quick() ? 4 : 1;
+    for (int i = -200000; i <= 200000; i += step) {
         float x = (float)i * 1e-4f;
         double d = fabs((double)mhsa__tanh_approx(x) - tanh((double)x));
         worst = d > worst ? d : worst;
@@ -418,8 +423,14 @@ static void model_gradient_check(mhsa_gpt_config cfg)
         mhsa_gpt_get_tensor(g, i, &t);
         if (!strcmp(t.name, "wpe.weight"))   // rows >= T are never used
             t.numel = (size_t)T * (size_t)cfg.n_embd;
+        // Quick mode (ASan, qemu: a third of test_gpt's time there) checks
+        // every third element of the matrices, which meets every column of
+        // their rows of 8 (3 is prime to 8), and all of the vectors (a
+        // bias's few elements may all have tiny gradients); the native run
+        // checks every element.
+        size_t stride = test_quick() && t.numel >= 64 ? 3 : 1;
         fd_case fc = { t.name, 1, { t.data }, { grad + t.offset },
-                       { t.numel }, model_obj, &c };
+                       { t.numel }, model_obj, &c, stride };
         check_fd(&fc, 1e-2f);
     }
     mhsa_gpt_tensor t;
@@ -786,14 +797,17 @@ START_TEST(same_bits_on_any_thread_count)
     c.n_embd = 64;
     c.block_size = 16;
     c.max_batch = 4;
-    float losses[3][6];
+    // Quick mode (qemu: 50 s of test_gpt there) trains 2 steps of the same
+    // 6, which still reach the optimizer's moments; the native run all 6.
+    int steps = test_count(6);
+    float losses[3][6] = { { 0 } };
     float *params[3];
     size_t np = 0;
     for (int t = 0; t < 3; t++) {
         omp_set_num_threads(t + 1);
         mhsa_gpt *g = make_gpt(&c, 9);
         uint64_t data = 5;
-        train_steps(g, &data, 6, losses[t]);
+        train_steps(g, &data, steps, losses[t]);
         np = mhsa_gpt_n_params(g);
         params[t] = malloc(3 * np * sizeof(float));
         memcpy(params[t], mhsa_gpt_params(g), np * sizeof(float));
@@ -833,35 +847,39 @@ END_TEST
 // are rounded); an invalid compute dtype fails by name.
 START_TEST(bf16_compute_trains_like_f32)
 {
+    // Quick mode (qemu: 40% of test_gpt's time there) follows the first 10
+    // of the same 40 steps (the last-10 mean is then over those); the
+    // native run follows all 40.
+    int n = test_count(40);
     mhsa_gpt_config c = train_cfg();
-    float lf[40], lb[2][40];
+    float lf[40], lb[2][40] = { { 0 } };
     mhsa_gpt *g = make_gpt(&c, 2);
     uint64_t data = 3;
-    train_lr(g, &data, 40, lf, 2e-2f);
+    train_lr(g, &data, n, lf, 2e-2f);
     mhsa_gpt_destroy(g);
     c.compute_dtype = MHSA_BF16;
     for (int t = 0; t < 2; t++) {
         omp_set_num_threads(t + 1);
         g = make_gpt(&c, 2);
         data = 3;
-        train_lr(g, &data, 40, lb[t], 2e-2f);
+        train_lr(g, &data, n, lb[t], 2e-2f);
         mhsa_gpt_destroy(g);
     }
     ck_assert_mem_eq(lb[0], lb[1], sizeof lb[0]);
     int differ = 0;
-    for (int i = 0; i < 40; i++) {
+    for (int i = 0; i < n; i++) {
         ck_assert_msg(fabs(lb[0][i] - lf[i]) <= 0.08 * lf[i], "step %d: "
                       "bf16 loss %g, f32 %g", i, (double)lb[0][i],
                       (double)lf[i]);
         differ |= lb[0][i] != lf[i];
     }
     double mb = 0.0, mf = 0.0;   // the last 10 steps' mean
-    for (int i = 30; i < 40; i++) {
+    for (int i = n - 10; i < n; i++) {
         mb += lb[0][i];
         mf += lf[i];
     }
-    ck_assert_msg(fabs(mb - mf) <= 0.03 * mf, "mean loss of steps 30-39: "
-                  "bf16 %g, f32 %g", mb / 10, mf / 10);
+    ck_assert_msg(fabs(mb - mf) <= 0.03 * mf, "mean loss of steps %d-%d: "
+                  "bf16 %g, f32 %g", n - 10, n - 1, mb / 10, mf / 10);
     ck_assert_msg(differ, "bf16 losses are fp32's bit for bit: not rounded");
     c.compute_dtype = MHSA_F16;
     g = NULL;
@@ -1266,4 +1284,10 @@ static Suite *suite(void)
     return s;
 }
 
-int main(void) { return run_suite(suite()); }
+int main(void)
+{
+    note_quick("central differences at every 3rd element of the whole "
+               "model's matrices, every 4th tanh point, 2 of 6 steps across "
+               "thread counts, 10 of 40 steps of the bf16 curve");
+    return run_suite(suite());
+}
