@@ -9,6 +9,12 @@
 // measured on gives the same three.
 #include "avx2/avx2.h"
 
+// The small attention-backward products (small_bwd.c).
+#undef MHSA_KERNEL_TABLE_SMALL_BWD
+#define MHSA_KERNEL_TABLE_SMALL_BWD                                           \
+    .small_bwd_scores = mhsa_small_bwd_scores__avx2,                          \
+    .small_bwd_grads = mhsa_small_bwd_grads__avx2
+
 const mhsa_kernels mhsa_kernels_avx2 =
     MHSA_KERNEL_TABLE(avx2, MHSA_ISA_AVX2, 6, 16,
                       .kc = 256, .mc = 22 * 6, .nc = 8 * 16);
