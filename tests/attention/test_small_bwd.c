@@ -9,7 +9,8 @@
 // strided dO and gradient rows, zeros of both signs, dk/dv accumulating
 // onto nonzero values, the dq-only and dk/dv-only passes, and the cases
 // that must fall back (a NaN in K, scores overflowing to +INFINITY).
-// Also each ISA's values against scalar (a tolerance: FMA or not).
+// Also each ISA's values against scalar (a tolerance: FMA or not), and
+// softmax_grad's short unmasked rows against its general (masked) path.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -186,11 +187,60 @@ START_TEST(small_tile_matches_packed_path)
 }
 END_TEST
 
+// softmax_grad on rows of at most 16 keys without a mask (AVX2 takes a
+// short-row path there) against the same rows with an all-zero mask (the
+// general path; + 0 changes no score that matters): the same bits, and
+// nothing written past n.
+START_TEST(short_grad_rows_match_masked_path)
+{
+    const mhsa_kernels *k = kernels_or_skip(_i);
+    if (!k)
+        return;
+    rng r = { 0x9a0022u + (uint64_t)_i };
+    int cases = test_count(300);
+    for (int c = 0; c < cases; c++) {
+        size_t rows = (size_t)rng_int(&r, 1, 20), n = (size_t)rng_int(&r, 1, 16);
+        size_t lds = n + 3, sz = rows * lds;
+        float *s0 = malloc(sz * sizeof(float)), *d0 = malloc(sz * sizeof(float));
+        float *s1 = malloc(sz * sizeof(float)), *d1 = malloc(sz * sizeof(float));
+        float *zm = calloc(rows * n, sizeof(float));
+        float lse[20], delta[20];
+        fill_uniform(&r, s0, sz, -3.0f, 3.0f);
+        fill_uniform(&r, d0, sz, -1.0f, 1.0f);
+        for (size_t i = 0; i < sz; i += 7)   // odd scores
+            s0[i] = i % 3 == 0 ? -INFINITY : i % 3 == 1 ? NAN : -0.0f;
+        for (size_t i = 0; i < rows; i++) {
+            lse[i] = rng_uniform(&r, -1.0f, 2.0f);
+            delta[i] = rng_uniform(&r, -0.5f, 0.5f);
+            if (rng_int(&r, 0, 9) == 0)
+                lse[i] = -INFINITY;   // a row that saw nothing
+        }
+        memcpy(s1, s0, sz * sizeof(float));
+        memcpy(d1, d0, sz * sizeof(float));
+        mhsa_mask_view mv = { NULL, n, (size_t)rng_int(&r, 0, 8),
+                              (size_t)rng_int(&r, 0, 8), rng_int(&r, 0, 1),
+                              rng_int(&r, 0, 3) ? 0 : (size_t)rng_int(&r, 1, 5),
+                              rng_int(&r, 0, 3) ? 0 : (size_t)rng_int(&r, 1, 20) };
+        mhsa_softmax_grad_args a = { rows, n, s0, lds, d0, lds, mv, lse, delta,
+                                     NULL };
+        k->softmax_grad(&a);
+        a.s = s1, a.dp = d1, a.mv.mask = zm;
+        k->softmax_grad(&a);
+        ck_assert_msg(!memcmp(s0, s1, sz * sizeof(float)) &&
+                      !memcmp(d0, d1, sz * sizeof(float)),
+                      "%s case %d: rows %zu n %zu: short rows differ from the "
+                      "general path", k->name, c, rows, n);
+        free(s0); free(d0); free(s1); free(d1); free(zm);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("small_bwd");
     TCase *tc = tcase_create("small_bwd");
     LOOP(tc, small_tile_matches_packed_path);
+    LOOP(tc, short_grad_rows_match_masked_path);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
