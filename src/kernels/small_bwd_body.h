@@ -1,12 +1,14 @@
 // small_bwd_body.h — the small attention-backward products (kernels.h:
-// mhsa_small_bwd_args), written once for the ISAs that have them.
+// mhsa_small_bwd_args) in plain C, parametrised by the rounding of a
+// product, for ISAs whose own file does not write them in intrinsics
+// (today the scalar table; src/avx2/small_bwd.c has its own, a generic
+// fmaf version was 2x slower there).
 //
 // Included by src/<isa>/small_bwd.c after defining
 //   MHSA_SB_ISA        the name suffix (scalar, avx2, ...)
 //   MHSA_SB_MAC(c,a,b) c plus the product a*b, rounded as that ISA's
 //                      sgemm_ukr rounds it (fmaf(a, b, c) or c + a * b)
-// and optionally MHSA_SB_HAVE_COPIES with its own sb_transpose and sb_rows
-// (the copies below, in vector registers),
+// (optionally MHSA_SB_HAVE_COPIES with its own sb_transpose and sb_rows),
 // and compiled with that ISA's flags, so that the fixed-width loops over
 // MHSA_SMALL_BWD_MAX lanes below vectorise (each lane its own sum, in
 // order: vectorising changes no bits). Operands are copied into padded
