@@ -572,6 +572,53 @@ static int inf_weights(const mhsa_kernels *k, const head_args *a,
     return 1;
 }
 
+// A block whose backward is one tile of at most MHSA_SMALL_BWD_MAX keys
+// and rows, finite fp32 operands and no +inf log-sum-exp: the table's
+// unpacked products (kernels.h: mhsa_small_bwd_args) replace the packs and
+// micro-kernel calls, which cost several times the arithmetic at these
+// sizes. Each sum runs over the rows or keys the packed path's panels
+// give it (diag_keys, diag_pv), so the bits are the packed path's.
+static int small_tile(const mhsa_kernels *k, const head_args *a, int safe,
+                      size_t j0, size_t jend, size_t kend)
+{
+    size_t bc = mhsa__attn_bc(k);
+    if (!k->small_bwd_scores || !safe || a->compute != MHSA_F32 ||
+        a->tq > MHSA_SMALL_BWD_MAX || a->dh > MHSA_SMALL_BWD_MAX ||
+        j0 >= jend || jend - j0 > bc || kend - j0 > MHSA_SMALL_BWD_MAX)
+        return 0;
+    for (size_t r = 0; r < a->tq; r++)
+        if (a->lse[r] == INFINITY)
+            return 0;
+    return 1;
+}
+
+static void backward_small(const mhsa_kernels *k, const head_args *a,
+                           const tile_views *t, size_t j0, size_t kend)
+{
+    size_t tq = a->tq, dh = a->dh, n = kend - j0, bc = mhsa__attn_bc(k);
+    size_t mr = (size_t)k->mr;
+    int diag = panel_keys(a, j0, n, 1) < n;
+    size_t r0[MHSA_SMALL_BWD_MAX], ke[MHSA_SMALL_BWD_MAX];
+    for (size_t j = 0; j < n; j++) {   // diag_keys: per panel of mr keys
+        size_t key = j0 + j / mr * mr;
+        r0[j] = diag && key > a->q_pos ? key - a->q_pos : 0;
+    }
+    for (size_t r = 0; r < tq; r++) {  // diag_pv: per panel of mr rows
+        size_t i = r / mr * mr, h = tq - i < mr ? tq - i : mr;
+        ke[r] = diag ? panel_keys(a, j0, n, i + h) : n;
+    }
+    mhsa_small_bwd_args sb = {
+        tq, n, dh, a->q, a->k + j0 * dh, a->v + j0 * dh, a->dout, a->lddo,
+        t->s, bc, t->dp, bc, a->scale, a->dq, a->dk + j0 * a->ldg,
+        a->dv + j0 * a->ldg, a->ldg, r0, ke, !a->skip_dq, !a->skip_dkv,
+    };
+    k->small_bwd_scores(&sb);
+    mhsa_softmax_grad_args ga = { tq, n, t->s, bc, t->dp, bc,
+                                  mask_view(a, j0), a->lse, t->delta, NULL };
+    k->softmax_grad(&ga);   // s = P, dp = dS
+    k->small_bwd_grads(&sb);
+}
+
 void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
                          float *tiles)
 {
@@ -594,6 +641,12 @@ void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
         if (!a->skip_dq)
             memset(a->dq + r * a->ldg, 0, dh * sizeof(float));
     }
+    size_t jend = a->key1 && a->key1 < kend ? a->key1 : kend;
+    size_t jstart = tile_start(a, bc) > a->key0 ? tile_start(a, bc) : a->key0;
+    if (small_tile(k, a, safe, jstart, jend, kend)) {
+        backward_small(k, a, &t, jstart, kend);
+        return;
+    }
     mhsa_tile_pack_a(k, tq, dh, a->q, dh, 0, 1.0f, a->compute, t.qa);
     mhsa_tile_pack_a(k, tq, dh, a->dout, a->lddo, 0, 1.0f, a->compute,
                      t.da);
@@ -605,8 +658,6 @@ void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
 
     // Each tile's products are the same whichever part a call computes, so
     // splitting a head into a dk/dv pass and a dq pass keeps the bits.
-    size_t jend = a->key1 && a->key1 < kend ? a->key1 : kend;
-    size_t jstart = tile_start(a, bc) > a->key0 ? tile_start(a, bc) : a->key0;
     for (size_t j0 = jstart; j0 < jend; j0 += bc) {
         size_t n = kend - j0 < bc ? kend - j0 : bc;
         const float *kt = a->k + j0 * dh, *vt = a->v + j0 * dh;

@@ -338,6 +338,45 @@ void mhsa_softmax_online__avx2(const mhsa_softmax_args *a)
     }
 }
 
+// Lanes j of the vector at column j0 with lo <= j0 + j < hi, as a mask.
+static inline __m256 lanes_in(size_t j0, size_t lo, size_t hi)
+{
+    __m256i j = _mm256_add_epi32(_mm256_set1_epi32((int)j0),
+                                 _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    __m256i in = _mm256_andnot_si256(
+        _mm256_cmpgt_epi32(_mm256_set1_epi32((int)lo), j),
+        _mm256_cmpgt_epi32(_mm256_set1_epi32((int)hi), j));
+    return _mm256_castsi256_ps(in);
+}
+
+// One row of a tile of n <= 16 keys without a mask, with a finite lse: the
+// general loop's operations on every lane of [lo, hi), in whole vectors
+// over the row's n columns, lanes outside made +0 by a compare on their
+// index instead of separate zeroing passes (a short row's setup cost more
+// than its arithmetic). The same operations per lane, so the same bits.
+static void grad_short_row(float *s, float *dp, size_t n, size_t lo,
+                           size_t hi, float lse, float delta)
+{
+    __m256 ninf = _mm256_set1_ps(-INFINITY), zero = _mm256_setzero_ps();
+    __m256 vlse = _mm256_set1_ps(lse), vdelta = _mm256_set1_ps(delta);
+    for (size_t j = 0; j < n; j += 8) {
+        size_t cnt = min8(n - j);
+        __m256i mk = mhsa_tail_mask__avx2(cnt);
+        __m256 x = cnt == 8 ? _mm256_loadu_ps(s + j)
+                            : _mm256_maskload_ps(s + j, mk);
+        __m256 g = cnt == 8 ? _mm256_loadu_ps(dp + j)
+                            : _mm256_maskload_ps(dp + j, mk);
+        __m256 keep = _mm256_andnot_ps(_mm256_cmp_ps(x, ninf, _CMP_EQ_OQ),
+                                       lanes_in(j, lo, hi));
+        __m256 p = _mm256_and_ps(keep,
+                                 mhsa_exp_ps__avx2(_mm256_sub_ps(x, vlse)));
+        __m256 ds = _mm256_mul_ps(p, _mm256_sub_ps(g, vdelta));
+        ds = _mm256_andnot_ps(_mm256_cmp_ps(p, zero, _CMP_EQ_OQ), ds);
+        store_n(s + j, cnt, p);
+        store_n(dp + j, cnt, ds);
+    }
+}
+
 void mhsa_softmax_grad__avx2(const mhsa_softmax_grad_args *a)
 {
     const mhsa_mask_view *mv = &a->mv;
@@ -346,6 +385,12 @@ void mhsa_softmax_grad__avx2(const mhsa_softmax_grad_args *a)
         float *s = a->s + r * a->lds, *dp = a->dp + r * a->lddp;
         const float *mrow = mv->mask ? mv->mask + r * mv->ldmask : NULL;
         float lse = a->lse[r];
+        if (!mrow && a->n <= 16 && lse != -INFINITY && lse != INFINITY) {
+            size_t lo, hi;
+            mhsa_mask_view_range(mv, r, a->n, &lo, &hi);
+            grad_short_row(s, dp, a->n, lo, hi, lse, a->delta[r]);
+            continue;
+        }
         size_t lo = 0, hi = 0;   // lse == -inf: the row saw no key, p = 0
         if (lse != -INFINITY)
             mhsa_mask_view_range(mv, r, a->n, &lo, &hi);

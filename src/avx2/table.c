@@ -11,6 +11,11 @@
 
 #undef MHSA_KERNEL_TABLE_ATTN_SMALL
 #define MHSA_KERNEL_TABLE_ATTN_SMALL mhsa_attn_small__avx2
+// The small attention-backward products (small_bwd.c).
+#undef MHSA_KERNEL_TABLE_SMALL_BWD
+#define MHSA_KERNEL_TABLE_SMALL_BWD                                           \
+    .small_bwd_scores = mhsa_small_bwd_scores__avx2,                          \
+    .small_bwd_grads = mhsa_small_bwd_grads__avx2
 
 const mhsa_kernels mhsa_kernels_avx2 =
     MHSA_KERNEL_TABLE(avx2, MHSA_ISA_AVX2, 6, 16,

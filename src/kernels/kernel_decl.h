@@ -54,7 +54,9 @@
     void MHSA_KNAME(cvt_from_f32, isa)(size_t n, const float *src,           \
                                        void *dst, mhsa_dtype dt);            \
     void MHSA_KNAME(cvt_to_f32, isa)(size_t n, const void *src,              \
-                                     mhsa_dtype dt, float *dst);
+                                     mhsa_dtype dt, float *dst);            \
+    void MHSA_KNAME(small_bwd_scores, isa)(const mhsa_small_bwd_args *a);    \
+    void MHSA_KNAME(small_bwd_grads, isa)(const mhsa_small_bwd_args *a);
 
 // A table's bf16 tile sets (kernels.h: mhsa_kernels.bf16): none unless
 // its table.c redefines this before defining the table (src/avx512/).
@@ -62,6 +64,11 @@
 // A table's fused small-view forward (kernels.h: attn_small): none unless
 // its table.c redefines this (src/avx2/).
 #define MHSA_KERNEL_TABLE_ATTN_SMALL NULL
+
+// A table's small-backward products (kernels.h: small_bwd_scores and
+// small_bwd_grads): none unless its table.c redefines this as
+// `.small_bwd_scores = ..., .small_bwd_grads = ...` (scalar, avx2).
+#define MHSA_KERNEL_TABLE_SMALL_BWD .small_bwd_scores = NULL
 
 #define MHSA_KERNEL_TABLE(sfx, isa_enum, mr_, nr_, ...)                       \
     MHSA_KERNEL_TABLE_NAMED(sfx, #sfx, isa_enum, mr_, nr_, __VA_ARGS__)
@@ -92,6 +99,7 @@
         .cvt_to_f32 = MHSA_KNAME(cvt_to_f32, sfx),                            \
         .bf16 = MHSA_KERNEL_TABLE_BF16,                                       \
         .attn_small = MHSA_KERNEL_TABLE_ATTN_SMALL,                           \
+        MHSA_KERNEL_TABLE_SMALL_BWD,                                          \
     }
 
 #endif

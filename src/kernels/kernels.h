@@ -175,6 +175,43 @@ typedef struct mhsa_attn_small_args {
     float *m, *l;            // (tq) out: each row's max and sum
 } mhsa_attn_small_args;
 
+// ---- small attention backward (issue 22) -----------------------------------
+
+// The products of one attention-backward tile small enough to skip packing
+// (tq and n keys <= MHSA_SMALL_BWD_MAX, dh <= MHSA_SMALL_BWD_MAX, fp32
+// operands), for the drivers of attn/attention.c: they give the bits of the
+// packed-GEMM path of the same table exactly. Every sum below starts at +0
+// and adds its products in the order given, each one rounded as that
+// table's sgemm_ukr rounds it (one FMA where its ukr uses FMA, else a
+// product then a sum), and a sum is added to its destination last (the
+// ukr's beta == 1: dst + sum).
+// small_bwd_scores: s[r*lds + j] = sum over d < dh of q[r][d] * k[j][d] and
+//   dp[r*lddp + j] = sum over d of dout[r][d] * v[j][d], r < tq, j < n;
+//   rows of s and dp have room for MHSA_SMALL_BWD_MAX columns (lds, lddp
+//   >= it), and columns n.. of that room are overwritten with scratch.
+// small_bwd_grads, with p = s and ds = dp after softmax_grad:
+//   if do_dkv, for each key j with r0[j] < tq:
+//     dv[j] += sum over r in [r0[j], tq) of p[r][j] * dout[r]
+//     dk[j] += sum over r in [r0[j], tq) of ds[r][j] * q[r]
+//   if do_dq, for each row r with kend[r] > 0:
+//     dq[r] += sum over j < kend[r] of (scale * ds[r][j]) * k[j]
+//   (scale * ds rounded to fp32 first, as pack_a folds alpha in).
+// q (tq x dh, ld dh); k, v (n x dh, ld dh); dout (tq x dh, ld lddo);
+// dq (tq rows), dk and dv (n rows), dh wide, ld ldg.
+enum { MHSA_SMALL_BWD_MAX = 16 };
+typedef struct mhsa_small_bwd_args {
+    size_t tq, n, dh;
+    const float *q, *k, *v;
+    const float *dout; size_t lddo;
+    float *s;  size_t lds;
+    float *dp; size_t lddp;
+    float scale;
+    float *dq, *dk, *dv; size_t ldg;
+    const size_t *r0;     // (n) first row of key j's dv / dk sums
+    const size_t *kend;   // (tq) keys in row r's dq sum
+    int do_dq, do_dkv;
+} mhsa_small_bwd_args;
+
 // ---- the table ----------------------------------------------------------
 
 // Cache blocking of the GEMM driver (src/gemm/gemm.c, BLIS's loops) for
@@ -315,6 +352,10 @@ typedef struct mhsa_kernels {
     // -INFINITY entries included (callers that promise zeros for blocked
     // keys reset them). In place (y == x) is allowed.
     void (*softmax_row)(size_t n, const float *x, float *y);
+    // Optional (NULL: the drivers use the packed GEMM): the unpacked
+    // products of a small backward tile, see mhsa_small_bwd_args.
+    void (*small_bwd_scores)(const mhsa_small_bwd_args *a);
+    void (*small_bwd_grads)(const mhsa_small_bwd_args *a);
 
     // dst[i] = scale * src[i], i < n (dst and src do not overlap); scale
     // == 1 copies the bits unchanged (NaN payloads, signs of zero).

@@ -8,6 +8,12 @@
 // CPU's caches (gemm/blocking.c).
 #include "scalar/scalar.h"
 
+// The small attention-backward products (small_bwd.c).
+#undef MHSA_KERNEL_TABLE_SMALL_BWD
+#define MHSA_KERNEL_TABLE_SMALL_BWD                                           \
+    .small_bwd_scores = mhsa_small_bwd_scores__scalar,                          \
+    .small_bwd_grads = mhsa_small_bwd_grads__scalar
+
 const mhsa_kernels mhsa_kernels_scalar =
     MHSA_KERNEL_TABLE(scalar, MHSA_ISA_SCALAR, 4, 8,
                       .kc = 256, .mc = 32 * 4, .nc = 8 * 8);

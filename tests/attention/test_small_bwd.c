@@ -1,0 +1,246 @@
+// test_small_bwd.c — the small-tile attention backward (kernels.h:
+// small_bwd_scores / small_bwd_grads, attn/attention.c backward_small)
+// gives the bits of the packed-GEMM path of the same table, on every ISA
+// that has it: one head's block run through mhsa__head_backward with the
+// table as built and with a copy whose small products are removed, over
+// awkward shapes (1, primes, sizes off the vector widths up to the
+// 16-key limit and past it), causal with and without a query offset,
+// sliding windows, key padding, additive masks with -INFINITY entries,
+// strided dO and gradient rows, zeros of both signs, dk/dv accumulating
+// onto nonzero values, the dq-only and dk/dv-only passes, and the cases
+// that must fall back (a NaN in K, scores overflowing to +INFINITY).
+// Also each ISA's values against scalar (a tolerance: FMA or not), and
+// softmax_grad's short unmasked rows against its general (masked) path.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+#include "attn/attention.h"
+
+#define LOOP(tc, fn) tcase_add_loop_test(tc, fn, 0, N_ISAS)
+
+typedef struct problem {
+    size_t tq, tk, dh, q_pos, window, klen, lddo, ldg;
+    int causal, use_mask, skip_dq, skip_dkv;
+    float *q, *k, *v, *mask, *o, *lse, *dout, *dq, *dk, *dv;
+} problem;
+
+// Inputs of a random problem; special: 1 NaN in K, 2 overflowing scores.
+static void make(problem *p, rng *r, int special)
+{
+    size_t tq = p->tq, tk = p->tk, dh = p->dh;
+    p->q = calloc(tq * dh, sizeof(float));
+    p->k = calloc(tk * dh, sizeof(float));
+    p->v = calloc(tk * dh, sizeof(float));
+    p->mask = calloc(tq * tk, sizeof(float));
+    p->o = calloc(tq * dh, sizeof(float));
+    p->lse = calloc(tq, sizeof(float));
+    p->dout = calloc(tq * p->lddo, sizeof(float));
+    p->dq = calloc(tq * p->ldg, sizeof(float));
+    p->dk = calloc(tk * p->ldg, sizeof(float));
+    p->dv = calloc(tk * p->ldg, sizeof(float));
+    fill_uniform(r, p->q, tq * dh, -1.5f, 1.5f);
+    fill_uniform(r, p->k, tk * dh, -1.5f, 1.5f);
+    fill_uniform(r, p->v, tk * dh, -1.0f, 1.0f);
+    fill_uniform(r, p->dout, tq * p->lddo, -1.0f, 1.0f);
+    fill_uniform(r, p->dk, tk * p->ldg, -0.5f, 0.5f);   // accumulated onto
+    fill_uniform(r, p->dv, tk * p->ldg, -0.5f, 0.5f);
+    fill_uniform(r, p->mask, tq * tk, -2.0f, 2.0f);
+    for (size_t i = 0; i < tq * tk; i++)
+        if (rng_int(r, 0, 5) == 0)
+            p->mask[i] = -INFINITY;
+    // Zeros of both signs: whole dO rows, single Q / V elements.
+    for (size_t i = 0; i < tq; i++)
+        if (rng_int(r, 0, 4) == 0)
+            for (size_t d = 0; d < dh; d++)
+                p->dout[i * p->lddo + d] = rng_int(r, 0, 1) ? 0.0f : -0.0f;
+    for (size_t i = 0; i < tq * dh; i += 3)
+        p->q[i] = rng_int(r, 0, 3) ? p->q[i] : -0.0f;
+    for (size_t i = 0; i < tk * dh; i += 5)
+        p->v[i] = -0.0f;
+    if (special == 1)
+        p->k[(tk - 1) * dh] = NAN;
+    if (special == 2) {   // q . k overflows to +inf for row 0, key 0
+        for (size_t d = 0; d < dh; d++)
+            p->q[d] = p->k[d] = 3e19f;
+    }
+}
+
+static void release(problem *p)
+{
+    free(p->q); free(p->k); free(p->v); free(p->mask); free(p->o);
+    free(p->lse); free(p->dout); free(p->dq); free(p->dk); free(p->dv);
+}
+
+static head_args args_of(const problem *p)
+{
+    head_args a;
+    memset(&a, 0, sizeof a);
+    a.tq = p->tq, a.tk = p->tk, a.dh = p->dh, a.q_pos = p->q_pos;
+    a.causal = p->causal, a.window = p->window, a.klen = p->klen;
+    a.mask = p->use_mask ? p->mask : NULL, a.ldmask = p->tk;
+    a.scale = 1.0f / sqrtf((float)p->dh);
+    a.q = p->q, a.k = p->k, a.v = p->v, a.kv_dtype = MHSA_F32;
+    a.o = p->o, a.ldo = p->dh, a.lse = p->lse;
+    a.dout = p->dout, a.lddo = p->lddo;
+    a.dq = p->dq, a.dk = p->dk, a.dv = p->dv, a.ldg = p->ldg;
+    a.skip_dq = p->skip_dq, a.skip_dkv = p->skip_dkv;
+    a.compute = MHSA_F32;
+    return a;
+}
+
+// The backward of p on table k: dq, dk, dv copied out (tq + 2 tk rows).
+static float *backward(const mhsa_kernels *k, const problem *p)
+{
+    size_t g = p->ldg, n = (p->tq + 2 * p->tk) * g;
+    float *tiles = calloc(mhsa__attn_tile_floats(k, p->dh), sizeof(float));
+    float *dk = malloc(p->tk * g * sizeof(float));
+    float *dv = malloc(p->tk * g * sizeof(float));
+    memcpy(dk, p->dk, p->tk * g * sizeof(float));
+    memcpy(dv, p->dv, p->tk * g * sizeof(float));
+    head_args a = args_of(p);
+    a.dk = dk, a.dv = dv;
+    float *out = malloc(n * sizeof(float));
+    memcpy(out, p->dq, p->tq * g * sizeof(float));
+    a.dq = out;
+    mhsa__head_backward(k, &a, tiles);
+    memcpy(out + p->tq * g, dk, p->tk * g * sizeof(float));
+    memcpy(out + (p->tq + p->tk) * g, dv, p->tk * g * sizeof(float));
+    free(tiles); free(dk); free(dv);
+    return out;
+}
+
+// A random problem: its shape from the case number.
+static void shape(problem *p, rng *r, int c)
+{
+    static const size_t sizes[] = { 1, 2, 3, 5, 7, 8, 9, 11, 12, 13, 15, 16 };
+    static const size_t dhs[] = { 1, 2, 3, 5, 7, 8, 9, 12, 13, 16 };
+    memset(p, 0, sizeof *p);
+    p->tq = sizes[rng_int(r, 0, 11)];
+    p->dh = dhs[rng_int(r, 0, 9)];
+    p->causal = rng_int(r, 0, 2) != 0;
+    // A query offset (a block after cached keys): keys up to 16 in all.
+    p->q_pos = rng_int(r, 0, 2) == 0 ? (size_t)rng_int(r, 0, 16 - (int)p->tq)
+                                     : 0;
+    p->tk = p->q_pos + p->tq;
+    if (!p->causal && rng_int(r, 0, 1))
+        p->tk = (size_t)rng_int(r, 1, 16);
+    if (c % 11 == 10)   // past the small limit: both take the packed path
+        p->tk = 17 + (size_t)rng_int(r, 0, 20);
+    p->window = rng_int(r, 0, 4) == 0 ? (size_t)rng_int(r, 1, 6) : 0;
+    p->klen = rng_int(r, 0, 4) == 0 ? (size_t)rng_int(r, 1, (int)p->tk) : 0;
+    p->use_mask = rng_int(r, 0, 3) == 0;
+    p->lddo = p->dh + (size_t)rng_int(r, 0, 3);
+    p->ldg = p->dh + (size_t)rng_int(r, 0, 5);
+    int pass = rng_int(r, 0, 5);
+    p->skip_dq = pass == 1;
+    p->skip_dkv = pass == 2;
+}
+
+START_TEST(small_tile_matches_packed_path)
+{
+    const mhsa_kernels *k = kernels_or_skip(_i);
+    if (!k)
+        return;
+    if (!k->small_bwd_scores) {
+        ck_assert_msg(k->isa != MHSA_ISA_SCALAR && k->isa != MHSA_ISA_AVX2,
+                      "%s has the small products", k->name);
+        printf("skip: %s has no small backward products\n", k->name);
+        return;
+    }
+    mhsa_kernels packed = *k;   // the same table without them
+    packed.small_bwd_scores = NULL;
+    packed.small_bwd_grads = NULL;
+    rng r = { 0x5eed0022u + (uint64_t)_i };
+    int cases = test_count(400);
+    for (int c = 0; c < cases; c++) {
+        problem p;
+        shape(&p, &r, c);
+        int special = c % 13 == 5 ? 1 : c % 13 == 9 ? 2 : 0;
+        make(&p, &r, special);
+        head_args a = args_of(&p);
+        float *tiles = calloc(mhsa__attn_tile_floats(k, p.dh), sizeof(float));
+        mhsa__head_forward(k, &a, tiles);
+        free(tiles);
+        float *want = backward(&packed, &p), *got = backward(k, &p);
+        size_t n = (p.tq + 2 * p.tk) * p.ldg;
+        ck_assert_msg(!memcmp(want, got, n * sizeof(float)),
+                      "%s case %d: tq %zu tk %zu dh %zu q_pos %zu causal %d "
+                      "window %zu klen %zu mask %d skip %d/%d special %d: "
+                      "bits differ from the packed path", k->name, c, p.tq,
+                      p.tk, p.dh, p.q_pos, p.causal, p.window, p.klen,
+                      p.use_mask, p.skip_dq, p.skip_dkv, special);
+        // Against scalar's values (different rounding: FMA or not).
+        const mhsa_kernels *s = mhsa_kernels_for(MHSA_ISA_SCALAR);
+        if (special == 0 && s != k) {
+            float *ref = backward(s, &p);
+            ck_assert_msg(rel_err(got, ref, n) < 1e-4, "%s case %d: %g from "
+                          "scalar", k->name, c, rel_err(got, ref, n));
+            free(ref);
+        }
+        free(want);
+        free(got);
+        release(&p);
+    }
+}
+END_TEST
+
+// softmax_grad on rows of at most 16 keys without a mask (AVX2 takes a
+// short-row path there) against the same rows with an all-zero mask (the
+// general path; + 0 changes no score that matters): the same bits, and
+// nothing written past n.
+START_TEST(short_grad_rows_match_masked_path)
+{
+    const mhsa_kernels *k = kernels_or_skip(_i);
+    if (!k)
+        return;
+    rng r = { 0x9a0022u + (uint64_t)_i };
+    int cases = test_count(300);
+    for (int c = 0; c < cases; c++) {
+        size_t rows = (size_t)rng_int(&r, 1, 20), n = (size_t)rng_int(&r, 1, 16);
+        size_t lds = n + 3, sz = rows * lds;
+        float *s0 = malloc(sz * sizeof(float)), *d0 = malloc(sz * sizeof(float));
+        float *s1 = malloc(sz * sizeof(float)), *d1 = malloc(sz * sizeof(float));
+        float *zm = calloc(rows * n, sizeof(float));
+        float lse[20], delta[20];
+        fill_uniform(&r, s0, sz, -3.0f, 3.0f);
+        fill_uniform(&r, d0, sz, -1.0f, 1.0f);
+        for (size_t i = 0; i < sz; i += 7)   // odd scores
+            s0[i] = i % 3 == 0 ? -INFINITY : i % 3 == 1 ? NAN : -0.0f;
+        for (size_t i = 0; i < rows; i++) {
+            lse[i] = rng_uniform(&r, -1.0f, 2.0f);
+            delta[i] = rng_uniform(&r, -0.5f, 0.5f);
+            if (rng_int(&r, 0, 9) == 0)
+                lse[i] = -INFINITY;   // a row that saw nothing
+        }
+        memcpy(s1, s0, sz * sizeof(float));
+        memcpy(d1, d0, sz * sizeof(float));
+        mhsa_mask_view mv = { NULL, n, (size_t)rng_int(&r, 0, 8),
+                              (size_t)rng_int(&r, 0, 8), rng_int(&r, 0, 1),
+                              rng_int(&r, 0, 3) ? 0 : (size_t)rng_int(&r, 1, 5),
+                              rng_int(&r, 0, 3) ? 0 : (size_t)rng_int(&r, 1, 20) };
+        mhsa_softmax_grad_args a = { rows, n, s0, lds, d0, lds, mv, lse, delta,
+                                     NULL };
+        k->softmax_grad(&a);
+        a.s = s1, a.dp = d1, a.mv.mask = zm;
+        k->softmax_grad(&a);
+        ck_assert_msg(!memcmp(s0, s1, sz * sizeof(float)) &&
+                      !memcmp(d0, d1, sz * sizeof(float)),
+                      "%s case %d: rows %zu n %zu: short rows differ from the "
+                      "general path", k->name, c, rows, n);
+        free(s0); free(d0); free(s1); free(d1); free(zm);
+    }
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("small_bwd");
+    TCase *tc = tcase_create("small_bwd");
+    LOOP(tc, small_tile_matches_packed_path);
+    LOOP(tc, short_grad_rows_match_masked_path);
+    suite_add_tcase(s, tc);
+    return run_suite(s);
+}
