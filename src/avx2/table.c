@@ -9,6 +9,14 @@
 // measured on gives the same three.
 #include "avx2/avx2.h"
 
+// Row-major A (kernels.h: sgemm_ukr_ra) up to 12 panels of 16 columns:
+// measured on Zen 3, 1 thread, CPU time in one interleaved run, unpacked
+// over packed: 0.62-0.92 at 1-4 panels (n 16..64), 0.95-1.01 at 6-12
+// (96x96x32, 512x192x64), 1.00-1.07 at 16, 1.02-1.13 from 24 (the big
+// shapes: 512x1536x512 1.09, 1024^3 1.11).
+#undef MHSA_KERNEL_TABLE_RA_PANELS
+#define MHSA_KERNEL_TABLE_RA_PANELS 12
+
 const mhsa_kernels mhsa_kernels_avx2 =
     MHSA_KERNEL_TABLE(avx2, MHSA_ISA_AVX2, 6, 16,
                       .kc = 256, .mc = 22 * 6, .nc = 8 * 16);

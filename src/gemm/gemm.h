@@ -73,6 +73,20 @@ void mhsa_sgemm_cd(const mhsa_kernels *k, mhsa_dtype cdt,
                    size_t ldb, const float *bp_prepacked, float beta, float *c,
                    size_t ldc);
 
+// y = bias + op(A) op(B) (alpha times the product), the bits of presetting
+// each row of C to the bias and calling mhsa_sgemm_cd with beta = 1, with
+// the bias added by the tiles (the row-major one reads it; the packed
+// path copies it into each tile just before the tile adds to it) rather
+// than by a pass over C first. Only where mhsa_sgemm_folds_bias(k, cdt)
+// (every path but the native bf16 tiles).
+int mhsa_sgemm_folds_bias(const mhsa_kernels *k, mhsa_dtype cdt);
+void mhsa_sgemm_bias(const mhsa_kernels *k, mhsa_dtype cdt,
+                     const mhsa_gemm_scratch *s, int trans_a, int trans_b,
+                     size_t m, size_t n, size_t kdim, float alpha,
+                     const float *a, size_t lda, const void *b,
+                     mhsa_dtype bdt, size_t ldb, const float *bp_prepacked,
+                     const float *bias, float *c, size_t ldc);
+
 // One table pack_b call's worth (w <= nr columns, kc depth) of op(B) with
 // B stored as F16 or BF16: exactly the panel k->pack_b writes for the
 // widened values. Widened a slab of 16 KiB at a time by
