@@ -122,6 +122,9 @@ tile(size_t k, const float *a, size_t rs, size_t cs, int clamp, int scale,
 
 #define A_AT(row) (scale ? _mm256_mul_ps(va, _mm256_broadcast_ss(row + o)) \
                          : _mm256_broadcast_ss(row + o))
+    // Unrolled by 4: the loop's own counter, pointer and branch were 6 of
+    // its 25 instructions a step. The steps still run in order.
+#pragma GCC unroll 4
     for (size_t kk = 0; kk < k; kk++) {
         const float *b = bp + kk * NR;
         size_t o = kk * cs;

@@ -502,3 +502,20 @@ void mhsa_tile_gemm(const mhsa_kernels *k, size_t m, size_t n, size_t kdim,
         }
     }
 }
+
+int mhsa_tile_has_ra(const mhsa_kernels *k) { return k->sgemm_ukr_ra != NULL; }
+
+void mhsa_tile_gemm_ra(const mhsa_kernels *k, size_t m, size_t n,
+                       size_t kdim, const float *a, size_t lda, float alpha,
+                       const float *bp, float *c, size_t ldc, float beta)
+{
+    size_t mr = (size_t)k->mr, nr = (size_t)k->nr;
+    for (size_t j = 0; j < n; j += nr) {
+        size_t w = n - j < nr ? n - j : nr;
+        for (size_t i = 0; i < m; i += mr) {
+            size_t h = m - i < mr ? m - i : mr;
+            k->sgemm_ukr_ra(kdim, a + i * lda, lda, alpha, bp + j * kdim,
+                            c + i * ldc + j, ldc, h, w, beta, NULL);
+        }
+    }
+}

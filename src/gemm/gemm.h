@@ -154,6 +154,16 @@ void mhsa_tile_pack_b(const mhsa_kernels *k, size_t kdim, size_t n,
 void mhsa_tile_gemm(const mhsa_kernels *k, size_t m, size_t n, size_t kdim,
                     const float *ap, const float *bp, float *c, size_t ldc,
                     float beta);
+// The same product with A (m x kdim, row stride lda) read row-major by
+// the table's sgemm_ukr_ra, no packing: C = beta * C + fl(alpha A) Bp,
+// the bits of mhsa_tile_pack_a(..., trans 0, alpha, MHSA_F32, ap) then
+// mhsa_tile_gemm. Only where mhsa_tile_has_ra(k) and with compute dtype
+// F32 (the bf16 rounding lives in the packer). For the attention loops'
+// Q (alpha = scale) and P panels, which are read by a tile or two each.
+int mhsa_tile_has_ra(const mhsa_kernels *k);
+void mhsa_tile_gemm_ra(const mhsa_kernels *k, size_t m, size_t n,
+                       size_t kdim, const float *a, size_t lda, float alpha,
+                       const float *bp, float *c, size_t ldc, float beta);
 // Floats that mhsa_tile_pack_a / _b write.
 size_t mhsa_tile_a_floats(const mhsa_kernels *k, size_t m, size_t kdim);
 size_t mhsa_tile_b_floats(const mhsa_kernels *k, size_t kdim, size_t n);

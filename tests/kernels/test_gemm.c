@@ -531,6 +531,51 @@ START_TEST(gemm_row_major_a_bitwise)
 }
 END_TEST
 
+
+// mhsa_tile_gemm_ra (attention's unpacked A) against mhsa_tile_pack_a +
+// mhsa_tile_gemm bit for bit: several tiles each way, alpha = a softmax
+// scale, beta 0 and 1, lda > k.
+START_TEST(tile_gemm_ra_bitwise)
+{
+    const mhsa_kernels *k = kernels_or_skip(_i);
+    if (!k || !mhsa_tile_has_ra(k))
+        return;
+    static const size_t shapes[][3] = {
+        { 12, 12, 8 }, { 1, 5, 16 }, { 17, 40, 33 }, { 64, 64, 64 },
+    };
+    for (size_t si = 0; si < 4; si++)
+        for (int bi = 0; bi < 2; bi++) {
+            size_t m = shapes[si][0], n = shapes[si][1], kd = shapes[si][2];
+            size_t lda = kd + 3, ldc = n + 1;
+            rng g = { 1000 + si * 2 + (unsigned)bi };
+            float *a = malloc(((m - 1) * lda + kd) * sizeof(float));
+            float *b = malloc(kd * n * sizeof(float));
+            fill_uniform(&g, a, (m - 1) * lda + kd, -2.0f, 2.0f);
+            fill_uniform(&g, b, kd * n, -2.0f, 2.0f);
+            float *ap = malloc(mhsa_tile_a_floats(k, m, kd) * sizeof(float));
+            float *bp = malloc(mhsa_tile_b_floats(k, kd, n) * sizeof(float));
+            float *c1 = alloc_guarded(m * ldc), *c2 = alloc_guarded(m * ldc);
+            fill_uniform(&g, c1, m * ldc, -1.0f, 1.0f);
+            memcpy(c2, c1, m * ldc * sizeof(float));
+            float alpha = 0.35355339f, beta = bi ? 1.0f : 0.0f;
+            mhsa_tile_pack_b(k, kd, n, b, n, 0, MHSA_F32, bp);
+            mhsa_tile_pack_a(k, m, kd, a, lda, 0, alpha, MHSA_F32, ap);
+            mhsa_tile_gemm(k, m, n, kd, ap, bp, c1, ldc, beta);
+            mhsa_tile_gemm_ra(k, m, n, kd, a, lda, alpha, bp, c2, ldc, beta);
+            ck_assert_msg(guard_ok(c2, m * ldc) &&
+                          memcmp(c1, c2, m * ldc * sizeof(float)) == 0,
+                          "tile_gemm_ra differs: isa %s m %zu n %zu k %zu "
+                          "beta %g", k->name, m, n, kd, beta);
+            free(a);
+            free(b);
+            free(ap);
+            free(bp);
+            free_guarded(c1);
+            free_guarded(c2);
+        }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("gemm");
@@ -543,6 +588,7 @@ int main(void)
     LOOP(tc, gemv_rows_16m_reference_and_bits);
     LOOP(tc, gemm_threads_bitwise);
     LOOP(tc, gemm_row_major_a_bitwise);
+    LOOP(tc, tile_gemm_ra_bitwise);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
