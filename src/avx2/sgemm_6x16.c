@@ -22,8 +22,10 @@
 
 enum { MR = 6, NR = 16 };
 
+#define INLINE static inline __attribute__((always_inline))
+
 // Columns [0, n) of v, 1 <= n <= 8, with whole-vector stores.
-static inline __attribute__((always_inline)) void store_cols(float *c, __m256 v, size_t n)
+INLINE void store_cols(float *c, __m256 v, size_t n)
 {
     if (n == 8) {
         _mm256_storeu_ps(c, v);
@@ -46,7 +48,7 @@ static inline __attribute__((always_inline)) void store_cols(float *c, __m256 v,
 
 // Columns [0, n) of c, 1 <= n <= 8, into lanes [0, n) (the rest are 0),
 // reading no float past c[n - 1].
-static inline __attribute__((always_inline)) __m256 load_cols(const float *c, size_t n)
+INLINE __m256 load_cols(const float *c, size_t n)
 {
     if (n == 8)
         return _mm256_loadu_ps(c);
@@ -66,9 +68,8 @@ static inline __attribute__((always_inline)) __m256 load_cols(const float *c, si
 
 // One row of C (n columns, 1..16) from its accumulators; cin is the row
 // the beta term reads: C's own, or the bias row (then beta is 1).
-static inline __attribute__((always_inline)) void
-store_row(float *c, const float *cin, __m256 lo,
-                             __m256 hi, float beta, size_t n)
+INLINE void store_row(float *c, const float *cin, __m256 lo, __m256 hi,
+                      float beta, size_t n)
 {
     size_t nlo = n < 8 ? n : 8, nhi = n > 8 ? n - 8 : 0;
     if (beta != 0.0f) {
@@ -93,10 +94,10 @@ store_row(float *c, const float *cin, __m256 lo,
 // zero rows are read as they are). scale: multiply A by alpha first.
 // halves: 1 computes columns 0..7 only (n <= 8), 2 all 16. bias: NULL or
 // the row every C row's beta term reads, with beta 1.
-static inline __attribute__((always_inline)) void
-tile(size_t k, const float *a, size_t rs, size_t cs, int clamp, int scale,
-     float alpha, const float *bp, float *c, size_t ldc, size_t m, size_t n,
-     float beta, const float *bias, int halves)
+INLINE void tile(size_t k, const float *a, size_t rs, size_t cs, int clamp,
+                 int scale, float alpha, const float *bp, float *c,
+                 size_t ldc, size_t m, size_t n, float beta,
+                 const float *bias, int halves)
 {
     __m256 acc0_lo = _mm256_setzero_ps(), acc0_hi = _mm256_setzero_ps();
     __m256 acc1_lo = _mm256_setzero_ps(), acc1_hi = _mm256_setzero_ps();

@@ -1,6 +1,7 @@
 // gemm.c — the blocked SGEMM driver: BLIS's five loops around one
 // register-blocked micro-kernel, with packing and OpenMP, written once for
-// every ISA (the ISA directories hold only pack_a, pack_b and sgemm_ukr).
+// every ISA (the ISA directories hold only pack_a, pack_b, sgemm_ukr and
+// sgemm_ukr_ra).
 //
 // Loop nest for one call (jc over N in NC chunks is folded into the shared B
 // panel, which holds all n columns of one KC block):
@@ -9,6 +10,9 @@
 //       for jr in the chunk by NR:     B micro-panel stays in L1
 //         for ir in the block by MR:   A block stays in L2
 //           sgemm_ukr(kc, ...)         beta on the first KC block, then 1
+// With few NR panels A is not packed: sgemm_ukr_ra reads it in place
+// (use_row_major_a). A bias (mhsa_sgemm_bias) enters on the first KC
+// block, in place of beta.
 #include <omp.h>
 #include <string.h>
 
