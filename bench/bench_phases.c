@@ -77,6 +77,7 @@ static void bm_phases(mhsa_bench_state *st, const void *ctx)
     const mhsa_kernels *k = mhsa__kernels();
     mhsa_kernels nok = *k;
     nok.sgemm_ukr = no_kernel;
+    nok.sgemm_ukr_ra = NULL;   // the GEMM then packs A and calls no_kernel
     size_t Dz = blk->D, bt = (size_t)B * T;
     const float *wq = blk->packed_for == k ? blk->w_qkv_packed : NULL;
     const float *wo = blk->packed_for == k ? blk->w_out_packed : NULL;

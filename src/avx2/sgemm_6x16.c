@@ -1,29 +1,80 @@
-// sgemm_6x16.c — the AVX2+FMA 6x16 micro-kernel.
+// sgemm_6x16.c — the AVX2+FMA 6x16 micro-kernels: A from a packed panel
+// (sgemm_ukr) or row-major from the caller's matrix (sgemm_ukr_ra).
 //
 // Register budget (16 ymm): 12 accumulators (6 rows x 2 halves of 16
 // columns) + 2 for the B row + 1 for the broadcast A element = 15. Each
 // depth step is 2 loads, 6 broadcasts and 12 FMAs; each C element sums its
-// k products in order with one rounding per FMA.
+// k products in order with one rounding per FMA. Both kernels are one body
+// (tile below) whose only difference is the address of A[i][kk], and the
+// row-major one's multiply by alpha (the packed panel holds fl(alpha a)
+// already), so they give the same bits.
 //
-// Full tiles load and store C directly. Edge tiles (m < 6 or n < 16) write
-// only rows < m and, through masked loads/stores, columns < n; beta == 0
+// Tiles of at most 8 columns run only the low half (6 accumulators, half
+// the FMAs): the columns they store are the same sums. Edge tiles (m < 6
+// or n < 16) write only rows < m and columns < n, with whole 8/4/2/1-float
+// loads and stores rather than masked ones (vmaskmovps stores cost ~25% of
+// the tile's time in the tiny forward's attention on Zen 3); beta == 0
 // never loads C, so NaN there cannot leak in.
 #include <immintrin.h>
 
 #include "kernels/kernels.h"
 #include "avx2/avx2.h"
-#include "avx2/vmath.h"
 
 enum { MR = 6, NR = 16 };
 
-// One row of C from its two accumulators. full: all 16 columns, no masks.
-static inline void store_row(float *c, __m256 lo, __m256 hi, float beta,
-                             int full, __m256i m0, __m256i m1)
+#define INLINE static inline __attribute__((always_inline))
+
+// Columns [0, n) of v, 1 <= n <= 8, with whole-vector stores.
+INLINE void store_cols(float *c, __m256 v, size_t n)
 {
+    if (n == 8) {
+        _mm256_storeu_ps(c, v);
+        return;
+    }
+    __m128 x = _mm256_castps256_ps128(v);
+    if (n & 4) {
+        _mm_storeu_ps(c, x);
+        c += 4;
+        x = _mm256_extractf128_ps(v, 1);
+    }
+    if (n & 2) {
+        _mm_storel_pi((__m64 *)c, x);
+        c += 2;
+        x = _mm_movehl_ps(x, x);
+    }
+    if (n & 1)
+        _mm_store_ss(c, x);
+}
+
+// Columns [0, n) of c, 1 <= n <= 8, into lanes [0, n) (the rest are 0),
+// reading no float past c[n - 1].
+INLINE __m256 load_cols(const float *c, size_t n)
+{
+    if (n == 8)
+        return _mm256_loadu_ps(c);
+    __m128 lo = _mm_setzero_ps(), t = _mm_setzero_ps();
+    size_t o = (n & 4) ? 4 : 0;
+    if (n & 4)
+        lo = _mm_loadu_ps(c);
+    if (n & 2)
+        t = _mm_loadl_pi(t, (const __m64 *)(c + o));
+    if (n & 1) {
+        __m128 s = _mm_load_ss(c + o + (n & 2));
+        t = (n & 2) ? _mm_movelh_ps(t, s) : s;
+    }
+    return (n & 4) ? _mm256_set_m128(t, lo)
+                   : _mm256_set_m128(_mm_setzero_ps(), t);
+}
+
+// One row of C (n columns, 1..16) from its accumulators; cin is the row
+// the beta term reads: C's own, or the bias row (then beta is 1).
+INLINE void store_row(float *c, const float *cin, __m256 lo, __m256 hi,
+                      float beta, size_t n)
+{
+    size_t nlo = n < 8 ? n : 8, nhi = n > 8 ? n - 8 : 0;
     if (beta != 0.0f) {
-        __m256 c0 = full ? _mm256_loadu_ps(c) : _mm256_maskload_ps(c, m0);
-        __m256 c1 = full ? _mm256_loadu_ps(c + 8)
-                         : _mm256_maskload_ps(c + 8, m1);
+        __m256 c0 = load_cols(cin, nlo);
+        __m256 c1 = nhi ? load_cols(cin + 8, nhi) : _mm256_setzero_ps();
         if (beta == 1.0f) {
             lo = _mm256_add_ps(c0, lo);
             hi = _mm256_add_ps(c1, hi);
@@ -33,13 +84,107 @@ static inline void store_row(float *c, __m256 lo, __m256 hi, float beta,
             hi = _mm256_fmadd_ps(vb, c1, hi);
         }
     }
-    if (full) {
-        _mm256_storeu_ps(c, lo);
-        _mm256_storeu_ps(c + 8, hi);
-    } else {
-        _mm256_maskstore_ps(c, m0, lo);
-        _mm256_maskstore_ps(c + 8, m1, hi);
+    store_cols(c, lo, nlo);
+    if (nhi)
+        store_cols(c + 8, hi, nhi);
+}
+
+// The tile. A[i][kk] is at a[i*rs + kk*cs] for i < m (rows >= m read row
+// m - 1 when rs is a row stride: never past the matrix; a packed panel's
+// zero rows are read as they are). scale: multiply A by alpha first.
+// halves: 1 computes columns 0..7 only (n <= 8), 2 all 16. bias: NULL or
+// the row every C row's beta term reads, with beta 1.
+INLINE void tile(size_t k, const float *a, size_t rs, size_t cs, int clamp,
+                 int scale, float alpha, const float *bp, float *c,
+                 size_t ldc, size_t m, size_t n, float beta,
+                 const float *bias, int halves)
+{
+    __m256 acc0_lo = _mm256_setzero_ps(), acc0_hi = _mm256_setzero_ps();
+    __m256 acc1_lo = _mm256_setzero_ps(), acc1_hi = _mm256_setzero_ps();
+    __m256 acc2_lo = _mm256_setzero_ps(), acc2_hi = _mm256_setzero_ps();
+    __m256 acc3_lo = _mm256_setzero_ps(), acc3_hi = _mm256_setzero_ps();
+    __m256 acc4_lo = _mm256_setzero_ps(), acc4_hi = _mm256_setzero_ps();
+    __m256 acc5_lo = _mm256_setzero_ps(), acc5_hi = _mm256_setzero_ps();
+    __m256 va = _mm256_set1_ps(alpha);
+    const float *a0 = a, *a1 = a + rs, *a2 = a + 2 * rs, *a3 = a + 3 * rs,
+                *a4 = a + 4 * rs, *a5 = a + 5 * rs;
+    if (clamp) {   // rows >= m repeat row m - 1 (their sums are dropped)
+        const float *last = a + (m - 1) * rs;
+        a1 = m > 1 ? a1 : last;
+        a2 = m > 2 ? a2 : last;
+        a3 = m > 3 ? a3 : last;
+        a4 = m > 4 ? a4 : last;
+        a5 = m > 5 ? a5 : last;
     }
+
+    // Warm the C rows we will write while the k loop runs.
+    for (size_t i = 0; i < m; i++)
+        _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
+
+#define A_AT(row) (scale ? _mm256_mul_ps(va, _mm256_broadcast_ss(row + o)) \
+                         : _mm256_broadcast_ss(row + o))
+    // Unrolled by 4: the loop's own counter, pointer and branch were 6 of
+    // its 25 instructions a step. The steps still run in order.
+#pragma GCC unroll 4
+    for (size_t kk = 0; kk < k; kk++) {
+        const float *b = bp + kk * NR;
+        size_t o = kk * cs;
+        _mm_prefetch((const char *)(b + 8 * NR), _MM_HINT_T0);
+        __m256 b_lo = _mm256_loadu_ps(b);
+        __m256 b_hi = halves == 2 ? _mm256_loadu_ps(b + 8) : b_lo;
+        __m256 ai;
+        ai = A_AT(a0);
+        acc0_lo = _mm256_fmadd_ps(ai, b_lo, acc0_lo);
+        if (halves == 2)
+            acc0_hi = _mm256_fmadd_ps(ai, b_hi, acc0_hi);
+        ai = A_AT(a1);
+        acc1_lo = _mm256_fmadd_ps(ai, b_lo, acc1_lo);
+        if (halves == 2)
+            acc1_hi = _mm256_fmadd_ps(ai, b_hi, acc1_hi);
+        ai = A_AT(a2);
+        acc2_lo = _mm256_fmadd_ps(ai, b_lo, acc2_lo);
+        if (halves == 2)
+            acc2_hi = _mm256_fmadd_ps(ai, b_hi, acc2_hi);
+        ai = A_AT(a3);
+        acc3_lo = _mm256_fmadd_ps(ai, b_lo, acc3_lo);
+        if (halves == 2)
+            acc3_hi = _mm256_fmadd_ps(ai, b_hi, acc3_hi);
+        ai = A_AT(a4);
+        acc4_lo = _mm256_fmadd_ps(ai, b_lo, acc4_lo);
+        if (halves == 2)
+            acc4_hi = _mm256_fmadd_ps(ai, b_hi, acc4_hi);
+        ai = A_AT(a5);
+        acc5_lo = _mm256_fmadd_ps(ai, b_lo, acc5_lo);
+        if (halves == 2)
+            acc5_hi = _mm256_fmadd_ps(ai, b_hi, acc5_hi);
+    }
+#undef A_AT
+
+    size_t nn = n < NR ? n : NR;
+    size_t ldin = bias ? 0 : ldc;
+    const float *cin = bias ? bias : c;
+    if (bias)
+        beta = 1.0f;
+    if (m >= MR && nn == NR) {   // full tile: plain 8-float rows
+        store_row(c, cin, acc0_lo, acc0_hi, beta, NR);
+        store_row(c + 1 * ldc, cin + 1 * ldin, acc1_lo, acc1_hi, beta, NR);
+        store_row(c + 2 * ldc, cin + 2 * ldin, acc2_lo, acc2_hi, beta, NR);
+        store_row(c + 3 * ldc, cin + 3 * ldin, acc3_lo, acc3_hi, beta, NR);
+        store_row(c + 4 * ldc, cin + 4 * ldin, acc4_lo, acc4_hi, beta, NR);
+        store_row(c + 5 * ldc, cin + 5 * ldin, acc5_lo, acc5_hi, beta, NR);
+        return;
+    }
+    store_row(c, cin, acc0_lo, acc0_hi, beta, nn);
+    if (m > 1)
+        store_row(c + 1 * ldc, cin + 1 * ldin, acc1_lo, acc1_hi, beta, nn);
+    if (m > 2)
+        store_row(c + 2 * ldc, cin + 2 * ldin, acc2_lo, acc2_hi, beta, nn);
+    if (m > 3)
+        store_row(c + 3 * ldc, cin + 3 * ldin, acc3_lo, acc3_hi, beta, nn);
+    if (m > 4)
+        store_row(c + 4 * ldc, cin + 4 * ldin, acc4_lo, acc4_hi, beta, nn);
+    if (m > 5)
+        store_row(c + 5 * ldc, cin + 5 * ldin, acc5_lo, acc5_hi, beta, nn);
 }
 
 void mhsa_sgemm_6x16__avx2(size_t k, const float *ap, const float *bp,
@@ -48,55 +193,31 @@ void mhsa_sgemm_6x16__avx2(size_t k, const float *ap, const float *bp,
 {
     if (m == 0 || n == 0)
         return;
-    __m256 acc0_lo = _mm256_setzero_ps(), acc0_hi = _mm256_setzero_ps();
-    __m256 acc1_lo = _mm256_setzero_ps(), acc1_hi = _mm256_setzero_ps();
-    __m256 acc2_lo = _mm256_setzero_ps(), acc2_hi = _mm256_setzero_ps();
-    __m256 acc3_lo = _mm256_setzero_ps(), acc3_hi = _mm256_setzero_ps();
-    __m256 acc4_lo = _mm256_setzero_ps(), acc4_hi = _mm256_setzero_ps();
-    __m256 acc5_lo = _mm256_setzero_ps(), acc5_hi = _mm256_setzero_ps();
+    if (n <= 8)
+        tile(k, ap, 1, MR, 0, 0, 1.0f, bp, c, ldc, m, n, beta, NULL, 1);
+    else
+        tile(k, ap, 1, MR, 0, 0, 1.0f, bp, c, ldc, m, n, beta, NULL, 2);
+}
 
-    // Warm the C rows we will write while the k loop runs.
-    for (size_t i = 0; i < m; i++)
-        _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
-
-    for (size_t kk = 0; kk < k; kk++) {
-        const float *a = ap + kk * MR, *b = bp + kk * NR;
-        _mm_prefetch((const char *)(b + 8 * NR), _MM_HINT_T0);
-        __m256 b_lo = _mm256_loadu_ps(b), b_hi = _mm256_loadu_ps(b + 8);
-        __m256 ai;
-        ai = _mm256_broadcast_ss(a + 0);
-        acc0_lo = _mm256_fmadd_ps(ai, b_lo, acc0_lo);
-        acc0_hi = _mm256_fmadd_ps(ai, b_hi, acc0_hi);
-        ai = _mm256_broadcast_ss(a + 1);
-        acc1_lo = _mm256_fmadd_ps(ai, b_lo, acc1_lo);
-        acc1_hi = _mm256_fmadd_ps(ai, b_hi, acc1_hi);
-        ai = _mm256_broadcast_ss(a + 2);
-        acc2_lo = _mm256_fmadd_ps(ai, b_lo, acc2_lo);
-        acc2_hi = _mm256_fmadd_ps(ai, b_hi, acc2_hi);
-        ai = _mm256_broadcast_ss(a + 3);
-        acc3_lo = _mm256_fmadd_ps(ai, b_lo, acc3_lo);
-        acc3_hi = _mm256_fmadd_ps(ai, b_hi, acc3_hi);
-        ai = _mm256_broadcast_ss(a + 4);
-        acc4_lo = _mm256_fmadd_ps(ai, b_lo, acc4_lo);
-        acc4_hi = _mm256_fmadd_ps(ai, b_hi, acc4_hi);
-        ai = _mm256_broadcast_ss(a + 5);
-        acc5_lo = _mm256_fmadd_ps(ai, b_lo, acc5_lo);
-        acc5_hi = _mm256_fmadd_ps(ai, b_hi, acc5_hi);
+void mhsa_sgemm_ra_6x16__avx2(size_t k, const float *a, size_t lda,
+                              float alpha, const float *bp, float *c,
+                              size_t ldc, size_t m, size_t n, float beta,
+                              const float *bias)
+{
+    if (m == 0 || n == 0)
+        return;
+    // alpha == 1: fl(1 a) is a itself (a NaN only comes out quiet, as the
+    // FMA makes it anyway), so the multiply is skipped.
+    int scale = alpha != 1.0f;
+    if (n <= 8) {
+        if (scale)
+            tile(k, a, lda, 1, 1, 1, alpha, bp, c, ldc, m, n, beta, bias, 1);
+        else
+            tile(k, a, lda, 1, 1, 0, alpha, bp, c, ldc, m, n, beta, bias, 1);
+    } else {
+        if (scale)
+            tile(k, a, lda, 1, 1, 1, alpha, bp, c, ldc, m, n, beta, bias, 2);
+        else
+            tile(k, a, lda, 1, 1, 0, alpha, bp, c, ldc, m, n, beta, bias, 2);
     }
-
-    size_t nn = n < NR ? n : NR;
-    int full = m >= MR && nn == NR;
-    __m256i m0 = mhsa_tail_mask__avx2(nn);
-    __m256i m1 = mhsa_tail_mask__avx2(nn > 8 ? nn - 8 : 0);
-    store_row(c, acc0_lo, acc0_hi, beta, full, m0, m1);
-    if (m > 1)
-        store_row(c + 1 * ldc, acc1_lo, acc1_hi, beta, full, m0, m1);
-    if (m > 2)
-        store_row(c + 2 * ldc, acc2_lo, acc2_hi, beta, full, m0, m1);
-    if (m > 3)
-        store_row(c + 3 * ldc, acc3_lo, acc3_hi, beta, full, m0, m1);
-    if (m > 4)
-        store_row(c + 4 * ldc, acc4_lo, acc4_hi, beta, full, m0, m1);
-    if (m > 5)
-        store_row(c + 5 * ldc, acc5_lo, acc5_hi, beta, full, m0, m1);
 }

@@ -11,11 +11,20 @@
 
 #undef MHSA_KERNEL_TABLE_ATTN_SMALL
 #define MHSA_KERNEL_TABLE_ATTN_SMALL mhsa_attn_small__avx2
+
 // The small attention-backward products (small_bwd.c).
 #undef MHSA_KERNEL_TABLE_SMALL_BWD
 #define MHSA_KERNEL_TABLE_SMALL_BWD                                           \
     .small_bwd_scores = mhsa_small_bwd_scores__avx2,                          \
     .small_bwd_grads = mhsa_small_bwd_grads__avx2
+
+// Row-major A (kernels.h: sgemm_ukr_ra) up to 12 panels of 16 columns:
+// measured on Zen 3, 1 thread, CPU time in one interleaved run, unpacked
+// over packed: 0.62-0.92 at 1-4 panels (n 16..64), 0.95-1.01 at 6-12
+// (96x96x32, 512x192x64), 1.00-1.07 at 16, 1.02-1.13 from 24 (the big
+// shapes: 512x1536x512 1.09, 1024^3 1.11).
+#undef MHSA_KERNEL_TABLE_RA_PANELS
+#define MHSA_KERNEL_TABLE_RA_PANELS 12
 
 const mhsa_kernels mhsa_kernels_avx2 =
     MHSA_KERNEL_TABLE(avx2, MHSA_ISA_AVX2, 6, 16,

@@ -1,6 +1,7 @@
 // gemm.c — the blocked SGEMM driver: BLIS's five loops around one
 // register-blocked micro-kernel, with packing and OpenMP, written once for
-// every ISA (the ISA directories hold only pack_a, pack_b and sgemm_ukr).
+// every ISA (the ISA directories hold only pack_a, pack_b, sgemm_ukr and
+// sgemm_ukr_ra).
 //
 // Loop nest for one call (jc over N in NC chunks is folded into the shared B
 // panel, which holds all n columns of one KC block):
@@ -9,6 +10,9 @@
 //       for jr in the chunk by NR:     B micro-panel stays in L1
 //         for ir in the block by MR:   A block stays in L2
 //           sgemm_ukr(kc, ...)         beta on the first KC block, then 1
+// With few NR panels A is not packed: sgemm_ukr_ra reads it in place
+// (use_row_major_a). A bias (mhsa_sgemm_bias) enters on the first KC
+// block, in place of beta.
 #include <omp.h>
 #include <string.h>
 
@@ -106,44 +110,105 @@ static void scale_c(size_t m, size_t n, float beta, float *c, size_t ldc)
 // thread computes a tile never changes its arithmetic.
 typedef struct tile_plan {
     size_t mc, nc, m_blocks, n_chunks;
+    int row_major_a;   // sgemm_ukr_ra on the caller's A, no packing
 } tile_plan;
 
-static void run_tiles(const mhsa_kernels *k, const tile_plan *tp,
-                      float *apack, int trans_a, size_t m, size_t n,
-                      size_t pc, size_t kc, float alpha, const float *a,
-                      size_t lda, const float *bpk, float beta, float *c,
-                      size_t ldc, int rounding)
+// The rows [0, h) of C's tile start as the bias (the packed path's fold:
+// the bits of the whole-matrix bias copy it replaces, written while the
+// tile is about to be read anyway).
+static void bias_tile(size_t h, size_t w, const float *bias, float *c,
+                      size_t ldc)
+{
+    for (size_t r = 0; r < h; r++)
+        memcpy(c + r * ldc, bias, w * sizeof(float));
+}
+
+// Tile t of the plan (tp's block ib = t / n_chunks, chunk jb = t % n_chunks)
+// for the KC block at depth pc; *packed_ib: the block whose A this
+// thread's apack holds.
+static void run_tile(const mhsa_kernels *k, const tile_plan *tp, size_t t,
+                     size_t *packed_ib, float *apack, int trans_a, size_t m,
+                     size_t n, size_t pc, size_t kc, float alpha,
+                     const float *a, size_t lda, const float *bpk,
+                     float beta, const float *bias, float *c, size_t ldc,
+                     int rounding)
 {
     size_t mr = (size_t)k->mr, nr = (size_t)k->nr;
-    size_t packed_ib = (size_t)-1;
-    size_t tiles = tp->m_blocks * tp->n_chunks;
-#pragma omp for schedule(static)
-    for (size_t t = 0; t < tiles; t++) {
-        size_t ib = t / tp->n_chunks, jb = t % tp->n_chunks;
-        size_t ic = ib * tp->mc;
-        size_t mcur = m - ic < tp->mc ? m - ic : tp->mc;
-        if (ib != packed_ib) {
-            const float *a0 = trans_a ? a + pc * lda + ic : a + ic * lda + pc;
-            for (size_t ir = 0; ir < mcur; ir += mr) {
-                size_t h = mcur - ir < mr ? mcur - ir : mr;
-                k->pack_a(h, kc, trans_a ? a0 + ir : a0 + ir * lda, lda,
-                          trans_a, alpha, apack + ir * kc);
-            }
-            if (rounding)   // bf16(alpha op(A)): after pack_a's alpha
-                mhsa__round_bf16(apack, round_up(mcur, mr) * kc);
-            packed_ib = ib;
+    size_t ib = t / tp->n_chunks, jb = t % tp->n_chunks;
+    size_t ic = ib * tp->mc;
+    size_t mcur = m - ic < tp->mc ? m - ic : tp->mc;
+    const float *a0 = trans_a ? a + pc * lda + ic : a + ic * lda + pc;
+    if (!tp->row_major_a && ib != *packed_ib) {
+        for (size_t ir = 0; ir < mcur; ir += mr) {
+            size_t h = mcur - ir < mr ? mcur - ir : mr;
+            k->pack_a(h, kc, trans_a ? a0 + ir : a0 + ir * lda, lda,
+                      trans_a, alpha, apack + ir * kc);
         }
-        size_t j0 = jb * tp->nc, j1 = j0 + tp->nc < n ? j0 + tp->nc : n;
-        for (size_t jr = j0; jr < j1; jr += nr) {
-            size_t w = j1 - jr < nr ? j1 - jr : nr;
-            const float *bpanel = bpk + jr * kc;
-            for (size_t ir = 0; ir < mcur; ir += mr) {
-                size_t h = mcur - ir < mr ? mcur - ir : mr;
-                k->sgemm_ukr(kc, apack + ir * kc, bpanel,
-                             c + (ic + ir) * ldc + jr, ldc, h, w, beta);
+        if (rounding)   // bf16(alpha op(A)): after pack_a's alpha
+            mhsa__round_bf16(apack, round_up(mcur, mr) * kc);
+        *packed_ib = ib;
+    }
+    size_t j0 = jb * tp->nc, j1 = j0 + tp->nc < n ? j0 + tp->nc : n;
+    for (size_t jr = j0; jr < j1; jr += nr) {
+        size_t w = j1 - jr < nr ? j1 - jr : nr;
+        const float *bpanel = bpk + jr * kc;
+        const float *brow = bias ? bias + jr : NULL;
+        for (size_t ir = 0; ir < mcur; ir += mr) {
+            size_t h = mcur - ir < mr ? mcur - ir : mr;
+            float *ct = c + (ic + ir) * ldc + jr;
+            if (tp->row_major_a) {
+                k->sgemm_ukr_ra(kc, a0 + ir * lda, lda, alpha, bpanel, ct,
+                                ldc, h, w, beta, brow);
+            } else {
+                if (brow)
+                    bias_tile(h, w, brow, ct, ldc);
+                k->sgemm_ukr(kc, apack + ir * kc, bpanel, ct, ldc, h, w,
+                             brow ? 1.0f : beta);
             }
         }
     }
+}
+
+// All tiles of one KC block: shared among the team (parallel), or all of
+// them in the calling thread.
+static void run_tiles(const mhsa_kernels *k, const tile_plan *tp,
+                      float *apack, int trans_a, size_t m, size_t n,
+                      size_t pc, size_t kc, float alpha, const float *a,
+                      size_t lda, const float *bpk, float beta,
+                      const float *bias, float *c, size_t ldc, int rounding,
+                      int parallel)
+{
+    size_t packed_ib = (size_t)-1;
+    size_t tiles = tp->m_blocks * tp->n_chunks;
+    if (parallel) {
+#pragma omp for schedule(static)
+        for (size_t t = 0; t < tiles; t++)
+            run_tile(k, tp, t, &packed_ib, apack, trans_a, m, n, pc, kc,
+                     alpha, a, lda, bpk, beta, bias, c, ldc, rounding);
+    } else {
+        for (size_t t = 0; t < tiles; t++)
+            run_tile(k, tp, t, &packed_ib, apack, trans_a, m, n, pc, kc,
+                     alpha, a, lda, bpk, beta, bias, c, ldc, rounding);
+    }
+}
+
+// Whether A goes to the micro-kernel row-major, unpacked. A packed A block
+// is read by every nr-column panel of its KC block, so packing pays for
+// itself only over enough panels; with few it is a large part of the call
+// (the tiny forward's projections: n = 96 and 32 over k = 32). The row-
+// major tile reads A with its row stride instead, the same instructions
+// a step, and loses once the panels are many (strided rows, not one
+// contiguous stream, through L1). The limit is the table's, measured per
+// ISA (ra_max_panels, src/<isa>/table.c). The choice depends on the
+// shapes and the table only, and either tile gives the same bits
+// (kernels.h), so it never shows in C or in the thread count rule.
+static int use_row_major_a(const mhsa_kernels *k, int trans_a, size_t n,
+                           int rounding)
+{
+    if (trans_a || rounding || !k->sgemm_ukr_ra)
+        return 0;
+    return (n + (size_t)k->nr - 1) / (size_t)k->nr <=
+           (size_t)k->ra_max_panels;
 }
 
 void mhsa_sgemm(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
@@ -156,25 +221,64 @@ void mhsa_sgemm(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
                   MHSA_F32, ldb, bp_prepacked, beta, c, ldc);
 }
 
+// The KC loop of one call, run by each thread of the team (or by the
+// caller alone, team 0: no omp for then, so that a call from inside
+// another region never shares its loops with that region's threads):
+// B's shared panel packed by all, then the tiles.
+static void kc_loop(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
+                    const tile_plan *tp, int trans_a, int trans_b, size_t m,
+                    size_t n, size_t kdim, float alpha, const float *a,
+                    size_t lda, const void *b, mhsa_dtype bdt, size_t ldb,
+                    const float *bp_prepacked, float beta, const float *bias,
+                    float *c, size_t ldc, int rounding, int team)
+{
+    size_t kcb = k->blocking.kc, npad = round_up(n, (size_t)k->nr);
+    mhsa_fpstate fp = mhsa__fp_enter_team();
+    size_t me = team ? (size_t)omp_get_thread_num() : 0;
+    float *apack = s->a + me * mhsa_gemm_a_floats(k);
+    for (size_t pc = 0; pc < kdim; pc += kcb) {
+        size_t kc = kdim - pc < kcb ? kdim - pc : kcb;
+        const float *bpk;
+        if (bp_prepacked) {
+            bpk = bp_prepacked + pc * npad;
+        } else {
+            pack_b_block(k, pc, kc, n, b, bdt, ldb, trans_b, s->b, team,
+                         rounding);
+            bpk = s->b;   // the omp for above ends with a barrier
+        }
+        run_tiles(k, tp, apack, trans_a, m, n, pc, kc, alpha, a, lda, bpk,
+                  pc == 0 ? beta : 1.0f, pc == 0 ? bias : NULL, c, ldc,
+                  rounding, team);
+        // run_tiles' omp for ends with a barrier, so no thread repacks
+        // the shared B panel while another still reads it.
+    }
+    mhsa__fp_leave_team(fp);
+}
+
 // The driver; rounding: the packed A and B panels are rounded to bf16
 // (the exact fallback of compute dtype BF16, round_bf16.h).
 static void sgemm_driver(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
                          int trans_a, int trans_b, size_t m, size_t n,
                          size_t kdim, float alpha, const float *a, size_t lda,
                          const void *b, mhsa_dtype bdt, size_t ldb,
-                         const float *bp_prepacked, float beta, float *c,
-                         size_t ldc, int rounding)
+                         const float *bp_prepacked, float beta,
+                         const float *bias, float *c, size_t ldc,
+                         int rounding)
 {
     if (m == 0 || n == 0)
         return;
     if (kdim == 0 || alpha == 0.0f) {
+        if (bias) {   // as the whole-matrix bias copy then beta = 1 did
+            bias_tile(m, n, bias, c, ldc);
+            beta = 1.0f;
+        }
         scale_c(m, n, beta, c, ldc);
         return;
     }
     size_t nr = (size_t)k->nr;
-    size_t npad = round_up(n, nr);
     const mhsa_gemm_blocking bl = k->blocking;
-    tile_plan tp = { bl.mc, bl.nc, 0, 0 };
+    tile_plan tp = { bl.mc, bl.nc, 0, 0,
+                     use_row_major_a(k, trans_a, n, rounding) };
     tp.m_blocks = (m + tp.mc - 1) / tp.mc;
     tp.n_chunks = (n + tp.nc - 1) / tp.nc;
     // As many blocks and chunks, evened out (issue 24): the static split
@@ -191,28 +295,17 @@ static void sgemm_driver(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
     size_t tiles = tp.m_blocks * tp.n_chunks;
     int nt = mhsa__threads(s->max_threads,
                            2.0 * (double)m * (double)n * (double)kdim, tiles);
-    size_t a_floats = mhsa_gemm_a_floats(k);
 
-#pragma omp parallel num_threads(nt) if (nt > 1)
-    {
-        mhsa_fpstate fp = mhsa__fp_enter_team();
-        float *apack = s->a + (size_t)omp_get_thread_num() * a_floats;
-        for (size_t pc = 0; pc < kdim; pc += bl.kc) {
-            size_t kc = kdim - pc < bl.kc ? kdim - pc : bl.kc;
-            const float *bpk;
-            if (bp_prepacked) {
-                bpk = bp_prepacked + pc * npad;
-            } else {
-                pack_b_block(k, pc, kc, n, b, bdt, ldb, trans_b, s->b, 1,
-                             rounding);
-                bpk = s->b;   // the omp for above ends with a barrier
-            }
-            run_tiles(k, &tp, apack, trans_a, m, n, pc, kc, alpha, a, lda,
-                      bpk, pc == 0 ? beta : 1.0f, c, ldc, rounding);
-            // run_tiles' omp for ends with a barrier, so no thread repacks
-            // the shared B panel while another still reads it.
-        }
-        mhsa__fp_leave_team(fp);
+    // One thread runs the loop in the caller, outside any OpenMP region:
+    // a region of one still costs libgomp's team set-up, as much as the
+    // arithmetic of a 12 x 12 x 8 product. The same loop either way.
+    if (nt > 1) {
+#pragma omp parallel num_threads(nt)
+        kc_loop(k, s, &tp, trans_a, trans_b, m, n, kdim, alpha, a, lda, b,
+                bdt, ldb, bp_prepacked, beta, bias, c, ldc, rounding, 1);
+    } else {
+        kc_loop(k, s, &tp, trans_a, trans_b, m, n, kdim, alpha, a, lda, b,
+                bdt, ldb, bp_prepacked, beta, bias, c, ldc, rounding, 0);
     }
 }
 
@@ -223,7 +316,7 @@ void mhsa_sgemm_dt(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
                    float beta, float *c, size_t ldc)
 {
     sgemm_driver(k, s, trans_a, trans_b, m, n, kdim, alpha, a, lda, b, bdt,
-                 ldb, bp_prepacked, beta, c, ldc, 0);
+                 ldb, bp_prepacked, beta, NULL, c, ldc, 0);
 }
 
 void mhsa_sgemm_cd(const mhsa_kernels *k, mhsa_dtype cdt,
@@ -244,7 +337,23 @@ void mhsa_sgemm_cd(const mhsa_kernels *k, mhsa_dtype cdt,
         return;
     }
     sgemm_driver(k, s, trans_a, trans_b, m, n, kdim, alpha, a, lda, b, bdt,
-                 ldb, bp_prepacked, beta, c, ldc, cdt == MHSA_BF16);
+                 ldb, bp_prepacked, beta, NULL, c, ldc, cdt == MHSA_BF16);
+}
+
+int mhsa_sgemm_folds_bias(const mhsa_kernels *k, mhsa_dtype cdt)
+{
+    return !(cdt == MHSA_BF16 && mhsa_gemm_bf16_native(k));
+}
+
+void mhsa_sgemm_bias(const mhsa_kernels *k, mhsa_dtype cdt,
+                     const mhsa_gemm_scratch *s, int trans_a, int trans_b,
+                     size_t m, size_t n, size_t kdim, float alpha,
+                     const float *a, size_t lda, const void *b,
+                     mhsa_dtype bdt, size_t ldb, const float *bp_prepacked,
+                     const float *bias, float *c, size_t ldc)
+{
+    sgemm_driver(k, s, trans_a, trans_b, m, n, kdim, alpha, a, lda, b, bdt,
+                 ldb, bp_prepacked, 0.0f, bias, c, ldc, cdt == MHSA_BF16);
 }
 
 // Rows [lo, hi) of n that thread t of nt streams: equal shares in whole
@@ -402,6 +511,23 @@ void mhsa_tile_gemm(const mhsa_kernels *k, size_t m, size_t n, size_t kdim,
             size_t h = m - i < mr ? m - i : mr;
             k->sgemm_ukr(kdim, ap + i * kdim, bp + j * kdim,
                          c + i * ldc + j, ldc, h, w, beta);
+        }
+    }
+}
+
+int mhsa_tile_has_ra(const mhsa_kernels *k) { return k->sgemm_ukr_ra != NULL; }
+
+void mhsa_tile_gemm_ra(const mhsa_kernels *k, size_t m, size_t n,
+                       size_t kdim, const float *a, size_t lda, float alpha,
+                       const float *bp, float *c, size_t ldc, float beta)
+{
+    size_t mr = (size_t)k->mr, nr = (size_t)k->nr;
+    for (size_t j = 0; j < n; j += nr) {
+        size_t w = n - j < nr ? n - j : nr;
+        for (size_t i = 0; i < m; i += mr) {
+            size_t h = m - i < mr ? m - i : mr;
+            k->sgemm_ukr_ra(kdim, a + i * lda, lda, alpha, bp + j * kdim,
+                            c + i * ldc + j, ldc, h, w, beta, NULL);
         }
     }
 }

@@ -73,6 +73,20 @@ void mhsa_sgemm_cd(const mhsa_kernels *k, mhsa_dtype cdt,
                    size_t ldb, const float *bp_prepacked, float beta, float *c,
                    size_t ldc);
 
+// y = bias + op(A) op(B) (alpha times the product), the bits of presetting
+// each row of C to the bias and calling mhsa_sgemm_cd with beta = 1, with
+// the bias added by the tiles (the row-major one reads it; the packed
+// path copies it into each tile just before the tile adds to it) rather
+// than by a pass over C first. Only where mhsa_sgemm_folds_bias(k, cdt)
+// (every path but the native bf16 tiles).
+int mhsa_sgemm_folds_bias(const mhsa_kernels *k, mhsa_dtype cdt);
+void mhsa_sgemm_bias(const mhsa_kernels *k, mhsa_dtype cdt,
+                     const mhsa_gemm_scratch *s, int trans_a, int trans_b,
+                     size_t m, size_t n, size_t kdim, float alpha,
+                     const float *a, size_t lda, const void *b,
+                     mhsa_dtype bdt, size_t ldb, const float *bp_prepacked,
+                     const float *bias, float *c, size_t ldc);
+
 // One table pack_b call's worth (w <= nr columns, kc depth) of op(B) with
 // B stored as F16 or BF16: exactly the panel k->pack_b writes for the
 // widened values. Widened a slab of 16 KiB at a time by
@@ -140,6 +154,16 @@ void mhsa_tile_pack_b(const mhsa_kernels *k, size_t kdim, size_t n,
 void mhsa_tile_gemm(const mhsa_kernels *k, size_t m, size_t n, size_t kdim,
                     const float *ap, const float *bp, float *c, size_t ldc,
                     float beta);
+// The same product with A (m x kdim, row stride lda) read row-major by
+// the table's sgemm_ukr_ra, no packing: C = beta * C + fl(alpha A) Bp,
+// the bits of mhsa_tile_pack_a(..., trans 0, alpha, MHSA_F32, ap) then
+// mhsa_tile_gemm. Only where mhsa_tile_has_ra(k) and with compute dtype
+// F32 (the bf16 rounding lives in the packer). For the attention loops'
+// Q (alpha = scale) and P panels, which are read by a tile or two each.
+int mhsa_tile_has_ra(const mhsa_kernels *k);
+void mhsa_tile_gemm_ra(const mhsa_kernels *k, size_t m, size_t n,
+                       size_t kdim, const float *a, size_t lda, float alpha,
+                       const float *bp, float *c, size_t ldc, float beta);
 // Floats that mhsa_tile_pack_a / _b write.
 size_t mhsa_tile_a_floats(const mhsa_kernels *k, size_t m, size_t kdim);
 size_t mhsa_tile_b_floats(const mhsa_kernels *k, size_t kdim, size_t n);

@@ -31,6 +31,16 @@ void mhsa__linear(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
                   const void *w, mhsa_dtype wdt, const float *w_packed,
                   const float *b, mhsa_dtype cdt, float *y)
 {
+    int gemm = !(rows == 1 && cdt == MHSA_F32) &&
+               !(wdt != MHSA_F32 && cdt == MHSA_F32 &&
+                 rows <= MHSA_FEW_ROWS_16);
+    if (b && gemm && mhsa_sgemm_folds_bias(k, cdt)) {
+        // The GEMM's tiles add the bias (gemm.h), the same bits as
+        // starting y from it, without a pass over y first.
+        mhsa_sgemm_bias(k, cdt, s, 0, 1, rows, n, kdim, 1.0f, x, kdim, w,
+                        wdt, kdim, w_packed, b, y, n);
+        return;
+    }
     if (b)   // start from the bias, then accumulate x W^T onto it
         bias_rows(s, rows, n, b, y);
     if (rows == 1 && cdt == MHSA_F32) {

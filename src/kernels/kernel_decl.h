@@ -20,6 +20,8 @@
 #define MHSA_KPACK_B(isa, nr) MHSA_KNAME(MHSA_KCAT(pack_b_nr, nr), isa)
 #define MHSA_KSGEMM(isa, mr, nr) \
     MHSA_KNAME(MHSA_KCAT(MHSA_KCAT(sgemm_, mr), MHSA_KCAT(x, nr)), isa)
+#define MHSA_KSGEMM_RA(isa, mr, nr) \
+    MHSA_KNAME(MHSA_KCAT(MHSA_KCAT(sgemm_ra_, mr), MHSA_KCAT(x, nr)), isa)
 
 #define MHSA_DECLARE_KERNELS(isa, mr, nr)                                     \
     void MHSA_KPACK_A(isa, mr)(size_t m, size_t k, const float *a,           \
@@ -30,6 +32,10 @@
     void MHSA_KSGEMM(isa, mr, nr)(size_t k, const float *ap,                 \
                                   const float *bp, float *c, size_t ldc,     \
                                   size_t m, size_t n, float beta);           \
+    void MHSA_KSGEMM_RA(isa, mr, nr)(size_t k, const float *a, size_t lda,  \
+                                     float alpha, const float *bp, float *c, \
+                                     size_t ldc, size_t m, size_t n,         \
+                                     float beta, const float *bias);         \
     void MHSA_KNAME(softmax_online, isa)(const mhsa_softmax_args *a);        \
     void MHSA_KNAME(softmax_grad, isa)(const mhsa_softmax_grad_args *a);     \
     void MHSA_KNAME(softmax_row, isa)(size_t n, const float *x, float *y);   \
@@ -70,6 +76,14 @@
 // `.small_bwd_scores = ..., .small_bwd_grads = ...` (scalar, avx2).
 #define MHSA_KERNEL_TABLE_SMALL_BWD .small_bwd_scores = NULL
 
+// A table's row-major-A micro-kernel (kernels.h: sgemm_ukr_ra): the ISA's
+// mhsa_sgemm_ra_<mr>x<nr>__<isa> unless its table.c redefines this to NULL
+// before defining the table (then the GEMM always packs A).
+#define MHSA_KERNEL_TABLE_SGEMM_RA(sfx, mr_, nr_) MHSA_KSGEMM_RA(sfx, mr_, nr_)
+// ... and the most nr-column panels of B for which the GEMM uses it
+// (kernels.h: ra_max_panels; 0 unless table.c redefines this).
+#define MHSA_KERNEL_TABLE_RA_PANELS 0
+
 #define MHSA_KERNEL_TABLE(sfx, isa_enum, mr_, nr_, ...)                       \
     MHSA_KERNEL_TABLE_NAMED(sfx, #sfx, isa_enum, mr_, nr_, __VA_ARGS__)
 
@@ -86,6 +100,8 @@
         .pack_a = MHSA_KPACK_A(sfx, mr_),                                     \
         .pack_b = MHSA_KPACK_B(sfx, nr_),                                     \
         .sgemm_ukr = MHSA_KSGEMM(sfx, mr_, nr_),                              \
+        .sgemm_ukr_ra = MHSA_KERNEL_TABLE_SGEMM_RA(sfx, mr_, nr_),            \
+        .ra_max_panels = MHSA_KERNEL_TABLE_RA_PANELS,                         \
         .softmax_online = MHSA_KNAME(softmax_online, sfx),                    \
         .softmax_grad = MHSA_KNAME(softmax_grad, sfx),                        \
         .softmax_row = MHSA_KNAME(softmax_row, sfx),                          \

@@ -342,6 +342,23 @@ typedef struct mhsa_kernels {
     // k == 0 is allowed (the sum is 0). The sum runs over kk in order.
     void (*sgemm_ukr)(size_t k, const float *ap, const float *bp, float *c,
                       size_t ldc, size_t m, size_t n, float beta);
+    // The same tile with A read row-major straight from the caller's matrix
+    // instead of a packed panel, for GEMMs whose packed A would be used by
+    // too few column panels to pay for its packing (gemm.c says when):
+    // A[i][kk] = fl(alpha * a[i*lda + kk]) for i < m, the value pack_a
+    // stores, multiplied in registers, and rows >= m are never read. With
+    // bias (a row of n floats, else NULL) C[i][j] = bias[j] + sum, the bits
+    // of beta == 1 over C rows preset to the bias, and beta is unused. Each
+    // C element is the packed tile's sum, bit for bit (same products in the
+    // same order, same final add), so a caller may pick either tile for any
+    // block. NULL in a table: the caller packs A and uses sgemm_ukr.
+    void (*sgemm_ukr_ra)(size_t k, const float *a, size_t lda, float alpha,
+                         const float *bp, float *c, size_t ldc, size_t m,
+                         size_t n, float beta, const float *bias);
+    // The GEMM driver reads A row-major through sgemm_ukr_ra, unpacked,
+    // when op(B) has at most this many nr-column panels (0: never), a
+    // number measured per ISA (src/<isa>/table.c; gemm.c says why).
+    int ra_max_panels;
 
     void (*softmax_online)(const mhsa_softmax_args *a);
     void (*softmax_grad)(const mhsa_softmax_grad_args *a);

@@ -9,6 +9,10 @@
 // caches (gemm/blocking.c).
 #include "neon/neon.h"
 
+// No row-major-A micro-kernel yet (kernels.h: sgemm_ukr_ra): the GEMM packs A.
+#undef MHSA_KERNEL_TABLE_SGEMM_RA
+#define MHSA_KERNEL_TABLE_SGEMM_RA(sfx, mr_, nr_) NULL
+
 const mhsa_kernels mhsa_kernels_neon =
     MHSA_KERNEL_TABLE(neon, MHSA_ISA_NEON, 8, 12,
                       .kc = 256, .mc = 16 * 8, .nc = 8 * 12);

@@ -8,6 +8,12 @@
 // CPU's caches (gemm/blocking.c).
 #include "scalar/scalar.h"
 
+// The row-major-A kernel (kernels.h: sgemm_ukr_ra) stages A through a
+// stack panel on every call, so it never beats packing once per block
+// (Zen 3, 1 thread: 1.36-1.46x the packed time at 2-24 panels): the GEMM
+// keeps packing (ra_max_panels 0); the kernel is the reference the SIMD
+// ones are tested against.
+
 // The small attention-backward products (small_bwd.c).
 #undef MHSA_KERNEL_TABLE_SMALL_BWD
 #define MHSA_KERNEL_TABLE_SMALL_BWD                                           \

@@ -2,7 +2,8 @@
 // a double naive reference: tile-edge and KC-edge shapes, all transpose
 // combinations, odd leading dimensions, alpha / beta variants (beta 0 with
 // NaN-poisoned C), seeded random shapes, prepacked B equal bit for bit to
-// the plain path, and the same bits with 1, 2 and 3 OpenMP threads; the
+// the plain path, and the same bits with 1, 2 and 3 OpenMP threads; A
+// row-major (unpacked) and the folded bias equal bit for bit to packing; the
 // few-rows product over 16-bit weights (mhsa_gemv_rows_16m) the same way.
 #include <math.h>
 #include <omp.h>
@@ -441,6 +442,140 @@ START_TEST(gemv_rows_16m_reference_and_bits)
 }
 END_TEST
 
+
+// The driver with A row-major (sgemm_ukr_ra, unpacked) and with A packed,
+// forced through copies of the table (ra_max_panels huge / 0): the same
+// bits, on 1 and 2 threads; and mhsa_sgemm_bias (the bias added by the
+// tiles, on either path) bit for bit against presetting C's rows to the
+// bias and beta 1. Shapes over tile, block and KC edges, lda > k, alpha
+// != 1, beta 0 / 1 / other, prepacked and packed-per-call B.
+START_TEST(gemm_row_major_a_bitwise)
+{
+    const mhsa_kernels *k = kernels_or_skip(_i);
+    if (!k)
+        return;
+    if (!k->sgemm_ukr_ra) {
+        printf("isa %s: no row-major tile (the GEMM packs A)\n", k->name);
+        return;
+    }
+    mhsa_kernels kra = *k, kpk = *k;
+    kra.ra_max_panels = 1 << 20;
+    kpk.ra_max_panels = 0;
+    static const size_t shapes[][3] = {
+        { 1, 1, 1 }, { 5, 3, 0 }, { 7, 13, 2 }, { 96, 96, 32 },
+        { 97, 33, 31 }, { 140, 150, 257 }, { 13, 200, 600 }, { 290, 17, 64 },
+    };
+    static const float alphas[] = { 1.0f, 0.35355339f, -1.5f };
+    static const float betas[] = { 0.0f, 1.0f, 0.5f };
+    unsigned seed = 900;
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+        for (int v = 0; v < 4; v++) {
+            gcase t = { 0, v & 1, shapes[si][0], shapes[si][1], shapes[si][2],
+                        0, 0, 0, alphas[(si + v) % 3], betas[(si + v) % 3],
+                        ++seed };
+            set_lds(&t);
+            t.lda = t.kd + (size_t)v * 2 + 1;
+            bufs x;
+            bufs_make(&x, &t);
+            size_t pf = mhsa_gemm_prepacked_floats(k, t.kd, t.n);
+            float *bp = malloc((pf + 1) * sizeof(float));
+            mhsa_gemm_prepack_b(k, t.kd, t.n, x.b, t.ldb, t.tb, bp);
+            const float *use_bp = (v & 2) ? bp : NULL;
+            float *bias = malloc(t.n * sizeof(float));
+            rng g = { seed };
+            fill_uniform(&g, bias, t.n, -1.0f, 1.0f);
+            float *c1 = alloc_guarded(x.nc), *c2 = alloc_guarded(x.nc);
+            memcpy(c1, x.c0, x.nc * sizeof(float));
+            memcpy(c2, x.c0, x.nc * sizeof(float));
+            omp_set_num_threads(1);
+            run(&kpk, &t, &x, use_bp, x.c);
+            run(&kra, &t, &x, use_bp, c1);
+            omp_set_num_threads(2);
+            run(&kra, &t, &x, use_bp, c2);
+            ck_assert_msg(guard_ok(c1, x.nc) && guard_ok(c2, x.nc) &&
+                          memcmp(x.c, c1, x.nc * sizeof(float)) == 0 &&
+                          memcmp(x.c, c2, x.nc * sizeof(float)) == 0,
+                          "row-major A differs from packed: " GC_FMT,
+                          GC_ARGS(k, &t));
+            // bias: preset rows + beta 1 (packed) against the fold on
+            // both paths
+            scratch sc;
+            scratch_init(&sc, k, t.n);
+            memcpy(x.c, x.c0, x.nc * sizeof(float));
+            for (size_t i = 0; i < t.m; i++)
+                memcpy(x.c + i * t.ldc, bias, t.n * sizeof(float));
+            omp_set_num_threads(1);
+            mhsa_sgemm_cd(&kpk, MHSA_F32, &sc.s, 0, t.tb, t.m, t.n, t.kd,
+                          t.alpha, x.a, t.lda, x.b, MHSA_F32, t.ldb, use_bp,
+                          1.0f, x.c, t.ldc);
+            for (int path = 0; path < 2; path++) {
+                memcpy(c1, x.c0, x.nc * sizeof(float));
+                omp_set_num_threads(path + 1);
+                mhsa_sgemm_bias(path ? &kra : &kpk, MHSA_F32, &sc.s, 0, t.tb,
+                                t.m, t.n, t.kd, t.alpha, x.a, t.lda, x.b,
+                                MHSA_F32, t.ldb, use_bp, bias, c1, t.ldc);
+                ck_assert_msg(guard_ok(c1, x.nc) &&
+                              memcmp(x.c, c1, x.nc * sizeof(float)) == 0,
+                              "bias fold (%s) differs from preset rows: "
+                              GC_FMT, path ? "row-major" : "packed",
+                              GC_ARGS(k, &t));
+            }
+            omp_set_num_threads(1);
+            scratch_free(&sc);
+            free(bp);
+            free(bias);
+            free_guarded(c1);
+            free_guarded(c2);
+            bufs_free(&x);
+        }
+}
+END_TEST
+
+
+// mhsa_tile_gemm_ra (attention's unpacked A) against mhsa_tile_pack_a +
+// mhsa_tile_gemm bit for bit: several tiles each way, alpha = a softmax
+// scale, beta 0 and 1, lda > k.
+START_TEST(tile_gemm_ra_bitwise)
+{
+    const mhsa_kernels *k = kernels_or_skip(_i);
+    if (!k || !mhsa_tile_has_ra(k))
+        return;
+    static const size_t shapes[][3] = {
+        { 12, 12, 8 }, { 1, 5, 16 }, { 17, 40, 33 }, { 64, 64, 64 },
+    };
+    for (size_t si = 0; si < 4; si++)
+        for (int bi = 0; bi < 2; bi++) {
+            size_t m = shapes[si][0], n = shapes[si][1], kd = shapes[si][2];
+            size_t lda = kd + 3, ldc = n + 1;
+            rng g = { 1000 + si * 2 + (unsigned)bi };
+            float *a = malloc(((m - 1) * lda + kd) * sizeof(float));
+            float *b = malloc(kd * n * sizeof(float));
+            fill_uniform(&g, a, (m - 1) * lda + kd, -2.0f, 2.0f);
+            fill_uniform(&g, b, kd * n, -2.0f, 2.0f);
+            float *ap = malloc(mhsa_tile_a_floats(k, m, kd) * sizeof(float));
+            float *bp = malloc(mhsa_tile_b_floats(k, kd, n) * sizeof(float));
+            float *c1 = alloc_guarded(m * ldc), *c2 = alloc_guarded(m * ldc);
+            fill_uniform(&g, c1, m * ldc, -1.0f, 1.0f);
+            memcpy(c2, c1, m * ldc * sizeof(float));
+            float alpha = 0.35355339f, beta = bi ? 1.0f : 0.0f;
+            mhsa_tile_pack_b(k, kd, n, b, n, 0, MHSA_F32, bp);
+            mhsa_tile_pack_a(k, m, kd, a, lda, 0, alpha, MHSA_F32, ap);
+            mhsa_tile_gemm(k, m, n, kd, ap, bp, c1, ldc, beta);
+            mhsa_tile_gemm_ra(k, m, n, kd, a, lda, alpha, bp, c2, ldc, beta);
+            ck_assert_msg(guard_ok(c2, m * ldc) &&
+                          memcmp(c1, c2, m * ldc * sizeof(float)) == 0,
+                          "tile_gemm_ra differs: isa %s m %zu n %zu k %zu "
+                          "beta %g", k->name, m, n, kd, beta);
+            free(a);
+            free(b);
+            free(ap);
+            free(bp);
+            free_guarded(c1);
+            free_guarded(c2);
+        }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("gemm");
@@ -452,6 +587,8 @@ int main(void)
     LOOP(tc, gemm_prepacked_b_bitwise);
     LOOP(tc, gemv_rows_16m_reference_and_bits);
     LOOP(tc, gemm_threads_bitwise);
+    LOOP(tc, gemm_row_major_a_bitwise);
+    LOOP(tc, tile_gemm_ra_bitwise);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

@@ -1,8 +1,10 @@
 // test_kernel_sgemm.c — pack_a, pack_b and the sgemm micro-kernel of every
 // ISA: packed layouts bit for bit against a naive packer, the micro-kernel
 // against a double reference and against scalar (bitwise on small-integer
-// inputs), edge tiles, beta 0 / 1 / 0.5 with NaN-poisoned C, canaries.
+// inputs), edge tiles, beta 0 / 1 / 0.5 with NaN-poisoned C, canaries; the
+// row-major-A tile against the packed one bit for bit (special values too).
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -252,6 +254,144 @@ START_TEST(ukr_random)
 }
 END_TEST
 
+
+// ---- the row-major-A tile (sgemm_ukr_ra) against the packed one ----------
+
+// Special values planted in A, B or C: NaN, both infinities, signed zeros,
+// huge (products overflow) and tiny (products go subnormal, read as zero).
+static float special(rng *g)
+{
+    static const float v[] = { NAN, INFINITY, -INFINITY, 0.0f, -0.0f,
+                               3.0e38f, -3.0e38f, 1.0e-30f };
+    return v[rng_int(g, 0, (int)(sizeof v / sizeof v[0]) - 1)];
+}
+
+static unsigned float_bits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+typedef struct ra_case {
+    size_t m, n, kd, lda;
+    float alpha, beta;
+    int bias, specials;   // specials: 0 none, 1 in A, 2 in B, 3 in both
+    unsigned seed;
+} ra_case;
+
+// One tile both ways, bit for bit: the packed tile over pack_a(alpha) with
+// C preset to the bias rows (beta 1) when bias, against sgemm_ukr_ra on A
+// row-major (exactly m rows of lda, the last one kd long, so ASan sees any
+// read of rows >= m or past kd).
+static void check_ra(const mhsa_kernels *k, const ra_case *t)
+{
+    size_t m = t->m, n = t->n, kd = t->kd, lda = t->lda, ldc = n + 3;
+    size_t mr = (size_t)k->mr, nr = (size_t)k->nr;
+    rng g = { t->seed };
+    size_t na = (m - 1) * lda + kd + (kd == 0);
+    float *a = malloc(na * sizeof(float));
+    float *b = malloc((kd * n + 1) * sizeof(float));
+    float *bias = malloc(n * sizeof(float)), *c0 = malloc(m * ldc * 4);
+    fill_uniform(&g, a, na, -2.0f, 2.0f);
+    fill_uniform(&g, b, kd * n + 1, -2.0f, 2.0f);
+    fill_uniform(&g, bias, n, -2.0f, 2.0f);
+    fill_uniform(&g, c0, m * ldc, -2.0f, 2.0f);
+    for (int s = 0; s < 6 && kd > 0; s++) {
+        if (t->specials & 1)
+            a[(size_t)rng_int(&g, 0, (int)m - 1) * lda +
+              (size_t)rng_int(&g, 0, (int)kd - 1)] = special(&g);
+        if (t->specials & 2)
+            b[(size_t)rng_int(&g, 0, (int)(kd * n) - 1)] = special(&g);
+    }
+    if (t->specials) {
+        c0[0] = special(&g);
+        bias[n - 1] = special(&g);
+    }
+    if (t->beta == 0.0f && !t->bias)   // never read
+        for (size_t i = 0; i < m; i++)
+            fill_nan(c0 + i * ldc, n);
+    float *ap = malloc((mr * kd + 1) * sizeof(float));
+    float *bp = malloc((nr * kd + 1) * sizeof(float));
+    k->pack_a(m, kd, a, lda, 0, t->alpha, ap);
+    k->pack_b(kd, n, b, n, 0, bp);
+    float *cp = alloc_guarded(m * ldc), *cr = alloc_guarded(m * ldc);
+    memcpy(cp, c0, m * ldc * sizeof(float));
+    memcpy(cr, c0, m * ldc * sizeof(float));
+    if (t->bias)
+        for (size_t i = 0; i < m; i++)
+            memcpy(cp + i * ldc, bias, n * sizeof(float));
+    k->sgemm_ukr(kd, ap, bp, cp, ldc, m, n, t->bias ? 1.0f : t->beta);
+    k->sgemm_ukr_ra(kd, a, lda, t->alpha, bp, cr, ldc, m, n, t->beta,
+                    t->bias ? bias : NULL);
+    ck_assert(guard_ok(cp, m * ldc) && guard_ok(cr, m * ldc));
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < ldc; j++) {
+            size_t e = i * ldc + j;
+            ck_assert_msg(memcmp(&cp[e], &cr[e], sizeof(float)) == 0,
+                          "C[%zu][%zu]: packed %a (0x%08x), row-major %a "
+                          "(0x%08x): isa %s m %zu n %zu k %zu lda %zu alpha "
+                          "%g beta %g bias %d specials %d seed %u", i, j,
+                          cp[e], float_bits(cp[e]), cr[e],
+                          float_bits(cr[e]), k->name, m, n, kd, lda,
+                          t->alpha, t->beta, t->bias, t->specials, t->seed);
+        }
+    free(a);
+    free(b);
+    free(bias);
+    free(c0);
+    free(ap);
+    free(bp);
+    free_guarded(cp);
+    free_guarded(cr);
+}
+
+// Every table with a row-major tile: edge shapes (1, mr - 1, mr rows; 1,
+// primes, nr - 1, nr columns; k 0, 1, primes, the unroll and KC edges),
+// lda > k, alpha 1 / != 1, beta 0 / 1 / other, bias, special values.
+START_TEST(ra_matches_packed_bitwise)
+{
+    const mhsa_kernels *k = kernels_or_skip(_i);
+    if (!k)
+        return;
+    if (!k->sgemm_ukr_ra) {
+        printf("isa %s: no row-major tile (the GEMM packs A)\n", k->name);
+        return;
+    }
+    static const size_t ks[] = { 0, 1, 2, 3, 5, 7, 8, 13, 16, 31, 64, 97 };
+    static const float alphas[] = { 1.0f, -0.5f, 0.35355339f, 3.0f };
+    static const float betas[] = { 0.0f, 1.0f, 0.5f };
+    size_t mr = (size_t)k->mr, nr = (size_t)k->nr;
+    size_t ms[] = { 1, mr > 2 ? mr - 1 : 1, mr };
+    size_t ns[] = { 1, 3, 7, nr > 9 ? 11 : nr - 1, nr - 1, nr };
+    unsigned seed = 70000;
+    for (size_t mi = 0; mi < 3; mi++)
+        for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+            for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+                seed++;
+                ra_case t = { ms[mi], ns[ni] < nr ? ns[ni] : nr, ks[ki],
+                              ks[ki] + (seed % 3) * 5, alphas[seed % 4],
+                              betas[seed % 3], (int)(seed % 5 == 0),
+                              (int)(seed % 4), seed };
+                check_ra(k, &t);
+            }
+    int count = test_count(400);
+    for (int s = 0; s < count; s++) {
+        rng g = { 80000u + (unsigned)s };
+        ra_case t = { (size_t)rng_int(&g, 1, k->mr),
+                      (size_t)rng_int(&g, 1, k->nr),
+                      (size_t)rng_int(&g, 0, 300), 0,
+                      rng_uniform(&g, -2.0f, 2.0f), betas[s % 3],
+                      rng_int(&g, 0, 3) == 0, rng_int(&g, 0, 3),
+                      80000u + (unsigned)s };
+        t.lda = t.kd + (size_t)rng_int(&g, 0, 9);
+        if (s % 4 == 0)
+            t.alpha = 1.0f;
+        check_ra(k, &t);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("kernel_sgemm");
@@ -260,6 +400,7 @@ int main(void)
     LOOP(tc, pack_b_layout);
     LOOP(tc, ukr_edges);
     LOOP(tc, ukr_random);
+    LOOP(tc, ra_matches_packed_bitwise);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
