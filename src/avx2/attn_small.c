@@ -162,17 +162,7 @@ static int group_softmax(__m256 st[MAX_KEYS], const __m256 *add, size_t n,
     // Keys from hmax on are -inf in every lane: max(-inf, v) = v, and
     // their p = exp(-inf) = +0 adds +0 to a sum >= +0, so they are not
     // computed.
-    __m256 v[8];
-    for (size_t t = 0; t < 8; t++) {
-        v[t] = t < hmax ? _mm256_max_ps(st[t], ninf) : ninf;
-        if (8 + t < hmax)
-            v[t] = _mm256_max_ps(st[8 + t], v[t]);
-    }
-    for (size_t t = 0; t < 4; t++)
-        v[t] = _mm256_max_ps(v[t], v[t + 4]);
-    for (size_t t = 0; t < 2; t++)
-        v[t] = _mm256_max_ps(v[t], v[t + 2]);
-    __m256 hm = _mm256_max_ps(v[0], v[1]);
+    __m256 hm = mhsa_lane_max16__avx2(st, hmax);
     __m256 m_new = _mm256_blendv_ps(ninf, hm,
                                     _mm256_cmp_ps(hm, ninf, _CMP_GT_OQ));
     if (_mm256_movemask_ps(_mm256_cmp_ps(m_new, pinf, _CMP_EQ_OQ)))

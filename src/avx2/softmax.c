@@ -207,17 +207,7 @@ static int rows_in_lanes(const mhsa_softmax_args *a, size_t r0)
     if (two)
         mhsa_transpose8__avx2(k + 8);
     // short_row's vmax lane j, then hmax's tree.
-    __m256 v[8];
-    for (size_t j = 0; j < 8; j++) {
-        v[j] = _mm256_max_ps(k[j], ninf);
-        if (two)
-            v[j] = _mm256_max_ps(k[8 + j], v[j]);
-    }
-    for (size_t j = 0; j < 4; j++)
-        v[j] = _mm256_max_ps(v[j], v[j + 4]);
-    for (size_t j = 0; j < 2; j++)
-        v[j] = _mm256_max_ps(v[j], v[j + 2]);
-    __m256 hm = _mm256_max_ps(v[0], v[1]);
+    __m256 hm = mhsa_lane_max16__avx2(k, two ? 16 : 8);
     __m256 m_old = _mm256_loadu_ps(a->m + r0);
     __m256 m_new = _mm256_blendv_ps(m_old, hm,
                                     _mm256_cmp_ps(hm, m_old, _CMP_GT_OQ));

@@ -1,11 +1,13 @@
 // vmath.h — static inline AVX2/FMA helpers shared by the src/avx2/ files:
-// tail masks, horizontal reductions and a vectorised expf. Included only by
+// tail masks, horizontal reductions, the short rows' lane max and a
+// vectorised expf. Included only by
 // files compiled with -mavx2 -mfma (static inline, so no AVX2 body can be
 // picked up by a baseline caller through the linker).
 #ifndef MHSA_AVX2_VMATH_H
 #define MHSA_AVX2_VMATH_H
 
 #include <immintrin.h>
+#include <math.h>
 #include <stddef.h>
 
 // Lane mask with the first n (0..8) lanes set, for _mm256_mask{load,store}_ps:
@@ -25,6 +27,27 @@ static inline float mhsa_hmax_ps__avx2(__m256 v)
     x = _mm_max_ps(x, _mm_movehl_ps(x, x));
     x = _mm_max_ss(x, _mm_movehdup_ps(x));
     return _mm_cvtss_f32(x);
+}
+
+// Lane i: the max of lane i over the vectors s[0 .. n), n <= 16 (-inf
+// when n == 0), taken in the one-row softmax's order: s[j] against
+// s[8 + j] (each against -inf first), then a tree over the eight. The
+// online softmax's eight-rows path and the fused small view both take it,
+// since their bits must agree with that one-row path and with each other.
+static inline __m256 mhsa_lane_max16__avx2(const __m256 *s, size_t n)
+{
+    __m256 ninf = _mm256_set1_ps(-INFINITY);
+    __m256 v[8];
+    for (size_t j = 0; j < 8; j++) {
+        v[j] = j < n ? _mm256_max_ps(s[j], ninf) : ninf;
+        if (8 + j < n)
+            v[j] = _mm256_max_ps(s[8 + j], v[j]);
+    }
+    for (size_t j = 0; j < 4; j++)
+        v[j] = _mm256_max_ps(v[j], v[j + 4]);
+    for (size_t j = 0; j < 2; j++)
+        v[j] = _mm256_max_ps(v[j], v[j + 2]);
+    return _mm256_max_ps(v[0], v[1]);
 }
 
 static inline float mhsa_hsum_ps__avx2(__m256 v)
