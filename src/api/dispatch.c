@@ -124,6 +124,11 @@ void mhsa__set_stand_in(const mhsa_kernels *k)
     atomic_store_explicit(&stand_in, k, memory_order_release);
 }
 
+const mhsa_kernels *mhsa__stand_in(void)
+{
+    return atomic_load_explicit(&stand_in, memory_order_acquire);
+}
+
 const mhsa_kernels *mhsa_kernels_for(mhsa_isa isa)
 {
     for (int i = 0; i < N_BUILT; i++)

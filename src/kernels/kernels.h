@@ -487,6 +487,8 @@ const mhsa_kernels *mhsa_kernels_for(mhsa_isa isa);
 // run the whole library on the emulated AVX-512 kernels. Call before any
 // block is created; never called by the library.
 void mhsa__set_stand_in(const mhsa_kernels *k);
+// The table set by mhsa__set_stand_in, or NULL.
+const mhsa_kernels *mhsa__stand_in(void);
 // The built table for isa with its fixed block sizes (src/<isa>/table.c),
 // whether or not the CPU runs it; NULL if not built. What dispatch hands
 // out is a copy whose blocking is derived from the CPU's caches
