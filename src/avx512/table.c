@@ -24,9 +24,10 @@
 #undef MHSA_KERNEL_TABLE_BF16
 #define MHSA_KERNEL_TABLE_BF16 mhsa_bf16_tiles__avx512
 
-// No row-major-A micro-kernel yet (kernels.h: sgemm_ukr_ra): the GEMM packs A.
-#undef MHSA_KERNEL_TABLE_SGEMM_RA
-#define MHSA_KERNEL_TABLE_SGEMM_RA(sfx, mr_, nr_) NULL
+// Row-major A (kernels.h: sgemm_ukr_ra, sgemm_12x32.c) up to this many
+// panels of 32 columns: NOT YET MEASURED.
+#undef MHSA_KERNEL_TABLE_RA_PANELS
+#define MHSA_KERNEL_TABLE_RA_PANELS 4
 
 #define MHSA_AVX512_BLOCKING .kc = 128, .mc = 20 * 12, .nc = 4 * 32
 
