@@ -53,9 +53,20 @@ enum { MR = MHSA_AVX512_MR, NR = MHSA_AVX512_NR };
 // sum's, else c's. Under SIMDe (the emulated test build) the same on each
 // 256-bit half.
 #if MHSA_AVX512_EMULATED
-#define NAN_ORDERED_OP(insn, r, x, y)                                             do {                                                                              simde__m512_private r_ = simde__m512_to_private(r),                                               x_ = simde__m512_to_private(x),                                               y_ = simde__m512_to_private(y);                           for (int h_ = 0; h_ < 2; h_++)                                                    __asm__(insn " %2, %1, %0"                                                            : "+x"(r_.m256[h_])                                                           : "x"(x_.m256[h_]), "x"(y_.m256[h_]));                            r = simde__m512_from_private(r_);                                         } while (0)
+#define NAN_ORDERED_OP(insn, r, x, y)                                         \
+    do {                                                                      \
+        simde__m512_private r_ = simde__m512_to_private(r),                   \
+                            x_ = simde__m512_to_private(x),                   \
+                            y_ = simde__m512_to_private(y);                   \
+        for (int h_ = 0; h_ < 2; h_++)                                        \
+            __asm__(insn " %2, %1, %0"                                        \
+                    : "+x"(r_.m256[h_])                                       \
+                    : "x"(x_.m256[h_]), "x"(y_.m256[h_]));                    \
+        r = simde__m512_from_private(r_);                                     \
+    } while (0)
 #else
-#define NAN_ORDERED_OP(insn, r, x, y)                                             __asm__(insn " %2, %1, %0" : "+v"(r) : "v"(x), "v"(y))
+#define NAN_ORDERED_OP(insn, r, x, y)                                         \
+    __asm__(insn " %2, %1, %0" : "+v"(r) : "v"(x), "v"(y))
 #endif
 
 // acc + b*a, one rounding; a NaN result is acc's, else b's, else a's.
