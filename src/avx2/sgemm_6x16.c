@@ -24,6 +24,32 @@ enum { MR = 6, NR = 16 };
 
 #define INLINE static inline __attribute__((always_inline))
 
+// Which NaN a sum ends as. When several operands of one add or FMA are
+// NaN, x86 returns the first in the instruction's own operand order, and
+// the compiler picks that order per call site (vfmadd132/213/231, an add
+// commuted to fold a load): the packed and row-major instances of the tile
+// returned NaNs of different signs for one element (m 1, n 8, a NaN in A
+// and a NaN bias). So the final add of beta * C (or the bias) is written in
+// assembly with a fixed order, the sum first: sum + c returns the sum's
+// NaN, else c's; acc + b*a acc's, else b's, else a's. The depth loop's
+// FMAs stay intrinsics: the same fix there cost the tiny forward 1.6% more
+// instructions (callgrind: register copies around the asm), and the test
+// (ra_matches_packed_bitwise) finds no mismatch from them today; the
+// AVX-512 tile (sgemm_12x32.c) fixes them too (its loop still has one
+// broadcast and two FMAs a row and step; valgrind cannot count AVX-512).
+INLINE __m256 fma_acc(__m256 acc, __m256 b, __m256 a)
+{
+    __asm__("vfmadd231ps %2, %1, %0" : "+x"(acc) : "x"(b), "xm"(a));
+    return acc;
+}
+
+INLINE __m256 add_sum(__m256 sum, __m256 c)
+{
+    __m256 r;
+    __asm__("vaddps %2, %1, %0" : "=x"(r) : "x"(sum), "xm"(c));
+    return r;
+}
+
 // Columns [0, n) of v, 1 <= n <= 8, with whole-vector stores.
 INLINE void store_cols(float *c, __m256 v, size_t n)
 {
@@ -76,12 +102,12 @@ INLINE void store_row(float *c, const float *cin, __m256 lo, __m256 hi,
         __m256 c0 = load_cols(cin, nlo);
         __m256 c1 = nhi ? load_cols(cin + 8, nhi) : _mm256_setzero_ps();
         if (beta == 1.0f) {
-            lo = _mm256_add_ps(c0, lo);
-            hi = _mm256_add_ps(c1, hi);
+            lo = add_sum(lo, c0);
+            hi = add_sum(hi, c1);
         } else {
             __m256 vb = _mm256_set1_ps(beta);
-            lo = _mm256_fmadd_ps(vb, c0, lo);
-            hi = _mm256_fmadd_ps(vb, c1, hi);
+            lo = fma_acc(lo, vb, c0);
+            hi = fma_acc(hi, vb, c1);
         }
     }
     store_cols(c, lo, nlo);

@@ -464,6 +464,8 @@ START_TEST(gemm_row_major_a_bitwise)
     static const size_t shapes[][3] = {
         { 1, 1, 1 }, { 5, 3, 0 }, { 7, 13, 2 }, { 96, 96, 32 },
         { 97, 33, 31 }, { 140, 150, 257 }, { 13, 200, 600 }, { 290, 17, 64 },
+        // whole AVX-512 tiles, half-panel and 1.5-panel widths
+        { 12, 32, 1 }, { 25, 16, 5 }, { 36, 48, 13 },
     };
     static const float alphas[] = { 1.0f, 0.35355339f, -1.5f };
     static const float betas[] = { 0.0f, 1.0f, 0.5f };

@@ -346,9 +346,11 @@ static void check_ra(const mhsa_kernels *k, const ra_case *t)
     free_guarded(cr);
 }
 
-// Every table with a row-major tile: edge shapes (1, mr - 1, mr rows; 1,
-// primes, nr - 1, nr columns; k 0, 1, primes, the unroll and KC edges),
-// lda > k, alpha 1 / != 1, beta 0 / 1 / other, bias, special values.
+// Every table with a row-major tile: edge shapes (every row count 1..mr;
+// 1, primes, nr/2 - 1 .. nr/2 + 1 (tiles of half a panel or less may run
+// half the accumulators: AVX2, AVX-512), nr - 1, nr columns; k 0, 1,
+// primes, the unroll and KC edges), lda > k, alpha 1 / != 1, beta 0 / 1 /
+// other, bias, special values.
 START_TEST(ra_matches_packed_bitwise)
 {
     const mhsa_kernels *k = kernels_or_skip(_i);
@@ -362,14 +364,14 @@ START_TEST(ra_matches_packed_bitwise)
     static const float alphas[] = { 1.0f, -0.5f, 0.35355339f, 3.0f };
     static const float betas[] = { 0.0f, 1.0f, 0.5f };
     size_t mr = (size_t)k->mr, nr = (size_t)k->nr;
-    size_t ms[] = { 1, mr > 2 ? mr - 1 : 1, mr };
-    size_t ns[] = { 1, 3, 7, nr > 9 ? 11 : nr - 1, nr - 1, nr };
+    size_t ns[] = { 1, 3, 7, nr > 9 ? 11 : nr - 1, nr / 2 - 1, nr / 2,
+                    nr / 2 + 1, nr - 1, nr };
     unsigned seed = 70000;
-    for (size_t mi = 0; mi < 3; mi++)
+    for (size_t m = 1; m <= mr; m++)
         for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
             for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
                 seed++;
-                ra_case t = { ms[mi], ns[ni] < nr ? ns[ni] : nr, ks[ki],
+                ra_case t = { m, ns[ni] < nr ? ns[ni] : nr, ks[ki],
                               ks[ki] + (seed % 3) * 5, alphas[seed % 4],
                               betas[seed % 3], (int)(seed % 5 == 0),
                               (int)(seed % 4), seed };
