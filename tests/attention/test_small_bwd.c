@@ -214,10 +214,10 @@ START_TEST(small_tile_matches_packed_path)
 }
 END_TEST
 
-// softmax_grad on rows of at most 16 keys without a mask (AVX2 takes a
-// short-row path there) against the same rows with an all-zero mask (the
-// general path; + 0 changes no score that matters): the same bits, and
-// nothing written past n.
+// softmax_grad on rows of at most 16 keys without a mask (AVX2 and
+// AVX-512 take a short-row path there) against the same rows with an
+// all-zero mask (the general path; + 0 changes no score that matters):
+// the same bits, and nothing written past n.
 START_TEST(short_grad_rows_match_masked_path)
 {
     const mhsa_kernels *k = table_or_skip(_i);
