@@ -34,6 +34,8 @@
 #define mhsa_gemv_n16__avx512 mhsa_gemv_n16__avx512_emul
 #define mhsa_cvt_from_f32__avx512 mhsa_cvt_from_f32__avx512_emul
 #define mhsa_cvt_to_f32__avx512 mhsa_cvt_to_f32__avx512_emul
+#define mhsa_small_bwd_scores__avx512 mhsa_small_bwd_scores__avx512_emul
+#define mhsa_small_bwd_grads__avx512 mhsa_small_bwd_grads__avx512_emul
 // The suffix of this build's names (the tests' AVX-512 probes use it).
 #define MHSA_AVX512_SFX avx512_emul
 #else

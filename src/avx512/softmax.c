@@ -132,6 +132,34 @@ void mhsa_softmax_online__avx512(const mhsa_softmax_args *a)
     }
 }
 
+// One row of a tile of n <= 16 keys without a mask, with a finite lse:
+// the general loop's operations on the lanes of [lo, hi), in one vector
+// over the row's n columns (keys at their own lanes rather than from lo),
+// with the lanes outside made +0 by the load mask and the maskz moves
+// instead of zero_range's extra masked stores. The same operations per
+// lane, so the same bits (tests/attention/test_small_bwd.c compares it
+// with the general path under an all-zero mask).
+MHSA_AVX512_INLINE void grad_short_row(float *s, float *dp, size_t n,
+                                       size_t lo, size_t hi, float lse,
+                                       float delta)
+{
+    const __m512 ninf = _mm512_set1_ps(-INFINITY);
+    __mmask16 in = (__mmask16)(mhsa_mask16__avx512(hi) &
+                               ~mhsa_mask16__avx512(lo));
+    __mmask16 mn = mhsa_mask16__avx512(n);
+    __m512 x = _mm512_mask_loadu_ps(ninf, in, s);   // -INFINITY outside
+    __mmask16 open = _mm512_cmp_ps_mask(x, ninf, _CMP_NEQ_UQ);
+    __m512 p = _mm512_maskz_mov_ps(
+        open, mhsa_exp__avx512(_mm512_sub_ps(x, _mm512_set1_ps(lse))));
+    __m512 g = _mm512_maskz_loadu_ps(in, dp);
+    __mmask16 nonzero = _mm512_cmp_ps_mask(p, _mm512_setzero_ps(),
+                                           _CMP_NEQ_UQ);
+    __m512 ds = _mm512_maskz_mov_ps(
+        nonzero, _mm512_mul_ps(p, _mm512_sub_ps(g, _mm512_set1_ps(delta))));
+    _mm512_mask_storeu_ps(s, mn, p);
+    _mm512_mask_storeu_ps(dp, mn, ds);
+}
+
 void mhsa_softmax_grad__avx512(const mhsa_softmax_grad_args *a)
 {
     const mhsa_mask_view *mv = &a->mv;
@@ -141,6 +169,11 @@ void mhsa_softmax_grad__avx512(const mhsa_softmax_grad_args *a)
         const float *mrow = mv->mask ? mv->mask + r * mv->ldmask : NULL;
         float lse = a->lse[r];
         size_t lo = 0, hi = 0;
+        if (!mrow && a->n <= 16 && lse != -INFINITY && lse != INFINITY) {
+            mhsa_mask_view_range(mv, r, a->n, &lo, &hi);
+            grad_short_row(s, dp, a->n, lo, hi, lse, a->delta[r]);
+            continue;
+        }
         if (lse != -INFINITY)
             mhsa_mask_view_range(mv, r, a->n, &lo, &hi);
         __m512 vlse = _mm512_set1_ps(lse), vdelta = _mm512_set1_ps(a->delta[r]);

@@ -37,6 +37,13 @@
 #undef MHSA_KERNEL_TABLE_RA_PANELS
 #define MHSA_KERNEL_TABLE_RA_PANELS 4
 
+// The small attention-backward products (small_bwd.c), by this build's
+// suffix (the emulated table names its _emul kernels, see above).
+#undef MHSA_KERNEL_TABLE_SMALL_BWD
+#define MHSA_KERNEL_TABLE_SMALL_BWD                                           \
+    .small_bwd_scores = MHSA_KNAME(small_bwd_scores, MHSA_AVX512_SFX),        \
+    .small_bwd_grads = MHSA_KNAME(small_bwd_grads, MHSA_AVX512_SFX)
+
 #define MHSA_AVX512_BLOCKING .kc = 128, .mc = 20 * 12, .nc = 4 * 32
 
 #if MHSA_AVX512_EMULATED

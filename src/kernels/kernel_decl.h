@@ -73,7 +73,7 @@
 
 // A table's small-backward products (kernels.h: small_bwd_scores and
 // small_bwd_grads): none unless its table.c redefines this as
-// `.small_bwd_scores = ..., .small_bwd_grads = ...` (scalar, avx2).
+// `.small_bwd_scores = ..., .small_bwd_grads = ...` (scalar, avx2, avx512).
 #define MHSA_KERNEL_TABLE_SMALL_BWD .small_bwd_scores = NULL
 
 // A table's row-major-A micro-kernel (kernels.h: sgemm_ukr_ra): the ISA's

@@ -1,8 +1,8 @@
 // small_bwd_body.h — the small attention-backward products (kernels.h:
 // mhsa_small_bwd_args) in plain C, parametrised by the rounding of a
 // product, for ISAs whose own file does not write them in intrinsics
-// (today the scalar table; src/avx2/small_bwd.c has its own, a generic
-// fmaf version was 2x slower there).
+// (today the scalar table; src/avx2/small_bwd.c and src/avx512/small_bwd.c
+// have their own, a generic fmaf version was 2x slower on AVX2).
 //
 // Included by src/<isa>/small_bwd.c after defining
 //   MHSA_SB_ISA        the name suffix (scalar, avx2, ...)

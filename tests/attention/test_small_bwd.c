@@ -11,6 +11,9 @@
 // that must fall back (a NaN in K, scores overflowing to +INFINITY).
 // Also each ISA's values against scalar (a tolerance: FMA or not), and
 // softmax_grad's short unmasked rows against its general (masked) path.
+// The AVX-512 kernels run twice on a CPU that has them: native (the
+// ISA loop) and the SIMDe-emulated build (one loop index more), which
+// is what runs them on every other CPU.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,7 +22,30 @@
 #include "util.h"
 #include "attn/attention.h"
 
-#define LOOP(tc, fn) tcase_add_loop_test(tc, fn, 0, N_ISAS)
+// Loop index i < N_ISAS: all_isas[i]'s table; N_ISAS: the emulated
+// AVX-512 table where the loop's avx512 entry is the native one.
+#define LOOP(tc, fn) tcase_add_loop_test(tc, fn, 0, N_ISAS + 1)
+
+static const mhsa_kernels *table_or_skip(int i)
+{
+    if (i < N_ISAS)
+        return kernels_or_skip(i);
+    const mhsa_kernels *em = emulated_table(MHSA_ISA_AVX512);
+    if (!em) {
+        printf("skip: emulated avx512 not in this build\n");
+        return NULL;
+    }
+    if (mhsa_kernels_for(MHSA_ISA_AVX512) == em) {
+        printf("skip: emulated avx512 already ran as avx512\n");
+        return NULL;
+    }
+    if (!mhsa_kernels_for(MHSA_ISA_AVX2)) {   // SIMDe runs on AVX2/FMA
+        printf("skip: emulated avx512: this CPU lacks AVX2/FMA/F16C\n");
+        return NULL;
+    }
+    printf("isa avx512: SIMDe emulation (besides the native run)\n");
+    return em;
+}
 
 typedef struct problem {
     size_t tq, tk, dh, q_pos, window, klen, lddo, ldg;
@@ -141,11 +167,12 @@ static void shape(problem *p, rng *r, int c)
 
 START_TEST(small_tile_matches_packed_path)
 {
-    const mhsa_kernels *k = kernels_or_skip(_i);
+    const mhsa_kernels *k = table_or_skip(_i);
     if (!k)
         return;
     if (!k->small_bwd_scores) {
-        ck_assert_msg(k->isa != MHSA_ISA_SCALAR && k->isa != MHSA_ISA_AVX2,
+        ck_assert_msg(k->isa != MHSA_ISA_SCALAR && k->isa != MHSA_ISA_AVX2 &&
+                      k->isa != MHSA_ISA_AVX512,
                       "%s has the small products", k->name);
         printf("skip: %s has no small backward products\n", k->name);
         return;
@@ -187,13 +214,13 @@ START_TEST(small_tile_matches_packed_path)
 }
 END_TEST
 
-// softmax_grad on rows of at most 16 keys without a mask (AVX2 takes a
-// short-row path there) against the same rows with an all-zero mask (the
-// general path; + 0 changes no score that matters): the same bits, and
-// nothing written past n.
+// softmax_grad on rows of at most 16 keys without a mask (AVX2 and
+// AVX-512 take a short-row path there) against the same rows with an
+// all-zero mask (the general path; + 0 changes no score that matters):
+// the same bits, and nothing written past n.
 START_TEST(short_grad_rows_match_masked_path)
 {
-    const mhsa_kernels *k = kernels_or_skip(_i);
+    const mhsa_kernels *k = table_or_skip(_i);
     if (!k)
         return;
     rng r = { 0x9a0022u + (uint64_t)_i };
