@@ -24,6 +24,14 @@
 #undef MHSA_KERNEL_TABLE_BF16
 #define MHSA_KERNEL_TABLE_BF16 mhsa_bf16_tiles__avx512
 
+// The fused forward of a small view (attn_small.c).
+#undef MHSA_KERNEL_TABLE_ATTN_SMALL
+#if MHSA_AVX512_EMULATED
+#define MHSA_KERNEL_TABLE_ATTN_SMALL mhsa_attn_small__avx512_emul
+#else
+#define MHSA_KERNEL_TABLE_ATTN_SMALL mhsa_attn_small__avx512
+#endif
+
 // No row-major-A micro-kernel yet (kernels.h: sgemm_ukr_ra): the GEMM packs A.
 #undef MHSA_KERNEL_TABLE_SGEMM_RA
 #define MHSA_KERNEL_TABLE_SGEMM_RA(sfx, mr_, nr_) NULL
