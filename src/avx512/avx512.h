@@ -36,6 +36,7 @@
 #define mhsa_cvt_to_f32__avx512 mhsa_cvt_to_f32__avx512_emul
 #define mhsa_small_bwd_scores__avx512 mhsa_small_bwd_scores__avx512_emul
 #define mhsa_small_bwd_grads__avx512 mhsa_small_bwd_grads__avx512_emul
+#define mhsa_attn_small__avx512 mhsa_attn_small__avx512_emul
 // The suffix of this build's names (the tests' AVX-512 probes use it).
 #define MHSA_AVX512_SFX avx512_emul
 #else
@@ -47,5 +48,8 @@
 #define MHSA_AVX512_NR 32
 
 MHSA_DECLARE_KERNELS(avx512, MHSA_AVX512_MR, MHSA_AVX512_NR)
+
+// The optional fused forward of a small view (kernels.h: attn_small).
+int mhsa_attn_small__avx512(const mhsa_attn_small_args *a);
 
 #endif

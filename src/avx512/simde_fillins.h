@@ -14,6 +14,7 @@
 #define MHSA_AVX512_SIMDE_FILLINS_H
 
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -82,6 +83,24 @@ MHSA_EMUL_FN void mhsa_emul_mask_storeu_epi16(void *p, __mmask16 k,
     for (int i = 0; i < 16; i++)
         if ((k >> i) & 1)
             memcpy((char *)p + 2 * i, &x[i], 2);
+}
+
+// vgatherdps zmm with a mask: lane i is the 4 bytes at base + scale *
+// vindex[i] where bit i of k is set, else src's lane i (masked-off lanes
+// are not read).
+MHSA_EMUL_FN __m512 mhsa_emul_mask_i32gather_ps(__m512 src, __mmask16 k,
+                                                __m512i vindex,
+                                                const void *base, int scale)
+{
+    float v[16];
+    int32_t idx[16];
+    _mm512_storeu_ps(v, src);
+    _mm512_storeu_si512(idx, vindex);
+    MHSA_EMUL_LANES
+    for (int i = 0; i < 16; i++)
+        if ((k >> i) & 1)
+            memcpy(&v[i], (const char *)base + (ptrdiff_t)idx[i] * scale, 4);
+    return _mm512_loadu_ps(v);
 }
 
 // ---- conversions ---------------------------------------------------------
@@ -180,6 +199,9 @@ static inline __m512 mhsa_emul_scalef_ps(__m512 a, __m512 b)
 #define _mm512_cvtepu16_epi32(h) mhsa_emul_cvtepu16_epi32(h)
 #undef _mm512_cvtepi32_epi16
 #define _mm512_cvtepi32_epi16(a) mhsa_emul_cvtepi32_epi16(a)
+#undef _mm512_mask_i32gather_ps
+#define _mm512_mask_i32gather_ps(src, k, vindex, base, scale)                 \
+    mhsa_emul_mask_i32gather_ps(src, k, vindex, base, scale)
 #undef _mm512_scalef_ps
 #define _mm512_scalef_ps(a, b) mhsa_emul_scalef_ps(a, b)
 // SIMDe has these, but without the native-alias names.

@@ -44,6 +44,14 @@
     .small_bwd_scores = MHSA_KNAME(small_bwd_scores, MHSA_AVX512_SFX),        \
     .small_bwd_grads = MHSA_KNAME(small_bwd_grads, MHSA_AVX512_SFX)
 
+// The fused forward of a small view (attn_small.c).
+#undef MHSA_KERNEL_TABLE_ATTN_SMALL
+#if MHSA_AVX512_EMULATED
+#define MHSA_KERNEL_TABLE_ATTN_SMALL mhsa_attn_small__avx512_emul
+#else
+#define MHSA_KERNEL_TABLE_ATTN_SMALL mhsa_attn_small__avx512
+#endif
+
 #define MHSA_AVX512_BLOCKING .kc = 128, .mc = 20 * 12, .nc = 4 * 32
 
 #if MHSA_AVX512_EMULATED

@@ -68,7 +68,7 @@
 // its table.c redefines this before defining the table (src/avx512/).
 #define MHSA_KERNEL_TABLE_BF16 NULL
 // A table's fused small-view forward (kernels.h: attn_small): none unless
-// its table.c redefines this (src/avx2/).
+// its table.c redefines this (src/avx2/, src/avx512/).
 #define MHSA_KERNEL_TABLE_ATTN_SMALL NULL
 
 // A table's small-backward products (kernels.h: small_bwd_scores and

@@ -8,15 +8,23 @@
 // V, scores that overflow; in the library's floating-point state and the
 // default one; lse alone, lse with lsum, neither. The outputs' padding
 // columns must survive. Enough views must take the fused path (else the
-// comparison would test nothing).
+// comparison would test nothing). Where the CPU runs AVX-512 natively the
+// SIMDe-emulated AVX-512 table (util.h) runs the same views as well (loop
+// index N_ISAS), so both builds of src/avx512/attn_small.c are checked on
+// every AVX-512 CPU; elsewhere the emulated table is the AVX-512 entry.
+// And the kernel alone against PROT_NONE pages on either side of each of
+// its inputs (read-only) and outputs, at the edges of its sizes: masked
+// loads, gathers and stores must touch only what it was given.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "guard.h"
 #include "util.h"
 #include "attn/attention.h"
 #include "attn/small_view.h"
+#include "core/cpu_features.h"
 #include "core/fpenv.h"
 
 static const int dh_choices[] = { 1, 2, 3, 5, 7, 8, 9, 13, 16, 17, 24, 31,
@@ -158,9 +166,26 @@ static int run(const mhsa_kernels *k, const head_args *a0, int fused,
     return 0;
 }
 
+// Loop index i < N_ISAS: all_isas[i]'s table; N_ISAS: the emulated
+// AVX-512 table when the native one took index 3 (else NULL: already run,
+// or not built).
+static const mhsa_kernels *table_at(int i)
+{
+    if (i < N_ISAS)
+        return kernels_or_skip(i);
+    const mhsa_kernels *em = emulated_table(MHSA_ISA_AVX512);
+    const mhsa_kernels *k = mhsa_kernels_for(MHSA_ISA_AVX512);
+    if (!em || em == k || !k || !mhsa__cpu_features()->avx2_fma_f16c) {
+        printf("emulated avx512: not built, or already run as avx512\n");
+        return NULL;
+    }
+    printf("isa avx512: SIMDe emulation (besides the native table)\n");
+    return em;
+}
+
 START_TEST(fused_equals_tiled)
 {
-    const mhsa_kernels *k = kernels_or_skip(_i);
+    const mhsa_kernels *k = table_at(_i);
     if (!k)
         return;
     if (!k->attn_small) {
@@ -215,12 +240,73 @@ START_TEST(fused_equals_tiled)
 }
 END_TEST
 
+// Guarded buffer of n floats holding x (or zeros), read-only when ro.
+static float *guarded(size_t n, guard_side side, const float *x, int ro)
+{
+    float *p = guard_alloc(n, side);
+    if (x)
+        memcpy(p, x, n * sizeof(float));
+    if (ro)
+        guard_readonly(p);
+    return p;
+}
+
+START_TEST(kernel_stays_in_bounds)
+{
+    const mhsa_kernels *k = table_at(_i);
+    if (!k || !k->attn_small)
+        return;
+    static const size_t tqs[] = { 1, 5, 12, 13, 16 };
+    static const size_t ns[] = { 1, 7, 8, 12, 16 };
+    static const size_t dhs[] = { 1, 8, 16, 17, 32 };
+    float src[16 * 32];
+    rng g = { 0xb0bu };
+    fill_uniform(&g, src, 16 * 32, -1.0f, 1.0f);
+    int took = 0, runs = 0;
+    for (size_t a = 0; a < 5; a++)
+        for (size_t b = 0; b < 5; b++)
+            for (size_t c = 0; c < 5; c++)
+                for (int v = 0; v < 8; v++) {
+                    size_t tq = tqs[a], n = ns[b], dh = dhs[c];
+                    guard_side side = v & 1 ? GUARD_BEFORE : GUARD_AFTER;
+                    int has_mask = (v >> 1) & 1, causal = (v >> 2) & 1;
+                    float *q = guarded(tq * dh, side, src, 1);
+                    float *kk = guarded(n * dh, side, src, 1);
+                    float *vv = guarded(n * dh, side, src, 1);
+                    float *mask = has_mask ? guarded(tq * n, side, src, 1)
+                                           : NULL;
+                    float *o = guarded(tq * dh, side, NULL, 0);
+                    float *m = guarded(tq, side, NULL, 0);
+                    float *l = guarded(tq, side, NULL, 0);
+                    mhsa_attn_small_args sa = {
+                        .tq = tq, .n = n, .dh = dh, .q = q, .k = kk,
+                        .v = vv, .mv = { mask, n, n > tq ? n - tq : 0, 0,
+                                         causal, 0, 0 },
+                        .o = o, .ldo = dh, .m = m, .l = l,
+                    };
+                    took += k->attn_small(&sa);
+                    runs++;
+                    guard_free(q);
+                    guard_free(kk);
+                    guard_free(vv);
+                    if (mask)
+                        guard_free(mask);
+                    guard_free(o);
+                    guard_free(m);
+                    guard_free(l);
+                }
+    printf("%s: %d of %d guarded views fused\n", k->name, took, runs);
+    ck_assert_int_eq(took, runs);   // finite inputs in its sizes: all
+}
+END_TEST
+
 int main(void)
 {
     note_quick("a quarter of the random views");
     Suite *s = suite_create("small_view");
     TCase *tc = tcase_create("small_view");
-    tcase_add_loop_test(tc, fused_equals_tiled, 0, N_ISAS);
+    tcase_add_loop_test(tc, fused_equals_tiled, 0, N_ISAS + 1);
+    tcase_add_loop_test(tc, kernel_stays_in_bounds, 0, N_ISAS + 1);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

@@ -79,6 +79,15 @@ static void shuffle_f32x4(const float *a, const float *b, int which,
                                 : _mm512_shuffle_f32x4(va, vb, 0x88));
 }
 
+static void mask_i32gather_ps(const float *src, uint16_t k,
+                              const int32_t *idx, const float *base,
+                              float *out)
+{
+    _mm512_storeu_ps(out, _mm512_mask_i32gather_ps(
+                              _mm512_loadu_ps(src), k,
+                              _mm512_loadu_si512(idx), base, 4));
+}
+
 const avx512_probes MHSA_KNAME(probes, MHSA_AVX512_SFX) = {
 #if MHSA_AVX512_EMULATED
     .build = "SIMDe emulation",
@@ -97,4 +106,5 @@ const avx512_probes MHSA_KNAME(probes, MHSA_AVX512_SFX) = {
     .cvtepi32_epi16 = cvtepi32_epi16,
     .scalef_ps = scalef_ps,
     .shuffle_f32x4 = shuffle_f32x4,
+    .mask_i32gather_ps = mask_i32gather_ps,
 };

@@ -35,6 +35,11 @@ typedef struct avx512_probes {
     // packers use): which = 0 or 1.
     void (*shuffle_f32x4)(const float *a, const float *b, int which,
                           float *out);
+    // _mm512_mask_i32gather_ps(src, k, idx, base, 4): lane l is
+    // base[idx[l]] where bit l of k is set, else src[l].
+    void (*mask_i32gather_ps)(const float *src, uint16_t k,
+                              const int32_t *idx, const float *base,
+                              float *out);
 } avx512_probes;
 
 extern const avx512_probes mhsa_probes__avx512;

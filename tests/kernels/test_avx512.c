@@ -9,7 +9,8 @@
 //    definition in the Intel SDM written out in plain C: masked loads and
 //    stores (only the lanes of the mask are touched: buffers end at a
 //    PROT_NONE page), vcvtph2ps/vcvtps2ph, vpmovzxwd/vpmovdw, vscalefps,
-//    vshuff32x4. On the emulated build these are the SIMDe fill-ins of
+//    vshuff32x4, vgatherdps with a mask (the masked-off lanes' indices
+//    point into the PROT_NONE page). On the emulated build these are the SIMDe fill-ins of
 //    src/avx512/simde_fillins.h; on an AVX-512 CPU the same checks tie the
 //    definitions to the hardware;
 //  - where both builds run, the emulated exp gives the native bits.
@@ -410,6 +411,40 @@ START_TEST(shuffle_definition)
 }
 END_TEST
 
+START_TEST(masked_gather)
+{
+    const avx512_probes *p = build_or_skip(_i);
+    if (!p)
+        return;
+    rng r = { 950 + (uint64_t)_i };
+    for (int c = 1; c <= 40; c++) {
+        float *buf = guard_alloc((size_t)c, GUARD_AFTER);
+        for (int rep = 0; rep < 64; rep++) {
+            uint32_t src[16], mem[40], out[16], want[16];
+            int32_t idx[16];
+            uint16_t k = (uint16_t)rng_u64(&r);
+            if (rep % 5 == 0)
+                k = 0xffff;
+            fill_bits(&r, src, 16);
+            fill_bits(&r, mem, (size_t)c);
+            memcpy(buf, mem, (size_t)c * 4);
+            for (int l = 0; l < 16; l++) {
+                // lanes outside k read the guard page if they read at all
+                idx[l] = (k >> l) & 1 ? (int32_t)(rng_u64(&r) % (unsigned)c)
+                                      : c + (int32_t)(rng_u64(&r) % 64);
+                want[l] = (k >> l) & 1 ? mem[idx[l]] : src[l];
+            }
+            p->mask_i32gather_ps((const float *)src, k, idx, buf,
+                                 (float *)out);
+            ck_assert_msg(memcmp(out, want, sizeof out) == 0,
+                          "%s mask_i32gather_ps c %d k %04x", p->build, c,
+                          k);
+        }
+        guard_free(buf);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("avx512");
@@ -422,6 +457,7 @@ int main(void)
     tcase_add_loop_test(tc, widen_and_narrow, 0, N_BUILDS);
     tcase_add_loop_test(tc, scalef_definition, 0, N_BUILDS);
     tcase_add_loop_test(tc, shuffle_definition, 0, N_BUILDS);
+    tcase_add_loop_test(tc, masked_gather, 0, N_BUILDS);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }

@@ -1,0 +1,276 @@
+// attn_small.c — the AVX-512 fused forward of a small attention view
+// (kernels.h: attn_small): up to 16 query rows, 16 keys and 32 head
+// columns, in registers and small stack buffers, with no packing.
+//
+// The bits are the tiled path's (attention.c on this table's kernels),
+// operation for operation. The 16 lanes hold the 16 query rows (Q read
+// transposed by gathers), so each step of the softmax's per-row
+// reduction trees over the 16 key lanes is one vertical operation here:
+//  - S: each score is sgemm_12x32's chain, fma over the dh columns in
+//    order from +0;
+//  - the softmax of the one tile (m_old = -inf, l = 0), softmax.c's
+//    steps for a row of <= 16 keys: its masked scores (key j in lane j,
+//    -inf past the row's last key), vmax = max(x, -inf), then
+//    mhsa_hmax__avx512's tree, max(x_t, x_t+8), max(., x_t+4),
+//    max(., x_t+2), max(x_0, x_1), each with softmax.c's operand order
+//    (maxps keeps its second operand on ties of +0 and -0); p = exp(x - m),
+//    vsum = 0 + p and mhsa_hsum__avx512's tree over the same pairs;
+//    l = 0 * 0 + sum = sum. A row's lanes start at its first visible
+//    key, so views with a window cutting a row's first keys are declined;
+//  - O: sgemm_12x32's chain over the keys the row's 12-row panel sees
+//    (attention.c's diag_pv: under the causal mask up to the panel's
+//    last row), added to the +0 the tiled path starts from (the ukr's
+//    beta == 1), then times 1 / l.
+// Declined (return 0): views past the sizes above, a window cutting a
+// row's first keys, a non-finite raw score (non-finite Q or K, which the
+// tiled path turns into NaN scores), a NaN or +inf masked score, or a
+// non-finite O sum (non-finite V, which the tiled path sums in scalar
+// loops). Padding lanes (rows past tq) hold zeros and see no key.
+//
+// Register budget: scores 8 accumulators + Q column; P V at most 12 rows
+// x 2 halves = 24 accumulators + 2 V halves + the broadcast p = 27 of 32.
+#include <limits.h>
+#include <math.h>
+
+#include "avx512/avx512.h"
+#include "avx512/vmath.h"
+
+enum { MR = MHSA_AVX512_MR, MAX_ROWS = 16, MAX_KEYS = 16, MAX_DH = 32 };
+
+// Lane i = i * ld, the element offsets of 16 rows ld apart.
+MHSA_AVX512_INLINE __m512i row_offsets(size_t ld)
+{
+    return _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8,
+                                               7, 6, 5, 4, 3, 2, 1, 0),
+                              _mm512_set1_epi32((int)ld));
+}
+
+// st[j0 + t] lane i = sgemm_12x32's score of row i and key j0 + t, t < KB:
+// each broadcast K element serves the 16 rows.
+MHSA_AVX512_INLINE void score_block(const float *qt, size_t dh,
+                                    const float *kp, int KB, __m512 *st,
+                                    size_t j0)
+{
+    __m512 acc[8];
+#pragma GCC unroll 8
+    for (int t = 0; t < KB; t++)
+        acc[t] = _mm512_setzero_ps();
+    for (size_t c = 0; c < dh; c++) {
+        __m512 qc = _mm512_loadu_ps(qt + c * MAX_ROWS);
+#pragma GCC unroll 8
+        for (int t = 0; t < KB; t++)
+            acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(kp[(size_t)t * dh + c]),
+                                     qc, acc[t]);
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < KB; t++)
+        st[j0 + t] = acc[t];
+}
+
+// The p of the 16 lanes' rows, x the masked score and mu the row's max
+// (0 for rows that see nothing, whose x are all -inf).
+MHSA_AVX512_INLINE __m512 weight(__m512 x, __m512 mu)
+{
+    return mhsa_exp__avx512(_mm512_sub_ps(x, mu));
+}
+
+// The softmax (file comment) of the 16 rows from the scores st, into pt
+// (pt[j * MAX_ROWS + i]) and m, l. hif: per lane one past the last key
+// the row sees (0 for padding lanes and rows that see nothing); hmax the
+// largest. Returns 0 when a masked score is NaN or a row's max is +inf.
+static int softmax16(__m512 *st, const float *mask, size_t ldmask,
+                     __mmask16 rows, size_t n, __m512 hif, size_t hmax,
+                     float *pt, float *m_out, float *l_out)
+{
+    const __m512 ninf = _mm512_set1_ps(-INFINITY);
+    const __m512 pinf = _mm512_set1_ps(INFINITY);
+    __m512i offs = row_offsets(ldmask);
+    __mmask16 nan_seen = 0;
+    __m512 x[MAX_KEYS];
+    for (size_t j = 0; j < MAX_KEYS; j++) {
+        if (j >= hmax) {   // every lane past its row's last key
+            x[j] = ninf;
+            continue;
+        }
+        __mmask16 seen = _mm512_cmp_ps_mask(_mm512_set1_ps((float)j), hif,
+                                            _CMP_LT_OQ);
+        // softmax.c's masked_scores: lanes not loaded are -inf, and
+        // -inf + the fill -inf stays -inf.
+        __m512 v = _mm512_mask_mov_ps(ninf, seen, st[j]);
+        if (mask) {
+            __m512 add = _mm512_mask_i32gather_ps(ninf, seen & rows, offs,
+                                                  mask + j, 4);
+            __mmask16 blocked = _mm512_cmp_ps_mask(add, ninf, _CMP_EQ_OQ);
+            __mmask16 pin = _mm512_cmp_ps_mask(add, pinf, _CMP_EQ_OQ);
+            v = _mm512_add_ps(v, add);
+            v = _mm512_mask_mov_ps(v, blocked, ninf);
+            v = _mm512_mask_mov_ps(v, pin, _mm512_set1_ps(NAN));
+            nan_seen |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+        }
+        x[j] = _mm512_max_ps(v, ninf);   // vmax = max(x, -inf)
+    }
+    if (nan_seen)
+        return 0;
+    // mhsa_hmax__avx512: 256-bit halves, 128-bit halves, movehl, movehdup.
+    __m512 y[8];
+    for (size_t t = 0; t < 8; t++)
+        y[t] = _mm512_max_ps(x[t], x[t + 8]);
+    for (size_t t = 0; t < 4; t++)
+        y[t] = _mm512_max_ps(y[t], y[t + 4]);
+    for (size_t t = 0; t < 2; t++)
+        y[t] = _mm512_max_ps(y[t], y[t + 2]);
+    __m512 mx = _mm512_max_ps(y[0], y[1]);
+    // if (!(m_new > m_old)) m_new = m_old, with m_old = -inf
+    __m512 m = _mm512_mask_mov_ps(ninf, _mm512_cmp_ps_mask(mx, ninf,
+                                                           _CMP_GT_OQ), mx);
+    if (_mm512_cmp_ps_mask(m, pinf, _CMP_EQ_OQ))
+        return 0;
+    // A row with no unblocked key keeps m = -inf, l = 0 and p = +0
+    // (exp(-inf - 0)); the tiled path's softmax skips it the same way.
+    __m512 mu = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(m, ninf, _CMP_NEQ_UQ),
+                                    m);
+    const __m512 zero = _mm512_setzero_ps();
+    __m512 s[8];
+    for (size_t t = 0; t < 8; t++) {
+        // vsum = 0 + p per key lane; keys past a row's last give
+        // exp(-inf) = +0, so lanes past hmax are +0 without an exp.
+        __m512 p0 = t < hmax ? weight(x[t], mu) : zero;
+        __m512 p1 = t + 8 < hmax ? weight(x[t + 8], mu) : zero;
+        if (t < n)
+            _mm512_storeu_ps(pt + t * MAX_ROWS, p0);
+        if (t + 8 < n)
+            _mm512_storeu_ps(pt + (t + 8) * MAX_ROWS, p1);
+        s[t] = _mm512_add_ps(_mm512_add_ps(zero, p0),
+                             _mm512_add_ps(zero, p1));
+    }
+    for (size_t t = 0; t < 4; t++)
+        s[t] = _mm512_add_ps(s[t], s[t + 4]);
+    for (size_t t = 0; t < 2; t++)
+        s[t] = _mm512_add_ps(s[t], s[t + 2]);
+    _mm512_storeu_ps(m_out, m);
+    _mm512_storeu_ps(l_out, _mm512_add_ps(s[0], s[1]));   // + l * alpha = +0
+    return 1;
+}
+
+// O rows r0 .. r0 + h - 1 (h <= H <= MR; one panel) over columns [0, dh)
+// in W = 1 or 2 vectors (dh <= 16 W): sgemm_12x32's chain over keys [0,
+// ki) of p (pt) times V, then +0 + the sum, times inv (1 / l; rows that
+// saw nothing get +0). Rows h .. H - 1 are computed from their zero p and
+// not stored. Returns NaN lanes when a sum is not finite.
+MHSA_AVX512_INLINE __m512 pv_panel(const float *pt, const float *v,
+                                   size_t dh, size_t ki, size_t r0, int H,
+                                   size_t h, int W, const float *inv,
+                                   const float *l, float *o, size_t ldo)
+{
+    const __m512 zero = _mm512_setzero_ps();
+    __mmask16 m0 = mhsa_mask16__avx512(dh);
+    __mmask16 m1 = mhsa_mask16__avx512(dh > 16 ? dh - 16 : 0);
+    __m512 acc[MR][2];
+#pragma GCC unroll 12
+    for (int i = 0; i < H; i++)
+        acc[i][0] = acc[i][1] = zero;
+    for (size_t j = 0; j < ki; j++) {
+        const float *vj = v + j * dh;
+        __m512 b0 = _mm512_maskz_loadu_ps(m0, vj);
+        __m512 b1 = W > 1 ? _mm512_maskz_loadu_ps(m1, vj + 16) : zero;
+        const float *p = pt + j * MAX_ROWS + r0;
+#pragma GCC unroll 12
+        for (int i = 0; i < H; i++) {
+            __m512 pi = _mm512_set1_ps(p[i]);
+            acc[i][0] = _mm512_fmadd_ps(pi, b0, acc[i][0]);
+            if (W > 1)
+                acc[i][1] = _mm512_fmadd_ps(pi, b1, acc[i][1]);
+        }
+    }
+    __m512 chk = zero;
+#pragma GCC unroll 12
+    for (int i = 0; i < H; i++) {
+        if ((size_t)i >= h)
+            break;
+        float *orow = o + (r0 + i) * ldo;
+        __m512 vi = _mm512_set1_ps(inv[r0 + i]);
+        int none = l[r0 + i] == 0.0f;
+        for (int w = 0; w < W; w++) {
+            __m512 s = _mm512_add_ps(zero, acc[i][w]);   // beta == 1 on +0
+            chk = _mm512_fmadd_ps(s, zero, chk);        // inf * 0 = NaN
+            s = none ? zero : _mm512_mul_ps(s, vi);
+            _mm512_mask_storeu_ps(orow + 16 * w, w ? m1 : m0, s);
+        }
+    }
+    return chk;
+}
+
+// pv_panel with the height rounded up to 4, 8 or 12 and the width as
+// constants.
+static __m512 pv_any(const float *pt, const float *v, size_t dh, size_t ki,
+                     size_t r0, size_t h, const float *inv, const float *l,
+                     float *o, size_t ldo)
+{
+#define PV(H, W) pv_panel(pt, v, dh, ki, r0, H, h, W, inv, l, o, ldo)
+    if (dh > 16)
+        return h > 8 ? PV(12, 2) : h > 4 ? PV(8, 2) : PV(4, 2);
+    return h > 8 ? PV(12, 1) : h > 4 ? PV(8, 1) : PV(4, 1);
+#undef PV
+}
+
+int mhsa_attn_small__avx512(const mhsa_attn_small_args *a)
+{
+    size_t tq = a->tq, n = a->n, dh = a->dh;
+    const mhsa_mask_view *mv = &a->mv;
+    if (tq == 0 || tq > MAX_ROWS || n == 0 || n > MAX_KEYS || dh == 0 ||
+        dh > MAX_DH || mv->k0 != 0 ||
+        (mv->mask && mv->ldmask > INT_MAX / MAX_ROWS))
+        return 0;
+    float hi[MAX_ROWS] = { 0 };   // as floats for the lanes' compares
+    size_t hmax = 0;
+    for (size_t r = 0; r < tq; r++) {
+        size_t lo, h;
+        mhsa_mask_view_range(mv, r, n, &lo, &h);
+        if (lo == h)   // sees no key
+            continue;
+        if (lo != 0)   // a window that cuts the first keys
+            return 0;
+        hi[r] = (float)h;
+        hmax = h > hmax ? h : hmax;
+    }
+    __mmask16 rows = mhsa_mask16__avx512(tq);
+    // qt[c * MAX_ROWS + i] = q[i][c]; zero in the padding lanes.
+    float qt[MAX_DH * MAX_ROWS], pt[MAX_KEYS * MAX_ROWS];
+    __m512i qoffs = row_offsets(dh);
+    for (size_t c = 0; c < dh; c++)
+        _mm512_storeu_ps(qt + c * MAX_ROWS,
+                         _mm512_mask_i32gather_ps(_mm512_setzero_ps(), rows,
+                                                  qoffs, a->q + c, 4));
+    __m512 st[MAX_KEYS];
+    size_t j = 0;
+    for (; j + 8 <= n; j += 8)
+        score_block(qt, dh, a->k + j * dh, 8, st, j);
+    for (; j + 4 <= n; j += 4)
+        score_block(qt, dh, a->k + j * dh, 4, st, j);
+    for (; j < n; j++)
+        score_block(qt, dh, a->k + j * dh, 1, st, j);
+    __m512 zero = _mm512_setzero_ps(), chk = zero;
+    for (j = 0; j < n; j++)
+        chk = _mm512_fmadd_ps(st[j], zero, chk);   // inf * 0 = NaN
+    if (_mm512_cmp_ps_mask(chk, chk, _CMP_UNORD_Q))
+        return 0;
+    float mm[MAX_ROWS], ll[MAX_ROWS], inv[MAX_ROWS];
+    if (!softmax16(st, mv->mask, mv->ldmask, rows, n, _mm512_loadu_ps(hi),
+                   hmax, pt, mm, ll))
+        return 0;
+    __m512 vl = _mm512_loadu_ps(ll);
+    _mm512_mask_storeu_ps(a->m, rows, _mm512_loadu_ps(mm));
+    _mm512_mask_storeu_ps(a->l, rows, vl);
+    _mm512_storeu_ps(inv, _mm512_div_ps(_mm512_set1_ps(1.0f), vl));
+    // O per panel of MR rows over the keys the panel sees (diag_pv).
+    chk = zero;
+    for (size_t i0 = 0; i0 < tq; i0 += MR) {
+        size_t h = tq - i0 < MR ? tq - i0 : MR;
+        size_t ki = n;
+        if (mv->causal && mv->q0 + i0 + h < n)
+            ki = mv->q0 + i0 + h;
+        chk = _mm512_or_ps(chk, pv_any(pt, a->v, dh, ki, i0, h, inv, ll,
+                                       a->o, a->ldo));
+    }
+    return !_mm512_cmp_ps_mask(chk, chk, _CMP_UNORD_Q);
+}
