@@ -26,6 +26,7 @@
 #include "attention.h"
 #include "gemm/gemm.h"
 #include "gemm/round_bf16.h"
+#include "small_bwd.h"
 #include "small_view.h"
 
 // Measured (bench attention/fused, dh = 64, AVX2): 72 x 128 beats 48 x 64
@@ -220,21 +221,6 @@ static void nanify(const float *kt, size_t n, size_t dh, size_t kbad,
                 s[r * lds + j] = NAN;
 }
 
-// Keys [0, result) of the tile at key j0 (n keys) that some row of
-// [0, row_end) can see: all n without the causal mask, else up to the last
-// of those rows' positions. (Padding is cut by key_end, the window's lower
-// edge left to the softmax.)
-static size_t panel_keys(const head_args *a, size_t j0, size_t n,
-                         size_t row_end)
-{
-    if (!a->causal)
-        return n;
-    size_t last = a->q_pos + row_end;   // one past the last visible key
-    if (last <= j0)
-        return 0;
-    return last - j0 < n ? last - j0 : n;
-}
-
 // On a tile that crosses the diagonal, S = Q K^T and O += P V run per
 // panel of mr rows only over the keys that panel can see: with one block-
 // wide key range, a block of br rows would spend br/T of the causal work
@@ -249,7 +235,7 @@ static void diag_scores(const mhsa_kernels *k, const head_args *a, size_t j0,
     size_t mr = (size_t)k->mr, nr = (size_t)k->nr, dh = a->dh;
     for (size_t i = 0; i < a->tq; i += mr) {
         size_t h = a->tq - i < mr ? a->tq - i : mr;
-        size_t ni = panel_keys(a, j0, n, i + h);
+        size_t ni = mhsa__attn_panel_keys(a, j0, n, i + h);
         for (size_t j = 0; j < ni; j += nr) {
             size_t w = ni - j < nr ? ni - j : nr;
             k->sgemm_ukr(dh, qa + i * dh, kb + j * dh, s + i * lds + j, lds,
@@ -271,7 +257,7 @@ static void diag_pv(const mhsa_kernels *k, const head_args *a, size_t j0,
     size_t mr = (size_t)k->mr, nr = (size_t)k->nr, dh = a->dh;
     for (size_t i = 0; i < a->tq; i += mr) {
         size_t h = a->tq - i < mr ? a->tq - i : mr;
-        size_t ki = diag ? panel_keys(a, j0, n, i + h) : n;
+        size_t ki = diag ? mhsa__attn_panel_keys(a, j0, n, i + h) : n;
         if (ki == 0)
             continue;
         for (size_t j = 0; j < dh; j += nr) {
@@ -356,7 +342,7 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
     for (size_t j0 = tile_start(a, bc); j0 < kend; j0 += bc) {
         size_t n = kend - j0 < bc ? kend - j0 : bc;
         // Every row sees the whole tile, or the tile crosses the diagonal.
-        int diag = panel_keys(a, j0, n, 1) < n;
+        int diag = mhsa__attn_panel_keys(a, j0, n, 1) < n;
         // S = Q K^T: K tile read transposed into NR-wide panels.
         const float *kb = t.kb, *kt = NULL;
         size_t kbad;
@@ -572,53 +558,6 @@ static int inf_weights(const mhsa_kernels *k, const head_args *a,
     return 1;
 }
 
-// A block whose backward is one tile of at most MHSA_SMALL_BWD_MAX keys
-// and rows, finite fp32 operands and no +inf log-sum-exp: the table's
-// unpacked products (kernels.h: mhsa_small_bwd_args) replace the packs and
-// micro-kernel calls, which cost several times the arithmetic at these
-// sizes. Each sum runs over the rows or keys the packed path's panels
-// give it (diag_keys, diag_pv), so the bits are the packed path's.
-static int small_tile(const mhsa_kernels *k, const head_args *a, int safe,
-                      size_t j0, size_t jend, size_t kend)
-{
-    size_t bc = mhsa__attn_bc(k);
-    if (!k->small_bwd_scores || !safe || a->compute != MHSA_F32 ||
-        a->tq > MHSA_SMALL_BWD_MAX || a->dh > MHSA_SMALL_BWD_MAX ||
-        j0 >= jend || jend - j0 > bc || kend - j0 > MHSA_SMALL_BWD_MAX)
-        return 0;
-    for (size_t r = 0; r < a->tq; r++)
-        if (a->lse[r] == INFINITY)
-            return 0;
-    return 1;
-}
-
-static void backward_small(const mhsa_kernels *k, const head_args *a,
-                           const tile_views *t, size_t j0, size_t kend)
-{
-    size_t tq = a->tq, dh = a->dh, n = kend - j0, bc = mhsa__attn_bc(k);
-    size_t mr = (size_t)k->mr;
-    int diag = panel_keys(a, j0, n, 1) < n;
-    size_t r0[MHSA_SMALL_BWD_MAX], ke[MHSA_SMALL_BWD_MAX];
-    for (size_t j = 0; j < n; j++) {   // diag_keys: per panel of mr keys
-        size_t key = j0 + j / mr * mr;
-        r0[j] = diag && key > a->q_pos ? key - a->q_pos : 0;
-    }
-    for (size_t r = 0; r < tq; r++) {  // diag_pv: per panel of mr rows
-        size_t i = r / mr * mr, h = tq - i < mr ? tq - i : mr;
-        ke[r] = diag ? panel_keys(a, j0, n, i + h) : n;
-    }
-    mhsa_small_bwd_args sb = {
-        tq, n, dh, a->q, a->k + j0 * dh, a->v + j0 * dh, a->dout, a->lddo,
-        t->s, bc, t->dp, bc, a->scale, a->dq, a->dk + j0 * a->ldg,
-        a->dv + j0 * a->ldg, a->ldg, r0, ke, !a->skip_dq, !a->skip_dkv,
-    };
-    k->small_bwd_scores(&sb);
-    mhsa_softmax_grad_args ga = { tq, n, t->s, bc, t->dp, bc,
-                                  mask_view(a, j0), a->lse, t->delta, NULL };
-    k->softmax_grad(&ga);   // s = P, dp = dS
-    k->small_bwd_grads(&sb);
-}
-
 void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
                          float *tiles)
 {
@@ -643,10 +582,9 @@ void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
     }
     size_t jend = a->key1 && a->key1 < kend ? a->key1 : kend;
     size_t jstart = tile_start(a, bc) > a->key0 ? tile_start(a, bc) : a->key0;
-    if (small_tile(k, a, safe, jstart, jend, kend)) {
-        backward_small(k, a, &t, jstart, kend);
+    if (mhsa__head_backward_small(k, a, safe, jstart, jend, kend, t.s,
+                                  t.dp, t.delta))   // one small tile
         return;
-    }
     mhsa_tile_pack_a(k, tq, dh, a->q, dh, 0, 1.0f, a->compute, t.qa);
     mhsa_tile_pack_a(k, tq, dh, a->dout, a->lddo, 0, 1.0f, a->compute,
                      t.da);
@@ -664,7 +602,7 @@ void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
         // On a tile crossing the causal diagonal every product below runs
         // only over the (row, key) panels that see each other (see
         // diag_scores); the softmax gradient never reads the rest.
-        int diag = safe && panel_keys(a, j0, n, 1) < n;
+        int diag = safe && mhsa__attn_panel_keys(a, j0, n, 1) < n;
         mhsa_tile_pack_b(k, dh, n, kt, dh, 1, a->compute, t.kb);     // K^T
         mhsa_tile_pack_b(k, dh, n, vt, dh, 1, a->compute, t.vb);     // V^T
         if (diag) {
