@@ -221,6 +221,60 @@ static void nanify(const float *kt, size_t n, size_t dh, size_t kbad,
                 s[r * lds + j] = NAN;
 }
 
+// The A side of a tile product: a block packed by mhsa_tile_pack_a
+// (panels of mr rows at depth ld), or, where the table has sgemm_ukr_ra
+// and the products are fp32, the rows themselves (row stride ld, times
+// alpha) read in place by it. Q, dO, P and dS are each read by a few
+// nr-column panels only (one for P V at dh <= nr), so their packing cost
+// as much as the products they fed; the row-major tile gives the packed
+// tile's bits (kernels.h), so which side a block takes never shows.
+typedef struct a_side {
+    const float *p;
+    size_t ld;     // in place: row stride; packed: the panels' depth
+    float alpha;   // in place: the factor the pack would have folded in
+    int in_place;
+} a_side;
+
+// rows (m x depth, row stride ld) times alpha as an A side: in place, or
+// packed into buf.
+static a_side a_rows(const mhsa_kernels *k, const head_args *a, size_t m,
+                     size_t depth, const float *rows, size_t ld,
+                     float alpha, float *buf)
+{
+    if (a->compute == MHSA_F32 && mhsa_tile_has_ra(k)) {
+        a_side s = { rows, ld, alpha, 1 };
+        return s;
+    }
+    mhsa_tile_pack_a(k, m, depth, rows, ld, 0, alpha, a->compute, buf);
+    a_side s = { buf, depth, 1.0f, 0 };
+    return s;
+}
+
+// C (h x w, ldc) = beta * C + rows [i, i + h) of A at depth kd times the
+// B panel bp: one micro-tile.
+static void ukr(const mhsa_kernels *k, const a_side *A, size_t i, size_t kd,
+                const float *bp, float *c, size_t ldc, size_t h, size_t w,
+                float beta)
+{
+    if (A->in_place)
+        k->sgemm_ukr_ra(kd, A->p + i * A->ld, A->ld, A->alpha, bp, c, ldc,
+                        h, w, beta, NULL);
+    else
+        k->sgemm_ukr(kd, A->p + i * A->ld, bp, c, ldc, h, w, beta);
+}
+
+// C (m x n, ldc) = beta * C + A (m x kd) Bp: the whole block.
+static void tile_gemm(const mhsa_kernels *k, const a_side *A, size_t m,
+                      size_t n, size_t kd, const float *bp, float *c,
+                      size_t ldc, float beta)
+{
+    if (A->in_place)
+        mhsa_tile_gemm_ra(k, m, n, kd, A->p, A->ld, A->alpha, bp, c, ldc,
+                          beta);
+    else
+        mhsa_tile_gemm(k, m, n, kd, A->p, bp, c, ldc, beta);
+}
+
 // On a tile that crosses the diagonal, S = Q K^T and O += P V run per
 // panel of mr rows only over the keys that panel can see: with one block-
 // wide key range, a block of br rows would spend br/T of the causal work
@@ -229,7 +283,7 @@ static void nanify(const float *kt, size_t n, size_t dh, size_t kbad,
 // them (it writes their p = 0), and the P V sum over a panel stops where
 // its p become zeros.
 static void diag_scores(const mhsa_kernels *k, const head_args *a, size_t j0,
-                        size_t n, const float *qa, const float *kb, float *s,
+                        size_t n, const a_side *qa, const float *kb, float *s,
                         size_t lds)
 {
     size_t mr = (size_t)k->mr, nr = (size_t)k->nr, dh = a->dh;
@@ -238,20 +292,20 @@ static void diag_scores(const mhsa_kernels *k, const head_args *a, size_t j0,
         size_t ni = mhsa__attn_panel_keys(a, j0, n, i + h);
         for (size_t j = 0; j < ni; j += nr) {
             size_t w = ni - j < nr ? ni - j : nr;
-            k->sgemm_ukr(dh, qa + i * dh, kb + j * dh, s + i * lds + j, lds,
-                         h, w, 0.0f);
+            ukr(k, qa, i, dh, kb + j * dh, s + i * lds + j, lds, h, w,
+                0.0f);
         }
     }
 }
 
-// C (tq x dh, ldc) += P V with P (tq x n) packed at depth n and V packed
-// as NR-column panels whose first n rows are used, panel j at vb + j *
-// vdepth (vdepth >= n: a tile packed once for every query block holds all
-// its keys, of which a causal block may use fewer): O += P V in the
-// forward, dQ += dS K in the backward. diag: each mr-row panel stops at
-// its last visible key (see diag_scores).
+// C (tq x dh, ldc) += P V with P (tq x n: packed at depth n, or in place)
+// and V packed as NR-column panels whose first n rows are used, panel j at
+// vb + j * vdepth (vdepth >= n: a tile packed once for every query block
+// holds all its keys, of which a causal block may use fewer): O += P V
+// in the forward, dQ += dS K in the backward. diag: each mr-row panel
+// stops at its last visible key (see diag_scores).
 static void diag_pv(const mhsa_kernels *k, const head_args *a, size_t j0,
-                    size_t n, int diag, const float *pa, const float *vb,
+                    size_t n, int diag, const a_side *pa, const float *vb,
                     size_t vdepth, float *c, size_t ldc)
 {
     size_t mr = (size_t)k->mr, nr = (size_t)k->nr, dh = a->dh;
@@ -262,8 +316,8 @@ static void diag_pv(const mhsa_kernels *k, const head_args *a, size_t j0,
             continue;
         for (size_t j = 0; j < dh; j += nr) {
             size_t w = dh - j < nr ? dh - j : nr;
-            k->sgemm_ukr(ki, pa + i * n, vb + j * vdepth, c + i * ldc + j,
-                         ldc, h, w, 1.0f);
+            ukr(k, pa, i, ki, vb + j * vdepth, c + i * ldc + j, ldc, h, w,
+                1.0f);
         }
     }
 }
@@ -329,7 +383,7 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
     size_t kend = key_end(a);
     tile_views t = carve(k, dh, tiles);
 
-    mhsa_tile_pack_a(k, tq, dh, a->q, dh, 0, 1.0f, a->compute, t.qa);
+    a_side qa = a_rows(k, a, tq, dh, a->q, dh, 1.0f, t.qa);
     int q_ok = rows_finite(a->q, tq, dh, dh);   // the block in one pass
     for (size_t r = 0; r < tq; r++) {
         t.m[r] = -INFINITY;
@@ -355,9 +409,9 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
             kbad = first_bad_row(kt, n, dh, dh);
         }
         if (diag)
-            diag_scores(k, a, j0, n, t.qa, kb, t.s, bc);
+            diag_scores(k, a, j0, n, &qa, kb, t.s, bc);
         else
-            mhsa_tile_gemm(k, tq, n, dh, t.qa, kb, t.s, bc, 0.0f);
+            tile_gemm(k, &qa, tq, n, dh, kb, t.s, bc, 0.0f);
         if (!q_ok || kbad < n) {   // rare: inf/NaN in what rows read
             if (!kt)
                 kt = kv_rows(k, a, 0, j0, n, t.kc);
@@ -384,7 +438,7 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
             v_ok = rows_finite(vt, n, dh, dh);
         }
         if (v_ok) {   // O += P V
-            mhsa_tile_pack_a(k, tq, n, t.s, bc, 0, 1.0f, a->compute, t.pa);
+            a_side pa = a_rows(k, a, tq, n, t.s, bc, 1.0f, t.pa);
             const float *vb = t.vb;
             size_t vdepth = n;
             if (a->vpack) {   // packed with all the tile's keys
@@ -393,7 +447,7 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
             } else {
                 mhsa_tile_pack_b(k, n, dh, vt, dh, 0, a->compute, t.vb);
             }
-            diag_pv(k, a, j0, n, diag, t.pa, vb, vdepth, a->o, a->ldo);
+            diag_pv(k, a, j0, n, diag, &pa, vb, vdepth, a->o, a->ldo);
         } else {      // a non-finite V: skip blocked pairs explicitly
             if (!vt)
                 vt = kv_rows(k, a, 1, j0, n, t.vc);
@@ -524,7 +578,7 @@ static void backward_safe(const head_args *a, size_t j0, size_t n,
 // same scores the tiles below recompute. Returns 0 (infw unused) when no
 // row of the block has lse == +inf, the usual case.
 static int inf_weights(const mhsa_kernels *k, const head_args *a,
-                       const tile_views *t, size_t kend)
+                       const tile_views *t, const a_side *qa, size_t kend)
 {
     size_t tq = a->tq, dh = a->dh, bc = mhsa__attn_bc(k);
     int any = 0;
@@ -538,7 +592,7 @@ static int inf_weights(const mhsa_kernels *k, const head_args *a,
         size_t n = kend - j0 < bc ? kend - j0 : bc;
         mhsa_tile_pack_b(k, dh, n, a->k + j0 * dh, dh, 1, a->compute,
                          t->kb);
-        mhsa_tile_gemm(k, tq, n, dh, t->qa, t->kb, t->s, bc, 0.0f);
+        tile_gemm(k, qa, tq, n, dh, t->kb, t->s, bc, 0.0f);
         for (size_t r = 0; r < tq; r++) {
             if (a->lse[r] != INFINITY)
                 continue;
@@ -585,10 +639,9 @@ void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
     if (mhsa__head_backward_small(k, a, safe, jstart, jend, kend, t.s,
                                   t.dp, t.delta))   // one small tile
         return;
-    mhsa_tile_pack_a(k, tq, dh, a->q, dh, 0, 1.0f, a->compute, t.qa);
-    mhsa_tile_pack_a(k, tq, dh, a->dout, a->lddo, 0, 1.0f, a->compute,
-                     t.da);
-    const float *infw = inf_weights(k, a, &t, kend) ? t.infw : NULL;
+    a_side qa = a_rows(k, a, tq, dh, a->q, dh, 1.0f, t.qa);
+    a_side da = a_rows(k, a, tq, dh, a->dout, a->lddo, 1.0f, t.da);
+    const float *infw = inf_weights(k, a, &t, &qa, kend) ? t.infw : NULL;
     if (!a->skip_dkv) {
         mhsa_tile_pack_b(k, tq, dh, a->q, dh, 0, a->compute, t.qb);
         mhsa_tile_pack_b(k, tq, dh, a->dout, a->lddo, 0, a->compute, t.db);
@@ -606,11 +659,11 @@ void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
         mhsa_tile_pack_b(k, dh, n, kt, dh, 1, a->compute, t.kb);     // K^T
         mhsa_tile_pack_b(k, dh, n, vt, dh, 1, a->compute, t.vb);     // V^T
         if (diag) {
-            diag_scores(k, a, j0, n, t.qa, t.kb, t.s, bc);
-            diag_scores(k, a, j0, n, t.da, t.vb, t.dp, bc);
+            diag_scores(k, a, j0, n, &qa, t.kb, t.s, bc);
+            diag_scores(k, a, j0, n, &da, t.vb, t.dp, bc);
         } else {
-            mhsa_tile_gemm(k, tq, n, dh, t.qa, t.kb, t.s, bc, 0.0f);
-            mhsa_tile_gemm(k, tq, n, dh, t.da, t.vb, t.dp, bc, 0.0f);
+            tile_gemm(k, &qa, tq, n, dh, t.kb, t.s, bc, 0.0f);
+            tile_gemm(k, &da, tq, n, dh, t.vb, t.dp, bc, 0.0f);
         }
         mhsa_softmax_grad_args ga = { tq, n, t.s, bc, t.dp, bc,
                                       mask_view(a, j0), a->lse, t.delta,
@@ -642,12 +695,11 @@ void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
         if (a->skip_dq)
             continue;
         // dQ += scale * dS K
-        mhsa_tile_pack_a(k, tq, n, t.dp, bc, 0, a->scale, a->compute,
-                         t.pa);
+        a_side dsa = a_rows(k, a, tq, n, t.dp, bc, a->scale, t.pa);
         mhsa_tile_pack_b(k, n, dh, kt, dh, 0, a->compute, t.kb);     // K
         if (diag)
-            diag_pv(k, a, j0, n, 1, t.pa, t.kb, n, a->dq, a->ldg);
+            diag_pv(k, a, j0, n, 1, &dsa, t.kb, n, a->dq, a->ldg);
         else
-            mhsa_tile_gemm(k, tq, dh, n, t.pa, t.kb, a->dq, a->ldg, 1.0f);
+            tile_gemm(k, &dsa, tq, dh, n, t.kb, a->dq, a->ldg, 1.0f);
     }
 }
