@@ -105,33 +105,27 @@ static void zero_dkv(const mhsa_block *blk, const mhsa_workspace *ws,
     }
 }
 
-// One task per kv head when there are at least as many kv heads as
-// threads: its query heads in order, each over its query blocks in order,
-// so dk and dv sum the group's contributions in a fixed order. With fewer
-// (one long sequence, few heads), each kv head is split instead: a pass
-// over (kv head, key tile) makes dk and dv, each tile visiting the group's
-// heads and query blocks in order, and a pass over (head, query block)
-// makes dq, each block visiting the key tiles in order. Every sum runs in
-// the order of the one-task version, so the bits are the same either way;
-// the split pays for recomputing the scores twice.
-static void attention_backward(const mhsa_kernels *k, mhsa_workspace *ws,
-                               const mhsa_block *blk)
+// The team's share of attention_backward (mhsa__team_run).
+typedef struct bwd_ctx {
+    const mhsa_kernels *k;
+    mhsa_workspace *ws;
+    const mhsa_block *blk;
+    const attn_view *vw;
+    int split;   // dk/dv and dq in separate passes (attention_backward)
+} bwd_ctx;
+
+static void bwd_body(void *p)
 {
-    size_t B = ws->fwd_b, T = ws->fwd_t, H = blk->H, dh = blk->dh;
+    const bwd_ctx *c = p;
+    const mhsa_kernels *k = c->k;
+    mhsa_workspace *ws = c->ws;
+    const mhsa_block *blk = c->blk;
+    const attn_view *vw = c->vw;
+    size_t B = ws->fwd_b, T = ws->fwd_t, H = blk->H;
     size_t Hkv = blk->Hkv, group = blk->group;
     size_t br = mhsa__attn_br(k), bc = mhsa__attn_bc(k), kvs = B * Hkv;
     size_t nqb = (T + br - 1) / br, ntile = (T + bc - 1) / bc;
-    attn_job job = recorded_job(blk, ws);
-    attn_view view = mhsa__attn_view(&job, ws->attn.seqs);
-    double flops = 0.0;   // the pairs rows see (causal: half of T x T)
-    for (size_t b = 0; b < B; b++)
-        flops += 8.0 * (double)H * mhsa__view_pairs(&view, b) * (double)dh;
-    int nt = mhsa__threads(ws->max_threads, flops, B * H * nqb);
-    int split = (size_t)nt > kvs;
-    const attn_view *vw = &view;
-#pragma omp parallel num_threads(nt) if (nt > 1)
-    {
-    mhsa_fpstate fp = mhsa__fp_enter_team();
+    int split = c->split;
     float *tiles = ws->attn.tiles + (size_t)omp_get_thread_num() *
                                     ws->attn.tile_floats;
     if (!split) {
@@ -171,8 +165,32 @@ static void attention_backward(const mhsa_kernels *k, mhsa_workspace *ws,
             mhsa__head_backward(k, &a, tiles);
         }
     }
-    mhsa__fp_leave_team(fp);
-    }
+}
+
+// One task per kv head when there are at least as many kv heads as
+// threads: its query heads in order, each over its query blocks in order,
+// so dk and dv sum the group's contributions in a fixed order. With fewer
+// (one long sequence, few heads), each kv head is split instead: a pass
+// over (kv head, key tile) makes dk and dv, each tile visiting the group's
+// heads and query blocks in order, and a pass over (head, query block)
+// makes dq, each block visiting the key tiles in order. Every sum runs in
+// the order of the one-task version, so the bits are the same either way;
+// the split pays for recomputing the scores twice.
+static void attention_backward(const mhsa_kernels *k, mhsa_workspace *ws,
+                               const mhsa_block *blk)
+{
+    size_t B = ws->fwd_b, T = ws->fwd_t, H = blk->H, dh = blk->dh;
+    size_t br = mhsa__attn_br(k), kvs = B * blk->Hkv;
+    size_t nqb = (T + br - 1) / br;
+    attn_job job = recorded_job(blk, ws);
+    attn_view view = mhsa__attn_view(&job, ws->attn.seqs);
+    double flops = 0.0;   // the pairs rows see (causal: half of T x T)
+    for (size_t b = 0; b < B; b++)
+        flops += 8.0 * (double)H * mhsa__view_pairs(&view, b) * (double)dh;
+    int nt = mhsa__threads(ws->max_threads, flops, B * H * nqb);
+    int split = (size_t)nt > kvs;
+    bwd_ctx c = { k, ws, blk, &view, split };
+    mhsa__team_run(nt, bwd_body, &c);
 }
 
 mhsa_status mhsa_backward(const mhsa_block *blk, mhsa_workspace *ws,

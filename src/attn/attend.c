@@ -10,7 +10,6 @@
 
 #include "attend.h"
 #include "attention.h"
-#include "core/fpenv.h"
 #include "core/threads.h"
 #include "decode.h"
 
@@ -32,6 +31,70 @@ void mhsa__attn_finish_lse(size_t rows, float *lse, const float *lsum)
 {
     for (size_t i = 0; i < rows; i++)
         lse[i] = lse[i] + logf(lsum[i]);
+}
+
+// The team's share of one call (mhsa__team_run): the kv heads' tiles
+// packed up front when pp->on, then the tasks.
+typedef struct attend_ctx {
+    const mhsa_kernels *k;
+    const attn_scratch *s;
+    const attn_job *j;
+    const attn_view *view;
+    const prepack *pp;
+    const size_t *first;   // the task table (mhsa__attention)
+    size_t tasks, heads;
+} attend_ctx;
+
+static void attend_body(void *p)
+{
+    const attend_ctx *c = p;
+    const mhsa_kernels *k = c->k;
+    const attn_scratch *s = c->s;
+    const attn_job *j = c->j;
+    const attn_view *view = c->view;
+    const prepack *pp = c->pp;
+    const size_t *first = c->first;
+    size_t tasks = c->tasks, heads = c->heads;
+    size_t br = mhsa__attn_br(k), bc = mhsa__attn_bc(k), dh = j->dh;
+    float *tiles = s->tiles + (size_t)omp_get_thread_num() * s->tile_floats;
+    if (pp->on) {
+#pragma omp for schedule(static)
+        for (size_t pt = 0; pt < heads * pp->ntiles; pt++) {
+            size_t hd = pt / pp->ntiles, tile = pt % pp->ntiles;
+            // Tiles wholly before the first key any row sees are never
+            // read (head_forward starts each block at its own first row's
+            // tile), so they are not packed either: a chunk of a long
+            // prefill under a window packs its window, not the history.
+            const attn_seq *v = &view->seq[hd / j->Hkv];
+            if (v->decodes || tile * bc >= v->tk || (tile + 1) * bc <= v->lo)
+                continue;
+            const char *kd = mhsa__view_k(view, hd);
+            const char *vd = mhsa__view_v(view, hd);
+            float *kp = pp->base + hd * pp->per_head;
+            mhsa__head_pack_kv(k, v->tk, dh, tile, kd, vd, j->kv_dtype,
+                               j->compute, kp, kp + pp->kpf, tiles,
+                               pp->vbad + pt, pp->kbad + pt);
+        }   // the implied barrier: every head is packed before it is used
+    }
+    size_t b = 0;
+#pragma omp for schedule(static)
+    for (size_t task = 0; task < tasks; task++) {
+        while (first[b + 1] <= task)   // tasks ascend in each thread
+            b++;
+        size_t nqb = seq_blocks(&view->seq[b], br), t = task - first[b];
+        size_t h = t / nqb, qb = t % nqb;
+        head_args a = mhsa__view_block(view, b, h, qb * br, br);
+        if (pp->on) {
+            size_t hd = mhsa__view_kv_head(view, b, h);
+            a.kpack = pp->base + hd * pp->per_head;
+            a.vpack = a.kpack + pp->kpf;
+            a.vbad = pp->vbad + hd * pp->ntiles;
+            a.kbad = pp->kbad + hd * pp->ntiles;
+        }
+        mhsa__head_forward(k, &a, tiles);
+        if (a.attn)
+            mhsa__head_weights(k, &a, tiles);
+    }
 }
 
 void mhsa__attention(const mhsa_kernels *k, const attn_scratch *s,
@@ -83,48 +146,6 @@ void mhsa__attention(const mhsa_kernels *k, const attn_scratch *s,
     pp.base = s->pack;
     pp.vbad = s->pack + heads * pp.per_head;
     pp.kbad = pp.vbad + heads * pp.ntiles;
-#pragma omp parallel num_threads(nt) if (nt > 1)
-    {
-    mhsa_fpstate fp = mhsa__fp_enter_team();
-    float *tiles = s->tiles + (size_t)omp_get_thread_num() * s->tile_floats;
-    if (pp.on) {
-#pragma omp for schedule(static)
-        for (size_t pt = 0; pt < heads * pp.ntiles; pt++) {
-            size_t hd = pt / pp.ntiles, tile = pt % pp.ntiles;
-            // Tiles wholly before the first key any row sees are never
-            // read (head_forward starts each block at its own first row's
-            // tile), so they are not packed either: a chunk of a long
-            // prefill under a window packs its window, not the history.
-            const attn_seq *v = &view.seq[hd / j->Hkv];
-            if (v->decodes || tile * bc >= v->tk || (tile + 1) * bc <= v->lo)
-                continue;
-            const char *kd = mhsa__view_k(&view, hd);
-            const char *vd = mhsa__view_v(&view, hd);
-            float *kp = pp.base + hd * pp.per_head;
-            mhsa__head_pack_kv(k, v->tk, dh, tile, kd, vd, j->kv_dtype,
-                               j->compute, kp, kp + pp.kpf, tiles,
-                               pp.vbad + pt, pp.kbad + pt);
-        }   // the implied barrier: every head is packed before it is used
-    }
-    size_t b = 0;
-#pragma omp for schedule(static)
-    for (size_t task = 0; task < tasks; task++) {
-        while (first[b + 1] <= task)   // tasks ascend in each thread
-            b++;
-        size_t nqb = seq_blocks(&view.seq[b], br), t = task - first[b];
-        size_t h = t / nqb, qb = t % nqb;
-        head_args a = mhsa__view_block(&view, b, h, qb * br, br);
-        if (pp.on) {
-            size_t hd = mhsa__view_kv_head(&view, b, h);
-            a.kpack = pp.base + hd * pp.per_head;
-            a.vpack = a.kpack + pp.kpf;
-            a.vbad = pp.vbad + hd * pp.ntiles;
-            a.kbad = pp.kbad + hd * pp.ntiles;
-        }
-        mhsa__head_forward(k, &a, tiles);
-        if (a.attn)
-            mhsa__head_weights(k, &a, tiles);
-    }
-    mhsa__fp_leave_team(fp);
-    }
+    attend_ctx c = { k, s, j, &view, &pp, first, tasks, heads };
+    mhsa__team_run(nt, attend_body, &c);
 }

@@ -26,6 +26,7 @@
 #include "attention.h"
 #include "gemm/gemm.h"
 #include "gemm/round_bf16.h"
+#include "small_bwd.h"
 #include "small_view.h"
 
 // Measured (bench attention/fused, dh = 64, AVX2): 72 x 128 beats 48 x 64
@@ -220,19 +221,58 @@ static void nanify(const float *kt, size_t n, size_t dh, size_t kbad,
                 s[r * lds + j] = NAN;
 }
 
-// Keys [0, result) of the tile at key j0 (n keys) that some row of
-// [0, row_end) can see: all n without the causal mask, else up to the last
-// of those rows' positions. (Padding is cut by key_end, the window's lower
-// edge left to the softmax.)
-static size_t panel_keys(const head_args *a, size_t j0, size_t n,
-                         size_t row_end)
+// The A side of a tile product: a block packed by mhsa_tile_pack_a
+// (panels of mr rows at depth ld), or, where the table has sgemm_ukr_ra
+// and the products are fp32, the rows themselves (row stride ld, times
+// alpha) read in place by it. Q, dO, P and dS are each read by a few
+// nr-column panels only (one for P V at dh <= nr), so their packing cost
+// as much as the products they fed; the row-major tile gives the packed
+// tile's bits (kernels.h), so which side a block takes never shows.
+typedef struct a_side {
+    const float *p;
+    size_t ld;     // in place: row stride; packed: the panels' depth
+    float alpha;   // in place: the factor the pack would have folded in
+    int in_place;
+} a_side;
+
+// rows (m x depth, row stride ld) times alpha as an A side: in place, or
+// packed into buf.
+static a_side a_rows(const mhsa_kernels *k, const head_args *a, size_t m,
+                     size_t depth, const float *rows, size_t ld,
+                     float alpha, float *buf)
 {
-    if (!a->causal)
-        return n;
-    size_t last = a->q_pos + row_end;   // one past the last visible key
-    if (last <= j0)
-        return 0;
-    return last - j0 < n ? last - j0 : n;
+    if (a->compute == MHSA_F32 && mhsa_tile_has_ra(k)) {
+        a_side s = { rows, ld, alpha, 1 };
+        return s;
+    }
+    mhsa_tile_pack_a(k, m, depth, rows, ld, 0, alpha, a->compute, buf);
+    a_side s = { buf, depth, 1.0f, 0 };
+    return s;
+}
+
+// C (h x w, ldc) = beta * C + rows [i, i + h) of A at depth kd times the
+// B panel bp: one micro-tile.
+static void ukr(const mhsa_kernels *k, const a_side *A, size_t i, size_t kd,
+                const float *bp, float *c, size_t ldc, size_t h, size_t w,
+                float beta)
+{
+    if (A->in_place)
+        k->sgemm_ukr_ra(kd, A->p + i * A->ld, A->ld, A->alpha, bp, c, ldc,
+                        h, w, beta, NULL);
+    else
+        k->sgemm_ukr(kd, A->p + i * A->ld, bp, c, ldc, h, w, beta);
+}
+
+// C (m x n, ldc) = beta * C + A (m x kd) Bp: the whole block.
+static void tile_gemm(const mhsa_kernels *k, const a_side *A, size_t m,
+                      size_t n, size_t kd, const float *bp, float *c,
+                      size_t ldc, float beta)
+{
+    if (A->in_place)
+        mhsa_tile_gemm_ra(k, m, n, kd, A->p, A->ld, A->alpha, bp, c, ldc,
+                          beta);
+    else
+        mhsa_tile_gemm(k, m, n, kd, A->p, bp, c, ldc, beta);
 }
 
 // On a tile that crosses the diagonal, S = Q K^T and O += P V run per
@@ -243,41 +283,41 @@ static size_t panel_keys(const head_args *a, size_t j0, size_t n,
 // them (it writes their p = 0), and the P V sum over a panel stops where
 // its p become zeros.
 static void diag_scores(const mhsa_kernels *k, const head_args *a, size_t j0,
-                        size_t n, const float *qa, const float *kb, float *s,
+                        size_t n, const a_side *qa, const float *kb, float *s,
                         size_t lds)
 {
     size_t mr = (size_t)k->mr, nr = (size_t)k->nr, dh = a->dh;
     for (size_t i = 0; i < a->tq; i += mr) {
         size_t h = a->tq - i < mr ? a->tq - i : mr;
-        size_t ni = panel_keys(a, j0, n, i + h);
+        size_t ni = mhsa__attn_panel_keys(a, j0, n, i + h);
         for (size_t j = 0; j < ni; j += nr) {
             size_t w = ni - j < nr ? ni - j : nr;
-            k->sgemm_ukr(dh, qa + i * dh, kb + j * dh, s + i * lds + j, lds,
-                         h, w, 0.0f);
+            ukr(k, qa, i, dh, kb + j * dh, s + i * lds + j, lds, h, w,
+                0.0f);
         }
     }
 }
 
-// C (tq x dh, ldc) += P V with P (tq x n) packed at depth n and V packed
-// as NR-column panels whose first n rows are used, panel j at vb + j *
-// vdepth (vdepth >= n: a tile packed once for every query block holds all
-// its keys, of which a causal block may use fewer): O += P V in the
-// forward, dQ += dS K in the backward. diag: each mr-row panel stops at
-// its last visible key (see diag_scores).
+// C (tq x dh, ldc) += P V with P (tq x n: packed at depth n, or in place)
+// and V packed as NR-column panels whose first n rows are used, panel j at
+// vb + j * vdepth (vdepth >= n: a tile packed once for every query block
+// holds all its keys, of which a causal block may use fewer): O += P V
+// in the forward, dQ += dS K in the backward. diag: each mr-row panel
+// stops at its last visible key (see diag_scores).
 static void diag_pv(const mhsa_kernels *k, const head_args *a, size_t j0,
-                    size_t n, int diag, const float *pa, const float *vb,
+                    size_t n, int diag, const a_side *pa, const float *vb,
                     size_t vdepth, float *c, size_t ldc)
 {
     size_t mr = (size_t)k->mr, nr = (size_t)k->nr, dh = a->dh;
     for (size_t i = 0; i < a->tq; i += mr) {
         size_t h = a->tq - i < mr ? a->tq - i : mr;
-        size_t ki = diag ? panel_keys(a, j0, n, i + h) : n;
+        size_t ki = diag ? mhsa__attn_panel_keys(a, j0, n, i + h) : n;
         if (ki == 0)
             continue;
         for (size_t j = 0; j < dh; j += nr) {
             size_t w = dh - j < nr ? dh - j : nr;
-            k->sgemm_ukr(ki, pa + i * n, vb + j * vdepth, c + i * ldc + j,
-                         ldc, h, w, 1.0f);
+            ukr(k, pa, i, ki, vb + j * vdepth, c + i * ldc + j, ldc, h, w,
+                1.0f);
         }
     }
 }
@@ -343,7 +383,7 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
     size_t kend = key_end(a);
     tile_views t = carve(k, dh, tiles);
 
-    mhsa_tile_pack_a(k, tq, dh, a->q, dh, 0, 1.0f, a->compute, t.qa);
+    a_side qa = a_rows(k, a, tq, dh, a->q, dh, 1.0f, t.qa);
     int q_ok = rows_finite(a->q, tq, dh, dh);   // the block in one pass
     for (size_t r = 0; r < tq; r++) {
         t.m[r] = -INFINITY;
@@ -356,7 +396,7 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
     for (size_t j0 = tile_start(a, bc); j0 < kend; j0 += bc) {
         size_t n = kend - j0 < bc ? kend - j0 : bc;
         // Every row sees the whole tile, or the tile crosses the diagonal.
-        int diag = panel_keys(a, j0, n, 1) < n;
+        int diag = mhsa__attn_panel_keys(a, j0, n, 1) < n;
         // S = Q K^T: K tile read transposed into NR-wide panels.
         const float *kb = t.kb, *kt = NULL;
         size_t kbad;
@@ -369,9 +409,9 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
             kbad = first_bad_row(kt, n, dh, dh);
         }
         if (diag)
-            diag_scores(k, a, j0, n, t.qa, kb, t.s, bc);
+            diag_scores(k, a, j0, n, &qa, kb, t.s, bc);
         else
-            mhsa_tile_gemm(k, tq, n, dh, t.qa, kb, t.s, bc, 0.0f);
+            tile_gemm(k, &qa, tq, n, dh, kb, t.s, bc, 0.0f);
         if (!q_ok || kbad < n) {   // rare: inf/NaN in what rows read
             if (!kt)
                 kt = kv_rows(k, a, 0, j0, n, t.kc);
@@ -398,7 +438,7 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
             v_ok = rows_finite(vt, n, dh, dh);
         }
         if (v_ok) {   // O += P V
-            mhsa_tile_pack_a(k, tq, n, t.s, bc, 0, 1.0f, a->compute, t.pa);
+            a_side pa = a_rows(k, a, tq, n, t.s, bc, 1.0f, t.pa);
             const float *vb = t.vb;
             size_t vdepth = n;
             if (a->vpack) {   // packed with all the tile's keys
@@ -407,7 +447,7 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
             } else {
                 mhsa_tile_pack_b(k, n, dh, vt, dh, 0, a->compute, t.vb);
             }
-            diag_pv(k, a, j0, n, diag, t.pa, vb, vdepth, a->o, a->ldo);
+            diag_pv(k, a, j0, n, diag, &pa, vb, vdepth, a->o, a->ldo);
         } else {      // a non-finite V: skip blocked pairs explicitly
             if (!vt)
                 vt = kv_rows(k, a, 1, j0, n, t.vc);
@@ -538,7 +578,7 @@ static void backward_safe(const head_args *a, size_t j0, size_t n,
 // same scores the tiles below recompute. Returns 0 (infw unused) when no
 // row of the block has lse == +inf, the usual case.
 static int inf_weights(const mhsa_kernels *k, const head_args *a,
-                       const tile_views *t, size_t kend)
+                       const tile_views *t, const a_side *qa, size_t kend)
 {
     size_t tq = a->tq, dh = a->dh, bc = mhsa__attn_bc(k);
     int any = 0;
@@ -552,7 +592,7 @@ static int inf_weights(const mhsa_kernels *k, const head_args *a,
         size_t n = kend - j0 < bc ? kend - j0 : bc;
         mhsa_tile_pack_b(k, dh, n, a->k + j0 * dh, dh, 1, a->compute,
                          t->kb);
-        mhsa_tile_gemm(k, tq, n, dh, t->qa, t->kb, t->s, bc, 0.0f);
+        tile_gemm(k, qa, tq, n, dh, t->kb, t->s, bc, 0.0f);
         for (size_t r = 0; r < tq; r++) {
             if (a->lse[r] != INFINITY)
                 continue;
@@ -570,53 +610,6 @@ static int inf_weights(const mhsa_kernels *k, const head_args *a,
         if (a->lse[r] == INFINITY)
             t->infw[r] = 1.0f / t->infw[r];
     return 1;
-}
-
-// A block whose backward is one tile of at most MHSA_SMALL_BWD_MAX keys
-// and rows, finite fp32 operands and no +inf log-sum-exp: the table's
-// unpacked products (kernels.h: mhsa_small_bwd_args) replace the packs and
-// micro-kernel calls, which cost several times the arithmetic at these
-// sizes. Each sum runs over the rows or keys the packed path's panels
-// give it (diag_keys, diag_pv), so the bits are the packed path's.
-static int small_tile(const mhsa_kernels *k, const head_args *a, int safe,
-                      size_t j0, size_t jend, size_t kend)
-{
-    size_t bc = mhsa__attn_bc(k);
-    if (!k->small_bwd_scores || !safe || a->compute != MHSA_F32 ||
-        a->tq > MHSA_SMALL_BWD_MAX || a->dh > MHSA_SMALL_BWD_MAX ||
-        j0 >= jend || jend - j0 > bc || kend - j0 > MHSA_SMALL_BWD_MAX)
-        return 0;
-    for (size_t r = 0; r < a->tq; r++)
-        if (a->lse[r] == INFINITY)
-            return 0;
-    return 1;
-}
-
-static void backward_small(const mhsa_kernels *k, const head_args *a,
-                           const tile_views *t, size_t j0, size_t kend)
-{
-    size_t tq = a->tq, dh = a->dh, n = kend - j0, bc = mhsa__attn_bc(k);
-    size_t mr = (size_t)k->mr;
-    int diag = panel_keys(a, j0, n, 1) < n;
-    size_t r0[MHSA_SMALL_BWD_MAX], ke[MHSA_SMALL_BWD_MAX];
-    for (size_t j = 0; j < n; j++) {   // diag_keys: per panel of mr keys
-        size_t key = j0 + j / mr * mr;
-        r0[j] = diag && key > a->q_pos ? key - a->q_pos : 0;
-    }
-    for (size_t r = 0; r < tq; r++) {  // diag_pv: per panel of mr rows
-        size_t i = r / mr * mr, h = tq - i < mr ? tq - i : mr;
-        ke[r] = diag ? panel_keys(a, j0, n, i + h) : n;
-    }
-    mhsa_small_bwd_args sb = {
-        tq, n, dh, a->q, a->k + j0 * dh, a->v + j0 * dh, a->dout, a->lddo,
-        t->s, bc, t->dp, bc, a->scale, a->dq, a->dk + j0 * a->ldg,
-        a->dv + j0 * a->ldg, a->ldg, r0, ke, !a->skip_dq, !a->skip_dkv,
-    };
-    k->small_bwd_scores(&sb);
-    mhsa_softmax_grad_args ga = { tq, n, t->s, bc, t->dp, bc,
-                                  mask_view(a, j0), a->lse, t->delta, NULL };
-    k->softmax_grad(&ga);   // s = P, dp = dS
-    k->small_bwd_grads(&sb);
 }
 
 void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
@@ -643,14 +636,12 @@ void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
     }
     size_t jend = a->key1 && a->key1 < kend ? a->key1 : kend;
     size_t jstart = tile_start(a, bc) > a->key0 ? tile_start(a, bc) : a->key0;
-    if (small_tile(k, a, safe, jstart, jend, kend)) {
-        backward_small(k, a, &t, jstart, kend);
+    if (mhsa__head_backward_small(k, a, safe, jstart, jend, kend, t.s,
+                                  t.dp, t.delta))   // one small tile
         return;
-    }
-    mhsa_tile_pack_a(k, tq, dh, a->q, dh, 0, 1.0f, a->compute, t.qa);
-    mhsa_tile_pack_a(k, tq, dh, a->dout, a->lddo, 0, 1.0f, a->compute,
-                     t.da);
-    const float *infw = inf_weights(k, a, &t, kend) ? t.infw : NULL;
+    a_side qa = a_rows(k, a, tq, dh, a->q, dh, 1.0f, t.qa);
+    a_side da = a_rows(k, a, tq, dh, a->dout, a->lddo, 1.0f, t.da);
+    const float *infw = inf_weights(k, a, &t, &qa, kend) ? t.infw : NULL;
     if (!a->skip_dkv) {
         mhsa_tile_pack_b(k, tq, dh, a->q, dh, 0, a->compute, t.qb);
         mhsa_tile_pack_b(k, tq, dh, a->dout, a->lddo, 0, a->compute, t.db);
@@ -664,15 +655,15 @@ void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
         // On a tile crossing the causal diagonal every product below runs
         // only over the (row, key) panels that see each other (see
         // diag_scores); the softmax gradient never reads the rest.
-        int diag = safe && panel_keys(a, j0, n, 1) < n;
+        int diag = safe && mhsa__attn_panel_keys(a, j0, n, 1) < n;
         mhsa_tile_pack_b(k, dh, n, kt, dh, 1, a->compute, t.kb);     // K^T
         mhsa_tile_pack_b(k, dh, n, vt, dh, 1, a->compute, t.vb);     // V^T
         if (diag) {
-            diag_scores(k, a, j0, n, t.qa, t.kb, t.s, bc);
-            diag_scores(k, a, j0, n, t.da, t.vb, t.dp, bc);
+            diag_scores(k, a, j0, n, &qa, t.kb, t.s, bc);
+            diag_scores(k, a, j0, n, &da, t.vb, t.dp, bc);
         } else {
-            mhsa_tile_gemm(k, tq, n, dh, t.qa, t.kb, t.s, bc, 0.0f);
-            mhsa_tile_gemm(k, tq, n, dh, t.da, t.vb, t.dp, bc, 0.0f);
+            tile_gemm(k, &qa, tq, n, dh, t.kb, t.s, bc, 0.0f);
+            tile_gemm(k, &da, tq, n, dh, t.vb, t.dp, bc, 0.0f);
         }
         mhsa_softmax_grad_args ga = { tq, n, t.s, bc, t.dp, bc,
                                       mask_view(a, j0), a->lse, t.delta,
@@ -704,12 +695,11 @@ void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
         if (a->skip_dq)
             continue;
         // dQ += scale * dS K
-        mhsa_tile_pack_a(k, tq, n, t.dp, bc, 0, a->scale, a->compute,
-                         t.pa);
+        a_side dsa = a_rows(k, a, tq, n, t.dp, bc, a->scale, t.pa);
         mhsa_tile_pack_b(k, n, dh, kt, dh, 0, a->compute, t.kb);     // K
         if (diag)
-            diag_pv(k, a, j0, n, 1, t.pa, t.kb, n, a->dq, a->ldg);
+            diag_pv(k, a, j0, n, 1, &dsa, t.kb, n, a->dq, a->ldg);
         else
-            mhsa_tile_gemm(k, tq, dh, n, t.pa, t.kb, a->dq, a->ldg, 1.0f);
+            tile_gemm(k, &dsa, tq, dh, n, t.kb, a->dq, a->ldg, 1.0f);
     }
 }

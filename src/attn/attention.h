@@ -57,6 +57,22 @@ typedef struct head_args {
     mhsa_dtype compute;
 } head_args;
 
+// Keys [0, result) of the tile at key j0 (n keys) that some row of
+// [0, row_end) can see: all n without the causal mask, else up to the last
+// of those rows' positions. (Padding is cut by key_end, the window's lower
+// edge left to the softmax.) Inline here because the tiled backward
+// (attention.c) and the small tile's (small_bwd.c) must agree on it.
+static inline size_t mhsa__attn_panel_keys(const head_args *a, size_t j0,
+                                           size_t n, size_t row_end)
+{
+    if (!a->causal)
+        return n;
+    size_t last = a->q_pos + row_end;   // one past the last visible key
+    if (last <= j0)
+        return 0;
+    return last - j0 < n ? last - j0 : n;
+}
+
 // Query/key block sizes for a kernel table (multiples of mr / nr).
 size_t mhsa__attn_br(const mhsa_kernels *k);
 size_t mhsa__attn_bc(const mhsa_kernels *k);

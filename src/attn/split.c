@@ -11,7 +11,6 @@
 #include <omp.h>
 #include <string.h>
 
-#include "core/fpenv.h"
 #include "core/threads.h"
 #include "permute.h"
 #include "split.h"
@@ -126,6 +125,22 @@ static void plain_head(const mhsa_kernels *k, const head_layout *lay,
     mhsa__permute_4d(k, &p);
 }
 
+typedef struct plain_ctx {
+    const mhsa_kernels *k;
+    const head_layout *lay;
+    const split_args *a;
+    size_t units;
+} plain_ctx;
+
+// The plain split's head copies, shared by the team (mhsa__team_run).
+static void plain_body(void *p)
+{
+    const plain_ctx *c = p;
+#pragma omp for schedule(static)
+    for (size_t u = 0; u < c->units; u++)
+        plain_head(c->k, c->lay, c->a, u);
+}
+
 void mhsa__split_heads(const mhsa_kernels *k, const head_layout *lay,
                        const split_args *a)
 {
@@ -138,14 +153,8 @@ void mhsa__split_heads(const mhsa_kernels *k, const head_layout *lay,
         size_t units = a->batch * (lay->H + 2 * lay->Hkv);
         double work = (double)a->batch * (double)a->t * (double)lay->nqkv;
         int nt = mhsa__threads(omp_get_max_threads(), work, units);
-#pragma omp parallel num_threads(nt) if (nt > 1)
-        {
-            mhsa_fpstate fp = mhsa__fp_enter_team();
-#pragma omp for schedule(static)
-            for (size_t u = 0; u < units; u++)
-                plain_head(k, lay, a, u);
-            mhsa__fp_leave_team(fp);
-        }
+        plain_ctx c = { k, lay, a, units };
+        mhsa__team_run(nt, plain_body, &c);
         return;
     }
     for (size_t b = 0; b < a->batch; b++) {

@@ -425,39 +425,59 @@ void mhsa_gemv_rows_dt(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
     }
 }
 
+// A thread's share of mhsa_gemv_rows_16m (mhsa__team_run).
+enum { CB = 64 };   // W rows per kv_dot call when y is added to
+typedef struct rows16m_ctx {
+    const mhsa_kernels *k;
+    size_t m, n, d;
+    const void *w;
+    mhsa_dtype wdt;
+    size_t ldw;
+    const float *x;
+    size_t ldx;
+    float *y;
+    size_t ldy;
+    float beta;
+} rows16m_ctx;
+
+static void rows16m_body(void *p)
+{
+    const rows16m_ctx *c = p;
+    const mhsa_kernels *k = c->k;
+    size_t m = c->m, d = c->d, ldw = c->ldw, ldx = c->ldx, ldy = c->ldy;
+    size_t es = mhsa_dtype_size(c->wdt);
+    const float *x = c->x;
+    float *y = c->y, beta = c->beta;
+    size_t lo, hi;
+    row_share(c->n, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
+    const char *w0 = (const char *)c->w;
+    if (beta == 0.0f && hi > lo) {   // straight into y
+        k->kv_dot(m, hi - lo, d, x, ldx, w0 + lo * ldw * es, ldw, c->wdt,
+                  y + lo, ldy);
+    } else {
+        float t[MHSA_FEW_ROWS_16 * CB];
+        for (size_t j = lo; j < hi; j += CB) {
+            size_t cb = hi - j < CB ? hi - j : CB;
+            k->kv_dot(m, cb, d, x, ldx, w0 + j * ldw * es, ldw, c->wdt, t,
+                      cb);
+            for (size_t r = 0; r < m; r++)
+                for (size_t col = 0; col < cb; col++)
+                    y[r * ldy + j + col] =
+                        beta * y[r * ldy + j + col] + t[r * cb + col];
+        }
+    }
+}
+
 void mhsa_gemv_rows_16m(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
                         size_t m, size_t n, size_t d, const void *w,
                         mhsa_dtype wdt, size_t ldw, const float *x,
                         size_t ldx, float *y, size_t ldy, float beta)
 {
-    enum { CB = 64 };   // W rows per kv_dot call when y is added to
-    size_t es = mhsa_dtype_size(wdt);
     int nt = mhsa__threads(s->max_threads,
                            2.0 * (double)m * (double)n * (double)d,
                            (n + 63) / 64);
-#pragma omp parallel num_threads(nt) if (nt > 1)
-    {
-        mhsa_fpstate fp = mhsa__fp_enter_team();
-        size_t lo, hi;
-        row_share(n, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
-        const char *w0 = (const char *)w;
-        if (beta == 0.0f && hi > lo) {   // straight into y
-            k->kv_dot(m, hi - lo, d, x, ldx, w0 + lo * ldw * es, ldw, wdt,
-                      y + lo, ldy);
-        } else {
-            float t[MHSA_FEW_ROWS_16 * CB];
-            for (size_t j = lo; j < hi; j += CB) {
-                size_t cb = hi - j < CB ? hi - j : CB;
-                k->kv_dot(m, cb, d, x, ldx, w0 + j * ldw * es, ldw, wdt, t,
-                          cb);
-                for (size_t r = 0; r < m; r++)
-                    for (size_t c = 0; c < cb; c++)
-                        y[r * ldy + j + c] =
-                            beta * y[r * ldy + j + c] + t[r * cb + c];
-            }
-        }
-        mhsa__fp_leave_team(fp);
-    }
+    rows16m_ctx c = { k, m, n, d, w, wdt, ldw, x, ldx, y, ldy, beta };
+    mhsa__team_run(nt, rows16m_body, &c);
 }
 
 // ---- single-threaded tile helpers ----------------------------------------

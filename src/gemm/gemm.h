@@ -159,7 +159,8 @@ void mhsa_tile_gemm(const mhsa_kernels *k, size_t m, size_t n, size_t kdim,
 // the bits of mhsa_tile_pack_a(..., trans 0, alpha, MHSA_F32, ap) then
 // mhsa_tile_gemm. Only where mhsa_tile_has_ra(k) and with compute dtype
 // F32 (the bf16 rounding lives in the packer). For the attention loops'
-// Q (alpha = scale) and P panels, which are read by a tile or two each.
+// Q, dO, P and dS (alpha = scale) blocks, which are read by a tile or a
+// few each (attn/attention.c: a_side).
 int mhsa_tile_has_ra(const mhsa_kernels *k);
 void mhsa_tile_gemm_ra(const mhsa_kernels *k, size_t m, size_t n,
                        size_t kdim, const float *a, size_t lda, float alpha,

@@ -19,7 +19,6 @@
 
 #include "gemm_bf16.h"
 #include "core/cpu_features.h"
-#include "core/fpenv.h"
 #include "core/status.h"
 #include "core/threads.h"
 
@@ -228,6 +227,54 @@ static void scale_c(size_t m, size_t n, float beta, float *c, size_t ldc)
             c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
 }
 
+// One thread's share of mhsa_sgemm_bf16 (mhsa__team_run): the KC loop,
+// B's panels packed by the team, then the tiles.
+typedef struct bf16_ctx {
+    const mhsa_kernels *k;
+    const mhsa_bf16_tiles *t;
+    const mhsa_gemm_scratch *s;
+    const tile_plan *tp;
+    int trans_a, trans_b;
+    size_t m, n, kdim;
+    float alpha;
+    const float *a;
+    size_t lda;
+    const void *b;
+    mhsa_dtype bdt;
+    size_t ldb;
+    const float *bp_prepacked;
+    float beta;
+    float *c;
+    size_t ldc, panels, a_floats;
+    uint16_t *bpack;
+} bf16_ctx;
+
+static void bf16_body(void *p)
+{
+    const bf16_ctx *x = p;
+    const mhsa_bf16_tiles *t = x->t;
+    const mhsa_gemm_blocking bl = t->blocking;
+    if (t->thread_begin)
+        t->thread_begin();
+    uint16_t *apack = (uint16_t *)(void *)(
+        x->s->a + (size_t)omp_get_thread_num() * x->a_floats);
+    for (size_t pc = 0; pc < x->kdim; pc += bl.kc) {
+        size_t kc = x->kdim - pc < bl.kc ? x->kdim - pc : bl.kc;
+#pragma omp for schedule(static)
+        for (size_t p = 0; p < x->panels; p++)
+            pack_b_panel(x->k, t, p, pc, kc, x->kdim, x->n, x->b, x->bdt,
+                         x->ldb, x->trans_b, x->bp_prepacked, x->bpack);
+        // (the omp for ends with a barrier: B is whole before use)
+        run_tiles(t, x->tp, apack, x->trans_a, x->m, x->n, pc, kc, x->alpha,
+                  x->a, x->lda, x->bpack, pc == 0 ? x->beta : 1.0f, x->c,
+                  x->ldc);
+        // run_tiles' omp for ends with a barrier, so no thread repacks
+        // the shared B panel while another still reads it.
+    }
+    if (t->thread_end)
+        t->thread_end();
+}
+
 void mhsa_sgemm_bf16(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
                      int trans_a, int trans_b, size_t m, size_t n,
                      size_t kdim, float alpha, const float *a, size_t lda,
@@ -267,29 +314,10 @@ void mhsa_sgemm_bf16(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
     size_t a_floats = mhsa_gemm_a_floats(k);
     uint16_t *bpack = (uint16_t *)(void *)s->b;
 
-#pragma omp parallel num_threads(nt) if (nt > 1)
-    {
-        mhsa_fpstate fp = mhsa__fp_enter_team();
-        if (t->thread_begin)
-            t->thread_begin();
-        uint16_t *apack = (uint16_t *)(void *)(
-            s->a + (size_t)omp_get_thread_num() * a_floats);
-        for (size_t pc = 0; pc < kdim; pc += bl.kc) {
-            size_t kc = kdim - pc < bl.kc ? kdim - pc : bl.kc;
-#pragma omp for schedule(static)
-            for (size_t p = 0; p < panels; p++)
-                pack_b_panel(k, t, p, pc, kc, kdim, n, b, bdt, ldb, trans_b,
-                             bp_prepacked, bpack);
-            // (the omp for ends with a barrier: B is whole before use)
-            run_tiles(t, &tp, apack, trans_a, m, n, pc, kc, alpha, a, lda,
-                      bpack, pc == 0 ? beta : 1.0f, c, ldc);
-            // run_tiles' omp for ends with a barrier, so no thread repacks
-            // the shared B panel while another still reads it.
-        }
-        if (t->thread_end)
-            t->thread_end();
-        mhsa__fp_leave_team(fp);
-    }
+    bf16_ctx cx = { k, t, s, &tp, trans_a, trans_b, m, n, kdim, alpha, a,
+                    lda, b, bdt, ldb, bp_prepacked, beta, c, ldc, panels,
+                    a_floats, bpack };
+    mhsa__team_run(nt, bf16_body, &cx);
 }
 
 // ---- single-threaded tile helpers -----------------------------------------

@@ -1,8 +1,6 @@
 // linear.c — the block's projections (linear.h).
-#include <omp.h>
 #include <string.h>
 
-#include "core/fpenv.h"
 #include "core/threads.h"
 #include "linear.h"
 
@@ -10,20 +8,29 @@
 // projection of 512 tokens at D = 512), split over the threads the GEMM
 // after it uses, as it was a serial section before every projection
 // (issue 24). Copies: the bits do not depend on the split. The region
-// computes nothing, yet keeps core/fpenv.h's rule like every other: a pool
-// thread born here must leave with the caller's state, not the library's.
+// computes nothing, yet keeps core/fpenv.h's rule like every other (through
+// mhsa__team_run): a pool thread born here must leave with the caller's
+// state, not the library's.
+typedef struct bias_ctx {
+    size_t rows, n;
+    const float *b;
+    float *y;
+} bias_ctx;
+
+static void bias_body(void *p)
+{
+    const bias_ctx *c = p;
+#pragma omp for schedule(static)
+    for (size_t r = 0; r < c->rows; r++)
+        memcpy(c->y + r * c->n, c->b, c->n * sizeof(float));
+}
+
 static void bias_rows(const mhsa_gemm_scratch *s, size_t rows, size_t n,
                       const float *b, float *y)
 {
     int nt = mhsa__threads(s->max_threads, (double)rows * (double)n, rows);
-#pragma omp parallel num_threads(nt) if (nt > 1)
-    {
-        mhsa_fpstate fp = mhsa__fp_enter_team();
-#pragma omp for schedule(static)
-        for (size_t r = 0; r < rows; r++)
-            memcpy(y + r * n, b, n * sizeof(float));
-        mhsa__fp_leave_team(fp);
-    }
+    bias_ctx c = { rows, n, b, y };
+    mhsa__team_run(nt, bias_body, &c);
 }
 
 void mhsa__linear(const mhsa_kernels *k, const mhsa_gemm_scratch *s,

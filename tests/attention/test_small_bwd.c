@@ -1,5 +1,5 @@
 // test_small_bwd.c — the small-tile attention backward (kernels.h:
-// small_bwd_scores / small_bwd_grads, attn/attention.c backward_small)
+// small_bwd_scores / small_bwd_grads, attn/small_bwd.c)
 // gives the bits of the packed-GEMM path of the same table, on every ISA
 // that has it: one head's block run through mhsa__head_backward with the
 // table as built and with a copy whose small products are removed, over

@@ -1,0 +1,60 @@
+// small_bwd.c — the backward of a small block through the table's unpacked
+// products (kernels.h: small_bwd_scores / small_bwd_grads), when it has
+// them and the block is one they can take: one key tile of at most
+// MHSA_SMALL_BWD_MAX keys and rows, finite fp32 operands and no +inf
+// log-sum-exp. They replace the packs and micro-kernel calls of the tiled
+// path (attention.c), which cost several times the arithmetic at these
+// sizes. Each sum runs over the rows or keys the tiled path's panels give
+// it (attention.c's diag_keys, diag_pv), so the bits are the tiled path's.
+#include <math.h>
+
+#include "small_bwd.h"
+
+// Whether the block's backward is one tile the small products can take.
+static int small_tile(const mhsa_kernels *k, const head_args *a, int safe,
+                      size_t j0, size_t jend, size_t kend)
+{
+    size_t bc = mhsa__attn_bc(k);
+    if (!k->small_bwd_scores || !safe || a->compute != MHSA_F32 ||
+        a->tq > MHSA_SMALL_BWD_MAX || a->dh > MHSA_SMALL_BWD_MAX ||
+        j0 >= jend || jend - j0 > bc || kend - j0 > MHSA_SMALL_BWD_MAX)
+        return 0;
+    for (size_t r = 0; r < a->tq; r++)
+        if (a->lse[r] == INFINITY)
+            return 0;
+    return 1;
+}
+
+int mhsa__head_backward_small(const mhsa_kernels *k, const head_args *a,
+                              int safe, size_t j0, size_t jend, size_t kend,
+                              float *s, float *dp, const float *delta)
+{
+    if (!small_tile(k, a, safe, j0, jend, kend))
+        return 0;
+    size_t tq = a->tq, dh = a->dh, n = kend - j0, bc = mhsa__attn_bc(k);
+    size_t mr = (size_t)k->mr;
+    int diag = mhsa__attn_panel_keys(a, j0, n, 1) < n;
+    size_t r0[MHSA_SMALL_BWD_MAX], ke[MHSA_SMALL_BWD_MAX];
+    for (size_t j = 0; j < n; j++) {   // diag_keys: per panel of mr keys
+        size_t key = j0 + j / mr * mr;
+        r0[j] = diag && key > a->q_pos ? key - a->q_pos : 0;
+    }
+    for (size_t r = 0; r < tq; r++) {  // diag_pv: per panel of mr rows
+        size_t i = r / mr * mr, h = tq - i < mr ? tq - i : mr;
+        ke[r] = diag ? mhsa__attn_panel_keys(a, j0, n, i + h) : n;
+    }
+    mhsa_small_bwd_args sb = {
+        tq, n, dh, a->q, a->k + j0 * dh, a->v + j0 * dh, a->dout, a->lddo,
+        s, bc, dp, bc, a->scale, a->dq, a->dk + j0 * a->ldg,
+        a->dv + j0 * a->ldg, a->ldg, r0, ke, !a->skip_dq, !a->skip_dkv,
+    };
+    k->small_bwd_scores(&sb);
+    // attention.c's mask_view for the tile at j0.
+    mhsa_mask_view mv = { a->mask ? a->mask + j0 : NULL, a->ldmask,
+                          a->q_pos, j0, a->causal, a->window, a->klen };
+    mhsa_softmax_grad_args ga = { tq, n, s, bc, dp, bc, mv, a->lse, delta,
+                                  NULL };
+    k->softmax_grad(&ga);   // s = P, dp = dS
+    k->small_bwd_grads(&sb);
+    return 1;
+}

@@ -1,0 +1,21 @@
+// small_bwd.h — a small block's backward in the table's unpacked products
+// (small_bwd.c).
+#ifndef MHSA_ATTN_SMALL_BWD_H
+#define MHSA_ATTN_SMALL_BWD_H
+
+#include "attention.h"
+
+// Runs the backward of the block a over its key tile [j0, kend) through
+// k->small_bwd_scores / small_bwd_grads and returns 1, when the table has
+// them and the block is one tile they can take (see small_bwd.c); returns
+// 0, having written nothing, otherwise, and the caller runs the tiled
+// path. jend: one past the last key whose tile this call visits (the
+// head split's key1). safe: the block's K, V, Q and dO are all finite.
+// s and dp: the thread's tile memory for scores and dP (rows bc wide);
+// delta (tq): rowsum(dO * O), already computed. The bits of
+// mhsa__head_backward's tiled path.
+int mhsa__head_backward_small(const mhsa_kernels *k, const head_args *a,
+                              int safe, size_t j0, size_t jend, size_t kend,
+                              float *s, float *dp, const float *delta);
+
+#endif
