@@ -41,6 +41,27 @@ int install_emulated_isas(void)
     return n;
 }
 
+const mhsa_kernels *emulated_beside_native(void)
+{
+    const mhsa_kernels *em = emulated_table(MHSA_ISA_AVX512);
+    const mhsa_kernels *k = mhsa_kernels_for(MHSA_ISA_AVX512);
+    const char *e = getenv("MHSA_TEST_EMULATION");
+    const char *why = !em ? "not in this build"
+                      : !k || k == em ? "already ran as avx512"
+                      : !mhsa_kernels_for(MHSA_ISA_AVX2)
+                          ? "this CPU lacks AVX2/FMA/F16C"
+                      : e && strcmp(e, "0") == 0 ? "MHSA_TEST_EMULATION=0"
+                                                 : NULL;
+    if (why) {
+        printf("emulated avx512 beside the native table: no (%s)\n", why);
+        return NULL;
+    }
+    // Not "isa avx512: SIMDe emulation", which .ci/avx512-check.py reads
+    // as the emulated table run in place of the native one.
+    printf("emulated avx512 beside the native table: yes (SIMDe build)\n");
+    return em;
+}
+
 const mhsa_kernels *kernels_or_skip(int i)
 {
     const mhsa_kernels *k = mhsa_kernels_for(all_isas[i]);

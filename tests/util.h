@@ -29,6 +29,12 @@ const mhsa_kernels *emulated_table(mhsa_isa isa);
 // Installs the emulated tables this CPU can run in place of missing ISAs;
 // returns how many.
 int install_emulated_isas(void);
+// The emulated AVX-512 table for one more loop index beside all_isas,
+// where the native AVX-512 table took avx512's index (an AVX-512 CPU
+// would otherwise never run the emulated build of a new kernel); NULL,
+// after saying why, where it is not built, already ran as avx512, this
+// CPU cannot run it, or MHSA_TEST_EMULATION=0 (the sanitizer runs).
+const mhsa_kernels *emulated_beside_native(void);
 // 1 when the test runs under valgrind (its preload library is in
 // LD_PRELOAD): for the few checks valgrind cannot judge.
 int under_valgrind(void);

@@ -28,23 +28,7 @@
 
 static const mhsa_kernels *table_or_skip(int i)
 {
-    if (i < N_ISAS)
-        return kernels_or_skip(i);
-    const mhsa_kernels *em = emulated_table(MHSA_ISA_AVX512);
-    if (!em) {
-        printf("skip: emulated avx512 not in this build\n");
-        return NULL;
-    }
-    if (mhsa_kernels_for(MHSA_ISA_AVX512) == em) {
-        printf("skip: emulated avx512 already ran as avx512\n");
-        return NULL;
-    }
-    if (!mhsa_kernels_for(MHSA_ISA_AVX2)) {   // SIMDe runs on AVX2/FMA
-        printf("skip: emulated avx512: this CPU lacks AVX2/FMA/F16C\n");
-        return NULL;
-    }
-    printf("isa avx512: SIMDe emulation (besides the native run)\n");
-    return em;
+    return i < N_ISAS ? kernels_or_skip(i) : emulated_beside_native();
 }
 
 typedef struct problem {

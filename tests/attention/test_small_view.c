@@ -171,16 +171,7 @@ static int run(const mhsa_kernels *k, const head_args *a0, int fused,
 // or not built).
 static const mhsa_kernels *table_at(int i)
 {
-    if (i < N_ISAS)
-        return kernels_or_skip(i);
-    const mhsa_kernels *em = emulated_table(MHSA_ISA_AVX512);
-    const mhsa_kernels *k = mhsa_kernels_for(MHSA_ISA_AVX512);
-    if (!em || em == k || !k || !mhsa__cpu_features()->avx2_fma_f16c) {
-        printf("emulated avx512: not built, or already run as avx512\n");
-        return NULL;
-    }
-    printf("isa avx512: SIMDe emulation (besides the native table)\n");
-    return em;
+    return i < N_ISAS ? kernels_or_skip(i) : emulated_beside_native();
 }
 
 START_TEST(fused_equals_tiled)
