@@ -33,7 +33,10 @@
 // same final add: the same bits (kernels.h lets a caller pick either).
 //
 // Tiles of at most 16 columns run only the low half (12 accumulators, half
-// the FMAs): the columns they store are the same sums. Full tiles load and
+// the FMAs): the columns they store are the same sums. Likewise tiles of
+// at most 8 rows run rows 0..7 only (16 accumulators, two thirds of the
+// FMAs): a 32-row A (an encoder's sequence) is tiles of 12, 12 and 8 rows,
+// and the 12-row body spent a ninth of its FMAs on the 4 rows it drops. Full tiles load and
 // store C directly; edge tiles (m < 12 or n < 32) write only rows < m and,
 // through masked loads/stores, columns < n (AVX-512's masked stores are
 // cheap, unlike AVX2's vmaskmovps); beta == 0 never loads C, so NaN there
@@ -122,9 +125,11 @@ MHSA_AVX512_INLINE void store_row(float *c, const float *cin, __m512 lo,
     (scale ? _mm512_mul_ps(va, _mm512_set1_ps(row[o]))                        \
            : _mm512_set1_ps(row[o]))
 
-// acc<i>_lo/hi += A[i][kk] * (b_lo, b_hi)
+// acc<i>_lo/hi += A[i][kk] * (b_lo, b_hi), for the rows the tile computes
 #define ROW_FMA(i)                                                            \
     do {                                                                      \
+        if (rows <= i)                                                        \
+            break;                                                            \
         __m512 ai = A_AT(a##i);                                               \
         acc##i##_lo = fma_acc(acc##i##_lo, b_lo, ai);                         \
         if (halves == 2)                                                      \
@@ -133,7 +138,7 @@ MHSA_AVX512_INLINE void store_row(float *c, const float *cin, __m512 lo,
 
 #define ROW_STORE(i)                                                          \
     do {                                                                      \
-        if (m > i)                                                            \
+        if (rows > i && m > i)                                                \
             store_row(c + i * ldc, cin + i * ldin, acc##i##_lo, acc##i##_hi,  \
                       beta, full, m0, m1, halves);                            \
     } while (0)
@@ -142,12 +147,14 @@ MHSA_AVX512_INLINE void store_row(float *c, const float *cin, __m512 lo,
 // m - 1 when rs is a row stride, clamp: never past the matrix; a packed
 // panel's zero rows are read as they are). scale: multiply A by alpha
 // first. halves: 1 computes columns 0..15 only (n <= 16), 2 all 32. bias:
-// NULL or the row every C row's beta term reads, with beta 1.
+// NULL or the row every C row's beta term reads, with beta 1. rows: the
+// rows computed, 8 (m <= 8) or MR; rows rows..MR-1 are neither read nor
+// computed (each row is its own chain, so its bits do not change).
 MHSA_AVX512_INLINE void tile(size_t k, const float *a, size_t rs, size_t cs,
                              int clamp, int scale, float alpha,
                              const float *bp, float *c, size_t ldc,
                              size_t m, size_t n, float beta,
-                             const float *bias, int halves)
+                             const float *bias, int halves, int rows)
 {
     __m512 acc0_lo = _mm512_setzero_ps(), acc0_hi = _mm512_setzero_ps();
     __m512 acc1_lo = _mm512_setzero_ps(), acc1_hi = _mm512_setzero_ps();
@@ -224,6 +231,17 @@ MHSA_AVX512_INLINE void tile(size_t k, const float *a, size_t rs, size_t cs,
     ROW_STORE(11);
 }
 
+// tile() at a constant row count: 8 for m <= 8 (the 8-row edge of a
+// 32-row A: 12 + 12 + 8, where 12-row tiles computed 36 rows and stored
+// 32, a ninth of the FMAs thrown away), else MR.
+#define TILE_ROWS(m, ...)                                                     \
+    do {                                                                      \
+        if ((m) <= 8)                                                         \
+            tile(__VA_ARGS__, 8);                                             \
+        else                                                                  \
+            tile(__VA_ARGS__, MR);                                            \
+    } while (0)
+
 void mhsa_sgemm_12x32__avx512(size_t k, const float *ap, const float *bp,
                               float *c, size_t ldc, size_t m, size_t n,
                               float beta)
@@ -231,9 +249,11 @@ void mhsa_sgemm_12x32__avx512(size_t k, const float *ap, const float *bp,
     if (m == 0 || n == 0)
         return;
     if (n <= 16)
-        tile(k, ap, 1, MR, 0, 0, 1.0f, bp, c, ldc, m, n, beta, NULL, 1);
+        TILE_ROWS(m, k, ap, 1, MR, 0, 0, 1.0f, bp, c, ldc, m, n, beta, NULL,
+                  1);
     else
-        tile(k, ap, 1, MR, 0, 0, 1.0f, bp, c, ldc, m, n, beta, NULL, 2);
+        TILE_ROWS(m, k, ap, 1, MR, 0, 0, 1.0f, bp, c, ldc, m, n, beta, NULL,
+                  2);
 }
 
 void mhsa_sgemm_ra_12x32__avx512(size_t k, const float *a, size_t lda,
@@ -249,13 +269,17 @@ void mhsa_sgemm_ra_12x32__avx512(size_t k, const float *a, size_t lda,
     int scale = alpha != 1.0f;
     if (n <= 16) {
         if (scale)
-            tile(k, a, lda, 1, 1, 1, alpha, bp, c, ldc, m, n, beta, bias, 1);
+            TILE_ROWS(m, k, a, lda, 1, 1, 1, alpha, bp, c, ldc, m, n, beta,
+                      bias, 1);
         else
-            tile(k, a, lda, 1, 1, 0, alpha, bp, c, ldc, m, n, beta, bias, 1);
+            TILE_ROWS(m, k, a, lda, 1, 1, 0, alpha, bp, c, ldc, m, n, beta,
+                      bias, 1);
     } else {
         if (scale)
-            tile(k, a, lda, 1, 1, 1, alpha, bp, c, ldc, m, n, beta, bias, 2);
+            TILE_ROWS(m, k, a, lda, 1, 1, 1, alpha, bp, c, ldc, m, n, beta,
+                      bias, 2);
         else
-            tile(k, a, lda, 1, 1, 0, alpha, bp, c, ldc, m, n, beta, bias, 2);
+            TILE_ROWS(m, k, a, lda, 1, 1, 0, alpha, bp, c, ldc, m, n, beta,
+                      bias, 2);
     }
 }
