@@ -10,7 +10,8 @@
 // already), so they give the same bits.
 //
 // Tiles of at most 8 columns run only the low half (6 accumulators, half
-// the FMAs): the columns they store are the same sums. Edge tiles (m < 6
+// the FMAs): the columns they store are the same sums; likewise tiles of
+// at most 2 or 4 rows compute 2 or 4 rows (TILE_ROWS). Edge tiles (m < 6
 // or n < 16) write only rows < m and columns < n, with whole 8/4/2/1-float
 // loads and stores rather than masked ones (vmaskmovps stores cost ~25% of
 // the tile's time in the tiny forward's attention on Zen 3); beta == 0
@@ -119,11 +120,13 @@ INLINE void store_row(float *c, const float *cin, __m256 lo, __m256 hi,
 // m - 1 when rs is a row stride: never past the matrix; a packed panel's
 // zero rows are read as they are). scale: multiply A by alpha first.
 // halves: 1 computes columns 0..7 only (n <= 8), 2 all 16. bias: NULL or
-// the row every C row's beta term reads, with beta 1.
+// the row every C row's beta term reads, with beta 1. rows: the rows
+// computed, 2, 4 or MR, at least m; rows rows..MR-1 are neither read nor
+// computed (each row is its own chain, so its bits do not change).
 INLINE void tile(size_t k, const float *a, size_t rs, size_t cs, int clamp,
                  int scale, float alpha, const float *bp, float *c,
                  size_t ldc, size_t m, size_t n, float beta,
-                 const float *bias, int halves)
+                 const float *bias, int halves, int rows)
 {
     __m256 acc0_lo = _mm256_setzero_ps(), acc0_hi = _mm256_setzero_ps();
     __m256 acc1_lo = _mm256_setzero_ps(), acc1_hi = _mm256_setzero_ps();
@@ -167,22 +170,30 @@ INLINE void tile(size_t k, const float *a, size_t rs, size_t cs, int clamp,
         acc1_lo = _mm256_fmadd_ps(ai, b_lo, acc1_lo);
         if (halves == 2)
             acc1_hi = _mm256_fmadd_ps(ai, b_hi, acc1_hi);
-        ai = A_AT(a2);
-        acc2_lo = _mm256_fmadd_ps(ai, b_lo, acc2_lo);
-        if (halves == 2)
-            acc2_hi = _mm256_fmadd_ps(ai, b_hi, acc2_hi);
-        ai = A_AT(a3);
-        acc3_lo = _mm256_fmadd_ps(ai, b_lo, acc3_lo);
-        if (halves == 2)
-            acc3_hi = _mm256_fmadd_ps(ai, b_hi, acc3_hi);
-        ai = A_AT(a4);
-        acc4_lo = _mm256_fmadd_ps(ai, b_lo, acc4_lo);
-        if (halves == 2)
-            acc4_hi = _mm256_fmadd_ps(ai, b_hi, acc4_hi);
-        ai = A_AT(a5);
-        acc5_lo = _mm256_fmadd_ps(ai, b_lo, acc5_lo);
-        if (halves == 2)
-            acc5_hi = _mm256_fmadd_ps(ai, b_hi, acc5_hi);
+        if (rows > 2) {
+            ai = A_AT(a2);
+            acc2_lo = _mm256_fmadd_ps(ai, b_lo, acc2_lo);
+            if (halves == 2)
+                acc2_hi = _mm256_fmadd_ps(ai, b_hi, acc2_hi);
+        }
+        if (rows > 3) {
+            ai = A_AT(a3);
+            acc3_lo = _mm256_fmadd_ps(ai, b_lo, acc3_lo);
+            if (halves == 2)
+                acc3_hi = _mm256_fmadd_ps(ai, b_hi, acc3_hi);
+        }
+        if (rows > 4) {
+            ai = A_AT(a4);
+            acc4_lo = _mm256_fmadd_ps(ai, b_lo, acc4_lo);
+            if (halves == 2)
+                acc4_hi = _mm256_fmadd_ps(ai, b_hi, acc4_hi);
+        }
+        if (rows > 5) {
+            ai = A_AT(a5);
+            acc5_lo = _mm256_fmadd_ps(ai, b_lo, acc5_lo);
+            if (halves == 2)
+                acc5_hi = _mm256_fmadd_ps(ai, b_hi, acc5_hi);
+        }
     }
 #undef A_AT
 
@@ -213,6 +224,20 @@ INLINE void tile(size_t k, const float *a, size_t rs, size_t cs, int clamp,
         store_row(c + 5 * ldc, cin + 5 * ldin, acc5_lo, acc5_hi, beta, nn);
 }
 
+// tile() at a constant row count: 2 for m <= 2, 4 for m <= 4, else MR.
+// The edge tiles of A's last rows: a 32-row A (an encoder's sequence) is
+// 5 tiles of 6 and one of 2, where a 6-row tile computed 36 rows and
+// stored 32 (a ninth of the FMAs thrown away); 64 rows end in 4.
+#define TILE_ROWS(m, ...)                                                     \
+    do {                                                                      \
+        if ((m) <= 2)                                                         \
+            tile(__VA_ARGS__, 2);                                             \
+        else if ((m) <= 4)                                                    \
+            tile(__VA_ARGS__, 4);                                             \
+        else                                                                  \
+            tile(__VA_ARGS__, MR);                                            \
+    } while (0)
+
 void mhsa_sgemm_6x16__avx2(size_t k, const float *ap, const float *bp,
                            float *c, size_t ldc, size_t m, size_t n,
                            float beta)
@@ -220,9 +245,11 @@ void mhsa_sgemm_6x16__avx2(size_t k, const float *ap, const float *bp,
     if (m == 0 || n == 0)
         return;
     if (n <= 8)
-        tile(k, ap, 1, MR, 0, 0, 1.0f, bp, c, ldc, m, n, beta, NULL, 1);
+        TILE_ROWS(m, k, ap, 1, MR, 0, 0, 1.0f, bp, c, ldc, m, n, beta, NULL,
+                  1);
     else
-        tile(k, ap, 1, MR, 0, 0, 1.0f, bp, c, ldc, m, n, beta, NULL, 2);
+        TILE_ROWS(m, k, ap, 1, MR, 0, 0, 1.0f, bp, c, ldc, m, n, beta, NULL,
+                  2);
 }
 
 void mhsa_sgemm_ra_6x16__avx2(size_t k, const float *a, size_t lda,
@@ -237,13 +264,17 @@ void mhsa_sgemm_ra_6x16__avx2(size_t k, const float *a, size_t lda,
     int scale = alpha != 1.0f;
     if (n <= 8) {
         if (scale)
-            tile(k, a, lda, 1, 1, 1, alpha, bp, c, ldc, m, n, beta, bias, 1);
+            TILE_ROWS(m, k, a, lda, 1, 1, 1, alpha, bp, c, ldc, m, n, beta,
+                      bias, 1);
         else
-            tile(k, a, lda, 1, 1, 0, alpha, bp, c, ldc, m, n, beta, bias, 1);
+            TILE_ROWS(m, k, a, lda, 1, 1, 0, alpha, bp, c, ldc, m, n, beta,
+                      bias, 1);
     } else {
         if (scale)
-            tile(k, a, lda, 1, 1, 1, alpha, bp, c, ldc, m, n, beta, bias, 2);
+            TILE_ROWS(m, k, a, lda, 1, 1, 1, alpha, bp, c, ldc, m, n, beta,
+                      bias, 2);
         else
-            tile(k, a, lda, 1, 1, 0, alpha, bp, c, ldc, m, n, beta, bias, 2);
+            TILE_ROWS(m, k, a, lda, 1, 1, 0, alpha, bp, c, ldc, m, n, beta,
+                      bias, 2);
     }
 }
