@@ -71,6 +71,69 @@ static void scale_o(float *o, size_t dv, float alpha)
     }
 }
 
+// alpha = exp(m_old - m_new) for m_new >= m_old. exp(-inf) = +0 on the
+// first unblocked tile and exp(0) = 1 exactly, so those two (every row of
+// a one-tile call) skip the vector exp: the same bits.
+static inline float rescale_factor(float m_old, float m_new)
+{
+    if (m_old == -INFINITY)
+        return 0.0f;
+    if (m_old == m_new)
+        return 1.0f;
+    return exp1(m_old - m_new);
+}
+
+// A row that sees at most 64 keys (short sequences, causal tiles of a
+// short head) with a finite new max, the usual case: the general loop's
+// two passes with the masked scores kept in up to four registers instead
+// of stored and loaded again, and p stored in whole vectors wherever they
+// fit the row's n keys (or the caller's s_room): their lanes past hi are
+// exp(-inf - m) = +0, the zeros zero_range writes there. The same
+// operations per lane in the same order (max from -inf, sum from +0), so
+// the same bits. Returns 0, having written nothing, when the max is not
+// finite.
+static int short_row(const mhsa_softmax_args *a, size_t r, float *s,
+                     const float *mrow, size_t lo, size_t hi)
+{
+    const __m512 ninf = _mm512_set1_ps(-INFINITY);
+    size_t cnt = hi - lo, nv = (cnt + 15) / 16;
+    __m512 x[4];
+    __m512 vmax = ninf;
+    for (size_t v = 0; v < nv; v++) {
+        x[v] = masked_scores(s, mrow, lo + 16 * v,
+                             mhsa_mask16__avx512(cnt - 16 * v));
+        vmax = _mm512_max_ps(x[v], vmax);
+    }
+    float m_old = a->m[r], m_new = mhsa_hmax__avx512(vmax);
+    if (!(m_new > m_old))
+        m_new = m_old;
+    if (m_new == -INFINITY || m_new == INFINITY)
+        return 0;
+    __m512 vm = _mm512_set1_ps(m_new), vsum = _mm512_setzero_ps();
+    size_t room = a->s_room > a->n ? a->s_room : a->n, end = lo;
+    for (size_t v = 0; v < nv; v++) {
+        __m512 p = mhsa_exp__avx512(_mm512_sub_ps(x[v], vm));
+        vsum = _mm512_add_ps(vsum, p);
+        if (room - end >= 16) {
+            _mm512_storeu_ps(s + end, p);
+            end += 16;
+        } else {
+            _mm512_mask_storeu_ps(s + end, mhsa_mask16__avx512(room - end),
+                                  p);
+            end = room;
+        }
+    }
+    zero_range(s, 0, lo);
+    if (end < a->n)
+        zero_range(s, end, a->n);
+    float alpha = rescale_factor(m_old, m_new);
+    a->m[r] = m_new;
+    a->l[r] = a->l[r] * alpha + mhsa_hsum__avx512(vsum);
+    if (alpha != 1.0f)
+        scale_o(a->o + r * a->ldo, a->dv, alpha);
+    return 1;
+}
+
 void mhsa_softmax_online__avx512(const mhsa_softmax_args *a)
 {
     const mhsa_mask_view *mv = &a->mv;
@@ -79,6 +142,8 @@ void mhsa_softmax_online__avx512(const mhsa_softmax_args *a)
         const float *mrow = mv->mask ? mv->mask + r * mv->ldmask : NULL;
         size_t lo, hi;
         mhsa_mask_view_range(mv, r, a->n, &lo, &hi);
+        if (hi > lo && hi - lo <= 64 && short_row(a, r, s, mrow, lo, hi))
+            continue;
 
         // Pass 1: masked scores back into s, and their max. max_ps(x, m)
         // returns m when x is NaN, so NaN never wins (as in scalar).
@@ -124,7 +189,7 @@ void mhsa_softmax_online__avx512(const mhsa_softmax_args *a)
         }
 
         // 0 on the first unblocked tile; 1 while the max stays +INFINITY.
-        float alpha = m_old == m_new ? 1.0f : exp1(m_old - m_new);
+        float alpha = rescale_factor(m_old, m_new);
         a->m[r] = m_new;
         a->l[r] = a->l[r] * alpha + mhsa_hsum__avx512(vsum);
         if (alpha != 1.0f)
