@@ -64,21 +64,25 @@ MHSA_AVX512_INLINE __m512i row_offsets(size_t ld)
 }
 
 // st[j0 + t] lane i = sgemm_12x32's score of row i and key j0 + t, t < KB:
-// each broadcast K element serves the 16 rows.
+// each broadcast K element serves the 16 rows. Keys from n on (a block
+// past the view's n keys, see attn) score key n - 1 again: only K's n
+// rows are read, and no row sees those keys.
 MHSA_AVX512_INLINE void score_block(const float *qt, size_t dh,
-                                    const float *kp, int KB, __m512 *st,
-                                    size_t j0)
+                                    const float *k, size_t n, int KB,
+                                    __m512 *st, size_t j0)
 {
     __m512 acc[8];
+    const float *kp[8];
 #pragma GCC unroll 8
-    for (int t = 0; t < KB; t++)
+    for (int t = 0; t < KB; t++) {
         acc[t] = _mm512_setzero_ps();
+        kp[t] = k + (j0 + (size_t)t < n ? j0 + (size_t)t : n - 1) * dh;
+    }
     for (size_t c = 0; c < dh; c++) {
         __m512 qc = _mm512_loadu_ps(qt + c * MAX_ROWS);
 #pragma GCC unroll 8
         for (int t = 0; t < KB; t++)
-            acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(kp[(size_t)t * dh + c]),
-                                     qc, acc[t]);
+            acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(kp[t][c]), qc, acc[t]);
     }
 #pragma GCC unroll 8
     for (int t = 0; t < KB; t++)
@@ -126,7 +130,9 @@ MHSA_AVX512_INLINE int softmax16(__m512 *st, const float *mask,
             v = _mm512_mask_mov_ps(v, pin, _mm512_set1_ps(NAN));
             nan_seen |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
         }
-        x[j] = _mm512_max_ps(v, ninf);   // vmax = max(x, -inf)
+        // vmax = max(x, -inf): x itself unless x is NaN, which only a
+        // mask entry can make (raw scores are finite here).
+        x[j] = mask ? _mm512_max_ps(v, ninf) : v;
     }
     if (nan_seen)
         return 0;
@@ -173,13 +179,15 @@ MHSA_AVX512_INLINE int softmax16(__m512 *st, const float *mask,
 
 // O rows r0 .. r0 + h - 1 (h <= H <= MR; one panel) over columns [0, dh)
 // in W = 1 or 2 vectors (dh <= 16 W): sgemm_12x32's chain over keys [0,
-// ki) of p (pt) times V, then +0 + the sum, times inv (1 / l; rows that
-// saw nothing get +0). Rows h .. H - 1 are computed from their zero p and
-// not stored. Returns NaN lanes when a sum is not finite.
+// ki) of p (pt) times V, then +0 + the sum, times inv (1 / l; +0 for
+// rows that saw nothing, whose p are all +0 and so whose sum is +0 when
+// it is finite: +0 * +0 gives the tiled path's +0). Rows h .. H - 1 are
+// computed from their zero p and not stored. Returns NaN lanes when a
+// sum is not finite.
 MHSA_AVX512_INLINE __m512 pv_panel(const float *pt, const float *v,
                                    size_t dh, size_t ki, size_t r0, int H,
                                    size_t h, int W, const float *inv,
-                                   const float *l, float *o, size_t ldo)
+                                   float *o, size_t ldo)
 {
     const __m512 zero = _mm512_setzero_ps();
     __mmask16 m0 = mhsa_mask16__avx512(dh);
@@ -208,11 +216,10 @@ MHSA_AVX512_INLINE __m512 pv_panel(const float *pt, const float *v,
             break;
         float *orow = o + (r0 + i) * ldo;
         __m512 vi = _mm512_set1_ps(inv[r0 + i]);
-        int none = l[r0 + i] == 0.0f;
         for (int w = 0; w < W; w++) {
             __m512 s = _mm512_add_ps(zero, acc[i][w]);   // beta == 1 on +0
             chk = _mm512_fmadd_ps(s, zero, chk);        // inf * 0 = NaN
-            s = none ? zero : _mm512_mul_ps(s, vi);
+            s = _mm512_mul_ps(s, vi);
             _mm512_mask_storeu_ps(orow + 16 * w, w ? m1 : m0, s);
         }
     }
@@ -220,25 +227,27 @@ MHSA_AVX512_INLINE __m512 pv_panel(const float *pt, const float *v,
 }
 
 // pv_panel with the height rounded up to 4, 8 or 12 and the width as
-// constants.
-MHSA_AVX512_INLINE __m512 pv_any(const float *pt, const float *v, size_t dh, size_t ki,
-                     size_t r0, size_t h, const float *inv, const float *l,
-                     float *o, size_t ldo)
+// constants; a full panel (h == MR) with h constant too.
+MHSA_AVX512_INLINE __m512 pv_any(const float *pt, const float *v, size_t dh,
+                                 size_t ki, size_t r0, size_t h,
+                                 const float *inv, float *o, size_t ldo)
 {
-#define PV(H, W) pv_panel(pt, v, dh, ki, r0, H, h, W, inv, l, o, ldo)
+#define PV(H, W, h) pv_panel(pt, v, dh, ki, r0, H, h, W, inv, o, ldo)
     if (dh > 16)
-        return h > 8 ? PV(12, 2) : h > 4 ? PV(8, 2) : PV(4, 2);
-    return h > 8 ? PV(12, 1) : h > 4 ? PV(8, 1) : PV(4, 1);
+        return h == MR ? PV(MR, 2, MR) : h > 8 ? PV(12, 2, h)
+               : h > 4 ? PV(8, 2, h) : PV(4, 2, h);
+    return h == MR ? PV(MR, 1, MR) : h > 8 ? PV(12, 1, h)
+           : h > 4 ? PV(8, 1, h) : PV(4, 1, h);
 #undef PV
 }
 
-// The kernel for a head width dh and a mask pointer (NULL when !masked):
-// inlined with both constant for the common widths without a mask, where
-// the compiler then unrolls the column loops, keeps Q's columns in
-// registers and drops the mask's code (a third of the instructions of
-// the 12 x 12 x 8 view, measured with tools/step-count).
+// The kernel for a head width dh, a mask pointer (NULL when !masked) and
+// nk >= n key lanes to score and weigh, keys n .. nk - 1 seen by no row:
+// inlined with all three constant for the common widths without a mask
+// (nk = n rounded up to 4), where the compiler unrolls the loops over
+// columns and keys and drops the mask's code, else with nk = n.
 MHSA_AVX512_INLINE int attn(const mhsa_attn_small_args *a, size_t dh,
-                            int masked)
+                            int masked, size_t nk, int fixed)
 {
     size_t tq = a->tq, n = a->n;
     const mhsa_mask_view *mv = &a->mv;
@@ -253,8 +262,8 @@ MHSA_AVX512_INLINE int attn(const mhsa_attn_small_args *a, size_t dh,
         // min(n, klen, q0 + r + 1 if causal), here in the lanes at once;
         // q0 + 1 is clamped to MAX_KEYS + 1 (past any n) to stay small.
         size_t e = mv->klen && mv->klen < n ? mv->klen : n;
-        size_t c = mv->causal ? (mv->q0 < MAX_KEYS ? mv->q0 + 1 : MAX_KEYS + 1)
-                              : MAX_KEYS + 1;
+        size_t c = mv->causal && mv->q0 < MAX_KEYS ? mv->q0 + 1
+                                                   : MAX_KEYS + 1;
         // (Small integers: exact in floats.)
         __m512 iota = _mm512_set_ps(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5,
                                     4, 3, 2, 1, 0);
@@ -285,24 +294,30 @@ MHSA_AVX512_INLINE int attn(const mhsa_attn_small_args *a, size_t dh,
     transpose_q(a->q, tq, dh, qt);
     __m512 st[MAX_KEYS];
     size_t j = 0;
-    for (; j + 8 <= n; j += 8)
-        score_block(qt, dh, a->k + j * dh, 8, st, j);
-    for (; j + 4 <= n; j += 4)
-        score_block(qt, dh, a->k + j * dh, 4, st, j);
-    for (; j < n; j++)
-        score_block(qt, dh, a->k + j * dh, 1, st, j);
+    for (; j + 8 <= nk; j += 8)
+        score_block(qt, dh, a->k, n, 8, st, j);
+    for (; j + 4 <= nk; j += 4)
+        score_block(qt, dh, a->k, n, 4, st, j);
+    for (; j < nk; j++)
+        score_block(qt, dh, a->k, n, 1, st, j);
     __m512 zero = _mm512_setzero_ps(), chk = zero;
-    for (j = 0; j < n; j++)
+    for (j = 0; j < nk; j++)   // keys past n: key n - 1's scores again
         chk = _mm512_fmadd_ps(st[j], zero, chk);   // inf * 0 = NaN
     if (_mm512_cmp_ps_mask(chk, chk, _CMP_UNORD_Q))
         return 0;
+    // With nk fixed, every lane below nk is weighed: keys from hmax on
+    // are -inf in every lane, and exp gives them the +0 they get as
+    // lanes past hmax.
     float mm[MAX_ROWS], ll[MAX_ROWS], inv[MAX_ROWS];
-    if (!softmax16(st, mask, mv->ldmask, rows, n, hif, hmax, pt, mm, ll))
+    if (!softmax16(st, mask, mv->ldmask, rows, nk, hif, fixed ? nk : hmax,
+                   pt, mm, ll))
         return 0;
     __m512 vl = _mm512_loadu_ps(ll);
     _mm512_mask_storeu_ps(a->m, rows, _mm512_loadu_ps(mm));
     _mm512_mask_storeu_ps(a->l, rows, vl);
-    _mm512_storeu_ps(inv, _mm512_div_ps(_mm512_set1_ps(1.0f), vl));
+    _mm512_storeu_ps(inv, _mm512_maskz_div_ps(
+                              _mm512_cmp_ps_mask(vl, zero, _CMP_NEQ_UQ),
+                              _mm512_set1_ps(1.0f), vl));
     // O per panel of MR rows over the keys the panel sees (diag_pv).
     chk = zero;
     for (size_t i0 = 0; i0 < tq; i0 += MR) {
@@ -310,8 +325,8 @@ MHSA_AVX512_INLINE int attn(const mhsa_attn_small_args *a, size_t dh,
         size_t ki = n;
         if (mv->causal && mv->q0 + i0 + h < n)
             ki = mv->q0 + i0 + h;
-        chk = _mm512_or_ps(chk, pv_any(pt, a->v, dh, ki, i0, h, inv, ll,
-                                       a->o, a->ldo));
+        chk = _mm512_or_ps(chk, pv_any(pt, a->v, dh, ki, i0, h, inv, a->o,
+                                       a->ldo));
     }
     return !_mm512_cmp_ps_mask(chk, chk, _CMP_UNORD_Q);
 }
@@ -325,15 +340,27 @@ int mhsa_attn_small__avx512(const mhsa_attn_small_args *a)
         (mv->mask && mv->ldmask > INT_MAX / MAX_ROWS))
         return 0;
     if (mv->mask)
-        return attn(a, dh, 1);
+        return attn(a, dh, 1, a->n, 0);
+#define FIXED(DH)                                                         \
+    switch ((a->n + 3) / 4) {                                             \
+    case 1:                                                               \
+        return attn(a, DH, 0, 4, 1);                                      \
+    case 2:                                                               \
+        return attn(a, DH, 0, 8, 1);                                      \
+    case 3:                                                               \
+        return attn(a, DH, 0, 12, 1);                                     \
+    default:                                                              \
+        return attn(a, DH, 0, 16, 1);                                     \
+    }
     switch (dh) {
     case 8:
-        return attn(a, 8, 0);
+        FIXED(8)
     case 16:
-        return attn(a, 16, 0);
+        FIXED(16)
     case 32:
-        return attn(a, 32, 0);
+        FIXED(32)
     default:
-        return attn(a, dh, 0);
+        return attn(a, dh, 0, a->n, 0);
     }
+#undef FIXED
 }
