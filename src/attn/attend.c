@@ -77,13 +77,14 @@ static void attend_body(void *p)
         }   // the implied barrier: every head is packed before it is used
     }
     size_t b = 0;
+    head_args a = { 0 };   // the fields view_block_set leaves stay 0
 #pragma omp for schedule(static)
     for (size_t task = 0; task < tasks; task++) {
         while (first[b + 1] <= task)   // tasks ascend in each thread
             b++;
         size_t nqb = seq_blocks(&view->seq[b], br), t = task - first[b];
         size_t h = t / nqb, qb = t % nqb;
-        head_args a = mhsa__view_block(view, b, h, qb * br, br);
+        mhsa__view_block_set(view, b, h, qb * br, br, &a);
         if (pp->on) {
             size_t hd = mhsa__view_kv_head(view, b, h);
             a.kpack = pp->base + hd * pp->per_head;

@@ -34,7 +34,16 @@ int mhsa__head_forward_small(const mhsa_kernels *k, const head_args *a)
     };
     if (!k->attn_small(&sa))
         return 0;
-    // attention.c's ending of mhsa__head_forward, the same expressions.
+    // attention.c's ending of mhsa__head_forward, the same expressions;
+    // the forward's case (lse and lsum) as two branch-free lines a row.
+    if (a->lsum) {
+        float *restrict lse = a->lse, *restrict lsum = a->lsum;
+        for (size_t r = 0; r < a->tq; r++) {
+            lse[r] = l[r] == 0.0f ? -INFINITY : m[r];
+            lsum[r] = l[r] == 0.0f ? 1.0f : l[r];
+        }
+        return 1;
+    }
     for (size_t r = 0; r < a->tq; r++) {
         if (l[r] == 0.0f) {
             if (a->lse)

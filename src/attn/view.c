@@ -46,30 +46,43 @@ double mhsa__view_pairs(const attn_view *view, size_t b)
     return pairs;
 }
 
-head_args mhsa__view_block(const attn_view *view, size_t b, size_t h,
-                           size_t r0, size_t br)
+void mhsa__view_block_set(const attn_view *view, size_t b, size_t h,
+                          size_t r0, size_t br, head_args *a)
 {
     const attn_job *j = view->job;
     const attn_seq *v = &view->seq[b];
     size_t dh = j->dh, bh = b * j->H + h, kvh = mhsa__view_kv_head(view, b, h);
     size_t tq = v->rows - r0 < br ? v->rows - r0 : br;
     const char *k = mhsa__view_k(view, kvh), *vv = mhsa__view_v(view, kvh);
-    head_args a = {
-        .tq = tq, .tk = v->tk, .dh = dh,
-        .q_pos = v->q_pos + r0,
-        .causal = j->causal, .window = j->window, .klen = v->klen,
-        .mask = j->mask ? j->mask + r0 * j->tk : NULL,
-        .ldmask = j->tk,
-        .scale = 1.0f / sqrtf((float)dh),
-        .q = j->q + (bh * j->tq + r0) * dh,
-        .k = (const float *)k, .v = (const float *)vv,
-        .k16 = k, .v16 = vv, .kv_dtype = j->kv_dtype,
-        .o = j->ctx + (b * j->tq + r0) * j->H * dh + h * dh,
-        .ldo = j->H * dh,
-        .lse = j->lse ? j->lse + bh * j->tq + r0 : NULL,
-        .lsum = j->lse && j->lsum ? j->lsum + bh * j->tq + r0 : NULL,
-        .attn = j->attn ? j->attn + (bh * j->tq + r0) * j->tk : NULL,
-        .ldattn = j->tk, .compute = j->compute,
-    };
+    a->tq = tq;
+    a->tk = v->tk;
+    a->dh = dh;
+    a->q_pos = v->q_pos + r0;
+    a->causal = j->causal;
+    a->window = j->window;
+    a->klen = v->klen;
+    a->mask = j->mask ? j->mask + r0 * j->tk : NULL;
+    a->ldmask = j->tk;
+    a->scale = 1.0f / sqrtf((float)dh);
+    a->q = j->q + (bh * j->tq + r0) * dh;
+    a->k = (const float *)k;
+    a->v = (const float *)vv;
+    a->k16 = k;
+    a->v16 = vv;
+    a->kv_dtype = j->kv_dtype;
+    a->o = j->ctx + (b * j->tq + r0) * j->H * dh + h * dh;
+    a->ldo = j->H * dh;
+    a->lse = j->lse ? j->lse + bh * j->tq + r0 : NULL;
+    a->lsum = j->lse && j->lsum ? j->lsum + bh * j->tq + r0 : NULL;
+    a->attn = j->attn ? j->attn + (bh * j->tq + r0) * j->tk : NULL;
+    a->ldattn = j->tk;
+    a->compute = j->compute;
+}
+
+head_args mhsa__view_block(const attn_view *view, size_t b, size_t h,
+                           size_t r0, size_t br)
+{
+    head_args a = { 0 };
+    mhsa__view_block_set(view, b, h, r0, br, &a);
     return a;
 }

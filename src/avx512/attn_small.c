@@ -38,10 +38,64 @@
 
 enum { MR = MHSA_AVX512_MR, MAX_ROWS = 16, MAX_KEYS = 16, MAX_DH = 32 };
 
+// Lane L of a 16-lane index vector built from an expression f(L).
+#define IDX16(f)                                                          \
+    _mm512_set_epi32(f(15), f(14), f(13), f(12), f(11), f(10), f(9),     \
+                     f(8), f(7), f(6), f(5), f(4), f(3), f(2), f(1), f(0))
+// The three steps of transpose_q8 (lane L; vpermt2ps takes a's lanes as
+// 0..15 and b's as 16..31): columns 4e.. of 4 rows, lane (c & 3) * 4 + r;
+// columns 2f, 2f + 1 of 4 + 4 rows, lane (c & 1) * 8 + r; column c of
+// 8 + 8 rows, lane r.
+#define STEP1(e, L) (((L) & 3) < 2 ? ((L) & 3) * 8 + 4 * (e) + ((L) >> 2)    \
+                                  : 16 + (((L) & 3) - 2) * 8 + 4 * (e) +   \
+                                        ((L) >> 2))
+#define STEP1_0(L) STEP1(0, L)
+#define STEP1_1(L) STEP1(1, L)
+#define STEP2(f, L) (((L) & 7) < 4 ? 0 : 16) + (2 * (f) + ((L) >> 3)) * 4 + \
+                        ((L) & 3)
+#define STEP2_0(L) STEP2(0, L)
+#define STEP2_1(L) STEP2(1, L)
+#define STEP3(c, L) ((L) < 8 ? 0 : 16) + (c) * 8 + ((L) & 7)
+#define STEP3_0(L) STEP3(0, L)
+#define STEP3_1(L) STEP3(1, L)
+
+// transpose_q for dh == 8: the 16 rows are 8 vectors of two rows each,
+// transposed by three steps of 8 two-source permutes (24 shuffles, where
+// transpose16 takes 64, and 8 loads instead of 16).
+MHSA_AVX512_INLINE void transpose_q8(const float *q, size_t tq, float *qt)
+{
+    __m512 v[8], p[8], u[8];
+    for (size_t k = 0; k < 8; k++)
+        v[k] = 2 * k + 1 < tq ? _mm512_loadu_ps(q + 16 * k)
+               : 2 * k < tq   ? _mm512_maskz_loadu_ps(0x00ff, q + 16 * k)
+                              : _mm512_setzero_ps();
+    const __m512i i1[2] = { IDX16(STEP1_0), IDX16(STEP1_1) };
+    const __m512i i2[2] = { IDX16(STEP2_0), IDX16(STEP2_1) };
+    const __m512i i3[2] = { IDX16(STEP3_0), IDX16(STEP3_1) };
+    for (size_t m = 0; m < 4; m++)       // rows 4m..: p[2m + e]
+        for (size_t e = 0; e < 2; e++)
+            p[2 * m + e] = _mm512_permutex2var_ps(v[2 * m], i1[e],
+                                                  v[2 * m + 1]);
+    for (size_t g = 0; g < 2; g++)       // rows 8g..: u[4g + 2e + f]
+        for (size_t e = 0; e < 2; e++)
+            for (size_t f = 0; f < 2; f++)
+                u[4 * g + 2 * e + f] = _mm512_permutex2var_ps(
+                    p[4 * g + e], i2[f], p[4 * g + 2 + e]);
+    for (size_t c = 0; c < 8; c++)       // c = 4e + 2f + (c & 1)
+        _mm512_storeu_ps(qt + c * MAX_ROWS,
+                         _mm512_permutex2var_ps(u[c >> 1], i3[c & 1],
+                                                u[4 + (c >> 1)]));
+}
+
 // qt[c * MAX_ROWS + i] = q[i * dh + c] for i < tq, c < dh; lanes of rows
 // past tq are +0. Only the tq rows' dh columns are read (masked loads).
-static void transpose_q(const float *q, size_t tq, size_t dh, float *qt)
+MHSA_AVX512_INLINE void transpose_q(const float *q, size_t tq, size_t dh,
+                                    float *qt)
 {
+    if (dh == 8) {   // a constant where it matters (attn)
+        transpose_q8(q, tq, qt);
+        return;
+    }
     for (size_t c0 = 0; c0 < dh; c0 += 16) {
         size_t w = dh - c0 < 16 ? dh - c0 : 16;
         __mmask16 cols = mhsa_mask16__avx512(w);
@@ -64,21 +118,25 @@ MHSA_AVX512_INLINE __m512i row_offsets(size_t ld)
 }
 
 // st[j0 + t] lane i = sgemm_12x32's score of row i and key j0 + t, t < KB:
-// each broadcast K element serves the 16 rows.
+// each broadcast K element serves the 16 rows. Keys from n on (a block
+// past the view's n keys, see attn) score key n - 1 again: only K's n
+// rows are read, and no row sees those keys.
 MHSA_AVX512_INLINE void score_block(const float *qt, size_t dh,
-                                    const float *kp, int KB, __m512 *st,
-                                    size_t j0)
+                                    const float *k, size_t n, int KB,
+                                    __m512 *st, size_t j0)
 {
     __m512 acc[8];
+    const float *kp[8];
 #pragma GCC unroll 8
-    for (int t = 0; t < KB; t++)
+    for (int t = 0; t < KB; t++) {
         acc[t] = _mm512_setzero_ps();
+        kp[t] = k + (j0 + (size_t)t < n ? j0 + (size_t)t : n - 1) * dh;
+    }
     for (size_t c = 0; c < dh; c++) {
         __m512 qc = _mm512_loadu_ps(qt + c * MAX_ROWS);
 #pragma GCC unroll 8
         for (int t = 0; t < KB; t++)
-            acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(kp[(size_t)t * dh + c]),
-                                     qc, acc[t]);
+            acc[t] = _mm512_fmadd_ps(_mm512_set1_ps(kp[t][c]), qc, acc[t]);
     }
 #pragma GCC unroll 8
     for (int t = 0; t < KB; t++)
@@ -96,9 +154,10 @@ MHSA_AVX512_INLINE __m512 weight(__m512 x, __m512 mu)
 // (pt[j * MAX_ROWS + i]) and m, l. hif: per lane one past the last key
 // the row sees (0 for padding lanes and rows that see nothing); hmax the
 // largest. Returns 0 when a masked score is NaN or a row's max is +inf.
-static int softmax16(__m512 *st, const float *mask, size_t ldmask,
-                     __mmask16 rows, size_t n, __m512 hif, size_t hmax,
-                     float *pt, float *m_out, float *l_out)
+MHSA_AVX512_INLINE int softmax16(__m512 *st, const float *mask,
+                                 size_t ldmask, __mmask16 rows, size_t n,
+                                 __m512 hif, size_t hmax, float *pt,
+                                 float *m_out, float *l_out)
 {
     const __m512 ninf = _mm512_set1_ps(-INFINITY);
     const __m512 pinf = _mm512_set1_ps(INFINITY);
@@ -125,7 +184,9 @@ static int softmax16(__m512 *st, const float *mask, size_t ldmask,
             v = _mm512_mask_mov_ps(v, pin, _mm512_set1_ps(NAN));
             nan_seen |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
         }
-        x[j] = _mm512_max_ps(v, ninf);   // vmax = max(x, -inf)
+        // vmax = max(x, -inf): x itself unless x is NaN, which only a
+        // mask entry can make (raw scores are finite here).
+        x[j] = mask ? _mm512_max_ps(v, ninf) : v;
     }
     if (nan_seen)
         return 0;
@@ -172,13 +233,15 @@ static int softmax16(__m512 *st, const float *mask, size_t ldmask,
 
 // O rows r0 .. r0 + h - 1 (h <= H <= MR; one panel) over columns [0, dh)
 // in W = 1 or 2 vectors (dh <= 16 W): sgemm_12x32's chain over keys [0,
-// ki) of p (pt) times V, then +0 + the sum, times inv (1 / l; rows that
-// saw nothing get +0). Rows h .. H - 1 are computed from their zero p and
-// not stored. Returns NaN lanes when a sum is not finite.
+// ki) of p (pt) times V, then +0 + the sum, times inv (1 / l; +0 for
+// rows that saw nothing, whose p are all +0 and so whose sum is +0 when
+// it is finite: +0 * +0 gives the tiled path's +0). Rows h .. H - 1 are
+// computed from their zero p and not stored. Returns NaN lanes when a
+// sum is not finite.
 MHSA_AVX512_INLINE __m512 pv_panel(const float *pt, const float *v,
                                    size_t dh, size_t ki, size_t r0, int H,
                                    size_t h, int W, const float *inv,
-                                   const float *l, float *o, size_t ldo)
+                                   float *o, size_t ldo)
 {
     const __m512 zero = _mm512_setzero_ps();
     __mmask16 m0 = mhsa_mask16__avx512(dh);
@@ -207,11 +270,10 @@ MHSA_AVX512_INLINE __m512 pv_panel(const float *pt, const float *v,
             break;
         float *orow = o + (r0 + i) * ldo;
         __m512 vi = _mm512_set1_ps(inv[r0 + i]);
-        int none = l[r0 + i] == 0.0f;
         for (int w = 0; w < W; w++) {
             __m512 s = _mm512_add_ps(zero, acc[i][w]);   // beta == 1 on +0
             chk = _mm512_fmadd_ps(s, zero, chk);        // inf * 0 = NaN
-            s = none ? zero : _mm512_mul_ps(s, vi);
+            s = _mm512_mul_ps(s, vi);
             _mm512_mask_storeu_ps(orow + 16 * w, w ? m1 : m0, s);
         }
     }
@@ -219,39 +281,65 @@ MHSA_AVX512_INLINE __m512 pv_panel(const float *pt, const float *v,
 }
 
 // pv_panel with the height rounded up to 4, 8 or 12 and the width as
-// constants.
-static __m512 pv_any(const float *pt, const float *v, size_t dh, size_t ki,
-                     size_t r0, size_t h, const float *inv, const float *l,
-                     float *o, size_t ldo)
+// constants; a full panel (h == MR) with h constant too.
+MHSA_AVX512_INLINE __m512 pv_any(const float *pt, const float *v, size_t dh,
+                                 size_t ki, size_t r0, size_t h,
+                                 const float *inv, float *o, size_t ldo)
 {
-#define PV(H, W) pv_panel(pt, v, dh, ki, r0, H, h, W, inv, l, o, ldo)
+#define PV(H, W, h) pv_panel(pt, v, dh, ki, r0, H, h, W, inv, o, ldo)
     if (dh > 16)
-        return h > 8 ? PV(12, 2) : h > 4 ? PV(8, 2) : PV(4, 2);
-    return h > 8 ? PV(12, 1) : h > 4 ? PV(8, 1) : PV(4, 1);
+        return h == MR ? PV(MR, 2, MR) : h > 8 ? PV(12, 2, h)
+               : h > 4 ? PV(8, 2, h) : PV(4, 2, h);
+    return h == MR ? PV(MR, 1, MR) : h > 8 ? PV(12, 1, h)
+           : h > 4 ? PV(8, 1, h) : PV(4, 1, h);
 #undef PV
 }
 
-int mhsa_attn_small__avx512(const mhsa_attn_small_args *a)
+// The kernel for a head width dh, a mask pointer (NULL when !masked) and
+// nk >= n key lanes to score and weigh, keys n .. nk - 1 seen by no row:
+// inlined with all three constant for the common widths without a mask
+// (nk = n rounded up to 4), where the compiler unrolls the loops over
+// columns and keys and drops the mask's code, else with nk = n.
+MHSA_AVX512_INLINE int attn(const mhsa_attn_small_args *a, size_t dh,
+                            int masked, size_t nk, int fixed)
 {
-    size_t tq = a->tq, n = a->n, dh = a->dh;
+    size_t tq = a->tq, n = a->n;
     const mhsa_mask_view *mv = &a->mv;
-    if (tq == 0 || tq > MAX_ROWS || n == 0 || n > MAX_KEYS || dh == 0 ||
-        dh > MAX_DH || mv->k0 != 0 ||
-        (mv->mask && mv->ldmask > INT_MAX / MAX_ROWS))
-        return 0;
-    float hi[MAX_ROWS] = { 0 };   // as floats for the lanes' compares
-    size_t hmax = 0;
-    for (size_t r = 0; r < tq; r++) {
-        size_t lo, h;
-        mhsa_mask_view_range(mv, r, n, &lo, &h);
-        if (lo == h)   // sees no key
-            continue;
-        if (lo != 0)   // a window that cuts the first keys
-            return 0;
-        hi[r] = (float)h;
-        hmax = h > hmax ? h : hmax;
-    }
+    const float *mask = masked ? mv->mask : NULL;
     __mmask16 rows = mhsa_mask16__avx512(tq);
+    // hif lane r: one past the last key row r sees, as a float for the
+    // lanes' compares (0 past tq); hmax the largest.
+    __m512 hif;
+    size_t hmax = 0;
+    if (!mv->window) {
+        // mhsa_mask_view_range without a window (lo = 0, k0 = 0): hi =
+        // min(n, klen, q0 + r + 1 if causal), here in the lanes at once;
+        // q0 + 1 is clamped to MAX_KEYS + 1 (past any n) to stay small.
+        size_t e = mv->klen && mv->klen < n ? mv->klen : n;
+        size_t c = mv->causal && mv->q0 < MAX_KEYS ? mv->q0 + 1
+                                                   : MAX_KEYS + 1;
+        // (Small integers: exact in floats.)
+        __m512 iota = _mm512_set_ps(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5,
+                                    4, 3, 2, 1, 0);
+        __m512 h = _mm512_min_ps(_mm512_set1_ps((float)e),
+                                 _mm512_add_ps(_mm512_set1_ps((float)c),
+                                               iota));
+        hif = _mm512_maskz_mov_ps(rows, h);
+        hmax = c + tq - 1 < e ? c + tq - 1 : e;   // rows' hi ascend
+    } else {
+        float hi[MAX_ROWS] = { 0 };
+        for (size_t r = 0; r < tq; r++) {
+            size_t lo, h;
+            mhsa_mask_view_range(mv, r, n, &lo, &h);
+            if (lo == h)   // sees no key
+                continue;
+            if (lo != 0)   // a window that cuts the first keys
+                return 0;
+            hi[r] = (float)h;
+            hmax = h > hmax ? h : hmax;
+        }
+        hif = _mm512_loadu_ps(hi);
+    }
     // qt[c * MAX_ROWS + i] = q[i][c]; zero in the padding lanes. A
     // register transpose of 16 columns at a time, not 16-lane gathers: on
     // Zen 4 the gathers were 22% of this kernel's time (perf, the tiny
@@ -260,25 +348,30 @@ int mhsa_attn_small__avx512(const mhsa_attn_small_args *a)
     transpose_q(a->q, tq, dh, qt);
     __m512 st[MAX_KEYS];
     size_t j = 0;
-    for (; j + 8 <= n; j += 8)
-        score_block(qt, dh, a->k + j * dh, 8, st, j);
-    for (; j + 4 <= n; j += 4)
-        score_block(qt, dh, a->k + j * dh, 4, st, j);
-    for (; j < n; j++)
-        score_block(qt, dh, a->k + j * dh, 1, st, j);
+    for (; j + 8 <= nk; j += 8)
+        score_block(qt, dh, a->k, n, 8, st, j);
+    for (; j + 4 <= nk; j += 4)
+        score_block(qt, dh, a->k, n, 4, st, j);
+    for (; j < nk; j++)
+        score_block(qt, dh, a->k, n, 1, st, j);
     __m512 zero = _mm512_setzero_ps(), chk = zero;
-    for (j = 0; j < n; j++)
+    for (j = 0; j < nk; j++)   // keys past n: key n - 1's scores again
         chk = _mm512_fmadd_ps(st[j], zero, chk);   // inf * 0 = NaN
     if (_mm512_cmp_ps_mask(chk, chk, _CMP_UNORD_Q))
         return 0;
+    // With nk fixed, every lane below nk is weighed: keys from hmax on
+    // are -inf in every lane, and exp gives them the +0 they get as
+    // lanes past hmax.
     float mm[MAX_ROWS], ll[MAX_ROWS], inv[MAX_ROWS];
-    if (!softmax16(st, mv->mask, mv->ldmask, rows, n, _mm512_loadu_ps(hi),
-                   hmax, pt, mm, ll))
+    if (!softmax16(st, mask, mv->ldmask, rows, nk, hif, fixed ? nk : hmax,
+                   pt, mm, ll))
         return 0;
     __m512 vl = _mm512_loadu_ps(ll);
     _mm512_mask_storeu_ps(a->m, rows, _mm512_loadu_ps(mm));
     _mm512_mask_storeu_ps(a->l, rows, vl);
-    _mm512_storeu_ps(inv, _mm512_div_ps(_mm512_set1_ps(1.0f), vl));
+    _mm512_storeu_ps(inv, _mm512_maskz_div_ps(
+                              _mm512_cmp_ps_mask(vl, zero, _CMP_NEQ_UQ),
+                              _mm512_set1_ps(1.0f), vl));
     // O per panel of MR rows over the keys the panel sees (diag_pv).
     chk = zero;
     for (size_t i0 = 0; i0 < tq; i0 += MR) {
@@ -286,8 +379,42 @@ int mhsa_attn_small__avx512(const mhsa_attn_small_args *a)
         size_t ki = n;
         if (mv->causal && mv->q0 + i0 + h < n)
             ki = mv->q0 + i0 + h;
-        chk = _mm512_or_ps(chk, pv_any(pt, a->v, dh, ki, i0, h, inv, ll,
-                                       a->o, a->ldo));
+        chk = _mm512_or_ps(chk, pv_any(pt, a->v, dh, ki, i0, h, inv, a->o,
+                                       a->ldo));
     }
     return !_mm512_cmp_ps_mask(chk, chk, _CMP_UNORD_Q);
+}
+
+int mhsa_attn_small__avx512(const mhsa_attn_small_args *a)
+{
+    size_t dh = a->dh;
+    const mhsa_mask_view *mv = &a->mv;
+    if (a->tq == 0 || a->tq > MAX_ROWS || a->n == 0 || a->n > MAX_KEYS ||
+        dh == 0 || dh > MAX_DH || mv->k0 != 0 ||
+        (mv->mask && mv->ldmask > INT_MAX / MAX_ROWS))
+        return 0;
+    if (mv->mask)
+        return attn(a, dh, 1, a->n, 0);
+#define FIXED(DH)                                                         \
+    switch ((a->n + 3) / 4) {                                             \
+    case 1:                                                               \
+        return attn(a, DH, 0, 4, 1);                                      \
+    case 2:                                                               \
+        return attn(a, DH, 0, 8, 1);                                      \
+    case 3:                                                               \
+        return attn(a, DH, 0, 12, 1);                                     \
+    default:                                                              \
+        return attn(a, DH, 0, 16, 1);                                     \
+    }
+    switch (dh) {
+    case 8:
+        FIXED(8)
+    case 16:
+        FIXED(16)
+    case 32:
+        FIXED(32)
+    default:
+        return attn(a, dh, 0, a->n, 0);
+    }
+#undef FIXED
 }
