@@ -38,6 +38,22 @@
 
 enum { MR = MHSA_AVX512_MR, MAX_ROWS = 16, MAX_KEYS = 16, MAX_DH = 32 };
 
+// Builds that compile the unmasked kernel once with its width and key
+// count at run time instead of twelve constant instances: the test-only
+// SIMDe build (147 s of compile at -O3 on Zen 4 against 12 s) and the
+// AddressSanitizer builds (CI's ASan and fuzz builds: clang's -O1 ASan +
+// UBSan took 363 s for this file against 30 s for sgemm_12x32.c).
+#if MHSA_AVX512_EMULATED || defined(__SANITIZE_ADDRESS__)
+#define ONE_INSTANCE 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ONE_INSTANCE 1
+#endif
+#endif
+#ifndef ONE_INSTANCE
+#define ONE_INSTANCE 0
+#endif
+
 // Lane L of a 16-lane index vector built from an expression f(L).
 #define IDX16(f)                                                          \
     _mm512_set_epi32(f(15), f(14), f(13), f(12), f(11), f(10), f(9),     \
@@ -395,12 +411,11 @@ int mhsa_attn_small__avx512(const mhsa_attn_small_args *a)
         return 0;
     if (mv->mask)
         return attn(a, dh, 1, a->n, 0);
-#if MHSA_AVX512_EMULATED
-    // The test-only SIMDe build: one instance of the fixed-count path with
-    // the width and key count at run time (the same operations per lane).
-    // Its twelve constant instances below, unrolled through SIMDe, took
-    // 147 s to compile at -O3 on Zen 4, against 4 s for the whole file
-    // before them; the native build runs those instances.
+#if ONE_INSTANCE
+    // One instance of the fixed-count path with the width and key count at
+    // run time (the same operations per lane), where the twelve constant
+    // instances below cost more to compile than they are worth (see
+    // ONE_INSTANCE); an optimised build runs those instances.
     return attn(a, dh, 0, (a->n + 3) / 4 * 4, 1);
 #else
 #define FIXED(DH)                                                         \
