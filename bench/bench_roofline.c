@@ -381,19 +381,36 @@ static int read_passes(size_t bytes)
 }
 
 enum { N_BW_MEMO = 128 };
-static struct { size_t bytes; int threads; double gbs; } bw_memo[N_BW_MEMO];
+static struct {
+    size_t bytes;
+    int threads;
+    double gbs, median;
+} bw_memo[N_BW_MEMO];
 static int n_bw_memo;
 
-double mhsa_bench_read_gbs(size_t bytes, int threads)
+static int cmp_double(const void *x, const void *y)
 {
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+// The best and the median of the trials below, measured once per (bytes,
+// threads) and remembered; 0 when they cannot be measured.
+static void read_gbs(size_t bytes, int threads, double *best_out,
+                     double *median_out)
+{
+    *best_out = *median_out = 0.0;
     if (threads < 1 || bytes < (size_t)threads * 256)
-        return 0.0;
+        return;
     for (int i = 0; i < n_bw_memo; i++)
-        if (bw_memo[i].bytes == bytes && bw_memo[i].threads == threads)
-            return bw_memo[i].gbs;
+        if (bw_memo[i].bytes == bytes && bw_memo[i].threads == threads) {
+            *best_out = bw_memo[i].gbs;
+            *median_out = bw_memo[i].median;
+            return;
+        }
     uint64_t *buf = read_buffer(bytes, threads);
     if (!buf)
-        return 0.0;
+        return;
     // Short trials, many of them, as for the peak. A working set that fits
     // the caches is read whole, a few times per trial (>= 16 MiB read); a
     // larger one a 16 MiB slice per trial, the slices in turn, so that a
@@ -402,22 +419,38 @@ double mhsa_bench_read_gbs(size_t bytes, int threads)
     int sliced = bytes >= 4 * slice;
     size_t win = sliced ? slice : bytes;
     int passes = sliced ? 1 : (int)((slice + bytes - 1) / bytes);
-    double best = 0.0;
+    enum { TRIALS = 100 };
+    double g[TRIALS];
     read_trial(buf, bytes, threads, 1);   // warm caches and TLB
-    for (int t = 0; t < 100; t++) {
+    for (int t = 0; t < TRIALS; t++) {
         size_t off = sliced ? (size_t)t % (bytes / slice) * slice : 0;
-        double g = read_trial(buf + off / 8, win, threads, passes);
-        if (g > best)
-            best = g;
+        g[t] = read_trial(buf + off / 8, win, threads, passes);
     }
     free(buf);
+    qsort(g, TRIALS, sizeof g[0], cmp_double);
+    *best_out = g[TRIALS - 1];
+    *median_out = (g[TRIALS / 2 - 1] + g[TRIALS / 2]) / 2;
     if (n_bw_memo < N_BW_MEMO) {
         bw_memo[n_bw_memo].bytes = bytes;
         bw_memo[n_bw_memo].threads = threads;
-        bw_memo[n_bw_memo].gbs = best;
+        bw_memo[n_bw_memo].gbs = *best_out;
+        bw_memo[n_bw_memo].median = *median_out;
         n_bw_memo++;
     }
+}
+
+double mhsa_bench_read_gbs(size_t bytes, int threads)
+{
+    double best, median;
+    read_gbs(bytes, threads, &best, &median);
     return best;
+}
+
+double mhsa_bench_read_gbs_median(size_t bytes, int threads)
+{
+    double best, median;
+    read_gbs(bytes, threads, &best, &median);
+    return median;
 }
 
 // ---- the roofline cases ---------------------------------------------------

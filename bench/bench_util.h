@@ -32,6 +32,12 @@ double mhsa_bench_peak_gflops(mhsa_isa isa, int threads);
 // from DRAM.
 double mhsa_bench_read_gbs(size_t bytes, int threads);
 
+// The median of the same 100 trials. On a shared machine DRAM bandwidth
+// swings with the neighbours' traffic, and the best of 100 short trials
+// catches the quiet moments: a step's median time set against it reads
+// low. The median is the like-for-like limit for a median time.
+double mhsa_bench_read_gbs_median(size_t bytes, int threads);
+
 // The thread counts every case runs at: 1 and, if more, all of OpenMP's.
 // Returns how many (1 or 2).
 int mhsa_bench_thread_counts(int64_t counts[2]);
