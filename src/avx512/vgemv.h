@@ -81,8 +81,8 @@ MHSA_AVX512_INLINE void dot_rows(size_t nq, size_t n, size_t d,
                   s + j, lds);
 }
 
-// m query rows, 4 at a time (then 2, 1), each key block read once per
-// group of rows. Specialised per dtype so that the conversion is fixed
+// m query rows, 4 at a time (then 3, or 2 and 1), each key block read
+// once per group of rows. Specialised per dtype so that the conversion is fixed
 // inside the loops.
 MHSA_AVX512_INLINE void dot_all(size_t m, size_t n, size_t d, const float *q,
                                 size_t ldq, const void *k, size_t ldk,
@@ -91,6 +91,10 @@ MHSA_AVX512_INLINE void dot_all(size_t m, size_t n, size_t d, const float *q,
     size_t r = 0;
     for (; r + 4 <= m; r += 4)
         dot_rows(4, n, d, q + r * ldq, ldq, k, ldk, dt, s + r * lds, lds);
+    if (m - r == 3) {   // a GQA group of 3 (SmolLM2: 9 / 3) reads K once
+        dot_rows(3, n, d, q + r * ldq, ldq, k, ldk, dt, s + r * lds, lds);
+        return;
+    }
     if (r + 2 <= m) {
         dot_rows(2, n, d, q + r * ldq, ldq, k, ldk, dt, s + r * lds, lds);
         r += 2;
@@ -161,6 +165,10 @@ MHSA_AVX512_INLINE void acc_all(size_t m, size_t n, size_t d, const float *p,
     size_t r = 0;
     for (; r + 4 <= m; r += 4)
         acc_rows(4, n, d, p + r * ldp, ldp, v, ldv, dt, o + r * ldo, ldo);
+    if (m - r == 3) {   // a GQA group of 3 reads V once
+        acc_rows(3, n, d, p + r * ldp, ldp, v, ldv, dt, o + r * ldo, ldo);
+        return;
+    }
     if (r + 2 <= m) {
         acc_rows(2, n, d, p + r * ldp, ldp, v, ldv, dt, o + r * ldo, ldo);
         r += 2;
