@@ -21,7 +21,7 @@
  *   cc -O2 -o step-count tools/step-count/step-count.c
  *   cc -O2 -Iinclude -o tiny tools/step-count/tiny-forward.c \
  *       build/libmhsa.a -fopenmp -lm
- *   OMP_NUM_THREADS=1 MHSA_ISA=avx512 ./step-count ./tiny 2
+ *   OMP_NUM_THREADS=1 MHSA_ISA=avx512 ./step-count ./tiny 2 [bwd]
  *
  * Prints "instructions N" on stdout after the program's own output. */
 #define _DEFAULT_SOURCE

@@ -1,11 +1,14 @@
 /* tiny-forward — the demo's block (B8 T12 D32 H4, causal, biases) through
  * the public API for step-count.c: one call to warm up, then N calls
- * (argv[1], default 1) between the markers SIGUSR1 and SIGUSR2. Prints
+ * (argv[1], default 1) between the markers SIGUSR1 and SIGUSR2; with
+ * argv[2] = "bwd" each call is a forward and a backward (dx and every
+ * gradient), the latency benchmark's tiny forward+backward row. Prints
  * the ISA and a sum of the outputs, so runs on two builds can be checked
  * for the same bits as well. Build and run: see step-count.c. */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "mhsa.h"
 
@@ -13,26 +16,33 @@ int main(int argc, char **argv)
 {
     enum { B = 8, T = 12, D = 32, H = 4 };
     int calls = argc > 1 ? atoi(argv[1]) : 1;
+    int bwd = argc > 2 && strcmp(argv[2], "bwd") == 0;
     mhsa_config cfg = { .d_model = D, .n_heads = H, .max_seq_len = T,
                         .causal = 1, .bias = 1 };
     mhsa_block *blk = NULL;
     mhsa_workspace *ws = NULL;
+    mhsa_grads *g = NULL;
     size_t n = (size_t)B * T * D;
     float *x = malloc(n * sizeof *x), *y = malloc(n * sizeof *y);
-    if (!x || !y || mhsa_block_create(&cfg, &blk) != MHSA_OK ||
+    float *dx = malloc(n * sizeof *dx);
+    if (!x || !y || !dx || mhsa_block_create(&cfg, &blk) != MHSA_OK ||
         mhsa_block_init_random(blk, 42) != MHSA_OK ||
-        mhsa_workspace_create(blk, B, &ws) != MHSA_OK) {
+        mhsa_workspace_create(blk, B, &ws) != MHSA_OK ||
+        mhsa_grads_create(blk, &g) != MHSA_OK) {
         fprintf(stderr, "tiny-forward: %s\n", mhsa_last_error());
         return 1;
     }
     for (size_t i = 0; i < n; i++)
         x[i] = (float)((i * 2654435761u) % 1000) / 500.0f - 1.0f;
-    int bad = mhsa_forward(blk, ws, x, B, T, NULL, y, NULL) != MHSA_OK;
+    // dy = x: any fixed values will do.
+    int bad = mhsa_forward(blk, ws, x, B, T, NULL, y, NULL) != MHSA_OK ||
+              (bwd && mhsa_backward(blk, ws, x, dx, g) != MHSA_OK);
     signal(SIGUSR1, SIG_IGN);
     signal(SIGUSR2, SIG_IGN);
     raise(SIGUSR1);
     for (int i = 0; i < calls && !bad; i++)
-        bad = mhsa_forward(blk, ws, x, B, T, NULL, y, NULL) != MHSA_OK;
+        bad = mhsa_forward(blk, ws, x, B, T, NULL, y, NULL) != MHSA_OK ||
+              (bwd && mhsa_backward(blk, ws, x, dx, g) != MHSA_OK);
     raise(SIGUSR2);
     if (bad) {
         fprintf(stderr, "tiny-forward: %s\n", mhsa_last_error());
@@ -40,11 +50,13 @@ int main(int argc, char **argv)
     }
     double s = 0;
     for (size_t i = 0; i < n; i++)
-        s += y[i];
+        s += y[i] + (bwd ? dx[i] : 0.0f);
     printf("isa %s sum %.9g\n", mhsa_isa_name(mhsa_active_isa()), s);
+    mhsa_grads_destroy(g);
     mhsa_workspace_destroy(ws);
     mhsa_block_destroy(blk);
     free(x);
     free(y);
+    free(dx);
     return 0;
 }
