@@ -17,8 +17,8 @@ import json
 import sys
 
 KERNEL_TESTS = ["kernel_sgemm", "kernel_softmax", "kernel_gemv",
-                "kernel_permute", "kernel_convert", "gemm", "refs",
-                "attention"]
+                "kernel_permute", "kernel_convert", "kernel_rows_finite",
+                "gemm", "refs", "attention"]
 EMULATED = "isa avx512: SIMDe emulation"
 SKIPPED = "skip: isa avx512"
 

@@ -60,7 +60,7 @@ import sys
 
 # Tests that loop over every ISA with kernels_or_skip(); they must have run.
 REQUIRED = {"kernel_sgemm", "kernel_softmax", "kernel_permute", "gemm",
-            "kernel_gemv", "kernel_convert"}
+            "kernel_gemv", "kernel_convert", "kernel_rows_finite"}
 
 tests = [json.loads(line) for line in open(sys.argv[1], encoding="utf-8")
          if line.strip()]

@@ -96,24 +96,24 @@ static attn_job recorded_job(const mhsa_block *blk, const mhsa_workspace *ws)
 }
 
 // The arguments for query block qb (rows qb*br ...) of head h of sequence
-// b, with the gradients: dq of its rows, dk and dv those of its kv head,
-// in dqkv (the projection buffer).
-static head_args block_args(const attn_view *view, const mhsa_block *blk,
-                            const mhsa_workspace *ws, size_t br, size_t b,
-                            size_t h, size_t qb)
+// b set in *a, with the gradients: dq of its rows, dk and dv those of its
+// kv head, in dqkv (the projection buffer). Every other field of *a is
+// left as it was (mhsa__view_block_set), so a loop zeroes it once.
+static void block_args(const attn_view *view, const mhsa_block *blk,
+                       const mhsa_workspace *ws, size_t br, size_t b,
+                       size_t h, size_t qb, head_args *a)
 {
     size_t T = ws->fwd_t, Hkv = blk->Hkv, dh = blk->dh;
     size_t D = blk->D, nqkv = blk->nqkv, kvh = h / blk->group;
     size_t r0 = qb * br, row = b * T + r0;
     float *g0 = ws->qkv + b * T * nqkv;   // dqkv of the sequence's row 0
-    head_args a = mhsa__view_block(view, b, h, r0, br);
-    a.dout = ws->dctx + row * D + h * dh;
-    a.lddo = D;
-    a.dq = g0 + r0 * nqkv + h * dh;
-    a.dk = g0 + D + kvh * dh;
-    a.dv = g0 + D + (Hkv + kvh) * dh;
-    a.ldg = nqkv;
-    return a;
+    mhsa__view_block_set(view, b, h, r0, br, a);
+    a->dout = ws->dctx + row * D + h * dh;
+    a->lddo = D;
+    a->dq = g0 + r0 * nqkv + h * dh;
+    a->dk = g0 + D + kvh * dh;
+    a->dv = g0 + D + (Hkv + kvh) * dh;
+    a->ldg = nqkv;
 }
 
 // dk and dv of kv head g of sequence b accumulate from zero.
@@ -152,13 +152,14 @@ static void bwd_body(void *p)
     float *tiles = ws->attn.tiles + (size_t)omp_get_thread_num() *
                                     ws->attn.tile_floats;
     if (!split) {
+        head_args a = { 0 };   // the fields block_args leaves stay 0
 #pragma omp for schedule(static)
         for (size_t bg = 0; bg < kvs; bg++) {
             size_t b = bg / Hkv, g = bg % Hkv;
             zero_dkv(blk, ws, b, g);
             for (size_t h = g * group; h < (g + 1) * group; h++)
                 for (size_t qb = 0; qb < nqb; qb++) {
-                    head_args a = block_args(vw, blk, ws, br, b, h, qb);
+                    block_args(vw, blk, ws, br, b, h, qb, &a);
                     mhsa__head_backward(k, &a, tiles);
                 }
         }
@@ -166,26 +167,25 @@ static void bwd_body(void *p)
 #pragma omp for schedule(static)
         for (size_t bg = 0; bg < kvs; bg++)
             zero_dkv(blk, ws, bg / Hkv, bg % Hkv);
+        head_args dkv = { .skip_dq = 1 };   // the dk/dv pass
 #pragma omp for schedule(static)
         for (size_t task = 0; task < kvs * ntile; task++) {
             size_t bg = task / ntile, j0 = (task % ntile) * bc;
             size_t b = bg / Hkv, g = bg % Hkv;
+            dkv.key0 = j0;
+            dkv.key1 = j0 + bc;
             for (size_t h = g * group; h < (g + 1) * group; h++)
                 for (size_t qb = 0; qb < nqb; qb++) {
-                    head_args a = block_args(vw, blk, ws, br, b, h, qb);
-                    a.skip_dq = 1;
-                    a.key0 = j0;
-                    a.key1 = j0 + bc;
-                    mhsa__head_backward(k, &a, tiles);
+                    block_args(vw, blk, ws, br, b, h, qb, &dkv);
+                    mhsa__head_backward(k, &dkv, tiles);
                 }
         }
+        head_args dq = { .skip_dkv = 1 };   // the dq pass
 #pragma omp for schedule(static)
         for (size_t task = 0; task < B * H * nqb; task++) {
             size_t bh = task / nqb;
-            head_args a = block_args(vw, blk, ws, br, bh / H, bh % H,
-                                     task % nqb);
-            a.skip_dkv = 1;
-            mhsa__head_backward(k, &a, tiles);
+            block_args(vw, blk, ws, br, bh / H, bh % H, task % nqb, &dq);
+            mhsa__head_backward(k, &dq, tiles);
         }
     }
 }

@@ -134,40 +134,6 @@ static int blocked(const head_args *a, size_t r, size_t j)
     return a->mask && a->mask[r * a->ldmask + j] == -INFINITY;
 }
 
-// Built twice on x86-64 with GCC, for the SSE2 baseline and for AVX2
-// (target_clones, as train/layers.h's MHSA_CLONES): Q, K and V of every
-// head pass through it, 5% of the tiny GPT block's forward instructions
-// at 4 lanes. Integer operations only, so either version answers alike.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && \
-    !defined(MHSA_NO_CLONES)
-__attribute__((target_clones("avx2", "default")))
-#endif
-static int rows_finite(const float *x, size_t rows, size_t cols, size_t ld)
-{
-    // On the bits (exponent all ones = inf or NaN), OR-reduced without an
-    // early exit: the compiler vectorises it, where a scalar isfinite()
-    // per element cost as much as a fifth of the forward.
-    // Contiguous rows are one long row: at dh = 8 the per-row loop setup
-    // cost more than the test (8% of the tiny forward).
-    if (ld == cols) {
-        cols *= rows;
-        rows = 1;
-    }
-    // (u & exponent) + its lowest bit reaches bit 31 only when the
-    // exponent is all ones: an and, an add and an or per element, which
-    // vectorises where the compare did not.
-    uint32_t bad = 0;
-    for (size_t r = 0; r < rows; r++) {
-        const float *row = x + r * ld;
-        for (size_t c = 0; c < cols; c++) {
-            uint32_t u;
-            memcpy(&u, row + c, sizeof u);
-            bad |= (u & 0x7f800000u) + 0x00800000u;
-        }
-    }
-    return !(bad & 0x80000000u);
-}
-
 // One past the last key any row of the block can see: under the causal
 // mask none after the last row's position, and none in the padding.
 static size_t key_end(const head_args *a)
@@ -201,13 +167,13 @@ static const float *kv_rows(const mhsa_kernels *k, const head_args *a,
 }
 
 // The first row of x (rows x cols, ld) holding inf or NaN; rows if none.
-static size_t first_bad_row(const float *x, size_t rows, size_t cols,
-                            size_t ld)
+static size_t first_bad_row(const mhsa_kernels *k, const float *x,
+                            size_t rows, size_t cols, size_t ld)
 {
-    if (rows_finite(x, rows, cols, ld))   // the usual case, in one pass
+    if (k->rows_finite(rows, cols, x, ld))   // the usual case, in one pass
         return rows;
     size_t r = 0;
-    while (r < rows && rows_finite(x + r * ld, 1, cols, ld))
+    while (r < rows && k->rows_finite(1, cols, x + r * ld, ld))
         r++;
     return r;
 }
@@ -216,15 +182,16 @@ static size_t first_bad_row(const float *x, size_t rows, size_t cols,
 // NaN become NaN: such a row reads a non-finite value, and a blocked key's
 // score is never read anyway. qbad (tq) flags the rows, kbad is the first
 // bad key of the tile (n if none).
-static void nanify(const float *kt, size_t n, size_t dh, size_t kbad,
-                   const float *qbad, size_t tq, float *s, size_t lds)
+static void nanify(const mhsa_kernels *k, const float *kt, size_t n,
+                   size_t dh, size_t kbad, const float *qbad, size_t tq,
+                   float *s, size_t lds)
 {
     for (size_t r = 0; r < tq; r++)
         if (qbad[r] != 0.0f)
             for (size_t j = 0; j < n; j++)
                 s[r * lds + j] = NAN;
     for (size_t j = kbad; j < n; j++)
-        if (!rows_finite(kt + j * dh, 1, dh, dh))
+        if (!k->rows_finite(1, dh, kt + j * dh, dh))
             for (size_t r = 0; r < tq; r++)
                 s[r * lds + j] = NAN;
 }
@@ -378,8 +345,8 @@ void mhsa__head_pack_kv(const mhsa_kernels *k, size_t tk, size_t dh,
     mhsa_tile_pack_b(k, dh, n, kt, dh, 1, cdt, kpack + j0 * dh);
     mhsa_tile_pack_b(k, n, dh, vt, dh, 0, cdt,
                      vpack + j0 * up(dh, (size_t)k->nr));
-    *vbad = (float)first_bad_row(vt, n, dh, dh);
-    *kbad = (float)first_bad_row(kt, n, dh, dh);
+    *vbad = (float)first_bad_row(k, vt, n, dh, dh);
+    *kbad = (float)first_bad_row(k, kt, n, dh, dh);
 }
 
 void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
@@ -392,14 +359,14 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
     tile_views t = carve(k, dh, tiles);
 
     a_side qa = a_rows(k, a, tq, dh, a->q, dh, 1.0f, t.qa);
-    int q_ok = rows_finite(a->q, tq, dh, dh);   // the block in one pass
+    int q_ok = k->rows_finite(tq, dh, a->q, dh);   // the block in one pass
     for (size_t r = 0; r < tq; r++) {
         t.m[r] = -INFINITY;
         t.l[r] = 0.0f;
         float *o = a->o + r * a->ldo;
         for (size_t d = 0; d < dh; d++)   // short rows: no memset call
             o[d] = 0.0f;
-        t.delta[r] = !q_ok && !rows_finite(a->q + r * dh, 1, dh, dh);
+        t.delta[r] = !q_ok && !k->rows_finite(1, dh, a->q + r * dh, dh);
     }
     for (size_t j0 = tile_start(a, bc); j0 < kend; j0 += bc) {
         size_t n = kend - j0 < bc ? kend - j0 : bc;
@@ -414,7 +381,7 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
         } else {
             kt = kv_rows(k, a, 0, j0, n, t.kc);
             mhsa_tile_pack_b(k, dh, n, kt, dh, 1, a->compute, t.kb);
-            kbad = first_bad_row(kt, n, dh, dh);
+            kbad = first_bad_row(k, kt, n, dh, dh);
         }
         if (diag)
             diag_scores(k, a, j0, n, &qa, kb, t.s, bc);
@@ -423,7 +390,7 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
         if (!q_ok || kbad < n) {   // rare: inf/NaN in what rows read
             if (!kt)
                 kt = kv_rows(k, a, 0, j0, n, t.kc);
-            nanify(kt, n, dh, kbad, t.delta, tq, t.s, bc);
+            nanify(k, kt, n, dh, kbad, t.delta, tq, t.s, bc);
         }
         // s_room: the S tile's rows are bc wide whatever n is. On the
         // first tile O is +0, which any alpha in [0, 1] leaves +0: dv = 0
@@ -443,7 +410,7 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
             v_ok = (size_t)a->vbad[j0 / bc] >= n;
         } else {
             vt = kv_rows(k, a, 1, j0, n, t.vc);
-            v_ok = rows_finite(vt, n, dh, dh);
+            v_ok = k->rows_finite(n, dh, vt, dh);
         }
         if (v_ok) {   // O += P V
             a_side pa = a_rows(k, a, tq, n, t.s, bc, 1.0f, t.pa);
@@ -506,14 +473,14 @@ void mhsa__head_weights(const mhsa_kernels *k, const head_args *a,
     tile_views t = carve(k, dh, tiles);
     mhsa_tile_pack_a(k, tq, dh, a->q, dh, 0, 1.0f, a->compute, t.qa);
     for (size_t r = 0; r < tq; r++)
-        t.delta[r] = !rows_finite(a->q + r * dh, 1, dh, dh);
+        t.delta[r] = !k->rows_finite(1, dh, a->q + r * dh, dh);
     for (size_t j0 = 0; j0 < a->tk; j0 += bc) {
         size_t n = a->tk - j0 < bc ? a->tk - j0 : bc;
         const float *kt = kv_rows(k, a, 0, j0, n, t.kc);
         mhsa_tile_pack_b(k, dh, n, kt, dh, 1, a->compute, t.kb);
         mhsa_tile_gemm(k, tq, n, dh, t.qa, t.kb, a->attn + j0, a->ldattn,
                        0.0f);
-        nanify(kt, n, dh, first_bad_row(kt, n, dh, dh), t.delta, tq,
+        nanify(k, kt, n, dh, first_bad_row(k, kt, n, dh, dh), t.delta, tq,
                a->attn + j0, a->ldattn);
     }
     for (size_t r = 0; r < tq; r++) {
@@ -527,7 +494,7 @@ void mhsa__head_weights(const mhsa_kernels *k, const head_args *a,
         k->softmax_row(a->tk, w, w);
         // A row that read a NaN (or +inf) is normalised by a NaN sum, and
         // 0 * NaN would make its blocked weights NaN too: they stay +0.
-        if (!rows_finite(w, 1, a->tk, a->tk))
+        if (!k->rows_finite(1, a->tk, w, a->tk))
             for (size_t j = 0; j < a->tk; j++)
                 if (blocked(a, r, j))
                     w[j] = 0.0f;
@@ -627,10 +594,10 @@ void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
     size_t kend = key_end(a);
     tile_views t = carve(k, dh, tiles);
     size_t k0 = tile_start(a, bc) < kend ? tile_start(a, bc) : kend;
-    int safe = rows_finite(a->k + k0 * dh, kend - k0, dh, dh) &&
-               rows_finite(a->v + k0 * dh, kend - k0, dh, dh) &&
-               rows_finite(a->q, tq, dh, dh) &&
-               rows_finite(a->dout, tq, dh, a->lddo);
+    int safe = k->rows_finite(kend - k0, dh, a->k + k0 * dh, dh) &&
+               k->rows_finite(kend - k0, dh, a->v + k0 * dh, dh) &&
+               k->rows_finite(tq, dh, a->q, dh) &&
+               k->rows_finite(tq, dh, a->dout, a->lddo);
 
     // delta = rowsum(dO * O), O the forward's normalised output.
     for (size_t r = 0; r < tq; r++) {

@@ -78,11 +78,3 @@ void mhsa__view_block_set(const attn_view *view, size_t b, size_t h,
     a->ldattn = j->tk;
     a->compute = j->compute;
 }
-
-head_args mhsa__view_block(const attn_view *view, size_t b, size_t h,
-                           size_t r0, size_t br)
-{
-    head_args a = { 0 };
-    mhsa__view_block_set(view, b, h, r0, br, &a);
-    return a;
-}

@@ -96,16 +96,14 @@ static inline const char *mhsa__view_v(const attn_view *v, size_t kvh)
     return (const char *)v->job->v + kvh * v->kv_head_bytes;
 }
 
-// The arguments of the query block of head h of sequence b that starts at
-// row r0 and holds up to br rows: pointers offset to the head, its kv head
-// and row r0; the rules of the row's mask view. (The forward's packed tiles
-// and the backward's gradients are added by the caller.)
-head_args mhsa__view_block(const attn_view *v, size_t b, size_t h,
-                           size_t r0, size_t br);
-// The same fields of *a set in place, every other field left as it was:
-// a loop over blocks zeroes its head_args once instead of building and
-// copying the ~300-byte struct per block (the rep stos and rep movs were
-// ~150 instructions a block, 32 blocks a call of the tiny forward).
+// Sets in *a the arguments of the query block of head h of sequence b that
+// starts at row r0 and holds up to br rows: pointers offset to the head,
+// its kv head and row r0; the rules of the row's mask view. (The forward's
+// packed tiles and the backward's gradients are added by the caller.)
+// Every other field of *a is left as it was: a loop over blocks zeroes its
+// head_args once instead of building and copying the ~300-byte struct per
+// block (the rep stos and rep movs were ~150 instructions a block, 32
+// blocks a call of the tiny forward).
 void mhsa__view_block_set(const attn_view *v, size_t b, size_t h,
                           size_t r0, size_t br, head_args *a);
 

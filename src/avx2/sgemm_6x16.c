@@ -116,6 +116,23 @@ INLINE void store_row(float *c, const float *cin, __m256 lo, __m256 hi,
         store_cols(c + 8, hi, nhi);
 }
 
+// A[i][kk], multiplied by alpha first in the row-major kernel (scale).
+#define A_AT(row) (scale ? _mm256_mul_ps(va, _mm256_broadcast_ss(row + o)) \
+                         : _mm256_broadcast_ss(row + o))
+
+// acc<i>_lo/hi += A[i][kk] * (b_lo, b_hi), for the rows the tile computes
+// (rows is 2, 4 or MR, so rows 0 and 1 always). Intrinsics, not fma_acc
+// (the comment above fma_acc says why).
+#define ROW_FMA(i)                                                            \
+    do {                                                                      \
+        if (rows <= i)                                                        \
+            break;                                                            \
+        __m256 ai = A_AT(a##i);                                               \
+        acc##i##_lo = _mm256_fmadd_ps(ai, b_lo, acc##i##_lo);                 \
+        if (halves == 2)                                                      \
+            acc##i##_hi = _mm256_fmadd_ps(ai, b_hi, acc##i##_hi);             \
+    } while (0)
+
 // The tile. A[i][kk] is at a[i*rs + kk*cs] for i < m (rows >= m read row
 // m - 1 when rs is a row stride: never past the matrix; a packed panel's
 // zero rows are read as they are). scale: multiply A by alpha first.
@@ -150,8 +167,6 @@ INLINE void tile(size_t k, const float *a, size_t rs, size_t cs, int clamp,
     for (size_t i = 0; i < m; i++)
         _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
 
-#define A_AT(row) (scale ? _mm256_mul_ps(va, _mm256_broadcast_ss(row + o)) \
-                         : _mm256_broadcast_ss(row + o))
     // Unrolled by 4: the loop's own counter, pointer and branch were 6 of
     // its 25 instructions a step. The steps still run in order.
 #pragma GCC unroll 4
@@ -161,41 +176,13 @@ INLINE void tile(size_t k, const float *a, size_t rs, size_t cs, int clamp,
         _mm_prefetch((const char *)(b + 8 * NR), _MM_HINT_T0);
         __m256 b_lo = _mm256_loadu_ps(b);
         __m256 b_hi = halves == 2 ? _mm256_loadu_ps(b + 8) : b_lo;
-        __m256 ai;
-        ai = A_AT(a0);
-        acc0_lo = _mm256_fmadd_ps(ai, b_lo, acc0_lo);
-        if (halves == 2)
-            acc0_hi = _mm256_fmadd_ps(ai, b_hi, acc0_hi);
-        ai = A_AT(a1);
-        acc1_lo = _mm256_fmadd_ps(ai, b_lo, acc1_lo);
-        if (halves == 2)
-            acc1_hi = _mm256_fmadd_ps(ai, b_hi, acc1_hi);
-        if (rows > 2) {
-            ai = A_AT(a2);
-            acc2_lo = _mm256_fmadd_ps(ai, b_lo, acc2_lo);
-            if (halves == 2)
-                acc2_hi = _mm256_fmadd_ps(ai, b_hi, acc2_hi);
-        }
-        if (rows > 3) {
-            ai = A_AT(a3);
-            acc3_lo = _mm256_fmadd_ps(ai, b_lo, acc3_lo);
-            if (halves == 2)
-                acc3_hi = _mm256_fmadd_ps(ai, b_hi, acc3_hi);
-        }
-        if (rows > 4) {
-            ai = A_AT(a4);
-            acc4_lo = _mm256_fmadd_ps(ai, b_lo, acc4_lo);
-            if (halves == 2)
-                acc4_hi = _mm256_fmadd_ps(ai, b_hi, acc4_hi);
-        }
-        if (rows > 5) {
-            ai = A_AT(a5);
-            acc5_lo = _mm256_fmadd_ps(ai, b_lo, acc5_lo);
-            if (halves == 2)
-                acc5_hi = _mm256_fmadd_ps(ai, b_hi, acc5_hi);
-        }
+        ROW_FMA(0);
+        ROW_FMA(1);
+        ROW_FMA(2);
+        ROW_FMA(3);
+        ROW_FMA(4);
+        ROW_FMA(5);
     }
-#undef A_AT
 
     size_t nn = n < NR ? n : NR;
     size_t ldin = bias ? 0 : ldc;

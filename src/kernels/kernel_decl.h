@@ -41,6 +41,8 @@
     void MHSA_KNAME(softmax_row, isa)(size_t n, const float *x, float *y);   \
     void MHSA_KNAME(scale_copy, isa)(size_t n, const float *src, float *dst, \
                                      float scale);                           \
+    int MHSA_KNAME(rows_finite, isa)(size_t rows, size_t cols,               \
+                                     const float *x, size_t ld);             \
     void MHSA_KNAME(gemv_n, isa)(size_t n, size_t d, const float *a,         \
                                  size_t lda, const float *x, float *y,       \
                                  float beta);                                \
@@ -106,6 +108,7 @@
         .softmax_grad = MHSA_KNAME(softmax_grad, sfx),                        \
         .softmax_row = MHSA_KNAME(softmax_row, sfx),                          \
         .scale_copy = MHSA_KNAME(scale_copy, sfx),                            \
+        .rows_finite = MHSA_KNAME(rows_finite, sfx),                          \
         .gemv_n = MHSA_KNAME(gemv_n, sfx),                                    \
         .gemv_t = MHSA_KNAME(gemv_t, sfx),                                    \
         .kv_dot = MHSA_KNAME(kv_dot, sfx),                                    \

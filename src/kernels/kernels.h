@@ -378,6 +378,14 @@ typedef struct mhsa_kernels {
     // == 1 copies the bits unchanged (NaN payloads, signs of zero).
     void (*scale_copy)(size_t n, const float *src, float *dst, float scale);
 
+    // 1 when every x[r*ld + c], r < rows, c < cols, is finite, 0 when any
+    // is +-INFINITY or NaN (of any sign or payload; subnormals and zeros
+    // are finite). Elements between rows (c >= cols) are never read; rows
+    // or cols 0 gives 1. The attention drivers (attn/attention.c) ask it
+    // of every Q, K, V and dO block, to route inf and NaN to their exact
+    // paths (kernels.h's rules above).
+    int (*rows_finite)(size_t rows, size_t cols, const float *x, size_t ld);
+
     // Matrix-vector products for one-row work (decoding one token), where a
     // GEMM tile would waste mr - 1 rows of work and packing would double
     // the memory traffic. Both stream the matrix once, unpacked.
