@@ -33,11 +33,13 @@ enum { MR = 6, NR = 16 };
 // and a NaN bias). So the final add of beta * C (or the bias) is written in
 // assembly with a fixed order, the sum first: sum + c returns the sum's
 // NaN, else c's; acc + b*a acc's, else b's, else a's. The depth loop's
-// FMAs stay intrinsics: the same fix there cost the tiny forward 1.6% more
-// instructions (callgrind: register copies around the asm), and the test
-// (ra_matches_packed_bitwise) finds no mismatch from them today; the
-// AVX-512 tile (sgemm_12x32.c) fixes them too (its loop still has one
-// broadcast and two FMAs a row and step; valgrind cannot count AVX-512).
+// FMAs too: as intrinsics, GCC gave the row-major tile at alpha = 1 other
+// FMA forms than the packed one, and with a NaN in A and one in B at the
+// same depth step 480 of 1536 elements came out as the other NaN
+// (test_kernel_sgemm's ra_matches_packed_nan_payloads). The fixed order
+// costs a few register copies around the asm (callgrind, tiny forward:
+// about 1.6% more instructions when it was first tried); the AVX-512 tile
+// (sgemm_12x32.c) does the same.
 INLINE __m256 fma_acc(__m256 acc, __m256 b, __m256 a)
 {
     __asm__("vfmadd231ps %2, %1, %0" : "+x"(acc) : "x"(b), "xm"(a));
@@ -121,16 +123,16 @@ INLINE void store_row(float *c, const float *cin, __m256 lo, __m256 hi,
                          : _mm256_broadcast_ss(row + o))
 
 // acc<i>_lo/hi += A[i][kk] * (b_lo, b_hi), for the rows the tile computes
-// (rows is 2, 4 or MR, so rows 0 and 1 always). Intrinsics, not fma_acc
-// (the comment above fma_acc says why).
+// (rows is 2, 4 or MR, so rows 0 and 1 always), through fma_acc's fixed
+// operand order (the comment above fma_acc says why).
 #define ROW_FMA(i)                                                            \
     do {                                                                      \
         if (rows <= i)                                                        \
             break;                                                            \
         __m256 ai = A_AT(a##i);                                               \
-        acc##i##_lo = _mm256_fmadd_ps(ai, b_lo, acc##i##_lo);                 \
+        acc##i##_lo = fma_acc(acc##i##_lo, b_lo, ai);                         \
         if (halves == 2)                                                      \
-            acc##i##_hi = _mm256_fmadd_ps(ai, b_hi, acc##i##_hi);             \
+            acc##i##_hi = fma_acc(acc##i##_hi, b_hi, ai);                     \
     } while (0)
 
 // The tile. A[i][kk] is at a[i*rs + kk*cs] for i < m (rows >= m read row

@@ -394,6 +394,78 @@ START_TEST(ra_matches_packed_bitwise)
 }
 END_TEST
 
+static float nan_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+// Several NaNs in one chain: x86 returns the first NaN operand of an FMA
+// in the instruction's own operand order, so a tile whose compiler picked
+// vfmadd132 in one instance and vfmadd231 in the other returns different
+// NaNs (payload, sign) for the same element when A and B (or the running
+// sum and a factor) are both NaN. The single NaN of special() cannot show
+// that; here the NaNs differ by payload and sign: depth step 0 or 1 of A
+// (per row) and of B (per column) NaN in each of the 16 combinations.
+START_TEST(ra_matches_packed_nan_payloads)
+{
+    const mhsa_kernels *k = kernels_or_skip(_i);
+    if (!k)
+        return;
+    if (!k->sgemm_ukr_ra) {
+        printf("isa %s: no row-major tile (the GEMM packs A)\n", k->name);
+        return;
+    }
+    size_t mr = (size_t)k->mr, nr = (size_t)k->nr, kd = 3;
+    float *a = malloc(mr * kd * sizeof(float));
+    float *b = malloc(kd * nr * sizeof(float));
+    float *ap = malloc((mr * kd + 1) * sizeof(float));
+    float *bp = malloc((nr * kd + 1) * sizeof(float));
+    float *cp = malloc(mr * nr * sizeof(float));
+    float *cr = malloc(mr * nr * sizeof(float));
+    static const float alphas[] = { 1.0f, 0.5f };
+    for (int sc = 0; sc < 16; sc++)
+        for (int al = 0; al < 2; al++)
+            for (size_t m = 1; m <= mr; m++)
+                for (size_t n = nr / 2; n <= nr; n += nr / 2) {
+                    for (size_t i = 0; i < m; i++) {
+                        a[i * kd] = sc & 1 ? nan_bits(0x7fc00011u + i) : 1.0f;
+                        a[i * kd + 1] =
+                            sc & 2 ? nan_bits(0xffc00021u + i) : 1.0f;
+                        a[i * kd + 2] = 2.0f;
+                    }
+                    for (size_t j = 0; j < n; j++) {
+                        b[j] = sc & 4 ? nan_bits(0xffc00031u + j) : 1.0f;
+                        b[n + j] = sc & 8 ? nan_bits(0x7fc00041u + j) : 1.0f;
+                        b[2 * n + j] = 3.0f;
+                    }
+                    k->pack_a(m, kd, a, kd, 0, alphas[al], ap);
+                    k->pack_b(kd, n, b, n, 0, bp);
+                    k->sgemm_ukr(kd, ap, bp, cp, nr, m, n, 0.0f);
+                    k->sgemm_ukr_ra(kd, a, kd, alphas[al], bp, cr, nr, m, n,
+                                    0.0f, NULL);
+                    for (size_t i = 0; i < m; i++)
+                        for (size_t j = 0; j < n; j++) {
+                            size_t e = i * nr + j;
+                            ck_assert_msg(
+                                float_bits(cp[e]) == float_bits(cr[e]),
+                                "C[%zu][%zu]: packed 0x%08x, row-major "
+                                "0x%08x: isa %s m %zu n %zu alpha %g NaN "
+                                "case %d", i, j, float_bits(cp[e]),
+                                float_bits(cr[e]), k->name, m, n,
+                                alphas[al], sc);
+                        }
+                }
+    free(a);
+    free(b);
+    free(ap);
+    free(bp);
+    free(cp);
+    free(cr);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("kernel_sgemm");
@@ -403,6 +475,7 @@ int main(void)
     LOOP(tc, ukr_edges);
     LOOP(tc, ukr_random);
     LOOP(tc, ra_matches_packed_bitwise);
+    LOOP(tc, ra_matches_packed_nan_payloads);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
