@@ -56,6 +56,51 @@ MHSA_AVX512_INLINE float mhsa_hmax__avx512(__m512 v)
     return _mm_cvtss_f32(x);
 }
 
+// The trees of mhsa_hmax__avx512 (max != 0) or mhsa_hsum__avx512 over 16
+// vectors at once: lane i of the result is hmax(v[i]) or hsum(v[i]), bit
+// for bit. Each level of the tree pairs the same lanes (t and t + 8, then
+// t and t + 4, t and t + 2, 0 and 1) with the same operand first, which
+// matters for max (maxps returns its second operand on a +0/-0 tie or a
+// NaN); for add only the payload kept from two different NaNs could
+// depend on it, and compilers commute adds anyway. All 16 vectors take
+// two shuffles and one operation per pair of vectors a level: 45
+// instructions where 16 calls take 128. Rows are paired (i, i + 4) in
+// 0..3 and 8..11 so that the result comes out in order, with no permute.
+MHSA_AVX512_INLINE __m512 mhsa_tree_op__avx512(__m512 a, __m512 b, int max)
+{
+    return max ? _mm512_max_ps(a, b) : _mm512_add_ps(a, b);
+}
+
+MHSA_AVX512_INLINE __m512 mhsa_tree16_lanes__avx512(const __m512 v[16],
+                                                   int max)
+{
+    // Per row, lanes t vs t + 8: rows (i, i + 4) share a vector, row i in
+    // its low 256 bits.
+    __m512 h[8];
+    for (int e = 0; e < 8; e++) {
+        __m512 a = v[e < 4 ? e : e + 4], b = v[e < 4 ? e + 4 : e + 8];
+        h[e] = mhsa_tree_op__avx512(_mm512_shuffle_f32x4(a, b, 0x44),
+                                    _mm512_shuffle_f32x4(a, b, 0xEE), max);
+    }
+    // t vs t + 4: q[e] holds rows e, e + 4, e + 8, e + 12, one per 128
+    // bits.
+    __m512 q[4];
+    for (int e = 0; e < 4; e++)
+        q[e] = mhsa_tree_op__avx512(
+            _mm512_shuffle_f32x4(h[e], h[e + 4], 0x88),
+            _mm512_shuffle_f32x4(h[e], h[e + 4], 0xDD), max);
+    // t vs t + 2 (movehl), two rows per 128 bits; then 0 vs 1 (movehdup),
+    // four rows per 128 bits: rows 4k .. 4k + 3 in the lanes 4k ...
+    __m512 u0 = mhsa_tree_op__avx512(_mm512_shuffle_ps(q[0], q[1], 0x44),
+                                     _mm512_shuffle_ps(q[0], q[1], 0xEE),
+                                     max);
+    __m512 u1 = mhsa_tree_op__avx512(_mm512_shuffle_ps(q[2], q[3], 0x44),
+                                     _mm512_shuffle_ps(q[2], q[3], 0xEE),
+                                     max);
+    return mhsa_tree_op__avx512(_mm512_shuffle_ps(u0, u1, 0x88),
+                                _mm512_shuffle_ps(u0, u1, 0xDD), max);
+}
+
 // exp(x) for 16 floats. Range reduction x = n ln2 + r, |r| <= ln2/2, with
 // n = rint(x / ln2) (vrndscaleps) and ln2 split in two (Cody-Waite, the low
 // part through FMA); exp(r) = 1 + r P(r) with P of degree 5, a minimax fit

@@ -1152,8 +1152,9 @@ END_TEST
 
 // A call over many rows gives each row the bits a call over that row alone
 // gives (rows are independent; AVX2 takes 8 rows at a time into the lanes
-// of its vectors for tiles of <= 16 keys, kernels' other paths one row at
-// a time). Two tiles in a row (the second rescales the first's m, l, o),
+// of its vectors for tiles of <= 16 keys, AVX-512 16 rows of <= 64 keys,
+// see online_lane_groups_equal_one_by_one; other paths one row at a
+// time). Two tiles in a row (the second rescales the first's m, l, o),
 // causal at several offsets, key padding, a window, a mask, +inf and NaN
 // scores (a group that falls back), with and without s_room.
 START_TEST(online_rows_together_equal_one_by_one)
@@ -1225,6 +1226,127 @@ START_TEST(online_rows_together_equal_one_by_one)
 }
 END_TEST
 
+// Loop index i < N_ISAS: all_isas[i]'s table; N_ISAS: the emulated
+// AVX-512 table beside the native one (NULL when it already ran or is
+// not built), so both builds of src/avx512/softmax.c are checked.
+static const mhsa_kernels *table_at(int i)
+{
+    return i < N_ISAS ? kernels_or_skip(i) : emulated_beside_native();
+}
+
+// One-row calls that redo a group's rows, as online_rows_together_... does.
+static void one_by_one(const mhsa_kernels *k, const mhsa_softmax_args *all,
+                       float *s1, float *m1, float *l1, float *o1)
+{
+    for (size_t r = 0; r < all->rows; r++) {
+        mhsa_softmax_args one = *all;
+        one.rows = 1;
+        one.s = s1 + r * all->lds;
+        one.mv.q0 = all->mv.q0 + r;
+        one.mv.mask = all->mv.mask ? all->mv.mask + r * all->mv.ldmask
+                                   : NULL;
+        one.m = m1 + r, one.l = l1 + r, one.o = o1 + r * all->ldo;
+        k->softmax_online(&one);
+    }
+}
+
+// The AVX-512 online step takes up to 16 rows at a time for rows of 1..64
+// keys, their max and sum trees and bookkeeping in the lanes of one
+// vector (softmax.c, rows_in_lanes): each row must get the bits of a
+// call over that row alone, all of its row of s (past n too, with
+// s_room), m, l and o. Rows 6..40 (whole groups, tails, groups too small
+// to take), keys 1..65 (primes, multiples of 16, one past the limit), two
+// tiles (the second from finite m, l: o rescaled), and per variant: 0
+// plain, 1-3 causal (rows whose key counts differ, offsets), 4 a mask
+// with -INFINITY entries, 5 a window (rows not starting at key 0), 6 key
+// padding, 7 NaN scores (rows that go NaN) and a +INFINITY one (its group
+// falls back), 8 scores of +0 and -0 only (the max's operand order
+// decides the sign of m), 9 rows whose every key the mask blocks (-inf
+// maxes: a first tile falls back, a second keeps m_old).
+START_TEST(online_lane_groups_equal_one_by_one)
+{
+    const mhsa_kernels *k = table_at(_i);
+    if (!k)
+        return;
+    enum { DV = 19, RMAX = 40, NMAX = 65, LDMAX = NMAX + 21 };
+    static const size_t ns[] = { 1, 2, 5, 13, 16, 17, 23, 31, 32, 37, 48,
+                                 61, 64, 65 };
+    static const size_t rws[] = { 6, 7, 15, 16, 17, 23, 32, 40 };
+    size_t sz = 2 * RMAX * LDMAX;
+    float *s = malloc(sz * sizeof *s), *s1 = malloc(sz * sizeof *s);
+    float *mask = malloc(RMAX * NMAX * sizeof *mask);
+    float m[RMAX], l[RMAX], o[RMAX * DV], m1[RMAX], l1[RMAX], o1[RMAX * DV];
+    ck_assert(s && s1 && mask);
+    unsigned seed = 5000;
+    for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+        for (size_t ri = 0; ri < sizeof rws / sizeof rws[0]; ri++)
+            for (int variant = 0; variant < 10; variant++) {
+                size_t n = ns[ni], R = rws[ri], lds = n + 21;
+                rng g = { ++seed };
+                fill_uniform(&g, s, 2 * R * lds, -6.0f, 6.0f);
+                if (variant == 8)
+                    for (size_t i = 0; i < 2 * R * lds; i++)
+                        s[i] = rng_int(&g, 0, 1) ? 0.0f : -0.0f;
+                if (variant == 7) {
+                    s[(R - 1) * lds] = NAN;
+                    s[(R / 2) * lds + n - 1] = NAN;
+                    s[R * lds + 3 * lds + n / 2] = INFINITY;
+                }
+                for (size_t i = 0; i < R * n; i++)
+                    mask[i] = rng_int(&g, 0, 4) == 0 ? -INFINITY
+                                                     : rng_uniform(&g, -2.0f,
+                                                                   0.0f);
+                if (variant == 9)
+                    for (size_t r = 1; r < R; r += 5)
+                        for (size_t j = 0; j < n; j++)
+                            mask[r * n + j] = -INFINITY;
+                memcpy(s1, s, sz * sizeof *s);
+                for (size_t r = 0; r < R; r++)
+                    m[r] = -INFINITY, l[r] = 0.0f;
+                fill_uniform(&g, o, R * DV, -1.0f, 1.0f);
+                memcpy(m1, m, sizeof m);
+                memcpy(l1, l, sizeof l);
+                memcpy(o1, o, sizeof o);
+                mhsa_mask_view mv = { NULL, n, variant == 2 ? 3 : 0, 0,
+                                      variant >= 1 && variant <= 3, 0, 0 };
+                if (variant == 4 || variant == 9)
+                    mv.mask = mask;
+                if (variant == 5)
+                    mv.window = 7, mv.causal = 1, mv.q0 = 2;
+                if (variant == 6)
+                    mv.klen = n / 2 + 1;
+                for (int t = 0; t < 2; t++) {   // tiles at keys 0 and n
+                    mhsa_mask_view tv = mv;
+                    tv.k0 = (size_t)t * n;
+                    if (t == 1 && (mv.causal || mv.window))
+                        tv.q0 += n;   // rows past n see the second tile
+                    if (t == 1 && variant == 3)
+                        tv.q0 -= n / 3;   // the first rows see none of it
+                    if (t == 1 && variant == 6)
+                        tv.klen += n;
+                    float *st = s + (size_t)t * R * lds;
+                    float *st1 = s1 + (size_t)t * R * lds;
+                    mhsa_softmax_args all = { R, n, st, lds, tv, m, l, o,
+                                              DV, DV, (ni + ri) & 1 ? lds
+                                                                    : 0 };
+                    k->softmax_online(&all);
+                    one_by_one(k, &all, st1, m1, l1, o1);
+                    int same = !memcmp(m, m1, R * sizeof(float))
+                            && !memcmp(l, l1, R * sizeof(float))
+                            && !memcmp(o, o1, R * DV * sizeof(float))
+                            && !memcmp(st, st1, R * lds * sizeof(float));
+                    ck_assert_msg(same, "isa %s: a group of rows differs "
+                                  "from one by one, n %zu rows %zu variant "
+                                  "%d tile %d seed %u", k->name, n, R,
+                                  variant, t, seed);
+                }
+            }
+    free(s);
+    free(s1);
+    free(mask);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("kernel_softmax");
@@ -1245,6 +1367,8 @@ int main(void)
     LOOP(tc, grad_inf_rows);
     LOOP(tc, row_inf_entries);
     LOOP(tc, online_rows_together_equal_one_by_one);
+    tcase_add_loop_test(tc, online_lane_groups_equal_one_by_one, 0,
+                        N_ISAS + 1);
 #if MHSA_HAVE_AVX2 && defined(__x86_64__)
     tcase_add_test(tc, avx2_exp_accuracy);
 #endif
