@@ -167,7 +167,7 @@ static int short_row(const mhsa_softmax_args *a, size_t r, float *s,
 // that row's vector, and the rest is short_row's scalar arithmetic lane
 // by lane (rescale_factor's exp is exp1's, whose lanes do not mix). In a
 // causal tile of 64 keys that per-row work was as much as the keys' (the
-// GPT block, tools/step-count/gpt-block.c).
+// GPT block, tools/step-count/latency-row.c gpt).
 // Returns 0, having written nothing, when a row does not qualify; the
 // rows then go one by one.
 static int rows_in_lanes(const mhsa_softmax_args *a, size_t r0, size_t k)

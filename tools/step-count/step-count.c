@@ -14,15 +14,15 @@
  *
  * The program marks the region with raise(SIGUSR1) before and
  * raise(SIGUSR2) after (after signal(SIGUSRn, SIG_IGN), so that it runs
- * alone too); tiny-forward.c and gpt-block.c are such programs. Only the
+ * alone too); latency-row.c is such a program. Only the
  * traced thread is counted: run the library at one thread
  * (OMP_NUM_THREADS=1). About 10^5 steps a second, so keep the region to a
  * few calls.
  *
  *   cc -O2 -o step-count tools/step-count/step-count.c
- *   cc -O2 -Iinclude -o tiny tools/step-count/tiny-forward.c \
+ *   cc -O2 -Iinclude -o row tools/step-count/latency-row.c \
  *       build/libmhsa.a -fopenmp -lm
- *   OMP_NUM_THREADS=1 MHSA_ISA=avx512 ./step-count ./tiny 2 [bwd]
+ *   OMP_NUM_THREADS=1 MHSA_ISA=avx512 ./step-count ./row tiny 2 [bwd]
  *
  * Prints "instructions N" on stdout after the program's own output. */
 #define _DEFAULT_SOURCE
