@@ -273,6 +273,18 @@ static unsigned float_bits(float x)
     return u;
 }
 
+// Table _i when it runs here and has a row-major tile, else NULL (and a
+// line saying why).
+static const mhsa_kernels *ra_kernels_or_skip(int i)
+{
+    const mhsa_kernels *k = kernels_or_skip(i);
+    if (k && !k->sgemm_ukr_ra) {
+        printf("isa %s: no row-major tile (the GEMM packs A)\n", k->name);
+        return NULL;
+    }
+    return k;
+}
+
 typedef struct ra_case {
     size_t m, n, kd, lda;
     float alpha, beta;
@@ -353,13 +365,9 @@ static void check_ra(const mhsa_kernels *k, const ra_case *t)
 // other, bias, special values.
 START_TEST(ra_matches_packed_bitwise)
 {
-    const mhsa_kernels *k = kernels_or_skip(_i);
+    const mhsa_kernels *k = ra_kernels_or_skip(_i);
     if (!k)
         return;
-    if (!k->sgemm_ukr_ra) {
-        printf("isa %s: no row-major tile (the GEMM packs A)\n", k->name);
-        return;
-    }
     static const size_t ks[] = { 0, 1, 2, 3, 5, 7, 8, 13, 16, 31, 64, 97 };
     static const float alphas[] = { 1.0f, -0.5f, 0.35355339f, 3.0f };
     static const float betas[] = { 0.0f, 1.0f, 0.5f };
@@ -410,13 +418,9 @@ static float nan_bits(uint32_t u)
 // (per row) and of B (per column) NaN in each of the 16 combinations.
 START_TEST(ra_matches_packed_nan_payloads)
 {
-    const mhsa_kernels *k = kernels_or_skip(_i);
+    const mhsa_kernels *k = ra_kernels_or_skip(_i);
     if (!k)
         return;
-    if (!k->sgemm_ukr_ra) {
-        printf("isa %s: no row-major tile (the GEMM packs A)\n", k->name);
-        return;
-    }
     size_t mr = (size_t)k->mr, nr = (size_t)k->nr, kd = 3;
     float *a = malloc(mr * kd * sizeof(float));
     float *b = malloc(kd * nr * sizeof(float));
