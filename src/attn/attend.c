@@ -83,7 +83,8 @@ static void attend_body(void *p)
         while (first[b + 1] <= task)   // tasks ascend in each thread
             b++;
         size_t nqb = seq_blocks(&view->seq[b], br), t = task - first[b];
-        size_t h = t / nqb, qb = t % nqb;
+        // one block a head (short sequences): no division
+        size_t h = nqb == 1 ? t : t / nqb, qb = nqb == 1 ? 0 : t % nqb;
         mhsa__view_block_set(view, b, h, qb * br, br, &a);
         if (pp->on) {
             size_t hd = mhsa__view_kv_head(view, b, h);

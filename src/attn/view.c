@@ -27,7 +27,8 @@ attn_view mhsa__attn_view(const attn_job *j, attn_seq *seqs)
     for (size_t b = 0; b < j->batch; b++)
         seqs[b] = seq_of(j, b);
     size_t row = j->dh * mhsa_dtype_size(j->kv_dtype);
-    attn_view v = { j, seqs, row, j->kv_t * row };
+    attn_view v = { j, seqs, row, j->kv_t * row, j->H / j->Hkv,
+                    1.0f / sqrtf((float)j->dh) };
     return v;
 }
 
@@ -63,7 +64,7 @@ void mhsa__view_block_set(const attn_view *view, size_t b, size_t h,
     a->klen = v->klen;
     a->mask = j->mask ? j->mask + r0 * j->tk : NULL;
     a->ldmask = j->tk;
-    a->scale = 1.0f / sqrtf((float)dh);
+    a->scale = view->scale;
     a->q = j->q + (bh * j->tq + r0) * dh;
     a->k = (const float *)k;
     a->v = (const float *)vv;

@@ -65,6 +65,11 @@ typedef struct attn_view {
     const attn_seq *seq;    // (job->batch)
     size_t kv_row_bytes;    // one stored row of k or v (dh in kv_dtype)
     size_t kv_head_bytes;   // one kv head's kv_t rows
+    // Per call, not per block: a block's arguments were two divisions
+    // (the group, the head's kv head) and a square root and a division
+    // (the scale), each tens of cycles, for a tiny view of ~600.
+    size_t group;           // query heads per kv head, H / Hkv
+    float scale;            // 1 / sqrt(dh)
 } attn_view;
 
 // Derives the view of every sequence of j into seqs (job->batch entries).
@@ -81,8 +86,8 @@ double mhsa__view_pairs(const attn_view *view, size_t b);
 static inline size_t mhsa__view_kv_head(const attn_view *v, size_t b,
                                         size_t h)
 {
-    const attn_job *j = v->job;
-    return b * j->Hkv + h / (j->H / j->Hkv);
+    // group 1 (multi-head attention) needs no division
+    return b * v->job->Hkv + (v->group == 1 ? h : h / v->group);
 }
 
 // The stored K and V rows of kv head kvh (index over batch * Hkv).
