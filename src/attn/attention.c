@@ -35,19 +35,39 @@
 // tiles (Q 18 KiB, K^T and V 32 KiB each, S 36 KiB) stay in L2.
 enum { BR_ROWS = 72, BC_KEYS = 128 };
 
+// x rounded up to a multiple of `to`, a tile size. The tables' tiles are
+// 4x8 (scalar), 6x16 (AVX2), 12x32 (AVX-512) and 8x12 (NEON): for these
+// each case divides by a constant, which the compiler makes a multiply.
+// These run for every block (carve's ~7, br and bc), and a division by a
+// run-time size takes tens of cycles: ~10 of them were several percent of
+// a tiny backward, whose blocks are ~2000 cycles.
+static size_t up(size_t x, size_t to)
+{
+#define UP_CASE(c)                                                            \
+    case c:                                                                   \
+        return (x + (c) - 1) / (c) * (c)
+    switch (to) {
+    UP_CASE(4);
+    UP_CASE(6);
+    UP_CASE(8);
+    UP_CASE(12);
+    UP_CASE(16);
+    UP_CASE(32);
+    default:
+        return (x + to - 1) / to * to;
+    }
+#undef UP_CASE
+}
+
 size_t mhsa__attn_br(const mhsa_kernels *k)
 {
-    size_t mr = (size_t)k->mr;
-    return (BR_ROWS + mr - 1) / mr * mr;
+    return up(BR_ROWS, (size_t)k->mr);
 }
 
 size_t mhsa__attn_bc(const mhsa_kernels *k)
 {
-    size_t nr = (size_t)k->nr;
-    return (BC_KEYS + nr - 1) / nr * nr;
+    return up(BC_KEYS, (size_t)k->nr);
 }
-
-static size_t up(size_t x, size_t to) { return (x + to - 1) / to * to; }
 
 // The views one thread carves from its tile memory.
 typedef struct tile_views {
@@ -151,7 +171,8 @@ static size_t key_end(const head_args *a)
 // the tiles before are skipped (work O(T * W), not O(T^2)).
 static size_t tile_start(const head_args *a, size_t bc)
 {
-    return mhsa_window_first(a->q_pos, a->window) / bc * bc;
+    size_t lo = mhsa_window_first(a->q_pos, a->window);
+    return lo ? lo / bc * bc : 0;   // no window: no division
 }
 
 // Rows [j0, j0 + n) of the head's K or V as fp32: the stored rows
