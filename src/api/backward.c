@@ -136,6 +136,7 @@ typedef struct bwd_ctx {
     const mhsa_block *blk;
     const attn_view *vw;
     int split;   // dk/dv and dq in separate passes (attention_backward)
+    int zeroed;  // dqkv is +0 already: no task zeroes its rows
 } bwd_ctx;
 
 static void bwd_body(void *p)
@@ -153,11 +154,12 @@ static void bwd_body(void *p)
     float *tiles = ws->attn.tiles + (size_t)omp_get_thread_num() *
                                     ws->attn.tile_floats;
     if (!split) {
-        head_args a = { 0 };   // the fields block_args leaves stay 0
+        head_args a = { .dq_zeroed = c->zeroed };   // the rest stay 0
 #pragma omp for schedule(static)
         for (size_t bg = 0; bg < kvs; bg++) {
             size_t b = bg / Hkv, g = bg % Hkv;
-            zero_dkv(blk, ws, b, g);
+            if (!c->zeroed)
+                zero_dkv(blk, ws, b, g);
             for (size_t h = g * group; h < (g + 1) * group; h++)
                 for (size_t qb = 0; qb < nqb; qb++) {
                     block_args(vw, blk, ws, br, b, h, qb, &a);
@@ -213,7 +215,14 @@ static void attention_backward(const mhsa_kernels *k, mhsa_workspace *ws,
         flops += 8.0 * (double)H * mhsa__view_pairs(&view, b) * (double)dh;
     int nt = mhsa__threads(ws->max_threads, flops, B * H * nqb);
     int split = (size_t)nt > kvs;
-    bwd_ctx c = { k, ws, blk, &view, split };
+    // On one thread dqkv is zeroed in one memset: a tiny block's tasks
+    // zeroed it as ~1150 rows of 8 floats, a call each. (On a team the
+    // tasks zero their own rows, in parallel.) Zeros either way, then the
+    // same sums: the same bits.
+    int zeroed = nt <= 1;
+    if (zeroed)
+        memset(ws->qkv, 0, B * T * blk->nqkv * sizeof(float));
+    bwd_ctx c = { k, ws, blk, &view, split, zeroed };
     mhsa__team_run(nt, bwd_body, &c);
 }
 

@@ -627,7 +627,7 @@ void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
         for (size_t d = 0; d < dh; d++)
             sum += dout[d] * o[d];
         t.delta[r] = sum;
-        if (!a->skip_dq)
+        if (!a->skip_dq && !a->dq_zeroed)
             memset(a->dq + r * a->ldg, 0, dh * sizeof(float));
     }
     size_t jend = a->key1 && a->key1 < kend ? a->key1 : kend;

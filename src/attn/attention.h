@@ -51,6 +51,9 @@ typedef struct head_args {
     // [key0, key1) (key1 == 0: no upper bound; key0 a multiple of bc).
     int skip_dq, skip_dkv;
     size_t key0, key1;
+    // backward only: dq's rows are +0 already (a one-thread backward
+    // zeroes all of dqkv at once), so the block does not zero them.
+    int dq_zeroed;
     // mhsa_config.compute_dtype: MHSA_BF16 rounds every tile product's
     // packed operands (Q, K, V, P, dO, dS) to bf16 (gemm.h's tile
     // helpers); scores, softmax statistics and outputs stay fp32.
