@@ -105,7 +105,7 @@ static void block_args(const attn_view *view, const mhsa_block *blk,
 {
     size_t T = ws->fwd_t, Hkv = blk->Hkv, dh = blk->dh;
     size_t D = blk->D, nqkv = blk->nqkv;
-    size_t kvh = blk->group == 1 ? h : h / blk->group;   // no division for MHA
+    size_t kvh = mhsa__view_group_head(view, h);
     size_t r0 = qb * br, row = b * T + r0;
     float *g0 = ws->qkv + b * T * nqkv;   // dqkv of the sequence's row 0
     mhsa__view_block_set(view, b, h, r0, br, a);

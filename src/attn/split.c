@@ -96,61 +96,60 @@ static void split_seq(const mhsa_kernels *k, const head_layout *lay,
     }
 }
 
-// Head copy u of the plain split (no rotation, fp32 storage): sequence
-// u / (H + 2 Hkv), then its q heads, k heads and v heads in turn; exactly
-// the copies split_seq's permutes make, one head each.
-static void plain_head(const mhsa_kernels *k, const head_layout *lay,
-                       const split_args *a, size_t u)
-{
-    size_t H = lay->H, Hkv = lay->Hkv, dh = lay->dh, D = lay->D;
-    size_t nqkv = lay->nqkv, t = a->t, per = H + 2 * Hkv;
-    size_t b = u / per, h = u % per;
-    size_t p0 = a->pos ? a->pos[b] : a->pos0;
-    size_t rows = a->rows ? (size_t)a->rows[b] : t;
-    const float *src = a->qkv + b * t * nqkv;
-    mhsa_permute_args p = { 1, rows, 1, dh, NULL, 0, nqkv, dh,
-                            NULL, 0, dh, 0, 1.0f };
-    if (h < H) {
-        p.n1 = t;
-        p.src = src + h * dh;
-        p.dst = a->q + (b * H + h) * t * dh;
-        p.scale = 1.0f / sqrtf((float)dh);
-    } else {
-        int is_v = h >= H + Hkv;
-        size_t kvh = h - H - (is_v ? Hkv : 0);
-        p.src = src + D + ((is_v ? Hkv : 0) + kvh) * dh;
-        p.dst = (float *)(is_v ? a->v : a->k) +
-                ((b * Hkv + kvh) * a->kv_t + p0) * dh;
-    }
-    mhsa__permute_4d(k, &p);
-}
-
-// The plain split of nb sequences from b0 that share their first position
-// p0 and row count `rows`, on the calling thread: three copies, q's heads
-// (all t rows, scaled, as plain_head), k's and v's, each one loop nest
-// over every head and sequence. The copies plain_head makes, without a
-// call and two divisions per head (a tiny forward's split made 96).
-static void plain_seqs(const mhsa_kernels *k, const head_layout *lay,
-                       const split_args *a, size_t b0, size_t nb, size_t p0,
-                       size_t rows)
+// Part `part` (0 q, 1 k, 2 v) of the plain split (no rotation, fp32
+// storage) for heads [h0, h0 + nh) of the nb sequences from b0, which
+// share their first position p0 and row count `rows`: one strided copy.
+// q takes all t rows, scaled by 1 / sqrt(dh); k and v their `rows` rows
+// at positions p0 ...
+static void plain_part(const mhsa_kernels *k, const head_layout *lay,
+                       const split_args *a, size_t b0, size_t nb, int part,
+                       size_t h0, size_t nh, size_t p0, size_t rows)
 {
     size_t H = lay->H, Hkv = lay->Hkv, dh = lay->dh, D = lay->D;
     size_t nqkv = lay->nqkv, t = a->t, kv_t = a->kv_t;
     const float *src = a->qkv + b0 * t * nqkv;
-    mhsa_permute_args q = { nb, H, t, dh,
-                            src, t * nqkv, dh, nqkv,
-                            a->q + b0 * H * t * dh, H * t * dh, t * dh, dh,
-                            1.0f / sqrtf((float)dh) };
-    mhsa__permute_4d(k, &q);
-    for (int is_v = 0; is_v < 2; is_v++) {
-        float *dst = (float *)(is_v ? a->v : a->k);
-        mhsa_permute_args kv = { nb, Hkv, rows, dh,
-                                 src + D + (is_v ? Hkv : 0) * dh, t * nqkv,
-                                 dh, nqkv,
-                                 dst + (b0 * Hkv * kv_t + p0) * dh,
-                                 Hkv * kv_t * dh, kv_t * dh, dh, 1.0f };
-        mhsa__permute_4d(k, &kv);
+    mhsa_permute_args p;
+    if (part == 0) {
+        p = (mhsa_permute_args){ nb, nh, t, dh,
+                                 src + h0 * dh, t * nqkv, dh, nqkv,
+                                 a->q + (b0 * H + h0) * t * dh, H * t * dh,
+                                 t * dh, dh, 1.0f / sqrtf((float)dh) };
+    } else {
+        float *dst = (float *)(part == 2 ? a->v : a->k);
+        p = (mhsa_permute_args){
+            nb, nh, rows, dh,
+            src + D + ((part == 2 ? Hkv : 0) + h0) * dh, t * nqkv, dh, nqkv,
+            dst + ((b0 * Hkv + h0) * kv_t + p0) * dh, Hkv * kv_t * dh,
+            kv_t * dh, dh, 1.0f };
     }
+    mhsa__permute_4d(k, &p);
+}
+
+// Head copy u of the plain split, a team's unit: sequence u / (H + 2 Hkv),
+// then its q heads, k heads and v heads in turn.
+static void plain_head(const mhsa_kernels *k, const head_layout *lay,
+                       const split_args *a, size_t u)
+{
+    size_t H = lay->H, Hkv = lay->Hkv, per = H + 2 * Hkv;
+    size_t b = u / per, h = u % per;
+    int part = h < H ? 0 : h < H + Hkv ? 1 : 2;
+    size_t head = part == 0 ? h : part == 1 ? h - H : h - H - Hkv;
+    plain_part(k, lay, a, b, 1, part, head, 1,
+               a->pos ? a->pos[b] : a->pos0,
+               a->rows ? (size_t)a->rows[b] : a->t);
+}
+
+// The plain split of the nb sequences from b0 (sharing p0 and rows) on the
+// calling thread: q's, k's and v's heads each in one loop nest over every
+// head and sequence, without a call and two divisions per head as
+// plain_head (a tiny forward's split made 96).
+static void plain_seqs(const mhsa_kernels *k, const head_layout *lay,
+                       const split_args *a, size_t b0, size_t nb, size_t p0,
+                       size_t rows)
+{
+    plain_part(k, lay, a, b0, nb, 0, 0, lay->H, p0, rows);
+    plain_part(k, lay, a, b0, nb, 1, 0, lay->Hkv, p0, rows);
+    plain_part(k, lay, a, b0, nb, 2, 0, lay->Hkv, p0, rows);
 }
 
 // The plain split on the calling thread: all sequences in one plain_seqs

@@ -81,13 +81,19 @@ attn_view mhsa__attn_view(const attn_job *j, attn_seq *seqs);
 // its T (T + 1) / 2 pairs, not T^2.
 double mhsa__view_pairs(const attn_view *view, size_t b);
 
+// The kv head of its sequence (0 .. Hkv - 1) that query head h reads;
+// group 1 (multi-head attention) needs no division.
+static inline size_t mhsa__view_group_head(const attn_view *v, size_t h)
+{
+    return v->group == 1 ? h : h / v->group;
+}
+
 // The kv head (index over batch * Hkv) that query head h of sequence b
 // reads.
 static inline size_t mhsa__view_kv_head(const attn_view *v, size_t b,
                                         size_t h)
 {
-    // group 1 (multi-head attention) needs no division
-    return b * v->job->Hkv + (v->group == 1 ? h : h / v->group);
+    return b * v->job->Hkv + mhsa__view_group_head(v, h);
 }
 
 // The stored K and V rows of kv head kvh (index over batch * Hkv).
