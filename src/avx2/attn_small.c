@@ -173,14 +173,15 @@ static int group_softmax(__m256 st[MAX_KEYS], const __m256 *add, size_t n,
     __m256 mu = _mm256_andnot_ps(none, m_new);
     __m256 zero = _mm256_setzero_ps(), sum[8];
     for (size_t t = 0; t < 8; t++) {
-        __m256 p0 = t < hmax ? mhsa_exp_ps__avx2(_mm256_sub_ps(st[t], mu))
-                             : zero;
+        __m256 p0 = t < hmax
+                        ? mhsa_exp_nonpos_ps__avx2(_mm256_sub_ps(st[t], mu))
+                        : zero;
         sum[t] = _mm256_add_ps(zero, p0);
         if (t < n)
             _mm256_storeu_ps(pt + t * MAX_ROWS, p0);
         __m256 p1 = zero;
         if (8 + t < hmax) {
-            p1 = mhsa_exp_ps__avx2(_mm256_sub_ps(st[8 + t], mu));
+            p1 = mhsa_exp_nonpos_ps__avx2(_mm256_sub_ps(st[8 + t], mu));
             sum[t] = _mm256_add_ps(sum[t], p1);
         }
         if (8 + t < n)

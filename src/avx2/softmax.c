@@ -119,7 +119,8 @@ static inline float rescale_factor(float m_old, float m_new)
         return 0.0f;
     if (m_old == m_new)
         return 1.0f;
-    return _mm256_cvtss_f32(mhsa_exp_ps__avx2(_mm256_set1_ps(m_old - m_new)));
+    return _mm256_cvtss_f32(
+        mhsa_exp_nonpos_ps__avx2(_mm256_set1_ps(m_old - m_new)));
 }
 
 // A row that sees at most 16 keys (short sequences, the rows near the
@@ -145,11 +146,11 @@ static int short_row(const mhsa_softmax_args *a, size_t r, float *s,
     if (m_new == -INFINITY || m_new == INFINITY)
         return 0;
     __m256 vm = _mm256_set1_ps(m_new);
-    __m256 p0 = mhsa_exp_ps__avx2(_mm256_sub_ps(x0, vm));
+    __m256 p0 = mhsa_exp_nonpos_ps__avx2(_mm256_sub_ps(x0, vm));
     __m256 vsum = _mm256_add_ps(_mm256_setzero_ps(), p0);
     __m256 p1 = _mm256_setzero_ps();
     if (c1) {
-        p1 = mhsa_exp_ps__avx2(_mm256_sub_ps(x1, vm));
+        p1 = mhsa_exp_nonpos_ps__avx2(_mm256_sub_ps(x1, vm));
         vsum = _mm256_add_ps(vsum, p1);
     }
     // Whole vectors up to `room` columns; past it the general zeros.
@@ -219,10 +220,11 @@ static int rows_in_lanes(const mhsa_softmax_args *a, size_t r0)
     // p, and short_row's vsum lane j (0 + p0, + p1), then hsum's tree.
     __m256 zero = _mm256_setzero_ps(), sum[8];
     for (size_t j = 0; j < 8; j++) {
-        k[j] = mhsa_exp_ps__avx2(_mm256_sub_ps(k[j], m_new));
+        k[j] = mhsa_exp_nonpos_ps__avx2(_mm256_sub_ps(k[j], m_new));
         sum[j] = _mm256_add_ps(zero, k[j]);
         if (two) {
-            k[8 + j] = mhsa_exp_ps__avx2(_mm256_sub_ps(k[8 + j], m_new));
+            k[8 + j] =
+                mhsa_exp_nonpos_ps__avx2(_mm256_sub_ps(k[8 + j], m_new));
             sum[j] = _mm256_add_ps(sum[j], k[8 + j]);
         } else {
             k[8 + j] = zero;
@@ -314,7 +316,7 @@ void mhsa_softmax_online__avx2(const mhsa_softmax_args *a)
             __m256 vm = _mm256_set1_ps(m_new);
             for (size_t j = lo; j < hi; j += 8) {
                 size_t cnt = min8(hi - j);
-                __m256 p = mhsa_exp_ps__avx2(
+                __m256 p = mhsa_exp_nonpos_ps__avx2(
                     _mm256_sub_ps(load_ninf(s + j, cnt), vm));
                 store_n(s + j, cnt, p);
                 vsum = _mm256_add_ps(vsum, p);
@@ -438,8 +440,9 @@ void mhsa_softmax_row__avx2(size_t n, const float *x, float *y)
             p = inf_row_weight(v, one);
         } else {
             // -INFINITY entries give an exact 0.
-            p = _mm256_andnot_ps(_mm256_cmp_ps(v, ninf, _CMP_EQ_OQ),
-                                 mhsa_exp_ps__avx2(_mm256_sub_ps(v, vm)));
+            p = _mm256_andnot_ps(
+                _mm256_cmp_ps(v, ninf, _CMP_EQ_OQ),
+                mhsa_exp_nonpos_ps__avx2(_mm256_sub_ps(v, vm)));
         }
         store_n(y + j, cnt, p);
         vsum = _mm256_add_ps(vsum, p);

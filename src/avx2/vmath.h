@@ -68,12 +68,17 @@ static inline float mhsa_hsum_ps__avx2(__m256 v)
 //  - x < ln(FLT_MIN) = -87.3365 (and -inf) gives an exact +0: results that
 //    would be denormal are flushed, so softmax never feeds denormals to P·V;
 //  - x > ln(FLT_MAX) = 88.7228 (and +inf) gives +inf;
-//  - NaN gives NaN (the clamps keep NaN: max/min return their second operand
-//    when either is NaN).
+//  - NaN gives NaN (each step keeps its NaN operand; the integer scale of a
+//    NaN is finite).
+// Arguments outside [-87.3365, 88.7228] are not clamped first: whatever the
+// reduction and the integer scale make of them is replaced by the masks
+// (+0, +inf), and inside the range a clamp is the identity, so the bits are
+// a clamped version's. check_over: 0 where the caller knows x <= 0 or NaN
+// (softmax's x - max, rescale factors), which drops the +inf blend.
 // Measured max relative error vs double exp over a dense sweep of
 // [-87, 88] (test_kernel_softmax.c, avx2_exp_accuracy, 2^22 points):
 // 1.62e-7, i.e. under 2 ulp; exp(0) is exactly 1.
-static inline __m256 mhsa_exp_ps__avx2(__m256 x)
+static inline __m256 mhsa_exp_core_ps__avx2(__m256 x, int check_over)
 {
     const __m256 lo = _mm256_set1_ps(-87.33654f);
     const __m256 hi = _mm256_set1_ps(88.72283172607421875f);
@@ -87,12 +92,10 @@ static inline __m256 mhsa_exp_ps__avx2(__m256 x)
     const __m256 c1 = _mm256_set1_ps(0x1.FFFFF6p-1f);
 
     __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
-    __m256 over = _mm256_cmp_ps(x, hi, _CMP_GT_OQ);
-    __m256 xc = _mm256_min_ps(hi, _mm256_max_ps(lo, x));   // NaN stays NaN
 
-    __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, log2e),
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, log2e),
                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fmadd_ps(n, minus_ln2_hi, xc);
+    __m256 r = _mm256_fmadd_ps(n, minus_ln2_hi, x);
     r = _mm256_fmadd_ps(n, minus_ln2_lo, r);
 
     __m256 p = _mm256_fmadd_ps(c5, r, c4);
@@ -115,7 +118,21 @@ static inline __m256 mhsa_exp_ps__avx2(__m256 x)
     __m256 e = _mm256_mul_ps(_mm256_fmadd_ps(t, p, s1), s2);
 
     e = _mm256_andnot_ps(under, e);
+    if (!check_over)
+        return e;
+    __m256 over = _mm256_cmp_ps(x, hi, _CMP_GT_OQ);
     return _mm256_blendv_ps(e, _mm256_set1_ps(__builtin_inff()), over);
+}
+
+static inline __m256 mhsa_exp_ps__avx2(__m256 x)
+{
+    return mhsa_exp_core_ps__avx2(x, 1);
+}
+
+// exp(x) for x <= 0 or NaN (mhsa_exp_core_ps__avx2's check_over).
+static inline __m256 mhsa_exp_nonpos_ps__avx2(__m256 x)
+{
+    return mhsa_exp_core_ps__avx2(x, 0);
 }
 
 #endif

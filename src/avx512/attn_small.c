@@ -163,7 +163,7 @@ MHSA_AVX512_INLINE void score_block(const float *qt, size_t dh,
 // (0 for rows that see nothing, whose x are all -inf).
 MHSA_AVX512_INLINE __m512 weight(__m512 x, __m512 mu)
 {
-    return mhsa_exp__avx512(_mm512_sub_ps(x, mu));
+    return mhsa_exp_nonpos__avx512(_mm512_sub_ps(x, mu));
 }
 
 // The softmax (file comment) of the 16 rows from the scores st, into pt

@@ -58,10 +58,11 @@ static void zero_range(float *p, size_t from, size_t to)
                               _mm512_setzero_ps());
 }
 
+// exp of one x <= 0 (a rescale factor, m_old - m_new).
 static float exp1(float x)
 {
     return _mm_cvtss_f32(_mm512_castps512_ps128(
-        mhsa_exp__avx512(_mm512_set1_ps(x))));
+        mhsa_exp_nonpos__avx512(_mm512_set1_ps(x))));
 }
 
 // o[0..dv) *= alpha.
@@ -115,7 +116,7 @@ MHSA_AVX512_INLINE __m512 store_p(float *s, size_t n, size_t room,
     size_t nv = (hi - lo + 15) / 16, end = lo;
     __m512 vm = _mm512_set1_ps(m_new), vsum = _mm512_setzero_ps();
     for (size_t v = 0; v < nv; v++) {
-        __m512 p = mhsa_exp__avx512(_mm512_sub_ps(x[v], vm));
+        __m512 p = mhsa_exp_nonpos__avx512(_mm512_sub_ps(x[v], vm));
         vsum = _mm512_add_ps(vsum, p);
         if (room - end >= 16) {
             _mm512_storeu_ps(s + end, p);
@@ -210,7 +211,7 @@ static int rows_in_lanes(const mhsa_softmax_args *a, size_t r0, size_t k)
                         : _mm512_setzero_ps();
     // rescale_factor: 0 on a first tile, 1 while the max stays, else exp.
     const __m512 one = _mm512_set1_ps(1.0f);
-    __m512 alpha = mhsa_exp__avx512(_mm512_sub_ps(m_old, m_new));
+    __m512 alpha = mhsa_exp_nonpos__avx512(_mm512_sub_ps(m_old, m_new));
     alpha = _mm512_mask_mov_ps(
         alpha, _mm512_cmp_ps_mask(m_old, m_new, _CMP_EQ_OQ), one);
     alpha = _mm512_mask_mov_ps(
@@ -293,7 +294,7 @@ void mhsa_softmax_online__avx512(const mhsa_softmax_args *a)
             __m512 x = _mm512_mask_loadu_ps(ninf, mk, s + j);
             __m512 p = m_new == INFINITY
                      ? weight_at_inf(x)
-                     : mhsa_exp__avx512(_mm512_sub_ps(x, vm));
+                     : mhsa_exp_nonpos__avx512(_mm512_sub_ps(x, vm));
             _mm512_mask_storeu_ps(s + j, mk, p);
             vsum = _mm512_add_ps(vsum, p);
         }
@@ -410,8 +411,9 @@ void mhsa_softmax_row__avx512(size_t n, const float *x, float *y)
         __m512 v = _mm512_mask_loadu_ps(ninf, mk, x + j);
         // -INFINITY entries give an exact 0 (exp's underflow rule), and
         // with m = +INFINITY only the +INFINITY entries weigh.
-        __m512 p = m == INFINITY ? weight_at_inf(v)
-                                 : mhsa_exp__avx512(_mm512_sub_ps(v, vm));
+        __m512 p = m == INFINITY
+                       ? weight_at_inf(v)
+                       : mhsa_exp_nonpos__avx512(_mm512_sub_ps(v, vm));
         _mm512_mask_storeu_ps(y + j, mk, p);
         vsum = _mm512_add_ps(vsum, p);
     }

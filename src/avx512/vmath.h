@@ -112,12 +112,17 @@ MHSA_AVX512_INLINE __m512 mhsa_tree16_lanes__avx512(const __m512 v[16],
 //  - x < -87.33654 (just above ln FLT_MIN, and -inf) gives an exact +0: no
 //    result is denormal, so softmax never feeds denormals to P.V;
 //  - x > ln(FLT_MAX) = 88.72283 (and +inf) gives +inf;
-//  - NaN gives NaN (the clamps keep NaN: max/min return their second
-//    operand when either is NaN).
+//  - NaN gives NaN (each step keeps its NaN operand).
+// Arguments outside [-87.33654, 88.72283] are not clamped first: whatever
+// the reduction and vscalefps make of them is replaced by the masked moves
+// (+0, +inf), and inside the range a clamp is the identity, so the bits are
+// a clamped version's (which spent a min and a max of ~17 operations).
+// check_over: 0 where the caller knows x <= 0 or NaN (softmax's x - max,
+// rescale factors), which drops the +inf test.
 // Accuracy against double exp over a dense sweep of [-87.3, 88.7]: see
 // tests/test_avx512_emul.c (avx512_exp_accuracy; measured on the emulated
 // build, whose arithmetic is the hardware's bit for bit).
-MHSA_AVX512_INLINE __m512 mhsa_exp__avx512(__m512 x)
+MHSA_AVX512_INLINE __m512 mhsa_exp_core__avx512(__m512 x, int check_over)
 {
     const __m512 lo = _mm512_set1_ps(-87.33654f);
     const __m512 hi = _mm512_set1_ps(88.72283172607421875f);
@@ -132,13 +137,11 @@ MHSA_AVX512_INLINE __m512 mhsa_exp__avx512(__m512 x)
     const __m512 one = _mm512_set1_ps(1.0f);
 
     __mmask16 under = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);
-    __mmask16 over = _mm512_cmp_ps_mask(x, hi, _CMP_GT_OQ);
-    __m512 xc = _mm512_min_ps(hi, _mm512_max_ps(lo, x));   // NaN stays
 
-    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, log2e),
+    __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, log2e),
                                     _MM_FROUND_TO_NEAREST_INT |
                                     _MM_FROUND_NO_EXC);
-    __m512 r = _mm512_fmadd_ps(n, minus_ln2_hi, xc);
+    __m512 r = _mm512_fmadd_ps(n, minus_ln2_hi, x);
     r = _mm512_fmadd_ps(n, minus_ln2_lo, r);
 
     __m512 p = _mm512_fmadd_ps(c5, r, c4);
@@ -149,7 +152,21 @@ MHSA_AVX512_INLINE __m512 mhsa_exp__avx512(__m512 x)
     __m512 e = _mm512_scalef_ps(_mm512_fmadd_ps(p, r, one), n);
 
     e = _mm512_mask_mov_ps(e, under, _mm512_setzero_ps());
+    if (!check_over)
+        return e;
+    __mmask16 over = _mm512_cmp_ps_mask(x, hi, _CMP_GT_OQ);
     return _mm512_mask_mov_ps(e, over, _mm512_set1_ps(__builtin_inff()));
+}
+
+MHSA_AVX512_INLINE __m512 mhsa_exp__avx512(__m512 x)
+{
+    return mhsa_exp_core__avx512(x, 1);
+}
+
+// exp(x) for x <= 0 or NaN (mhsa_exp_core__avx512's check_over).
+MHSA_AVX512_INLINE __m512 mhsa_exp_nonpos__avx512(__m512 x)
+{
+    return mhsa_exp_core__avx512(x, 0);
 }
 
 // ---- rows of a K/V cache in any storage type -----------------------------

@@ -13,6 +13,15 @@ static void probe_exp(size_t n, const float *x, float *y)
     }
 }
 
+static void probe_exp_nonpos(size_t n, const float *x, float *y)
+{
+    for (size_t i = 0; i < n; i += 16) {
+        __mmask16 mk = mhsa_mask16__avx512(n - i);
+        __m512 v = _mm512_maskz_loadu_ps(mk, x + i);
+        _mm512_mask_storeu_ps(y + i, mk, mhsa_exp_nonpos__avx512(v));
+    }
+}
+
 static void mask_loadu_ps(const float *src, uint16_t k, const float *p,
                           float *out)
 {
@@ -95,6 +104,7 @@ const avx512_probes MHSA_KNAME(probes, MHSA_AVX512_SFX) = {
     .build = "native",
 #endif
     .exp = probe_exp,
+    .exp_nonpos = probe_exp_nonpos,
     .mask_loadu_ps = mask_loadu_ps,
     .maskz_loadu_ps = maskz_loadu_ps,
     .mask_storeu_ps = mask_storeu_ps,

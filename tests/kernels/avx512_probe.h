@@ -19,6 +19,8 @@ typedef struct avx512_probes {
     const char *build;   // "native" or "SIMDe emulation"
     // y[i] = mhsa_exp__avx512(x[i]), i < n
     void (*exp)(size_t n, const float *x, float *y);
+    // y[i] = mhsa_exp_nonpos__avx512(x[i]), i < n (x <= 0 or NaN)
+    void (*exp_nonpos)(size_t n, const float *x, float *y);
     // One 16-lane instruction each; arrays of 16 lanes.
     void (*mask_loadu_ps)(const float *src, uint16_t k, const float *p,
                           float *out);

@@ -155,6 +155,50 @@ START_TEST(exp_special_values)
 }
 END_TEST
 
+// Arguments far outside the range (the exp no longer clamps them first)
+// still give +0 and +inf, a NaN keeps its payload (made quiet); and the
+// variant for x <= 0 gives the general exp's bits wherever it may be used.
+START_TEST(exp_far_arguments_and_nonpos_variant)
+{
+    const avx512_probes *p = build_or_skip(_i);
+    if (!p)
+        return;
+    float nan_payload;
+    uint32_t nb = 0x7fa12345u;   // a signalling NaN with a payload
+    memcpy(&nan_payload, &nb, sizeof nb);
+    float x[16] = { -FLT_MAX, -1e30f, -1e10f, -200.0f, -128.0f * 0.6931472f,
+                    -87.4f, FLT_MAX, 1e30f, 1e10f, 200.0f, 128.0f * 0.6931472f,
+                    -NAN, nan_payload, -FLT_MIN, -0.0f, -1e-30f };
+    float y[16];
+    p->exp(16, x, y);
+    for (int l = 0; l < 6; l++)
+        ck_assert_msg(bits(y[l]) == 0, "exp(%g) = %g, want +0", x[l], y[l]);
+    for (int l = 6; l < 11; l++)
+        ck_assert_msg(y[l] == INFINITY, "exp(%g) = %g, want inf", x[l],
+                      y[l]);
+    ck_assert(isnan(y[11]) && isnan(y[12]));
+    ck_assert_msg(bits(y[12]) == (nb | 0x00400000u), "NaN payload %08x",
+                  (unsigned)bits(y[12]));
+    ck_assert(y[13] == 1.0f && y[14] == 1.0f && y[15] == 1.0f);
+
+    // exp_nonpos against exp, bit for bit, over x <= 0 and NaN: a dense
+    // sweep of [-90, 0] and the special values above that are <= 0.
+    enum { N = 1 << 16 };
+    static float xs[N], a[N], b[N];
+    for (int i = 0; i < N; i++)
+        xs[i] = -90.0f * (float)i / (N - 1);
+    for (int l = 0; l < 16; l++)
+        if (!(x[l] > 0.0f))
+            xs[l] = x[l];
+    p->exp(N, xs, a);
+    p->exp_nonpos(N, xs, b);
+    for (int i = 0; i < N; i++)
+        ck_assert_msg(bits(a[i]) == bits(b[i]),
+                      "exp_nonpos(%.9g) = %.9g, exp gives %.9g", xs[i], b[i],
+                      a[i]);
+}
+END_TEST
+
 START_TEST(exp_emulated_equals_native)
 {
     const avx512_probes *nat = build_or_skip(0), *emu = build_or_skip(1);
@@ -451,6 +495,8 @@ int main(void)
     TCase *tc = tcase_create("avx512");
     tcase_add_loop_test(tc, exp_accuracy, 0, N_BUILDS);
     tcase_add_loop_test(tc, exp_special_values, 0, N_BUILDS);
+    tcase_add_loop_test(tc, exp_far_arguments_and_nonpos_variant, 0,
+                        N_BUILDS);
     tcase_add_test(tc, exp_emulated_equals_native);
     tcase_add_loop_test(tc, masked_loads_and_stores, 0, N_BUILDS);
     tcase_add_loop_test(tc, half_conversions, 0, N_BUILDS);

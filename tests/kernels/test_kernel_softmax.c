@@ -1095,6 +1095,11 @@ static void exp8(const float *x, float *y)
 {
     _mm256_storeu_ps(y, mhsa_exp_ps__avx2(_mm256_loadu_ps(x)));
 }
+
+static void exp8_nonpos(const float *x, float *y)
+{
+    _mm256_storeu_ps(y, mhsa_exp_nonpos_ps__avx2(_mm256_loadu_ps(x)));
+}
 #if defined(__clang__)
 #pragma clang attribute pop
 #else
@@ -1145,6 +1150,36 @@ START_TEST(avx2_exp_accuracy)
         double ref = exp((double)hx[l]);
         ck_assert_msg(isfinite(y[l]) && fabs(y[l] - ref) / ref < 3e-7,
                       "exp(%g) = %g, want %g", hx[l], y[l], ref);
+    }
+    // Far outside the range (no clamp first): still +0 and +inf.
+    float fx[8] = { -FLT_MAX, -1e30f, -1e10f, -200.0f, FLT_MAX, 1e30f,
+                    1e10f, 200.0f };
+    exp8(fx, y);
+    for (int l = 0; l < 4; l++)
+        ck_assert_msg(y[l] == 0.0f && !signbit(y[l]), "exp(%g) = %g", fx[l],
+                      y[l]);
+    for (int l = 4; l < 8; l++)
+        ck_assert_msg(y[l] == INFINITY, "exp(%g) = %g", fx[l], y[l]);
+
+    // The variant for x <= 0 gives exp's bits over [-90, 0], the far
+    // negative values, -inf, -0 and NaN.
+    float nx[8], a[8], b[8];
+    for (size_t i = 0; i < 65536; i += 8) {
+        for (int l = 0; l < 8; l++)
+            nx[l] = -90.0f * (float)(i + (size_t)l) / 65535.0f;
+        if (i == 0) {
+            nx[1] = -INFINITY;
+            nx[2] = NAN;
+            nx[3] = -0.0f;
+            nx[4] = -FLT_MAX;
+            nx[5] = -1e30f;
+        }
+        exp8(nx, a);
+        exp8_nonpos(nx, b);
+        for (int l = 0; l < 8; l++)
+            ck_assert_msg(memcmp(&a[l], &b[l], sizeof(float)) == 0,
+                          "exp_nonpos(%.9g) = %.9g, exp gives %.9g", nx[l],
+                          b[l], a[l]);
     }
 }
 END_TEST
