@@ -39,10 +39,11 @@ static double now(void) { return clock_s(CLOCK_MONOTONIC); }
 static double cpu_now(void) { return clock_s(CLOCK_PROCESS_CPUTIME_ID); }
 
 static void no_kernel(size_t kd, const float *ap, const float *bp, float *c,
-                      size_t ldc, size_t m, size_t n, float beta)
+                      size_t ldc, size_t m, size_t n, float beta,
+                      const float *bias)
 {
     (void)kd; (void)ap; (void)bp; (void)c; (void)ldc; (void)m; (void)n;
-    (void)beta;
+    (void)beta; (void)bias;
 }
 
 enum { P_QKV, P_SPLIT, P_ATTN, P_OUT, P_QKV_NOK, P_OUT_NOK, N_PHASES };

@@ -256,7 +256,7 @@ static void ukr(const mhsa_kernels *k, const a_side *A, size_t i, size_t kd,
         k->sgemm_ukr_ra(kd, A->p + i * A->ld, A->ld, A->alpha, bp, c, ldc,
                         h, w, beta, NULL);
     else
-        k->sgemm_ukr(kd, A->p + i * A->ld, bp, c, ldc, h, w, beta);
+        k->sgemm_ukr(kd, A->p + i * A->ld, bp, c, ldc, h, w, beta, NULL);
 }
 
 // C (m x n, ldc) = beta * C + A (m x kd) Bp: the whole block.
@@ -336,7 +336,7 @@ static void diag_keys(const mhsa_kernels *k, const head_args *a, size_t j0,
         for (size_t j = 0; j < dh; j += nr) {
             size_t w = dh - j < nr ? dh - j : nr;
             k->sgemm_ukr(tq - r0, pa + i * tq + r0 * mr, bp + j * tq + r0 * nr,
-                         c + i * ldc + j, ldc, h, w, 1.0f);
+                         c + i * ldc + j, ldc, h, w, 1.0f, NULL);
         }
     }
 }

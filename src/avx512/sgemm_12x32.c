@@ -244,15 +244,15 @@ MHSA_AVX512_INLINE void tile(size_t k, const float *a, size_t rs, size_t cs,
 
 void mhsa_sgemm_12x32__avx512(size_t k, const float *ap, const float *bp,
                               float *c, size_t ldc, size_t m, size_t n,
-                              float beta)
+                              float beta, const float *bias)
 {
     if (m == 0 || n == 0)
         return;
     if (n <= 16)
-        TILE_ROWS(m, k, ap, 1, MR, 0, 0, 1.0f, bp, c, ldc, m, n, beta, NULL,
+        TILE_ROWS(m, k, ap, 1, MR, 0, 0, 1.0f, bp, c, ldc, m, n, beta, bias,
                   1);
     else
-        TILE_ROWS(m, k, ap, 1, MR, 0, 0, 1.0f, bp, c, ldc, m, n, beta, NULL,
+        TILE_ROWS(m, k, ap, 1, MR, 0, 0, 1.0f, bp, c, ldc, m, n, beta, bias,
                   2);
 }
 

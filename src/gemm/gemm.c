@@ -113,9 +113,10 @@ typedef struct tile_plan {
     int row_major_a;   // sgemm_ukr_ra on the caller's A, no packing
 } tile_plan;
 
-// The rows [0, h) of C's tile start as the bias (the packed path's fold:
-// the bits of the whole-matrix bias copy it replaces, written while the
-// tile is about to be read anyway).
+// The rows [0, h) of C start as the bias (a product of depth 0: the bits
+// of a whole-matrix bias copy then beta = 1). With depth, both tiles take
+// the bias row themselves (kernels.h), where a copy into C cost a memcpy
+// call per row of every tile (1-2% of the GPT block's forward).
 static void bias_tile(size_t h, size_t w, const float *bias, float *c,
                       size_t ldc)
 {
@@ -160,10 +161,8 @@ static void run_tile(const mhsa_kernels *k, const tile_plan *tp, size_t t,
                 k->sgemm_ukr_ra(kc, a0 + ir * lda, lda, alpha, bpanel, ct,
                                 ldc, h, w, beta, brow);
             } else {
-                if (brow)
-                    bias_tile(h, w, brow, ct, ldc);
                 k->sgemm_ukr(kc, apack + ir * kc, bpanel, ct, ldc, h, w,
-                             brow ? 1.0f : beta);
+                             beta, brow);
             }
         }
     }
@@ -530,7 +529,7 @@ void mhsa_tile_gemm(const mhsa_kernels *k, size_t m, size_t n, size_t kdim,
         for (size_t i = 0; i < m; i += mr) {
             size_t h = m - i < mr ? m - i : mr;
             k->sgemm_ukr(kdim, ap + i * kdim, bp + j * kdim,
-                         c + i * ldc + j, ldc, h, w, beta);
+                         c + i * ldc + j, ldc, h, w, beta, NULL);
         }
     }
 }

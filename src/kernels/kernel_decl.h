@@ -31,7 +31,8 @@
                                size_t ldb, int trans, float *bp);            \
     void MHSA_KSGEMM(isa, mr, nr)(size_t k, const float *ap,                 \
                                   const float *bp, float *c, size_t ldc,     \
-                                  size_t m, size_t n, float beta);           \
+                                  size_t m, size_t n, float beta,            \
+                                  const float *bias);                        \
     void MHSA_KSGEMM_RA(isa, mr, nr)(size_t k, const float *a, size_t lda,  \
                                      float alpha, const float *bp, float *c, \
                                      size_t ldc, size_t m, size_t n,         \

@@ -340,8 +340,12 @@ typedef struct mhsa_kernels {
     // i < m <= mr, j < n <= nr. beta == 0 never reads C (NaN there is fine);
     // beta == 1 adds exactly. Elements of C outside m x n are not touched.
     // k == 0 is allowed (the sum is 0). The sum runs over kk in order.
+    // With bias (a row of n floats, else NULL) C[i][j] = bias[j] + sum, the
+    // bits of beta == 1 over C rows preset to the bias; beta is unused and
+    // C is not read (the GEMM's first depth block of a biased product).
     void (*sgemm_ukr)(size_t k, const float *ap, const float *bp, float *c,
-                      size_t ldc, size_t m, size_t n, float beta);
+                      size_t ldc, size_t m, size_t n, float beta,
+                      const float *bias);
     // The same tile with A read row-major straight from the caller's matrix
     // instead of a packed panel, for GEMMs whose packed A would be used by
     // too few column panels to pay for its packing (gemm.c says when):

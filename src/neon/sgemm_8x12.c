@@ -16,7 +16,8 @@
 // Edge tiles (m < 8 or n < 12) still compute the full 8x12 tile from the
 // zero-padded panels, then store only the m x n part through a local tile.
 // beta == 0 never reads C; beta == 1 adds; else C = beta*C + acc with a
-// separate multiply and add, like the scalar kernel.
+// separate multiply and add, like the scalar kernel. A bias row takes C's
+// place in beta == 1's add (C is then not read).
 #include <arm_neon.h>
 
 #include "kernels/kernels.h"
@@ -24,13 +25,15 @@
 
 enum { MR = 8, NR = 12 };
 
-// Four C elements at c from one accumulator vector, per beta.
-static inline void store4(float *c, float32x4_t acc, float beta)
+// Four C elements at c from one accumulator vector, per beta; in is what
+// beta == 1 adds: C's own elements, or the bias's (then beta is 1).
+static inline void store4(float *c, const float *in, float32x4_t acc,
+                          float beta)
 {
     if (beta == 0.0f)
         vst1q_f32(c, acc);
     else if (beta == 1.0f)
-        vst1q_f32(c, vaddq_f32(vld1q_f32(c), acc));
+        vst1q_f32(c, vaddq_f32(vld1q_f32(in), acc));
     else
         vst1q_f32(c, vaddq_f32(vmulq_f32(vld1q_f32(c), vdupq_n_f32(beta)),
                                acc));
@@ -38,7 +41,7 @@ static inline void store4(float *c, float32x4_t acc, float beta)
 
 void mhsa_sgemm_8x12__neon(size_t k, const float *ap, const float *bp,
                            float *c, size_t ldc, size_t m, size_t n,
-                           float beta)
+                           float beta, const float *bias)
 {
     float32x4_t c0_0 = vdupq_n_f32(0.0f), c0_4 = c0_0, c0_8 = c0_0;
     float32x4_t c1_0 = c0_0, c1_4 = c0_0, c1_8 = c0_0;
@@ -81,33 +84,41 @@ void mhsa_sgemm_8x12__neon(size_t k, const float *ap, const float *bp,
         c7_8 = vfmaq_laneq_f32(c7_8, b8_11, a4_7, 3);
     }
 
+    // C row i's elements from column j, and what its beta term reads.
+    size_t ldin = bias ? 0 : ldc;
+    const float *cin = bias ? bias : c;
+    if (bias)
+        beta = 1.0f;
+#define ST(i, j, acc) store4(c + (i) * ldc + (j), cin + (i) * ldin + (j), \
+                             acc, beta)
     if (m == MR && n == NR) {
-        store4(c + 0 * ldc, c0_0, beta);
-        store4(c + 0 * ldc + 4, c0_4, beta);
-        store4(c + 0 * ldc + 8, c0_8, beta);
-        store4(c + 1 * ldc, c1_0, beta);
-        store4(c + 1 * ldc + 4, c1_4, beta);
-        store4(c + 1 * ldc + 8, c1_8, beta);
-        store4(c + 2 * ldc, c2_0, beta);
-        store4(c + 2 * ldc + 4, c2_4, beta);
-        store4(c + 2 * ldc + 8, c2_8, beta);
-        store4(c + 3 * ldc, c3_0, beta);
-        store4(c + 3 * ldc + 4, c3_4, beta);
-        store4(c + 3 * ldc + 8, c3_8, beta);
-        store4(c + 4 * ldc, c4_0, beta);
-        store4(c + 4 * ldc + 4, c4_4, beta);
-        store4(c + 4 * ldc + 8, c4_8, beta);
-        store4(c + 5 * ldc, c5_0, beta);
-        store4(c + 5 * ldc + 4, c5_4, beta);
-        store4(c + 5 * ldc + 8, c5_8, beta);
-        store4(c + 6 * ldc, c6_0, beta);
-        store4(c + 6 * ldc + 4, c6_4, beta);
-        store4(c + 6 * ldc + 8, c6_8, beta);
-        store4(c + 7 * ldc, c7_0, beta);
-        store4(c + 7 * ldc + 4, c7_4, beta);
-        store4(c + 7 * ldc + 8, c7_8, beta);
+        ST(0, 0, c0_0);
+        ST(0, 4, c0_4);
+        ST(0, 8, c0_8);
+        ST(1, 0, c1_0);
+        ST(1, 4, c1_4);
+        ST(1, 8, c1_8);
+        ST(2, 0, c2_0);
+        ST(2, 4, c2_4);
+        ST(2, 8, c2_8);
+        ST(3, 0, c3_0);
+        ST(3, 4, c3_4);
+        ST(3, 8, c3_8);
+        ST(4, 0, c4_0);
+        ST(4, 4, c4_4);
+        ST(4, 8, c4_8);
+        ST(5, 0, c5_0);
+        ST(5, 4, c5_4);
+        ST(5, 8, c5_8);
+        ST(6, 0, c6_0);
+        ST(6, 4, c6_4);
+        ST(6, 8, c6_8);
+        ST(7, 0, c7_0);
+        ST(7, 4, c7_4);
+        ST(7, 8, c7_8);
         return;
     }
+#undef ST
 
     // Edge tile: spill the accumulators, then touch only m x n of C.
     float t[MR][NR];
@@ -121,12 +132,13 @@ void mhsa_sgemm_8x12__neon(size_t k, const float *ap, const float *bp,
     vst1q_f32(t[7], c7_0); vst1q_f32(t[7] + 4, c7_4); vst1q_f32(t[7] + 8, c7_8);
     for (size_t i = 0; i < m; i++) {
         float *ci = c + i * ldc;
+        const float *in = cin + i * ldin;
         size_t j = 0;
         for (; j + 4 <= n; j += 4)
-            store4(ci + j, vld1q_f32(t[i] + j), beta);
+            store4(ci + j, in + j, vld1q_f32(t[i] + j), beta);
         for (; j < n; j++)
             ci[j] = beta == 0.0f ? t[i][j]
-                  : beta == 1.0f ? ci[j] + t[i][j]
+                  : beta == 1.0f ? in[j] + t[i][j]
                   : beta * ci[j] + t[i][j];
     }
 }

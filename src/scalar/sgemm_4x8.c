@@ -14,8 +14,13 @@
 
 enum { MR = 4, NR = 8, KB = 64 };
 
+// Both tiles run one copy of accumulate and store (noinline): when two
+// operands of a multiply or add are NaN, x86 returns the first operand's,
+// and the compiler picks the operand order per copy of the code; two
+// inlined copies gave NaNs of different payloads for one element.
+//
 // acc += the k steps of the panels ap (MR a step) and bp (NR a step).
-static inline __attribute__((always_inline)) void
+static __attribute__((noinline)) void
 accumulate(size_t k, const float *ap, const float *bp, float acc[MR][NR])
 {
     for (size_t kk = 0; kk < k; kk++) {
@@ -26,9 +31,15 @@ accumulate(size_t k, const float *ap, const float *bp, float acc[MR][NR])
     }
 }
 
+// s + c with s's NaN when s is NaN, else c's (when c is): the AVX kernels'
+// rule, made explicit, since even one copy of store has two loops for its
+// add (the compiler versions it for c aliasing C, which it does when bias
+// is NULL), and they ordered the operands differently.
+static inline float sum_first(float s, float c) { return s != s ? s : s + c; }
+
 // C (m x n) from acc; bias: NULL, or the row each C row's beta term reads
 // (with beta 1).
-static inline __attribute__((always_inline)) void
+static __attribute__((noinline)) void
 store(float acc[MR][NR], float *c, size_t ldc, size_t m, size_t n,
       float beta, const float *bias)
 {
@@ -42,20 +53,20 @@ store(float acc[MR][NR], float *c, size_t ldc, size_t m, size_t n,
                 ci[j] = acc[i][j];
         else if (beta == 1.0f)
             for (size_t j = 0; j < n; j++)
-                ci[j] = in[j] + acc[i][j];
+                ci[j] = sum_first(acc[i][j], in[j]);
         else
             for (size_t j = 0; j < n; j++)
-                ci[j] = beta * ci[j] + acc[i][j];
+                ci[j] = sum_first(acc[i][j], beta * ci[j]);
     }
 }
 
 void mhsa_sgemm_4x8__scalar(size_t k, const float *ap, const float *bp,
                             float *c, size_t ldc, size_t m, size_t n,
-                            float beta)
+                            float beta, const float *bias)
 {
     float acc[MR][NR] = {{0}};
     accumulate(k, ap, bp, acc);
-    store(acc, c, ldc, m, n, beta, NULL);
+    store(acc, c, ldc, m, n, beta, bias);
 }
 
 void mhsa_sgemm_ra_4x8__scalar(size_t k, const float *a, size_t lda,

@@ -122,7 +122,8 @@ static void run_tiles(const mhsa_kernels *kern, size_t m, size_t n,
             size_t h = m - i < mr ? m - i : mr, w = n - j < nr ? n - j : nr;
             kern->pack_a(h, kd, a + i * kd, kd, 0, 1.0f, ap);
             kern->pack_b(kd, w, b + j, n, 0, bp);
-            kern->sgemm_ukr(kd, ap, bp, c + i * ldc + j, ldc, h, w, beta);
+            kern->sgemm_ukr(kd, ap, bp, c + i * ldc + j, ldc, h, w, beta,
+                            NULL);
         }
     free(ap);
     free(bp);
@@ -333,7 +334,7 @@ static void check_ra(const mhsa_kernels *k, const ra_case *t)
     if (t->bias)
         for (size_t i = 0; i < m; i++)
             memcpy(cp + i * ldc, bias, n * sizeof(float));
-    k->sgemm_ukr(kd, ap, bp, cp, ldc, m, n, t->bias ? 1.0f : t->beta);
+    k->sgemm_ukr(kd, ap, bp, cp, ldc, m, n, t->bias ? 1.0f : t->beta, NULL);
     k->sgemm_ukr_ra(kd, a, lda, t->alpha, bp, cr, ldc, m, n, t->beta,
                     t->bias ? bias : NULL);
     ck_assert(guard_ok(cp, m * ldc) && guard_ok(cr, m * ldc));
@@ -446,7 +447,7 @@ START_TEST(ra_matches_packed_nan_payloads)
                     }
                     k->pack_a(m, kd, a, kd, 0, alphas[al], ap);
                     k->pack_b(kd, n, b, n, 0, bp);
-                    k->sgemm_ukr(kd, ap, bp, cp, nr, m, n, 0.0f);
+                    k->sgemm_ukr(kd, ap, bp, cp, nr, m, n, 0.0f, NULL);
                     k->sgemm_ukr_ra(kd, a, kd, alphas[al], bp, cr, nr, m, n,
                                     0.0f, NULL);
                     for (size_t i = 0; i < m; i++)
@@ -470,6 +471,65 @@ START_TEST(ra_matches_packed_nan_payloads)
 }
 END_TEST
 
+// The packed tile's bias row, on every table: the bits of beta == 1 over C
+// rows preset to the bias, C itself never read (NaN-filled) and nothing
+// outside m x n written; every row count 1..mr, column counts off the
+// vector width, depths 0, 1, primes and the unrolls' edges, special
+// values in A, B and the bias, and a beta the bias must override.
+START_TEST(ukr_bias_is_preset_rows)
+{
+    const mhsa_kernels *k = kernels_or_skip(_i);
+    if (!k)
+        return;
+    static const size_t ks[] = { 0, 1, 2, 3, 7, 8, 13, 16, 31, 64, 97 };
+    size_t mr = (size_t)k->mr, nr = (size_t)k->nr;
+    size_t ns[] = { 1, 3, nr / 2 - 1, nr / 2, nr / 2 + 1, nr - 1, nr };
+    unsigned seed = 91000;
+    for (size_t m = 1; m <= mr; m++)
+        for (size_t ni = 0; ni < sizeof ns / sizeof ns[0]; ni++)
+            for (size_t ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
+                size_t n = ns[ni], kd = ks[ki], ldc = n + 5;
+                rng g = { ++seed };
+                float *a = malloc((mr * kd + 1) * sizeof(float));
+                float *b = malloc((kd * n + 1) * sizeof(float));
+                float bias[64];
+                fill_uniform(&g, a, mr * kd + 1, -2.0f, 2.0f);
+                fill_uniform(&g, b, kd * n + 1, -2.0f, 2.0f);
+                fill_uniform(&g, bias, n, -2.0f, 2.0f);
+                if (seed % 3 == 0 && kd > 0) {
+                    a[rng_int(&g, 0, (int)(m * kd) - 1)] = special(&g);
+                    b[rng_int(&g, 0, (int)(kd * n) - 1)] = special(&g);
+                    bias[rng_int(&g, 0, (int)n - 1)] = special(&g);
+                }
+                float *ap = malloc((mr * kd + 1) * sizeof(float));
+                float *bp = malloc((nr * kd + 1) * sizeof(float));
+                k->pack_a(m, kd, a, kd, 0, 1.0f, ap);
+                k->pack_b(kd, n, b, n, 0, bp);
+                float *cb = alloc_guarded(m * ldc), *cr = alloc_guarded(m * ldc);
+                for (size_t i = 0; i < m; i++) {
+                    fill_nan(cb + i * ldc, ldc);
+                    fill_nan(cr + i * ldc, ldc);
+                    memcpy(cr + i * ldc, bias, n * sizeof(float));
+                }
+                k->sgemm_ukr(kd, ap, bp, cb, ldc, m, n, 0.5f, bias);
+                k->sgemm_ukr(kd, ap, bp, cr, ldc, m, n, 1.0f, NULL);
+                ck_assert(guard_ok(cb, m * ldc) && guard_ok(cr, m * ldc));
+                for (size_t e = 0; e < m * ldc; e++)
+                    ck_assert_msg(float_bits(cb[e]) == float_bits(cr[e]),
+                                  "C[%zu][%zu]: bias row 0x%08x, preset "
+                                  "rows 0x%08x: isa %s m %zu n %zu k %zu",
+                                  e / ldc, e % ldc, float_bits(cb[e]),
+                                  float_bits(cr[e]), k->name, m, n, kd);
+                free(a);
+                free(b);
+                free(ap);
+                free(bp);
+                free_guarded(cb);
+                free_guarded(cr);
+            }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("kernel_sgemm");
@@ -480,6 +540,7 @@ int main(void)
     LOOP(tc, ukr_random);
     LOOP(tc, ra_matches_packed_bitwise);
     LOOP(tc, ra_matches_packed_nan_payloads);
+    LOOP(tc, ukr_bias_is_preset_rows);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
