@@ -294,26 +294,39 @@ static void diag_scores(const mhsa_kernels *k, const head_args *a, size_t j0,
     }
 }
 
-// C (tq x dh, ldc) += P V with P (tq x n: packed at depth n, or in place)
-// and V packed as NR-column panels whose first n rows are used, panel j at
-// vb + j * vdepth (vdepth >= n: a tile packed once for every query block
-// holds all its keys, of which a causal block may use fewer): O += P V
-// in the forward, dQ += dS K in the backward. diag: each mr-row panel
-// stops at its last visible key (see diag_scores).
+// Rows [r0, r1) of C (ldc), dh wide, set to +0.
+static void zero_rows(float *c, size_t ldc, size_t r0, size_t r1, size_t dh)
+{
+    for (size_t r = r0; r < r1; r++)
+        memset(c + r * ldc, 0, dh * sizeof(float));
+}
+
+// C (tq x dh, ldc) = beta C + P V with P (tq x n: packed at depth n, or in
+// place) and V packed as NR-column panels whose first n rows are used,
+// panel j at vb + j * vdepth (vdepth >= n: a tile packed once for every
+// query block holds all its keys, of which a causal block may use fewer):
+// O += P V in the forward, dQ += dS K in the backward. diag: each mr-row
+// panel stops at its last visible key (see diag_scores). beta is 0 or 1;
+// 0 is the forward's first tile, whose O would be +0: the tile stores the
+// sum itself, which gives +0 + sum's bits (a sum of products from +0 is
+// never -0), and a panel that sees no key gets its +0 rows.
 static void diag_pv(const mhsa_kernels *k, const head_args *a, size_t j0,
                     size_t n, int diag, const a_side *pa, const float *vb,
-                    size_t vdepth, float *c, size_t ldc)
+                    size_t vdepth, float *c, size_t ldc, float beta)
 {
     size_t mr = (size_t)k->mr, nr = (size_t)k->nr, dh = a->dh;
     for (size_t i = 0; i < a->tq; i += mr) {
         size_t h = a->tq - i < mr ? a->tq - i : mr;
         size_t ki = diag ? mhsa__attn_panel_keys(a, j0, n, i + h) : n;
-        if (ki == 0)
+        if (ki == 0) {
+            if (beta == 0.0f)
+                zero_rows(c, ldc, i, i + h, dh);
             continue;
+        }
         for (size_t j = 0; j < dh; j += nr) {
             size_t w = dh - j < nr ? dh - j : nr;
             ukr(k, pa, i, ki, vb + j * vdepth, c + i * ldc + j, ldc, h, w,
-                1.0f);
+                beta);
         }
     }
 }
@@ -381,12 +394,11 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
 
     a_side qa = a_rows(k, a, tq, dh, a->q, dh, 1.0f, t.qa);
     int q_ok = k->rows_finite(tq, dh, a->q, dh);   // the block in one pass
+    // O is not zeroed here: the first tile's P V stores it (beta 0, the
+    // bits of +0 + the sum, which is never -0), see diag_pv.
     for (size_t r = 0; r < tq; r++) {
         t.m[r] = -INFINITY;
         t.l[r] = 0.0f;
-        float *o = a->o + r * a->ldo;
-        for (size_t d = 0; d < dh; d++)   // short rows: no memset call
-            o[d] = 0.0f;
         t.delta[r] = !q_ok && !k->rows_finite(1, dh, a->q + r * dh, dh);
     }
     for (size_t j0 = tile_start(a, bc); j0 < kend; j0 += bc) {
@@ -443,10 +455,13 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
             } else {
                 mhsa_tile_pack_b(k, n, dh, vt, dh, 0, a->compute, t.vb);
             }
-            diag_pv(k, a, j0, n, diag, &pa, vb, vdepth, a->o, a->ldo);
+            diag_pv(k, a, j0, n, diag, &pa, vb, vdepth, a->o, a->ldo,
+                    first ? 0.0f : 1.0f);
         } else {      // a non-finite V: skip blocked pairs explicitly
             if (!vt)
                 vt = kv_rows(k, a, 1, j0, n, t.vc);
+            if (first)
+                zero_rows(a->o, a->ldo, 0, tq, dh);
             for (size_t r = 0; r < tq; r++)
                 for (size_t j = 0; j < n; j++) {
                     if (blocked(a, r, j0 + j))
@@ -475,9 +490,10 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
                 a->lsum[r] = 1.0f;
             continue;
         }
-        float inv = 1.0f / t.l[r];
-        for (size_t d = 0; d < dh; d++)
-            o[d] *= inv;
+        // In place through the table's row op (one IEEE multiply an
+        // element, as the loop it replaces): perf put that loop, 4 floats
+        // a step in this generic file, at ~4% of the GPT block's forward.
+        k->scale_copy(dh, o, o, 1.0f / t.l[r]);
         if (a->lsum) {   // the log-sum-exp when a backward asks for it
             a->lse[r] = t.m[r];
             a->lsum[r] = t.l[r];
@@ -694,7 +710,7 @@ void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
         a_side dsa = a_rows(k, a, tq, n, t.dp, bc, a->scale, t.pa);
         mhsa_tile_pack_b(k, n, dh, kt, dh, 0, a->compute, t.kb);     // K
         if (diag)
-            diag_pv(k, a, j0, n, 1, &dsa, t.kb, n, a->dq, a->ldg);
+            diag_pv(k, a, j0, n, 1, &dsa, t.kb, n, a->dq, a->ldg, 1.0f);
         else
             tile_gemm(k, &dsa, tq, dh, n, t.kb, a->dq, a->ldg, 1.0f);
     }

@@ -378,7 +378,8 @@ typedef struct mhsa_kernels {
     void (*small_bwd_scores)(const mhsa_small_bwd_args *a);
     void (*small_bwd_grads)(const mhsa_small_bwd_args *a);
 
-    // dst[i] = scale * src[i], i < n (dst and src do not overlap); scale
+    // dst[i] = scale * src[i], i < n (dst and src do not overlap, or are
+    // the same row: in place, as the attention's final O /= l runs); scale
     // == 1 copies the bits unchanged (NaN payloads, signs of zero).
     void (*scale_copy)(size_t n, const float *src, float *dst, float scale);
 

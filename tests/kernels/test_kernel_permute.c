@@ -222,6 +222,38 @@ START_TEST(short_rows_match_row_op)
 }
 END_TEST
 
+// scale_copy in place (dst == src, the attention's O /= l) gives the
+// bits of a copy into another row: lengths 1..70 (vector widths, their
+// edges, primes), scale 1 and others, special values, nothing past n
+// written.
+START_TEST(scale_copy_in_place)
+{
+    const mhsa_kernels *k = kernels_or_skip(_i);
+    if (!k)
+        return;
+    for (size_t n = 1; n <= 70; n++)
+        for (int sc = 0; sc < 3; sc++) {
+            rng g = { 8100 + n * 3 + (size_t)sc };
+            float scale = sc == 0   ? 1.0f
+                          : sc == 1 ? rng_uniform(&g, -2.0f, 2.0f)
+                                    : 1.0f / 3.0f;
+            float *src = malloc(n * sizeof(float));
+            float *out = alloc_guarded(n), *inp = alloc_guarded(n);
+            fill_special(&g, src, n);
+            memcpy(inp, src, n * sizeof(float));
+            k->scale_copy(n, src, out, scale);
+            k->scale_copy(n, inp, inp, scale);
+            ck_assert_msg(guard_ok(inp, n) &&
+                              memcmp(out, inp, n * sizeof(float)) == 0,
+                          "isa %s: scale_copy in place of %zu, scale %g",
+                          k->name, n, scale);
+            free(src);
+            free_guarded(out);
+            free_guarded(inp);
+        }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("kernel_permute");
@@ -230,6 +262,7 @@ int main(void)
     LOOP(tc, split_with_scale);
     LOOP(tc, matches_scalar_bitwise);
     LOOP(tc, short_rows_match_row_op);
+    LOOP(tc, scale_copy_in_place);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
