@@ -76,8 +76,8 @@ void mhsa_sgemm_cd(const mhsa_kernels *k, mhsa_dtype cdt,
 // y = bias + op(A) op(B) (alpha times the product), the bits of presetting
 // each row of C to the bias and calling mhsa_sgemm_cd with beta = 1, with
 // the bias added by the tiles (both read its row in their final add,
-// kernels.h) rather than by a pass over C first. Only where mhsa_sgemm_folds_bias(k, cdt)
-// (every path but the native bf16 tiles).
+// kernels.h) rather than by a pass over C first. Only where
+// mhsa_sgemm_folds_bias(k, cdt) (every path but the native bf16 tiles).
 int mhsa_sgemm_folds_bias(const mhsa_kernels *k, mhsa_dtype cdt);
 void mhsa_sgemm_bias(const mhsa_kernels *k, mhsa_dtype cdt,
                      const mhsa_gemm_scratch *s, int trans_a, int trans_b,
