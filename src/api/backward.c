@@ -137,6 +137,7 @@ typedef struct bwd_ctx {
     const attn_view *vw;
     int split;   // dk/dv and dq in separate passes (attention_backward)
     int zeroed;  // dqkv is +0 already: no task zeroes its rows
+    int finite;  // q, k, v and dctx hold no inf or NaN: no block checks
 } bwd_ctx;
 
 static void bwd_body(void *p)
@@ -154,7 +155,8 @@ static void bwd_body(void *p)
     float *tiles = ws->attn.tiles + (size_t)omp_get_thread_num() *
                                     ws->attn.tile_floats;
     if (!split) {
-        head_args a = { .dq_zeroed = c->zeroed };   // the rest stay 0
+        head_args a = { .dq_zeroed = c->zeroed,   // the rest stay 0
+                        .inputs_finite = c->finite };
 #pragma omp for schedule(static)
         for (size_t bg = 0; bg < kvs; bg++) {
             size_t b = bg / Hkv, g = bg % Hkv;
@@ -170,7 +172,7 @@ static void bwd_body(void *p)
 #pragma omp for schedule(static)
         for (size_t bg = 0; bg < kvs; bg++)
             zero_dkv(blk, ws, bg / Hkv, bg % Hkv);
-        head_args dkv = { .skip_dq = 1 };   // the dk/dv pass
+        head_args dkv = { .skip_dq = 1, .inputs_finite = c->finite };
 #pragma omp for schedule(static)
         for (size_t task = 0; task < kvs * ntile; task++) {
             size_t bg = task / ntile, j0 = (task % ntile) * bc;
@@ -183,7 +185,7 @@ static void bwd_body(void *p)
                     mhsa__head_backward(k, &dkv, tiles);
                 }
         }
-        head_args dq = { .skip_dkv = 1 };   // the dq pass
+        head_args dq = { .skip_dkv = 1, .inputs_finite = c->finite };
 #pragma omp for schedule(static)
         for (size_t task = 0; task < B * H * nqb; task++) {
             size_t bh = task / nqb;
@@ -191,6 +193,19 @@ static void bwd_body(void *p)
             mhsa__head_backward(k, &dq, tiles);
         }
     }
+}
+
+// Whether the recorded forward's q, k, v (the split's buffers) and dctx
+// (dL/dctx, the heads' dO) hold only finite values.
+static int all_finite(const mhsa_kernels *k, const mhsa_workspace *ws,
+                      const mhsa_block *blk)
+{
+    size_t bt = ws->fwd_b * ws->fwd_t, dh = blk->dh;
+    size_t nq = bt * blk->H * dh, nkv = bt * blk->Hkv * dh;
+    return k->rows_finite(1, nq, ws->q, nq) &&
+           k->rows_finite(1, nkv, ws->k, nkv) &&
+           k->rows_finite(1, nkv, ws->v, nkv) &&
+           k->rows_finite(1, bt * blk->D, ws->dctx, bt * blk->D);
 }
 
 // One task per kv head when there are at least as many kv heads as
@@ -222,7 +237,13 @@ static void attention_backward(const mhsa_kernels *k, mhsa_workspace *ws,
     int zeroed = nt <= 1;
     if (zeroed)
         memset(ws->qkv, 0, B * T * blk->nqkv * sizeof(float));
-    bwd_ctx c = { k, ws, blk, &view, split, zeroed };
+    // Likewise the blocks' finiteness checks (q, k, v and dO rows, four
+    // calls a block: 3% of the tiny forward+backward) become one pass over
+    // the call's buffers on one thread. Only a shortcut: when it finds a
+    // non-finite value the blocks check their own rows as before. (A team
+    // keeps the per-block checks, which run in parallel.)
+    int finite = nt <= 1 && all_finite(k, ws, blk);
+    bwd_ctx c = { k, ws, blk, &view, split, zeroed, finite };
     mhsa__team_run(nt, bwd_body, &c);
 }
 

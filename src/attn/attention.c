@@ -631,10 +631,11 @@ void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
     size_t kend = key_end(a);
     tile_views t = carve(k, dh, tiles);
     size_t k0 = tile_start(a, bc) < kend ? tile_start(a, bc) : kend;
-    int safe = k->rows_finite(kend - k0, dh, a->k + k0 * dh, dh) &&
-               k->rows_finite(kend - k0, dh, a->v + k0 * dh, dh) &&
-               k->rows_finite(tq, dh, a->q, dh) &&
-               k->rows_finite(tq, dh, a->dout, a->lddo);
+    int safe = a->inputs_finite ||
+               (k->rows_finite(kend - k0, dh, a->k + k0 * dh, dh) &&
+                k->rows_finite(kend - k0, dh, a->v + k0 * dh, dh) &&
+                k->rows_finite(tq, dh, a->q, dh) &&
+                k->rows_finite(tq, dh, a->dout, a->lddo));
 
     // delta = rowsum(dO * O), O the forward's normalised output.
     for (size_t r = 0; r < tq; r++) {
