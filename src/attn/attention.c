@@ -393,7 +393,8 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
     tile_views t = carve(k, dh, tiles);
 
     a_side qa = a_rows(k, a, tq, dh, a->q, dh, 1.0f, t.qa);
-    int q_ok = k->rows_finite(tq, dh, a->q, dh);   // the block in one pass
+    int q_ok = a->inputs_finite ||
+               k->rows_finite(tq, dh, a->q, dh);   // the block in one pass
     // O is not zeroed here: the first tile's P V stores it (beta 0, the
     // bits of +0 + the sum, which is never -0), see diag_pv.
     for (size_t r = 0; r < tq; r++) {
@@ -414,7 +415,7 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
         } else {
             kt = kv_rows(k, a, 0, j0, n, t.kc);
             mhsa_tile_pack_b(k, dh, n, kt, dh, 1, a->compute, t.kb);
-            kbad = first_bad_row(k, kt, n, dh, dh);
+            kbad = a->inputs_finite ? n : first_bad_row(k, kt, n, dh, dh);
         }
         if (diag)
             diag_scores(k, a, j0, n, &qa, kb, t.s, bc);
@@ -443,7 +444,7 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
             v_ok = (size_t)a->vbad[j0 / bc] >= n;
         } else {
             vt = kv_rows(k, a, 1, j0, n, t.vc);
-            v_ok = k->rows_finite(n, dh, vt, dh);
+            v_ok = a->inputs_finite || k->rows_finite(n, dh, vt, dh);
         }
         if (v_ok) {   // O += P V
             a_side pa = a_rows(k, a, tq, n, t.s, bc, 1.0f, t.pa);

@@ -54,8 +54,9 @@ typedef struct head_args {
     // backward only: dq's rows are +0 already (a one-thread backward
     // zeroes all of dqkv at once), so the block does not zero them.
     int dq_zeroed;
-    // backward only: the whole call's q, k, v and dout were checked finite
-    // at once (a one-thread backward), so the block does not check its own.
+    // The whole call's q, k, v (and in the backward dout) were checked
+    // finite at once (one thread, fp32 K/V of this call only), so the
+    // block does not check its own rows.
     int inputs_finite;
     // mhsa_config.compute_dtype: MHSA_BF16 rounds every tile product's
     // packed operands (Q, K, V, P, dO, dS) to bf16 (gemm.h's tile
