@@ -12,6 +12,7 @@
 #include "attention.h"
 #include "core/threads.h"
 #include "decode.h"
+#include "small_view.h"
 
 // Where one kv head's packed K^T and V tiles go, when they are packed
 // once for all its query blocks (see mhsa__attention).
@@ -165,9 +166,12 @@ void mhsa__attention(const mhsa_kernels *k, const attn_scratch *s,
     // replaces each block's checks of its rows (q, K and V tiles: 2.4% of
     // the GPT block's forward, perf) when it finds no inf or NaN; else the
     // blocks check their own as before, so the same paths and bits. Only
-    // where every row of the buffers is this call's (no cache) and fp32.
-    int finite = nt <= 1 && j->kv_dtype == MHSA_F32 && !j->kv_len &&
-                 !j->n_new && all_finite(k, j);
+    // where every row of the buffers is this call's (no cache) and fp32,
+    // and not for blocks the fused small view takes (it checks in
+    // registers; the pass cost the tiny forward 3.5% more instructions).
+    int small = k->attn_small && j->tq <= MHSA_SMALL_VIEW_ROWS;
+    int finite = nt <= 1 && !small && j->kv_dtype == MHSA_F32 &&
+                 !j->kv_len && !j->n_new && all_finite(k, j);
     attend_ctx c = { k, s, j, &view, &pp, first, tasks, heads, finite };
     mhsa__team_run(nt, attend_body, &c);
 }
