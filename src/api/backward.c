@@ -195,19 +195,6 @@ static void bwd_body(void *p)
     }
 }
 
-// Whether the recorded forward's q, k, v (the split's buffers) and dctx
-// (dL/dctx, the heads' dO) hold only finite values.
-static int all_finite(const mhsa_kernels *k, const mhsa_workspace *ws,
-                      const mhsa_block *blk)
-{
-    size_t bt = ws->fwd_b * ws->fwd_t, dh = blk->dh;
-    size_t nq = bt * blk->H * dh, nkv = bt * blk->Hkv * dh;
-    return k->rows_finite(1, nq, ws->q, nq) &&
-           k->rows_finite(1, nkv, ws->k, nkv) &&
-           k->rows_finite(1, nkv, ws->v, nkv) &&
-           k->rows_finite(1, bt * blk->D, ws->dctx, bt * blk->D);
-}
-
 // One task per kv head when there are at least as many kv heads as
 // threads: its query heads in order, each over its query blocks in order,
 // so dk and dv sum the group's contributions in a fixed order. With fewer
@@ -242,7 +229,9 @@ static void attention_backward(const mhsa_kernels *k, mhsa_workspace *ws,
     // the call's buffers on one thread. Only a shortcut: when it finds a
     // non-finite value the blocks check their own rows as before. (A team
     // keeps the per-block checks, which run in parallel.)
-    int finite = nt <= 1 && all_finite(k, ws, blk);
+    size_t nd = B * T * blk->D;   // dctx: the heads' dO
+    int finite = nt <= 1 && mhsa__attn_inputs_finite(k, &job) &&
+                 k->rows_finite(1, nd, ws->dctx, nd);
     bwd_ctx c = { k, ws, blk, &view, split, zeroed, finite };
     mhsa__team_run(nt, bwd_body, &c);
 }

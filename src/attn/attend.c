@@ -102,9 +102,7 @@ static void attend_body(void *p)
     }
 }
 
-// Whether q (batch, H, tq, dh) and k, v (batch, Hkv, kv_t, dh), fp32,
-// hold only finite values.
-static int all_finite(const mhsa_kernels *k, const attn_job *j)
+int mhsa__attn_inputs_finite(const mhsa_kernels *k, const attn_job *j)
 {
     size_t nq = j->batch * j->H * j->tq * j->dh;
     size_t nkv = j->batch * j->Hkv * j->kv_t * j->dh;
@@ -171,7 +169,8 @@ void mhsa__attention(const mhsa_kernels *k, const attn_scratch *s,
     // registers; the pass cost the tiny forward 3.5% more instructions).
     int small = k->attn_small && j->tq <= MHSA_SMALL_VIEW_ROWS;
     int finite = nt <= 1 && !small && j->kv_dtype == MHSA_F32 &&
-                 !j->kv_len && !j->n_new && all_finite(k, j);
+                 !j->kv_len && !j->n_new &&
+                 mhsa__attn_inputs_finite(k, j);
     attend_ctx c = { k, s, j, &view, &pp, first, tasks, heads, finite };
     mhsa__team_run(nt, attend_body, &c);
 }

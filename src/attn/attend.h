@@ -14,6 +14,12 @@
 void mhsa__attention(const mhsa_kernels *k, const attn_scratch *s,
                      const attn_job *j);
 
+// Whether the job's q (batch, H, tq, dh) and fp32 k, v (batch, Hkv, kv_t,
+// dh) hold only finite values: one pass each, which a one-thread call
+// makes instead of every block's checks of its rows (head_args.
+// inputs_finite; the backward adds its dO).
+int mhsa__attn_inputs_finite(const mhsa_kernels *k, const attn_job *j);
+
 // lse[i] = lse[i] + logf(lsum[i]) for rows rows: the log-sum-exp of a
 // forward run with attn_job.lsum, when its backward needs it. The same
 // expression, so the same bits, as a forward without lsum writes.
