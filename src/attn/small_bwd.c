@@ -6,6 +6,9 @@
 // path (attention.c), which cost several times the arithmetic at these
 // sizes. Each sum runs over the rows or keys the tiled path's panels give
 // it (attention.c's diag_keys, diag_pv), so the bits are the tiled path's.
+// A table with their fused form (kernels.h: attn_small_bwd) runs that
+// first: scores, softmax gradient and products in one call, without the
+// score rows in between; what it declines takes the three calls.
 #include <math.h>
 
 #include "small_bwd.h"
@@ -54,10 +57,13 @@ int mhsa__head_backward_small(const mhsa_kernels *k, const head_args *a,
         s, bc, dp, bc, a->scale, a->dq, a->dk + j0 * a->ldg,
         a->dv + j0 * a->ldg, a->ldg, r0, ke, !a->skip_dq, !a->skip_dkv,
     };
-    k->small_bwd_scores(&sb);
     // attention.c's mask_view for the tile at j0.
     mhsa_mask_view mv = { a->mask ? a->mask + j0 : NULL, a->ldmask,
                           a->q_pos, j0, a->causal, a->window, a->klen };
+    mhsa_attn_small_bwd_args fa = { &sb, mv, a->lse, delta };
+    if (k->attn_small_bwd && k->attn_small_bwd(&fa))
+        return 1;
+    k->small_bwd_scores(&sb);
     mhsa_softmax_grad_args ga = { tq, n, s, bc, dp, bc, mv, a->lse, delta,
                                   NULL };
     k->softmax_grad(&ga);   // s = P, dp = dS

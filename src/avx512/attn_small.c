@@ -54,53 +54,18 @@ enum { MR = MHSA_AVX512_MR, MAX_ROWS = 16, MAX_KEYS = 16, MAX_DH = 32 };
 #define ONE_INSTANCE 0
 #endif
 
-// Lane L of a 16-lane index vector built from an expression f(L).
-#define IDX16(f)                                                          \
-    _mm512_set_epi32(f(15), f(14), f(13), f(12), f(11), f(10), f(9),     \
-                     f(8), f(7), f(6), f(5), f(4), f(3), f(2), f(1), f(0))
-// The three steps of transpose_q8 (lane L; vpermt2ps takes a's lanes as
-// 0..15 and b's as 16..31): columns 4e.. of 4 rows, lane (c & 3) * 4 + r;
-// columns 2f, 2f + 1 of 4 + 4 rows, lane (c & 1) * 8 + r; column c of
-// 8 + 8 rows, lane r.
-#define STEP1(e, L) (((L) & 3) < 2 ? ((L) & 3) * 8 + 4 * (e) + ((L) >> 2)    \
-                                  : 16 + (((L) & 3) - 2) * 8 + 4 * (e) +   \
-                                        ((L) >> 2))
-#define STEP1_0(L) STEP1(0, L)
-#define STEP1_1(L) STEP1(1, L)
-#define STEP2(f, L) (((L) & 7) < 4 ? 0 : 16) + (2 * (f) + ((L) >> 3)) * 4 + \
-                        ((L) & 3)
-#define STEP2_0(L) STEP2(0, L)
-#define STEP2_1(L) STEP2(1, L)
-#define STEP3(c, L) ((L) < 8 ? 0 : 16) + (c) * 8 + ((L) & 7)
-#define STEP3_0(L) STEP3(0, L)
-#define STEP3_1(L) STEP3(1, L)
-
-// transpose_q for dh == 8: the 16 rows are 8 vectors of two rows each,
-// transposed by three steps of 8 two-source permutes (24 shuffles, where
-// transpose16 takes 64, and 8 loads instead of 16).
+// transpose_q for dh == 8: the 16 rows are 8 vectors of two rows each
+// (8 loads instead of 16), transposed by mhsa_transpose16x8__avx512.
 MHSA_AVX512_INLINE void transpose_q8(const float *q, size_t tq, float *qt)
 {
-    __m512 v[8], p[8], u[8];
+    __m512 v[8], t[8];
     for (size_t k = 0; k < 8; k++)
         v[k] = 2 * k + 1 < tq ? _mm512_loadu_ps(q + 16 * k)
                : 2 * k < tq   ? _mm512_maskz_loadu_ps(0x00ff, q + 16 * k)
                               : _mm512_setzero_ps();
-    const __m512i i1[2] = { IDX16(STEP1_0), IDX16(STEP1_1) };
-    const __m512i i2[2] = { IDX16(STEP2_0), IDX16(STEP2_1) };
-    const __m512i i3[2] = { IDX16(STEP3_0), IDX16(STEP3_1) };
-    for (size_t m = 0; m < 4; m++)       // rows 4m..: p[2m + e]
-        for (size_t e = 0; e < 2; e++)
-            p[2 * m + e] = _mm512_permutex2var_ps(v[2 * m], i1[e],
-                                                  v[2 * m + 1]);
-    for (size_t g = 0; g < 2; g++)       // rows 8g..: u[4g + 2e + f]
-        for (size_t e = 0; e < 2; e++)
-            for (size_t f = 0; f < 2; f++)
-                u[4 * g + 2 * e + f] = _mm512_permutex2var_ps(
-                    p[4 * g + e], i2[f], p[4 * g + 2 + e]);
-    for (size_t c = 0; c < 8; c++)       // c = 4e + 2f + (c & 1)
-        _mm512_storeu_ps(qt + c * MAX_ROWS,
-                         _mm512_permutex2var_ps(u[c >> 1], i3[c & 1],
-                                                u[4 + (c >> 1)]));
+    mhsa_transpose16x8__avx512(v, t);
+    for (size_t c = 0; c < 8; c++)
+        _mm512_storeu_ps(qt + c * MAX_ROWS, t[c]);
 }
 
 // qt[c * MAX_ROWS + i] = q[i * dh + c] for i < tq, c < dh; lanes of rows

@@ -37,12 +37,14 @@
 #undef MHSA_KERNEL_TABLE_RA_PANELS
 #define MHSA_KERNEL_TABLE_RA_PANELS 4
 
-// The small attention-backward products (small_bwd.c), by this build's
-// suffix (the emulated table names its _emul kernels, see above).
+// The small attention-backward products (small_bwd.c) and their fused
+// form (attn_small_bwd.c), by this build's suffix (the emulated table
+// names its _emul kernels, see above).
 #undef MHSA_KERNEL_TABLE_SMALL_BWD
 #define MHSA_KERNEL_TABLE_SMALL_BWD                                           \
     .small_bwd_scores = MHSA_KNAME(small_bwd_scores, MHSA_AVX512_SFX),        \
-    .small_bwd_grads = MHSA_KNAME(small_bwd_grads, MHSA_AVX512_SFX)
+    .small_bwd_grads = MHSA_KNAME(small_bwd_grads, MHSA_AVX512_SFX),          \
+    .attn_small_bwd = MHSA_KNAME(attn_small_bwd, MHSA_AVX512_SFX)
 
 // The fused forward of a small view (attn_small.c).
 #undef MHSA_KERNEL_TABLE_ATTN_SMALL

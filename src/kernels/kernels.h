@@ -212,6 +212,20 @@ typedef struct mhsa_small_bwd_args {
     int do_dq, do_dkv;
 } mhsa_small_bwd_args;
 
+// The fused backward of the same small tile (attn/small_bwd.c): what
+// small_bwd_scores, softmax_grad and small_bwd_grads compute in turn, in
+// one pass that keeps S, dP, P and dS in registers (p's s and dp are not
+// used). mv is the tile's mask view and lse, delta (tq) softmax_grad's.
+// The same bits as those three calls; it returns 1 having written dq, dk
+// and dv, or 0 having written nothing when it cannot take the tile (sizes
+// past MHSA_SMALL_BWD_MAX, an additive mask, a row whose lse is infinite),
+// and the caller then runs the three calls.
+typedef struct mhsa_attn_small_bwd_args {
+    const mhsa_small_bwd_args *p;
+    mhsa_mask_view mv;
+    const float *lse, *delta;
+} mhsa_attn_small_bwd_args;
+
 // ---- the table ----------------------------------------------------------
 
 // Cache blocking of the GEMM driver (src/gemm/gemm.c, BLIS's loops) for
@@ -377,6 +391,9 @@ typedef struct mhsa_kernels {
     // products of a small backward tile, see mhsa_small_bwd_args.
     void (*small_bwd_scores)(const mhsa_small_bwd_args *a);
     void (*small_bwd_grads)(const mhsa_small_bwd_args *a);
+    // Their fused form with softmax_grad (mhsa_attn_small_bwd_args), or
+    // NULL: the tile takes the three calls.
+    int (*attn_small_bwd)(const mhsa_attn_small_bwd_args *a);
 
     // dst[i] = scale * src[i], i < n (dst and src do not overlap, or are
     // the same row: in place, as the attention's final O /= l runs); scale

@@ -1,6 +1,6 @@
 // test_small_bwd.c — the small-tile attention backward (kernels.h:
-// small_bwd_scores / small_bwd_grads, attn/small_bwd.c)
-// gives the bits of the packed-GEMM path of the same table, on every ISA
+// small_bwd_scores / small_bwd_grads and their fused form attn_small_bwd,
+// attn/small_bwd.c) gives the bits of the packed-GEMM path of the same table, on every ISA
 // that has it: one head's block run through mhsa__head_backward with the
 // table as built and with a copy whose small products are removed, over
 // awkward shapes (1, primes, sizes off the vector widths up to the
@@ -164,6 +164,12 @@ START_TEST(small_tile_matches_packed_path)
     mhsa_kernels packed = *k;   // the same table without them
     packed.small_bwd_scores = NULL;
     packed.small_bwd_grads = NULL;
+    packed.attn_small_bwd = NULL;
+    // ... and without only their fused form, where the table has one.
+    mhsa_kernels unfused = *k;
+    unfused.attn_small_bwd = NULL;
+    ck_assert_msg(k->attn_small_bwd || k->isa != MHSA_ISA_AVX512,
+                  "%s has the fused small backward", k->name);
     rng r = { 0x5eed0022u + (uint64_t)_i };
     int cases = test_count(400);
     for (int c = 0; c < cases; c++) {
@@ -183,6 +189,14 @@ START_TEST(small_tile_matches_packed_path)
                       "bits differ from the packed path", k->name, c, p.tq,
                       p.tk, p.dh, p.q_pos, p.causal, p.window, p.klen,
                       p.use_mask, p.skip_dq, p.skip_dkv, special);
+        if (k->attn_small_bwd) {
+            float *three = backward(&unfused, &p);
+            ck_assert_msg(!memcmp(three, got, n * sizeof(float)),
+                          "%s case %d: tq %zu tk %zu dh %zu: the fused "
+                          "kernel's bits differ from the three calls'",
+                          k->name, c, p.tq, p.tk, p.dh);
+            free(three);
+        }
         // Against scalar's values (different rounding: FMA or not).
         const mhsa_kernels *s = mhsa_kernels_for(MHSA_ISA_SCALAR);
         if (special == 0 && s != k) {

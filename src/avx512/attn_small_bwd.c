@@ -1,0 +1,258 @@
+// attn_small_bwd.c — the AVX-512 fused backward of a small attention tile
+// (kernels.h: attn_small_bwd): small_bwd_scores, softmax_grad and
+// small_bwd_grads (small_bwd.c, softmax.c) in one pass, with the scores,
+// dP, P and dS in registers and small stack buffers instead of rows of
+// the thread's tile memory written by one call and read by the next.
+//
+// The bits are those three calls', operation for operation:
+//  - S and dP: the 16 lanes hold the 16 query rows (Q and dO read
+//    transposed), one vector per key; each score is sb_rows_times' chain,
+//    fma over the dh columns in order from +0 (q[r][d] * k[j][d] either
+//    way round: one rounding of the same product and sum);
+//  - P and dS: softmax_grad's short row (grad_short_row) per lane, key j
+//    in the lanes of the rows whose range [lo, hi) holds it: p = exp(s -
+//    lse) where open, else +0; ds = p * (dp - delta) where p != 0, else
+//    +0 (the product's operands are the same; IEEE multiplication
+//    commutes);
+//  - dV, dK, dQ: small_bwd_grads' chains (one lane per head column, the
+//    rows or keys of r0 / kend in order from +0, then dst + sum), reading
+//    p, ds and fl(scale * ds) from the transposed stack copies.
+// The differences are where the time went at B8 T12 D32 H4 (perf, the
+// Intel Xeon): no 16x16 transposes of K and V (Q and dO at dh <= 8 take
+// 24-shuffle transposes), no score rows stored and loaded again, one
+// vector of 16 rows per key for the softmax gradient instead of a row at
+// a time with its range and masks in scalar code, and 8 keys or rows per
+// group of chains where small_bwd_grads runs 4 (the chains of 12 FMAs
+// were latency-bound).
+// Declined up front (return 0, nothing written): sizes past 16, an
+// additive mask, a row whose lse is infinite (softmax_grad's general
+// path).
+#include <math.h>
+
+#include "avx512/avx512.h"
+#include "avx512/vmath.h"
+#include "avx512/vtranspose.h"
+
+enum { SB_ = MHSA_SMALL_BWD_MAX, GROUP = 8 };
+
+// t[c] lane r = x[r*ld + c] for r < rows, c < cols (<= 16); 0 elsewhere.
+// Up to 8 columns, two rows a vector and the 24-shuffle transpose.
+MHSA_AVX512_INLINE void columns(const float *x, size_t ld, size_t rows,
+                                size_t cols, __m512 t[SB_])
+{
+    const __m512 zero = _mm512_setzero_ps();
+    __mmask16 mk = mhsa_mask16__avx512(cols);
+    if (cols <= 8) {
+        __m512 v[8];
+        for (size_t k = 0; k < 8; k++) {
+            __m512 a = 2 * k < rows
+                           ? _mm512_maskz_loadu_ps(mk, x + 2 * k * ld)
+                           : zero;
+            __m512 b = 2 * k + 1 < rows
+                           ? _mm512_maskz_loadu_ps(mk, x + (2 * k + 1) * ld)
+                           : zero;
+            v[k] = _mm512_insertf32x8(a, _mm512_castps512_ps256(b), 1);
+        }
+        mhsa_transpose16x8__avx512(v, t);
+        return;
+    }
+    for (size_t r = 0; r < SB_; r++)
+        t[r] = r < rows ? _mm512_maskz_loadu_ps(mk, x + r * ld) : zero;
+    mhsa_transpose16__avx512(t);
+}
+
+// out[g] lane r = sum over c < dh of xt[c] lane r * y[j0 + g][c], from +0
+// in the order of c, for G keys; keys from n on score key n - 1 again
+// (never stored), so only y's n rows are read.
+MHSA_AVX512_INLINE void scores(const __m512 xt[SB_], const float *y,
+                               size_t dh, size_t n, size_t j0, int G,
+                               __m512 *out)
+{
+    const float *yp[4];
+    for (int g = 0; g < G; g++) {
+        out[g] = _mm512_setzero_ps();
+        yp[g] = y + (j0 + (size_t)g < n ? j0 + (size_t)g : n - 1) * dh;
+    }
+    for (size_t c = 0; c < dh; c++)
+        for (int g = 0; g < G; g++)
+            out[g] = _mm512_fmadd_ps(xt[c], _mm512_set1_ps(yp[g][c]),
+                                     out[g]);
+}
+
+// dst[0..dh) = dst + acc (the ukr's beta == 1: C first).
+MHSA_AVX512_INLINE void add_to(float *dst, __m512 acc, __mmask16 mk)
+{
+    _mm512_mask_storeu_ps(dst, mk,
+                          _mm512_add_ps(_mm512_maskz_loadu_ps(mk, dst), acc));
+}
+
+// dV and dK of keys j..j+G-1, whose sums all run over rows [r0, tq): one
+// chain per key and gradient, p and ds from the transposed copies.
+MHSA_AVX512_INLINE void keys_grad(const mhsa_small_bwd_args *a,
+                                  const float *pt, const float *dst,
+                                  size_t j, int G, size_t r0, __mmask16 mk)
+{
+    __m512 v[GROUP], k[GROUP];
+    for (int i = 0; i < G; i++)
+        v[i] = k[i] = _mm512_setzero_ps();
+    const float *dout = a->dout, *q = a->q;
+    size_t lddo = a->lddo, dh = a->dh, tq = a->tq;
+    // One pointer each and the keys at constant offsets (an index per key
+    // made the compiler keep 16 pointers, spilled).
+    const float *pj = pt + j * SB_, *dj = dst + j * SB_;
+    for (size_t r = r0; r < tq; r++) {
+        __m512 dor = _mm512_maskz_loadu_ps(mk, dout + r * lddo);
+        __m512 qr = _mm512_maskz_loadu_ps(mk, q + r * dh);
+        for (int i = 0; i < G; i++) {
+            v[i] = _mm512_fmadd_ps(_mm512_set1_ps(pj[i * SB_ + r]), dor, v[i]);
+            k[i] = _mm512_fmadd_ps(_mm512_set1_ps(dj[i * SB_ + r]), qr, k[i]);
+        }
+    }
+    for (int i = 0; i < G; i++) {
+        add_to(a->dv + (j + (size_t)i) * a->ldg, v[i], mk);
+        add_to(a->dk + (j + (size_t)i) * a->ldg, k[i], mk);
+    }
+}
+
+// dQ of rows r..r+G-1, whose sums all run over keys [0, ke); xst holds
+// fl(scale * ds) transposed.
+MHSA_AVX512_INLINE void rows_dq(const mhsa_small_bwd_args *a,
+                                const float *xst, size_t r, int G, size_t ke,
+                                __mmask16 mk)
+{
+    __m512 c[GROUP];
+    for (int i = 0; i < G; i++)
+        c[i] = _mm512_setzero_ps();
+    const float *kp = a->k;
+    size_t dh = a->dh;
+    const float *xr = xst + r;
+    for (size_t j = 0; j < ke; j++, xr += SB_) {
+        __m512 kr = _mm512_maskz_loadu_ps(mk, kp + j * dh);
+        for (int i = 0; i < G; i++)
+            c[i] = _mm512_fmadd_ps(_mm512_set1_ps(xr[i]), kr, c[i]);
+    }
+    for (int i = 0; i < G; i++)
+        add_to(a->dq + (r + (size_t)i) * a->ldg, c[i], mk);
+}
+
+// How many of the entries i.., at most `most`, equal x[i].
+static size_t run_of(const size_t *x, size_t i, size_t n, size_t most)
+{
+    size_t g = 1;
+    while (g < most && i + g < n && x[i + g] == x[i])
+        g++;
+    return g;
+}
+
+int mhsa_attn_small_bwd__avx512(const mhsa_attn_small_bwd_args *g)
+{
+    const mhsa_small_bwd_args *a = g->p;
+    size_t tq = a->tq, n = a->n, dh = a->dh;
+    if (tq == 0 || tq > SB_ || n == 0 || n > SB_ || dh == 0 || dh > SB_ ||
+        g->mv.mask)
+        return 0;
+    // Per lane r < tq: the row's lse and delta, and its key range [lo, hi)
+    // (small integers, exact as floats for the lanes' compares); lanes past
+    // tq see no key.
+    __mmask16 rows = mhsa_mask16__avx512(tq);
+    const __m512 vlse = _mm512_maskz_loadu_ps(rows, g->lse);
+    const __m512 vdelta = _mm512_maskz_loadu_ps(rows, g->delta);
+    const __m512 pinf = _mm512_set1_ps(INFINITY);
+    if (_mm512_cmp_ps_mask(_mm512_abs_ps(vlse), pinf, _CMP_EQ_OQ))
+        return 0;
+    __m512 vlo = _mm512_setzero_ps(), vhi;
+    const mhsa_mask_view *mv = &g->mv;
+    if (!mv->window) {
+        // mhsa_mask_view_range without a window (lo = 0): hi = max(0,
+        // min(n, klen - k0, q0 + r + 1 - k0 if causal)) in the lanes at
+        // once; the causal term is clamped to [-16, 17], past which it
+        // decides nothing.
+        size_t k0 = mv->k0, e = k0 + n;
+        if (mv->klen && mv->klen < e)
+            e = mv->klen;
+        float ef = e > k0 ? (float)(e - k0) : 0.0f, cf = 17.0f;
+        if (mv->causal)
+            cf = mv->q0 + 17 < k0   ? -16.0f
+                 : mv->q0 + 1 > k0 + 17 ? 17.0f
+                                         : (float)(mv->q0 + 17 - k0) - 16.0f;
+        const __m512 iota = _mm512_set_ps(15, 14, 13, 12, 11, 10, 9, 8, 7,
+                                          6, 5, 4, 3, 2, 1, 0);
+        vhi = _mm512_maskz_mov_ps(
+            rows, _mm512_max_ps(_mm512_setzero_ps(),
+                                _mm512_min_ps(_mm512_set1_ps(ef),
+                                              _mm512_add_ps(
+                                                  _mm512_set1_ps(cf),
+                                                  iota))));
+    } else {
+        float lo[SB_] = { 0 }, hi[SB_] = { 0 };
+        for (size_t r = 0; r < tq; r++) {
+            size_t l, h;
+            mhsa_mask_view_range(mv, r, n, &l, &h);
+            lo[r] = (float)l;
+            hi[r] = (float)h;
+        }
+        vlo = _mm512_loadu_ps(lo);
+        vhi = _mm512_loadu_ps(hi);
+    }
+    const __m512 ninf = _mm512_set1_ps(-INFINITY), zero = _mm512_setzero_ps();
+    const __m512 vscale = _mm512_set1_ps(a->scale);
+    __m512 qt[SB_], dot[SB_];
+    columns(a->q, dh, tq, dh, qt);
+    columns(a->dout, a->lddo, tq, dh, dot);
+    // p, ds and fl(scale * ds), key j's 16 rows at [j * SB_].
+    // All the scores first, then the weights: the exps of all keys are
+    // then independent chains in flight together (per block of 4 keys,
+    // each waited on its scores: 40% slower).
+    __m512 s[SB_], d[SB_];
+    for (size_t j0 = 0; j0 < n; j0 += 4) {
+        scores(qt, a->k, dh, n, j0, 4, s + j0);
+        scores(dot, a->v, dh, n, j0, 4, d + j0);
+    }
+    float pt[SB_ * SB_], dst[SB_ * SB_], xst[SB_ * SB_];
+    for (size_t j = 0; j < n; j++) {
+        __m512 vj = _mm512_set1_ps((float)j);
+        __mmask16 in = _mm512_cmp_ps_mask(vlo, vj, _CMP_LE_OQ) &
+                       _mm512_cmp_ps_mask(vj, vhi, _CMP_LT_OQ);
+        __m512 x = _mm512_mask_mov_ps(ninf, in, s[j]);
+        __mmask16 open = _mm512_cmp_ps_mask(x, ninf, _CMP_NEQ_UQ);
+        __m512 p = _mm512_maskz_mov_ps(
+            open, mhsa_exp__avx512(_mm512_sub_ps(x, vlse)));
+        // dP outside the row's range only meets p = +0 (masked below).
+        __mmask16 nonzero = _mm512_cmp_ps_mask(p, zero, _CMP_NEQ_UQ);
+        __m512 ds = _mm512_maskz_mov_ps(
+            nonzero, _mm512_mul_ps(p, _mm512_sub_ps(d[j], vdelta)));
+        _mm512_storeu_ps(pt + j * SB_, p);
+        _mm512_storeu_ps(dst + j * SB_, ds);
+        _mm512_storeu_ps(xst + j * SB_, _mm512_mul_ps(vscale, ds));
+    }
+    // Runs of keys (rows) sharing r0 (kend) in groups of 8, 4 and 1, the
+    // group size a constant in each call.
+    __mmask16 mk = mhsa_mask16__avx512(dh);
+    for (size_t j = 0; a->do_dkv && j < n;) {
+        size_t run = run_of(a->r0, j, n, GROUP), r0 = a->r0[j];
+        for (size_t e = j + run; j < e;) {
+            size_t grp = e - j >= 8 ? 8 : e - j >= 4 ? 4 : 1;
+            if (r0 < tq && grp == 8)
+                keys_grad(a, pt, dst, j, 8, r0, mk);
+            else if (r0 < tq && grp == 4)
+                keys_grad(a, pt, dst, j, 4, r0, mk);
+            else if (r0 < tq)
+                keys_grad(a, pt, dst, j, 1, r0, mk);
+            j += grp;
+        }
+    }
+    for (size_t r = 0; a->do_dq && r < tq;) {
+        size_t run = run_of(a->kend, r, tq, GROUP), ke = a->kend[r];
+        for (size_t e = r + run; r < e;) {
+            size_t grp = e - r >= 8 ? 8 : e - r >= 4 ? 4 : 1;
+            if (ke > 0 && grp == 8)
+                rows_dq(a, xst, r, 8, ke, mk);
+            else if (ke > 0 && grp == 4)
+                rows_dq(a, xst, r, 4, ke, mk);
+            else if (ke > 0)
+                rows_dq(a, xst, r, 1, ke, mk);
+            r += grp;
+        }
+    }
+    return 1;
+}
