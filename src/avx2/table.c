@@ -12,11 +12,13 @@
 #undef MHSA_KERNEL_TABLE_ATTN_SMALL
 #define MHSA_KERNEL_TABLE_ATTN_SMALL mhsa_attn_small__avx2
 
-// The small attention-backward products (small_bwd.c).
+// The small attention-backward products (small_bwd.c) and their fused
+// form (attn_small_bwd.c).
 #undef MHSA_KERNEL_TABLE_SMALL_BWD
 #define MHSA_KERNEL_TABLE_SMALL_BWD                                           \
     .small_bwd_scores = mhsa_small_bwd_scores__avx2,                          \
-    .small_bwd_grads = mhsa_small_bwd_grads__avx2
+    .small_bwd_grads = mhsa_small_bwd_grads__avx2,                            \
+    .attn_small_bwd = mhsa_attn_small_bwd__avx2
 
 // Row-major A (kernels.h: sgemm_ukr_ra) up to 12 panels of 16 columns:
 // measured on Zen 3, 1 thread, CPU time in one interleaved run, unpacked
