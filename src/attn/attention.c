@@ -625,6 +625,17 @@ static int inf_weights(const mhsa_kernels *k, const head_args *a,
     return 1;
 }
 
+void mhsa__attn_deltas(const head_args *a, float *delta)
+{
+    for (size_t r = 0; r < a->tq; r++) {
+        const float *o = a->o + r * a->ldo, *dout = a->dout + r * a->lddo;
+        float sum = 0.0f;
+        for (size_t d = 0; d < a->dh; d++)
+            sum += dout[d] * o[d];
+        delta[r] = sum;
+    }
+}
+
 void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
                          float *tiles)
 {
@@ -638,21 +649,16 @@ void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
                 k->rows_finite(tq, dh, a->q, dh) &&
                 k->rows_finite(tq, dh, a->dout, a->lddo));
 
-    // delta = rowsum(dO * O), O the forward's normalised output.
-    for (size_t r = 0; r < tq; r++) {
-        const float *o = a->o + r * a->ldo, *dout = a->dout + r * a->lddo;
-        float sum = 0.0f;
-        for (size_t d = 0; d < dh; d++)
-            sum += dout[d] * o[d];
-        t.delta[r] = sum;
-        if (!a->skip_dq && !a->dq_zeroed)
-            memset(a->dq + r * a->ldg, 0, dh * sizeof(float));
-    }
+    for (size_t r = 0; r < tq && !a->skip_dq && !a->dq_zeroed; r++)
+        memset(a->dq + r * a->ldg, 0, dh * sizeof(float));
     size_t jend = a->key1 && a->key1 < kend ? a->key1 : kend;
     size_t jstart = tile_start(a, bc) > a->key0 ? tile_start(a, bc) : a->key0;
+    // One small tile (it takes delta = rowsum(dO * O) itself), or the
+    // tiles below with delta first, O the forward's normalised output.
     if (mhsa__head_backward_small(k, a, safe, jstart, jend, kend, t.s,
-                                  t.dp, t.delta))   // one small tile
+                                  t.dp, t.delta))
         return;
+    mhsa__attn_deltas(a, t.delta);
     a_side qa = a_rows(k, a, tq, dh, a->q, dh, 1.0f, t.qa);
     a_side da = a_rows(k, a, tq, dh, a->dout, a->lddo, 1.0f, t.da);
     const float *infw = inf_weights(k, a, &t, &qa, kend) ? t.infw : NULL;

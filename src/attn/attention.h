@@ -115,5 +115,9 @@ void mhsa__head_weights(const mhsa_kernels *k, const head_args *a,
 // tile by tile from the saved lse (FlashAttention-2).
 void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
                          float *tiles);
+// delta[r] = rowsum(dO * O) over the block's rows: the softmax gradient's
+// term, each row's products summed in order from +0 (plain C, one rounding
+// per product and per sum; the fused small kernels give the same per lane).
+void mhsa__attn_deltas(const head_args *a, float *delta);
 
 #endif

@@ -30,7 +30,7 @@ static int small_tile(const mhsa_kernels *k, const head_args *a, int safe,
 
 int mhsa__head_backward_small(const mhsa_kernels *k, const head_args *a,
                               int safe, size_t j0, size_t jend, size_t kend,
-                              float *s, float *dp, const float *delta)
+                              float *s, float *dp, float *delta)
 {
     if (!small_tile(k, a, safe, j0, jend, kend))
         return 0;
@@ -60,9 +60,10 @@ int mhsa__head_backward_small(const mhsa_kernels *k, const head_args *a,
     // attention.c's mask_view for the tile at j0.
     mhsa_mask_view mv = { a->mask ? a->mask + j0 : NULL, a->ldmask,
                           a->q_pos, j0, a->causal, a->window, a->klen };
-    mhsa_attn_small_bwd_args fa = { &sb, mv, a->lse, delta };
+    mhsa_attn_small_bwd_args fa = { &sb, mv, a->lse, a->o, a->ldo };
     if (k->attn_small_bwd && k->attn_small_bwd(&fa))
         return 1;
+    mhsa__attn_deltas(a, delta);
     k->small_bwd_scores(&sb);
     mhsa_softmax_grad_args ga = { tq, n, s, bc, dp, bc, mv, a->lse, delta,
                                   NULL };

@@ -12,10 +12,11 @@
 // path. jend: one past the last key whose tile this call visits (the
 // head split's key1). safe: the block's K, V, Q and dO are all finite.
 // s and dp: the thread's tile memory for scores and dP (rows bc wide);
-// delta (tq): rowsum(dO * O), already computed. The bits of
+// delta (tq): room for rowsum(dO * O), which the fused kernel computes
+// itself and the three calls take from mhsa__attn_deltas. The bits of
 // mhsa__head_backward's tiled path.
 int mhsa__head_backward_small(const mhsa_kernels *k, const head_args *a,
                               int safe, size_t j0, size_t jend, size_t kend,
-                              float *s, float *dp, const float *delta);
+                              float *s, float *dp, float *delta);
 
 #endif

@@ -210,22 +210,31 @@ int mhsa_attn_small_bwd__avx2(const mhsa_attn_small_bwd_args *g)
         if (g->lse[r] == INFINITY || g->lse[r] == -INFINITY)
             return 0;
     size_t nh = (tq + 7) / 8;
-    // Per lane of each half (rows 8h + i < tq): lse, delta and the key
-    // range [lo, hi), small integers, exact as floats for the compares;
-    // lanes past tq see no key.
-    float lo[SB_] = { 0 }, hi[SB_] = { 0 }, lse[SB_] = { 0 },
-          delta[SB_] = { 0 };
+    // Per lane of each half (rows 8h + i < tq): lse and the key range
+    // [lo, hi), small integers, exact as floats for the compares; lanes
+    // past tq see no key.
+    float lo[SB_] = { 0 }, hi[SB_] = { 0 }, lse[SB_] = { 0 };
     for (size_t r = 0; r < tq; r++) {
         size_t l, h;
         mhsa_mask_view_range(&g->mv, r, n, &l, &h);
         lo[r] = (float)l;
         hi[r] = (float)h;
         lse[r] = g->lse[r];
-        delta[r] = g->delta[r];
     }
     __m256 qt[SB_][2], dot[SB_][2];
     columns(a->q, dh, tq, dh, qt);
     columns(a->dout, a->lddo, tq, dh, dot);
+    // delta = rowsum(dO * O) per lane: mhsa__attn_deltas' products and sums
+    // in the order of the columns, from +0.
+    __m256 vdel[2] = { _mm256_setzero_ps(), _mm256_setzero_ps() };
+    {
+        __m256 ot[SB_][2];
+        columns(g->o, g->ldo, tq, dh, ot);
+        for (size_t h = 0; h < nh; h++)
+            for (size_t c = 0; c < dh; c++)
+                vdel[h] = _mm256_add_ps(vdel[h],
+                                        _mm256_mul_ps(dot[c][h], ot[c][h]));
+    }
     // All the scores first, then the weights: the exps of all keys are
     // then independent chains in flight together.
     __m256 s[SB_][2], d[SB_][2];
@@ -241,7 +250,7 @@ int mhsa_attn_small_bwd__avx2(const mhsa_attn_small_bwd_args *g)
         __m256 vlo = _mm256_loadu_ps(lo + 8 * h);
         __m256 vhi = _mm256_loadu_ps(hi + 8 * h);
         __m256 vlse = _mm256_loadu_ps(lse + 8 * h);
-        __m256 vdelta = _mm256_loadu_ps(delta + 8 * h);
+        __m256 vdelta = vdel[h];
         for (size_t j = 0; j < n; j++) {
             __m256 vj = _mm256_set1_ps((float)j);
             __m256 in = _mm256_and_ps(_mm256_cmp_ps(vlo, vj, _CMP_LE_OQ),

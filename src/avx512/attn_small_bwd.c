@@ -151,12 +151,11 @@ int mhsa_attn_small_bwd__avx512(const mhsa_attn_small_bwd_args *g)
     if (tq == 0 || tq > SB_ || n == 0 || n > SB_ || dh == 0 || dh > SB_ ||
         g->mv.mask)
         return 0;
-    // Per lane r < tq: the row's lse and delta, and its key range [lo, hi)
-    // (small integers, exact as floats for the lanes' compares); lanes past
-    // tq see no key.
+    // Per lane r < tq: the row's lse and its key range [lo, hi) (small
+    // integers, exact as floats for the lanes' compares); lanes past tq see
+    // no key.
     __mmask16 rows = mhsa_mask16__avx512(tq);
     const __m512 vlse = _mm512_maskz_loadu_ps(rows, g->lse);
-    const __m512 vdelta = _mm512_maskz_loadu_ps(rows, g->delta);
     const __m512 pinf = _mm512_set1_ps(INFINITY);
     if (_mm512_cmp_ps_mask(_mm512_abs_ps(vlse), pinf, _CMP_EQ_OQ))
         return 0;
@@ -199,6 +198,15 @@ int mhsa_attn_small_bwd__avx512(const mhsa_attn_small_bwd_args *g)
     __m512 qt[SB_], dot[SB_];
     columns(a->q, dh, tq, dh, qt);
     columns(a->dout, a->lddo, tq, dh, dot);
+    // delta = rowsum(dO * O) per lane: mhsa__attn_deltas' products and sums
+    // in the order of the columns, from +0.
+    __m512 vdelta = zero;
+    {
+        __m512 ot[SB_];
+        columns(g->o, g->ldo, tq, dh, ot);
+        for (size_t c = 0; c < dh; c++)
+            vdelta = _mm512_add_ps(vdelta, _mm512_mul_ps(dot[c], ot[c]));
+    }
     // p, ds and fl(scale * ds), key j's 16 rows at [j * SB_].
     // All the scores first, then the weights: the exps of all keys are
     // then independent chains in flight together (per block of 4 keys,

@@ -215,7 +215,10 @@ typedef struct mhsa_small_bwd_args {
 // The fused backward of the same small tile (attn/small_bwd.c): what
 // small_bwd_scores, softmax_grad and small_bwd_grads compute in turn, in
 // one pass that keeps S, dP, P and dS in registers (p's s and dp are not
-// used). mv is the tile's mask view and lse, delta (tq) softmax_grad's.
+// used). mv is the tile's mask view and lse (tq) softmax_grad's; it
+// computes softmax_grad's delta = rowsum(dO * O) itself from o (tq, ldo),
+// each row's products summed in order from +0 (mhsa__attn_deltas' plain
+// C: one rounding per product and per sum).
 // The same bits as those three calls; it returns 1 having written dq, dk
 // and dv, or 0 having written nothing when it cannot take the tile (sizes
 // past MHSA_SMALL_BWD_MAX, an additive mask, a row whose lse is infinite),
@@ -223,7 +226,8 @@ typedef struct mhsa_small_bwd_args {
 typedef struct mhsa_attn_small_bwd_args {
     const mhsa_small_bwd_args *p;
     mhsa_mask_view mv;
-    const float *lse, *delta;
+    const float *lse;
+    const float *o; size_t ldo;
 } mhsa_attn_small_bwd_args;
 
 // ---- the table ----------------------------------------------------------
