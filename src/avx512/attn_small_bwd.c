@@ -35,9 +35,25 @@
 
 enum { SB_ = MHSA_SMALL_BWD_MAX, GROUP = 8 };
 
+// The pieces below are inlined where called (group sizes and widths
+// constants there), except in the test-only SIMDe build and the
+// AddressSanitizer builds, where each is one out-of-line function with
+// its sizes at run time: the same operations per lane, a tenth of the
+// compile time (SIMDe + ASan with gcc: 36 s for this file inlined).
+#if MHSA_AVX512_EMULATED || defined(__SANITIZE_ADDRESS__)
+#define PIECE static __attribute__((noinline))
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PIECE static __attribute__((noinline))
+#endif
+#endif
+#ifndef PIECE
+#define PIECE MHSA_AVX512_INLINE
+#endif
+
 // t[c] lane r = x[r*ld + c] for r < rows, c < cols (<= 16); 0 elsewhere.
 // Up to 8 columns, two rows a vector and the 24-shuffle transpose.
-MHSA_AVX512_INLINE void columns(const float *x, size_t ld, size_t rows,
+PIECE void columns(const float *x, size_t ld, size_t rows,
                                 size_t cols, __m512 t[SB_])
 {
     const __m512 zero = _mm512_setzero_ps();
@@ -64,7 +80,7 @@ MHSA_AVX512_INLINE void columns(const float *x, size_t ld, size_t rows,
 // out[g] lane r = sum over c < dh of xt[c] lane r * y[j0 + g][c], from +0
 // in the order of c, for G keys; keys from n on score key n - 1 again
 // (never stored), so only y's n rows are read.
-MHSA_AVX512_INLINE void scores(const __m512 xt[SB_], const float *y,
+PIECE void scores(const __m512 xt[SB_], const float *y,
                                size_t dh, size_t n, size_t j0, int G,
                                __m512 *out)
 {
@@ -88,7 +104,7 @@ MHSA_AVX512_INLINE void add_to(float *dst, __m512 acc, __mmask16 mk)
 
 // dV and dK of keys j..j+G-1, whose sums all run over rows [r0, tq): one
 // chain per key and gradient, p and ds from the transposed copies.
-MHSA_AVX512_INLINE void keys_grad(const mhsa_small_bwd_args *a,
+PIECE void keys_grad(const mhsa_small_bwd_args *a,
                                   const float *pt, const float *dst,
                                   size_t j, int G, size_t r0, __mmask16 mk)
 {
@@ -116,7 +132,7 @@ MHSA_AVX512_INLINE void keys_grad(const mhsa_small_bwd_args *a,
 
 // dQ of rows r..r+G-1, whose sums all run over keys [0, ke); xst holds
 // fl(scale * ds) transposed.
-MHSA_AVX512_INLINE void rows_dq(const mhsa_small_bwd_args *a,
+PIECE void rows_dq(const mhsa_small_bwd_args *a,
                                 const float *xst, size_t r, int G, size_t ke,
                                 __mmask16 mk)
 {
