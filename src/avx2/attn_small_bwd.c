@@ -151,15 +151,6 @@ INLINE void rows_dq(const mhsa_small_bwd_args *a, const float *xst,
         add_to(a->dq + (r + (size_t)i) * a->ldg, c[i], W, dh);
 }
 
-// How many of the entries i.., at most `most`, equal x[i].
-static size_t run_of(const size_t *x, size_t i, size_t n, size_t most)
-{
-    size_t g = 1;
-    while (g < most && i + g < n && x[i + g] == x[i])
-        g++;
-    return g;
-}
-
 // The gradients of the tile from the transposed p, ds and scale * ds:
 // runs of keys (rows) sharing r0 (kend) in groups as large as the 16
 // registers allow (4 keys / 8 rows at dh <= 8, half that past it), the
@@ -170,7 +161,7 @@ static void grads(const mhsa_small_bwd_args *a, const float *pt,
     size_t tq = a->tq, n = a->n;
     int wide = a->dh > 8;
     for (size_t j = 0; a->do_dkv && j < n;) {
-        size_t run = run_of(a->r0, j, n, SB_), r0 = a->r0[j];
+        size_t run = mhsa_run_length(a->r0, j, n, SB_), r0 = a->r0[j];
         for (size_t e = j + run; j < e;) {
             size_t grp = wide ? (e - j >= 2 ? 2 : 1) : (e - j >= 4 ? 4 : 1);
             if (r0 < tq && grp == 4)
@@ -184,7 +175,7 @@ static void grads(const mhsa_small_bwd_args *a, const float *pt,
         }
     }
     for (size_t r = 0; a->do_dq && r < tq;) {
-        size_t run = run_of(a->kend, r, tq, SB_), ke = a->kend[r];
+        size_t run = mhsa_run_length(a->kend, r, tq, SB_), ke = a->kend[r];
         for (size_t e = r + run; r < e;) {
             size_t grp = wide ? (e - r >= 4 ? 4 : 1) : (e - r >= 8 ? 8 : 1);
             if (ke > 0 && grp == 8)
@@ -203,12 +194,8 @@ int mhsa_attn_small_bwd__avx2(const mhsa_attn_small_bwd_args *g)
 {
     const mhsa_small_bwd_args *a = g->p;
     size_t tq = a->tq, n = a->n, dh = a->dh;
-    if (tq == 0 || tq > SB_ || n == 0 || n > SB_ || dh == 0 || dh > SB_ ||
-        g->mv.mask)
+    if (!mhsa_attn_small_bwd_fits(g))
         return 0;
-    for (size_t r = 0; r < tq; r++)
-        if (g->lse[r] == INFINITY || g->lse[r] == -INFINITY)
-            return 0;
     size_t nh = (tq + 7) / 8;
     // Per lane of each half (rows 8h + i < tq): lse and the key range
     // [lo, hi), small integers, exact as floats for the compares; lanes

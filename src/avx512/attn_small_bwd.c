@@ -151,30 +151,17 @@ PIECE void rows_dq(const mhsa_small_bwd_args *a,
         add_to(a->dq + (r + (size_t)i) * a->ldg, c[i], mk);
 }
 
-// How many of the entries i.., at most `most`, equal x[i].
-static size_t run_of(const size_t *x, size_t i, size_t n, size_t most)
-{
-    size_t g = 1;
-    while (g < most && i + g < n && x[i + g] == x[i])
-        g++;
-    return g;
-}
-
 int mhsa_attn_small_bwd__avx512(const mhsa_attn_small_bwd_args *g)
 {
     const mhsa_small_bwd_args *a = g->p;
     size_t tq = a->tq, n = a->n, dh = a->dh;
-    if (tq == 0 || tq > SB_ || n == 0 || n > SB_ || dh == 0 || dh > SB_ ||
-        g->mv.mask)
+    if (!mhsa_attn_small_bwd_fits(g))
         return 0;
     // Per lane r < tq: the row's lse and its key range [lo, hi) (small
     // integers, exact as floats for the lanes' compares); lanes past tq see
     // no key.
     __mmask16 rows = mhsa_mask16__avx512(tq);
     const __m512 vlse = _mm512_maskz_loadu_ps(rows, g->lse);
-    const __m512 pinf = _mm512_set1_ps(INFINITY);
-    if (_mm512_cmp_ps_mask(_mm512_abs_ps(vlse), pinf, _CMP_EQ_OQ))
-        return 0;
     __m512 vlo = _mm512_setzero_ps(), vhi;
     const mhsa_mask_view *mv = &g->mv;
     if (!mv->window) {
@@ -253,7 +240,7 @@ int mhsa_attn_small_bwd__avx512(const mhsa_attn_small_bwd_args *g)
     // group size a constant in each call.
     __mmask16 mk = mhsa_mask16__avx512(dh);
     for (size_t j = 0; a->do_dkv && j < n;) {
-        size_t run = run_of(a->r0, j, n, GROUP), r0 = a->r0[j];
+        size_t run = mhsa_run_length(a->r0, j, n, GROUP), r0 = a->r0[j];
         for (size_t e = j + run; j < e;) {
             size_t grp = e - j >= 8 ? 8 : e - j >= 4 ? 4 : 1;
             if (r0 < tq && grp == 8)
@@ -266,7 +253,7 @@ int mhsa_attn_small_bwd__avx512(const mhsa_attn_small_bwd_args *g)
         }
     }
     for (size_t r = 0; a->do_dq && r < tq;) {
-        size_t run = run_of(a->kend, r, tq, GROUP), ke = a->kend[r];
+        size_t run = mhsa_run_length(a->kend, r, tq, GROUP), ke = a->kend[r];
         for (size_t e = r + run; r < e;) {
             size_t grp = e - r >= 8 ? 8 : e - r >= 4 ? 4 : 1;
             if (ke > 0 && grp == 8)

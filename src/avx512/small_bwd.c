@@ -129,22 +129,13 @@ MHSA_AVX512_INLINE void sb_rows_dq(const mhsa_small_bwd_args *a, size_t r,
         sb_add(a->dq + (r + i) * a->ldg, c[i], mk);
 }
 
-// How many of the entries i.., at most GROUP, equal x[i].
-static size_t run_of(const size_t *x, size_t i, size_t n)
-{
-    size_t g = 1;
-    while (g < GROUP && i + g < n && x[i + g] == x[i])
-        g++;
-    return g;
-}
-
 void mhsa_small_bwd_grads__avx512(const mhsa_small_bwd_args *a)
 {
     size_t tq = a->tq, n = a->n;
     __mmask16 mk = mhsa_mask16__avx512(a->dh);
     if (a->do_dkv)
         for (size_t j = 0; j < n;) {
-            size_t g = run_of(a->r0, j, n), r0 = a->r0[j];
+            size_t g = mhsa_run_length(a->r0, j, n, GROUP), r0 = a->r0[j];
             if (r0 < tq) {
                 if (g == GROUP)   // the usual case: unrolled in registers
                     sb_keys(a, j, GROUP, r0, mk);
@@ -159,7 +150,8 @@ void mhsa_small_bwd_grads__avx512(const mhsa_small_bwd_args *a)
     __m512 vs = _mm512_set1_ps(a->scale);
     __mmask16 mn = mhsa_mask16__avx512(n);
     for (size_t r = 0; r < tq;) {
-        size_t g = run_of(a->kend, r, tq), ke = a->kend[r];
+        size_t g = mhsa_run_length(a->kend, r, tq, GROUP);
+        size_t ke = a->kend[r];
         if (ke > 0) {
             // scale * ds in fp32 first, as pack_a folds alpha in.
             float xs[GROUP][SB_];

@@ -1,8 +1,8 @@
 // vtranspose.h — transposes of 32-bit lanes in registers: 16x16, shared
 // by the fp32 packers (pack.c) and the bf16 packers (bf16_pack_*.c, which
 // transpose pairs of bf16 as 32-bit lanes), and 16 rows of 8 columns, for
-// the small attention kernels (attn_small.c, attn_small_bwd.c). Static inline, AVX-512 files
-// only (vmath.h says why).
+// the small attention kernels (attn_small.c, attn_small_bwd.c). Static
+// inline, AVX-512 files only (vmath.h says why).
 #ifndef MHSA_AVX512_VTRANSPOSE_H
 #define MHSA_AVX512_VTRANSPOSE_H
 

@@ -41,6 +41,7 @@
 #ifndef MHSA_KERNELS_H
 #define MHSA_KERNELS_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -229,6 +230,33 @@ typedef struct mhsa_attn_small_bwd_args {
     const float *lse;
     const float *o; size_t ldo;
 } mhsa_attn_small_bwd_args;
+
+// The tiles a fused small backward takes (the rule every ISA's applies
+// before writing anything): sizes within MHSA_SMALL_BWD_MAX, no additive
+// mask, and every row's lse finite.
+static inline int mhsa_attn_small_bwd_fits(const mhsa_attn_small_bwd_args *g)
+{
+    const mhsa_small_bwd_args *a = g->p;
+    if (a->tq == 0 || a->tq > MHSA_SMALL_BWD_MAX || a->n == 0 ||
+        a->n > MHSA_SMALL_BWD_MAX || a->dh == 0 ||
+        a->dh > MHSA_SMALL_BWD_MAX || g->mv.mask)
+        return 0;
+    for (size_t r = 0; r < a->tq; r++)
+        if (g->lse[r] == INFINITY || g->lse[r] == -INFINITY)
+            return 0;
+    return 1;
+}
+
+// How many of the entries x[i..], at most `most`, equal x[i]: the small
+// backward's runs of keys sharing r0, or of rows sharing kend.
+static inline size_t mhsa_run_length(const size_t *x, size_t i, size_t n,
+                                     size_t most)
+{
+    size_t g = 1;
+    while (g < most && i + g < n && x[i + g] == x[i])
+        g++;
+    return g;
+}
 
 // ---- the table ----------------------------------------------------------
 
