@@ -21,37 +21,14 @@
 #include <math.h>
 
 #include "avx2/avx2.h"
-#include "avx2/vmath.h"
-#include "avx2/vtranspose.h"
+#include "avx2/small_bwd.h"
 
-enum { SB_ = MHSA_SMALL_BWD_MAX };
-
-// Inlined wherever called, so that the group sizes are constants there.
-#define INLINE static inline __attribute__((always_inline))
-
-// t[c][h] lane i = x[(8h + i) * ld + c] for rows < rows, c < cols (<=
-// 16); 0 elsewhere (halves past the rows are not written).
-INLINE void columns(const float *x, size_t ld, size_t rows,
-                           size_t cols, __m256 t[SB_][2])
-{
-    for (size_t h = 0; 8 * h < rows; h++)
-        for (size_t cb = 0; cb < cols; cb += 8) {
-            __m256i mk = mhsa_tail_mask__avx2(cols - cb);
-            __m256 v[8];
-            for (size_t i = 0; i < 8; i++)
-                v[i] = 8 * h + i < rows
-                           ? _mm256_maskload_ps(x + (8 * h + i) * ld + cb, mk)
-                           : _mm256_setzero_ps();
-            mhsa_transpose8__avx2(v);
-            for (size_t i = 0; i < 8 && cb + i < cols; i++)
-                t[cb + i][h] = v[i];
-        }
-}
+enum { SB_ = MHSA_SBW };
 
 // out[g][h] lane i = sum over c < dh of xt[c][h] lane i * y[j0 + g][c],
 // from +0 in the order of c, for 4 keys and NH halves; keys from n on
 // score key n - 1 again (never used), so only y's n rows are read.
-INLINE void scores(const __m256 xt[SB_][2], size_t nh,
+MHSA_SBW_INLINE void scores(const __m256 xt[SB_][2], size_t nh,
                           const float *y, size_t dh, size_t n, size_t j0,
                           __m256 out[SB_][2])
 {
@@ -69,124 +46,6 @@ INLINE void scores(const __m256 xt[SB_][2], size_t nh,
                                          acc[g]);
         for (size_t g = 0; g < 4; g++)
             out[j0 + g][h] = acc[g];
-    }
-}
-
-// dst[0..dh) = dst + acc (the ukr's beta == 1: C first), W halves.
-INLINE void add_to(float *dst, const __m256 *acc, int W, size_t dh)
-{
-    __m256i m0 = mhsa_tail_mask__avx2(dh);
-    __m256i m1 = mhsa_tail_mask__avx2(dh > 8 ? dh - 8 : 0);
-    _mm256_maskstore_ps(dst, m0,
-                        _mm256_add_ps(_mm256_maskload_ps(dst, m0), acc[0]));
-    if (W > 1)
-        _mm256_maskstore_ps(dst + 8, m1, _mm256_add_ps(
-                                _mm256_maskload_ps(dst + 8, m1), acc[1]));
-}
-
-// dV and dK of keys j..j+G-1, whose sums all run over rows [r0, tq), in
-// W halves of 8 head columns: one chain per key, gradient and half.
-INLINE void keys_grad(const mhsa_small_bwd_args *a, const float *pt,
-                             const float *dst, size_t j, int G, int W,
-                             size_t r0)
-{
-    __m256 v[4][2], k[4][2];
-    for (int i = 0; i < G; i++)
-        for (int w = 0; w < W; w++)
-            v[i][w] = k[i][w] = _mm256_setzero_ps();
-    size_t dh = a->dh;
-    __m256i m0 = mhsa_tail_mask__avx2(dh);
-    __m256i m1 = mhsa_tail_mask__avx2(dh > 8 ? dh - 8 : 0);
-    const float *pj = pt + j * SB_, *dj = dst + j * SB_;
-    for (size_t r = r0; r < a->tq; r++) {
-        const float *dor = a->dout + r * a->lddo, *qr = a->q + r * dh;
-        __m256 o[2], q[2];
-        o[0] = _mm256_maskload_ps(dor, m0);
-        q[0] = _mm256_maskload_ps(qr, m0);
-        if (W > 1) {
-            o[1] = _mm256_maskload_ps(dor + 8, m1);
-            q[1] = _mm256_maskload_ps(qr + 8, m1);
-        }
-        for (int i = 0; i < G; i++) {
-            __m256 p = _mm256_broadcast_ss(pj + i * SB_ + r);
-            __m256 ds = _mm256_broadcast_ss(dj + i * SB_ + r);
-            for (int w = 0; w < W; w++) {
-                v[i][w] = _mm256_fmadd_ps(p, o[w], v[i][w]);
-                k[i][w] = _mm256_fmadd_ps(ds, q[w], k[i][w]);
-            }
-        }
-    }
-    for (int i = 0; i < G; i++) {
-        add_to(a->dv + (j + (size_t)i) * a->ldg, v[i], W, dh);
-        add_to(a->dk + (j + (size_t)i) * a->ldg, k[i], W, dh);
-    }
-}
-
-// dQ of rows r..r+G-1, whose sums all run over keys [0, ke); xst holds
-// fl(scale * ds) transposed.
-INLINE void rows_dq(const mhsa_small_bwd_args *a, const float *xst,
-                           size_t r, int G, int W, size_t ke)
-{
-    __m256 c[8][2];
-    for (int i = 0; i < G; i++)
-        for (int w = 0; w < W; w++)
-            c[i][w] = _mm256_setzero_ps();
-    size_t dh = a->dh;
-    __m256i m0 = mhsa_tail_mask__avx2(dh);
-    __m256i m1 = mhsa_tail_mask__avx2(dh > 8 ? dh - 8 : 0);
-    const float *xr = xst + r;
-    for (size_t j = 0; j < ke; j++, xr += SB_) {
-        const float *kj = a->k + j * dh;
-        __m256 kr[2];
-        kr[0] = _mm256_maskload_ps(kj, m0);
-        if (W > 1)
-            kr[1] = _mm256_maskload_ps(kj + 8, m1);
-        for (int i = 0; i < G; i++) {
-            __m256 x = _mm256_broadcast_ss(xr + i);
-            for (int w = 0; w < W; w++)
-                c[i][w] = _mm256_fmadd_ps(x, kr[w], c[i][w]);
-        }
-    }
-    for (int i = 0; i < G; i++)
-        add_to(a->dq + (r + (size_t)i) * a->ldg, c[i], W, dh);
-}
-
-// The gradients of the tile from the transposed p, ds and scale * ds:
-// runs of keys (rows) sharing r0 (kend) in groups as large as the 16
-// registers allow (4 keys / 8 rows at dh <= 8, half that past it), the
-// sizes constants in each call.
-static void grads(const mhsa_small_bwd_args *a, const float *pt,
-                  const float *dst, const float *xst)
-{
-    size_t tq = a->tq, n = a->n;
-    int wide = a->dh > 8;
-    for (size_t j = 0; a->do_dkv && j < n;) {
-        size_t run = mhsa_run_length(a->r0, j, n, SB_), r0 = a->r0[j];
-        for (size_t e = j + run; j < e;) {
-            size_t grp = wide ? (e - j >= 2 ? 2 : 1) : (e - j >= 4 ? 4 : 1);
-            if (r0 < tq && grp == 4)
-                keys_grad(a, pt, dst, j, 4, 1, r0);
-            else if (r0 < tq && grp == 2)
-                keys_grad(a, pt, dst, j, 2, 2, r0);
-            else if (r0 < tq)
-                wide ? keys_grad(a, pt, dst, j, 1, 2, r0)
-                     : keys_grad(a, pt, dst, j, 1, 1, r0);
-            j += grp;
-        }
-    }
-    for (size_t r = 0; a->do_dq && r < tq;) {
-        size_t run = mhsa_run_length(a->kend, r, tq, SB_), ke = a->kend[r];
-        for (size_t e = r + run; r < e;) {
-            size_t grp = wide ? (e - r >= 4 ? 4 : 1) : (e - r >= 8 ? 8 : 1);
-            if (ke > 0 && grp == 8)
-                rows_dq(a, xst, r, 8, 1, ke);
-            else if (ke > 0 && grp == 4)
-                rows_dq(a, xst, r, 4, 2, ke);
-            else if (ke > 0)
-                wide ? rows_dq(a, xst, r, 1, 2, ke)
-                     : rows_dq(a, xst, r, 1, 1, ke);
-            r += grp;
-        }
     }
 }
 
@@ -209,14 +68,14 @@ int mhsa_attn_small_bwd__avx2(const mhsa_attn_small_bwd_args *g)
         lse[r] = g->lse[r];
     }
     __m256 qt[SB_][2], dot[SB_][2];
-    columns(a->q, dh, tq, dh, qt);
-    columns(a->dout, a->lddo, tq, dh, dot);
+    mhsa_sbw_columns(a->q, dh, tq, dh, qt);
+    mhsa_sbw_columns(a->dout, a->lddo, tq, dh, dot);
     // delta = rowsum(dO * O) per lane: mhsa__attn_deltas' products and sums
     // in the order of the columns, from +0.
     __m256 vdel[2] = { _mm256_setzero_ps(), _mm256_setzero_ps() };
     {
         __m256 ot[SB_][2];
-        columns(g->o, g->ldo, tq, dh, ot);
+        mhsa_sbw_columns(g->o, g->ldo, tq, dh, ot);
         for (size_t h = 0; h < nh; h++)
             for (size_t c = 0; c < dh; c++)
                 vdel[h] = _mm256_add_ps(vdel[h],
@@ -255,6 +114,6 @@ int mhsa_attn_small_bwd__avx2(const mhsa_attn_small_bwd_args *g)
                              _mm256_mul_ps(vscale, ds));
         }
     }
-    grads(a, pt, dst, xst);
+    mhsa_sbw_grads(a, pt, dst, xst);
     return 1;
 }

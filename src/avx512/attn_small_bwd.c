@@ -14,75 +14,30 @@
 //    lse) where open, else +0; ds = p * (dp - delta) where p != 0, else
 //    +0 (the product's operands are the same; IEEE multiplication
 //    commutes);
-//  - dV, dK, dQ: small_bwd_grads' chains (one lane per head column, the
-//    rows or keys of r0 / kend in order from +0, then dst + sum), reading
-//    p, ds and fl(scale * ds) from the transposed stack copies.
+//  - dV, dK, dQ: the chains small_bwd_grads runs too (small_bwd.h: one
+//    lane per head column, the rows or keys of r0 / kend in order from
+//    +0, then dst + sum), from p, ds and fl(scale * ds) stored key by key.
 // The differences are where the time went at B8 T12 D32 H4 (perf, the
 // Intel Xeon): no 16x16 transposes of K and V (Q and dO at dh <= 8 take
-// 24-shuffle transposes), no score rows stored and loaded again, one
-// vector of 16 rows per key for the softmax gradient instead of a row at
-// a time with its range and masks in scalar code, and 8 keys or rows per
-// group of chains where small_bwd_grads runs 4 (the chains of 12 FMAs
-// were latency-bound).
+// 24-shuffle transposes), no score rows stored and loaded again (and
+// transposed for the chains), one vector of 16 rows per key for the
+// softmax gradient instead of a row at a time with its range and masks
+// in scalar code.
 // Declined up front (return 0, nothing written): sizes past 16, an
 // additive mask, a row whose lse is infinite (softmax_grad's general
 // path).
 #include <math.h>
 
 #include "avx512/avx512.h"
-#include "avx512/vmath.h"
-#include "avx512/vtranspose.h"
+#include "avx512/small_bwd.h"
 
-enum { SB_ = MHSA_SMALL_BWD_MAX, GROUP = 8 };
-
-// The pieces below are inlined where called (group sizes and widths
-// constants there), except in the test-only SIMDe build and the
-// AddressSanitizer builds, where each is one out-of-line function with
-// its sizes at run time: the same operations per lane, a tenth of the
-// compile time (SIMDe + ASan with gcc: 36 s for this file inlined).
-#if MHSA_AVX512_EMULATED || defined(__SANITIZE_ADDRESS__)
-#define PIECE static __attribute__((noinline))
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define PIECE static __attribute__((noinline))
-#endif
-#endif
-#ifndef PIECE
-#define PIECE MHSA_AVX512_INLINE
-#endif
-
-// t[c] lane r = x[r*ld + c] for r < rows, c < cols (<= 16); 0 elsewhere.
-// Up to 8 columns, two rows a vector and the 24-shuffle transpose.
-PIECE void columns(const float *x, size_t ld, size_t rows,
-                                size_t cols, __m512 t[SB_])
-{
-    const __m512 zero = _mm512_setzero_ps();
-    __mmask16 mk = mhsa_mask16__avx512(cols);
-    if (cols <= 8) {
-        __m512 v[8];
-        for (size_t k = 0; k < 8; k++) {
-            __m512 a = 2 * k < rows
-                           ? _mm512_maskz_loadu_ps(mk, x + 2 * k * ld)
-                           : zero;
-            __m512 b = 2 * k + 1 < rows
-                           ? _mm512_maskz_loadu_ps(mk, x + (2 * k + 1) * ld)
-                           : zero;
-            v[k] = _mm512_insertf32x8(a, _mm512_castps512_ps256(b), 1);
-        }
-        mhsa_transpose16x8__avx512(v, t);
-        return;
-    }
-    for (size_t r = 0; r < SB_; r++)
-        t[r] = r < rows ? _mm512_maskz_loadu_ps(mk, x + r * ld) : zero;
-    mhsa_transpose16__avx512(t);
-}
+enum { SB_ = MHSA_SBW };
 
 // out[g] lane r = sum over c < dh of xt[c] lane r * y[j0 + g][c], from +0
 // in the order of c, for G keys; keys from n on score key n - 1 again
 // (never stored), so only y's n rows are read.
-PIECE void scores(const __m512 xt[SB_], const float *y,
-                               size_t dh, size_t n, size_t j0, int G,
-                               __m512 *out)
+MHSA_SBW_PIECE void scores(const __m512 xt[SB_], const float *y, size_t dh,
+                           size_t n, size_t j0, int G, __m512 *out)
 {
     const float *yp[4];
     for (int g = 0; g < G; g++) {
@@ -93,62 +48,6 @@ PIECE void scores(const __m512 xt[SB_], const float *y,
         for (int g = 0; g < G; g++)
             out[g] = _mm512_fmadd_ps(xt[c], _mm512_set1_ps(yp[g][c]),
                                      out[g]);
-}
-
-// dst[0..dh) = dst + acc (the ukr's beta == 1: C first).
-MHSA_AVX512_INLINE void add_to(float *dst, __m512 acc, __mmask16 mk)
-{
-    _mm512_mask_storeu_ps(dst, mk,
-                          _mm512_add_ps(_mm512_maskz_loadu_ps(mk, dst), acc));
-}
-
-// dV and dK of keys j..j+G-1, whose sums all run over rows [r0, tq): one
-// chain per key and gradient, p and ds from the transposed copies.
-PIECE void keys_grad(const mhsa_small_bwd_args *a,
-                                  const float *pt, const float *dst,
-                                  size_t j, int G, size_t r0, __mmask16 mk)
-{
-    __m512 v[GROUP], k[GROUP];
-    for (int i = 0; i < G; i++)
-        v[i] = k[i] = _mm512_setzero_ps();
-    const float *dout = a->dout, *q = a->q;
-    size_t lddo = a->lddo, dh = a->dh, tq = a->tq;
-    // One pointer each and the keys at constant offsets (an index per key
-    // made the compiler keep 16 pointers, spilled).
-    const float *pj = pt + j * SB_, *dj = dst + j * SB_;
-    for (size_t r = r0; r < tq; r++) {
-        __m512 dor = _mm512_maskz_loadu_ps(mk, dout + r * lddo);
-        __m512 qr = _mm512_maskz_loadu_ps(mk, q + r * dh);
-        for (int i = 0; i < G; i++) {
-            v[i] = _mm512_fmadd_ps(_mm512_set1_ps(pj[i * SB_ + r]), dor, v[i]);
-            k[i] = _mm512_fmadd_ps(_mm512_set1_ps(dj[i * SB_ + r]), qr, k[i]);
-        }
-    }
-    for (int i = 0; i < G; i++) {
-        add_to(a->dv + (j + (size_t)i) * a->ldg, v[i], mk);
-        add_to(a->dk + (j + (size_t)i) * a->ldg, k[i], mk);
-    }
-}
-
-// dQ of rows r..r+G-1, whose sums all run over keys [0, ke); xst holds
-// fl(scale * ds) transposed.
-PIECE void rows_dq(const mhsa_small_bwd_args *a,
-                                const float *xst, size_t r, int G, size_t ke,
-                                __mmask16 mk)
-{
-    __m512 c[GROUP];
-    for (int i = 0; i < G; i++)
-        c[i] = _mm512_setzero_ps();
-    const float *kp = a->k;
-    size_t dh = a->dh;
-    const float *xr = xst + r;
-    for (size_t j = 0; j < ke; j++, xr += SB_) {
-        __m512 kr = _mm512_maskz_loadu_ps(mk, kp + j * dh);
-        for (int i = 0; i < G; i++)
-            c[i] = _mm512_fmadd_ps(_mm512_set1_ps(xr[i]), kr, c[i]);
-    }
-    for (int i = 0; i < G; i++)
-        add_to(a->dq + (r + (size_t)i) * a->ldg, c[i], mk);
 }
 
 int mhsa_attn_small_bwd__avx512(const mhsa_attn_small_bwd_args *g)
@@ -199,14 +98,14 @@ int mhsa_attn_small_bwd__avx512(const mhsa_attn_small_bwd_args *g)
     const __m512 ninf = _mm512_set1_ps(-INFINITY), zero = _mm512_setzero_ps();
     const __m512 vscale = _mm512_set1_ps(a->scale);
     __m512 qt[SB_], dot[SB_];
-    columns(a->q, dh, tq, dh, qt);
-    columns(a->dout, a->lddo, tq, dh, dot);
+    mhsa_sbw_columns(a->q, dh, tq, dh, qt);
+    mhsa_sbw_columns(a->dout, a->lddo, tq, dh, dot);
     // delta = rowsum(dO * O) per lane: mhsa__attn_deltas' products and sums
     // in the order of the columns, from +0.
     __m512 vdelta = zero;
     {
         __m512 ot[SB_];
-        columns(g->o, g->ldo, tq, dh, ot);
+        mhsa_sbw_columns(g->o, g->ldo, tq, dh, ot);
         for (size_t c = 0; c < dh; c++)
             vdelta = _mm512_add_ps(vdelta, _mm512_mul_ps(dot[c], ot[c]));
     }
@@ -236,34 +135,6 @@ int mhsa_attn_small_bwd__avx512(const mhsa_attn_small_bwd_args *g)
         _mm512_storeu_ps(dst + j * SB_, ds);
         _mm512_storeu_ps(xst + j * SB_, _mm512_mul_ps(vscale, ds));
     }
-    // Runs of keys (rows) sharing r0 (kend) in groups of 8, 4 and 1, the
-    // group size a constant in each call.
-    __mmask16 mk = mhsa_mask16__avx512(dh);
-    for (size_t j = 0; a->do_dkv && j < n;) {
-        size_t run = mhsa_run_length(a->r0, j, n, GROUP), r0 = a->r0[j];
-        for (size_t e = j + run; j < e;) {
-            size_t grp = e - j >= 8 ? 8 : e - j >= 4 ? 4 : 1;
-            if (r0 < tq && grp == 8)
-                keys_grad(a, pt, dst, j, 8, r0, mk);
-            else if (r0 < tq && grp == 4)
-                keys_grad(a, pt, dst, j, 4, r0, mk);
-            else if (r0 < tq)
-                keys_grad(a, pt, dst, j, 1, r0, mk);
-            j += grp;
-        }
-    }
-    for (size_t r = 0; a->do_dq && r < tq;) {
-        size_t run = mhsa_run_length(a->kend, r, tq, GROUP), ke = a->kend[r];
-        for (size_t e = r + run; r < e;) {
-            size_t grp = e - r >= 8 ? 8 : e - r >= 4 ? 4 : 1;
-            if (ke > 0 && grp == 8)
-                rows_dq(a, xst, r, 8, ke, mk);
-            else if (ke > 0 && grp == 4)
-                rows_dq(a, xst, r, 4, ke, mk);
-            else if (ke > 0)
-                rows_dq(a, xst, r, 1, ke, mk);
-            r += grp;
-        }
-    }
+    mhsa_sbw_grads(a, pt, dst, xst);
     return 1;
 }
