@@ -26,11 +26,20 @@
  *       build/libmhsa.a -fopenmp -lm
  *   OMP_NUM_THREADS=1 MHSA_ISA=avx512 ./step-count ./row tiny 2 [bwd]
  *
- * Prints "instructions N" on stdout after the program's own output. */
+ * Prints "instructions N" on stdout after the program's own output.
+ *
+ * Where the steps go: with STEP_COUNT_PCS=FILE in the environment, the
+ * address of every counted step is appended to FILE (8 bytes each, native
+ * order); tools/step-count/by-function.py turns that into steps per
+ * function. Build the program with -no-pie so that the addresses are the
+ * ones nm prints. */
 #define _DEFAULT_SOURCE
 #include <signal.h>
 #include <stdio.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <sys/ptrace.h>
+#include <sys/user.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -50,6 +59,12 @@ int main(int argc, char **argv)
         ptrace(PTRACE_TRACEME, 0, 0, 0);
         execvp(argv[1], argv + 1);
         _exit(127);
+    }
+    const char *pcs_path = getenv("STEP_COUNT_PCS");
+    FILE *pcs = pcs_path ? fopen(pcs_path, "ab") : NULL;
+    if (pcs_path && !pcs) {
+        perror(pcs_path);
+        return 1;
     }
     int st, counting = 0, rc = 0;
     unsigned long long n = 0;
@@ -74,10 +89,21 @@ int main(int argc, char **argv)
             counting = 1;
         else if (sig == SIGUSR2)
             counting = 0;
-        else if (sig == SIGTRAP)
-            n += (unsigned long long)counting;
+        else if (sig == SIGTRAP && counting) {
+            n++;
+            struct user_regs_struct regs;
+            if (pcs && ptrace(PTRACE_GETREGS, pid, 0, &regs) == 0) {
+                uint64_t pc = regs.rip;
+                fwrite(&pc, sizeof pc, 1, pcs);
+            }
+        } else if (sig == SIGTRAP)
+            ;   // a step outside the region (none: it runs free there)
         else
             fprintf(stderr, "step-count: signal %d (not passed on)\n", sig);
+    }
+    if (pcs && fclose(pcs) != 0) {
+        perror(pcs_path);
+        return 1;
     }
     printf("instructions %llu\n", n);
     return rc;
