@@ -252,6 +252,16 @@ mhsa_status mhsa_backward(const mhsa_block *blk, mhsa_workspace *ws,
                               ws->dctx);
         ws->lse_pending = 0;
     }
+    if (ws->split_pending) {   // the forward read q, k, v in place
+        split_args sp = {
+            .batch = ws->fwd_b, .t = ws->fwd_t, .qkv = ws->qkv, .q = ws->q,
+            .k = ws->k, .v = ws->v, .kv_t = ws->fwd_t, .dt = MHSA_F32,
+            .tmp = ws->row,
+        };
+        head_layout lay = mhsa__head_layout(blk);
+        mhsa__split_heads(k, &lay, &sp);
+        ws->split_pending = 0;
+    }
 
     // Output projection.
     if (blk->cfg.bias)

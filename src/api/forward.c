@@ -4,6 +4,7 @@
 //
 //   qkv = x W_qkv^T + b_qkv                 (B*T, nqkv) prepacked GEMM
 //   q, k, v = split(qkv); q *= 1/sqrt(dh)   (B, H|Hkv, T, dh) one pass
+//                                           (or read in place: small views)
 //   ctx[b, t, h*dh:] = attention(q, k, v)   written in merged layout
 //   y = ctx W_out^T + b_out                 (B*T, D)    prepacked GEMM
 #include <string.h>
@@ -12,7 +13,31 @@
 #include "attn/attend.h"
 #include "core/fpenv.h"
 #include "gemm/linear.h"
+#include "attn/small_view.h"
 #include "attn/split.h"
+
+// Whether the attention can read q, k and v in place in the projection's
+// rows (attn_job.ldqkv) instead of the split's copies: the split was 11%
+// of the B8 T12 D32 H4 forward's instructions (9% of its time, perf, the
+// Intel Xeon), a copy of every row that the fused small view reads once.
+// Only where every view is one the fused kernel takes when its values are
+// finite: its sizes, fp32 throughout, no rotation to apply (the split
+// fuses RoPE), no window cutting a row's first keys, no weights to return
+// (the weights pass reads the split), and at least two rows (one row
+// decodes, decode.c, which reads the split). A block the kernel declines
+// all the same (a non-finite value) sends the call back to the split and
+// the tiled path. The backward splits first when it finds the heads not
+// split (mhsa_workspace.split_pending).
+static int reads_in_place(const mhsa_kernels *k, const mhsa_block *blk,
+                          const head_layout *lay,
+                          const mhsa_forward_args *a)
+{
+    size_t t = (size_t)a->T, w = (size_t)blk->cfg.window;
+    return k->attn_small && !a->attn && blk->cdt == MHSA_F32 &&
+           !lay->rope_half && t >= 2 && t <= MHSA_SMALL_VIEW_ROWS &&
+           t <= MHSA_SMALL_VIEW_KEYS && blk->dh <= MHSA_SMALL_VIEW_DH &&
+           (w == 0 || w >= t);
+}
 
 static mhsa_status check_forward(const char *fn, const mhsa_block *blk,
                                  const mhsa_workspace *ws,
@@ -69,7 +94,9 @@ static mhsa_status forward(const char *fn, const mhsa_block *blk,
         .v = ws->v, .kv_t = t, .dt = MHSA_F32, .tmp = ws->row,
     };
     head_layout lay = mhsa__head_layout(blk);
-    mhsa__split_heads(k, &lay, &sp);
+    int in_place = reads_in_place(k, blk, &lay, a);
+    if (!in_place)
+        mhsa__split_heads(k, &lay, &sp);
     attn_job j = {
         .batch = b, .H = blk->H, .Hkv = blk->Hkv, .dh = blk->dh, .tq = t,
         .kv_t = t, .causal = blk->cfg.causal,
@@ -82,13 +109,28 @@ static mhsa_status forward(const char *fn, const mhsa_block *blk,
         // mhsa__attn_finish_lse has read them): no logf per row here.
         .lsum = ws->dctx,
     };
-    mhsa__attention(k, &ws->attn, &j);
+    if (in_place) {   // q, k, v: a projection row's three parts
+        j.q = ws->qkv;
+        j.k = ws->qkv + D;
+        j.v = ws->qkv + D + blk->Hkv * blk->dh;
+        j.ldqkv = blk->nqkv;
+    }
+    if (!mhsa__attention(k, &ws->attn, &j)) {   // a block declined
+        mhsa__split_heads(k, &lay, &sp);
+        j.q = ws->q;
+        j.k = ws->k;
+        j.v = ws->v;
+        j.ldqkv = 0;
+        in_place = 0;
+        mhsa__attention(k, &ws->attn, &j);
+    }
     mhsa__linear(k, &ws->gemm, bt, D, D, ws->ctx, blk->w_out, blk->wdt,
                  packed ? blk->w_out_packed : NULL, blk->b_out, blk->cdt,
                  a->y);
 
     ws->has_forward = 1;
     ws->lse_pending = 1;
+    ws->split_pending = in_place;
     ws->fwd_b = b;
     ws->fwd_t = t;
     ws->fwd_x = a->x;

@@ -77,6 +77,7 @@ struct mhsa_workspace {
     // The recorded forward for mhsa_backward.
     int has_forward;
     int lse_pending;          // lse holds row maxima, dctx row sums
+    int split_pending;        // q, k, v not split yet (qkv holds them)
     size_t fwd_b, fwd_t;
     const float *fwd_x, *fwd_mask;
     const int *fwd_seq_len;

@@ -45,6 +45,7 @@ typedef struct attend_ctx {
     const size_t *first;   // the task table (mhsa__attention)
     size_t tasks, heads;
     int finite;            // head_args.inputs_finite for every block
+    int *declined;         // set when an in-place block was declined
 } attend_ctx;
 
 static void attend_body(void *p)
@@ -89,6 +90,13 @@ static void attend_body(void *p)
         // one block a head (short sequences): no division
         size_t h = nqb == 1 ? t : t / nqb, qb = nqb == 1 ? 0 : t % nqb;
         mhsa__view_block_set(view, b, h, qb * br, br, &a);
+        if (j->ldqkv) {   // in place: the fused small view or nothing
+            if (!mhsa__head_forward_small(k, &a)) {
+#pragma omp atomic write
+                *c->declined = 1;
+            }
+            continue;
+        }
         if (pp->on) {
             size_t hd = mhsa__view_kv_head(view, b, h);
             a.kpack = pp->base + hd * pp->per_head;
@@ -111,8 +119,8 @@ int mhsa__attn_inputs_finite(const mhsa_kernels *k, const attn_job *j)
            k->rows_finite(1, nkv, (const float *)j->v, nkv);
 }
 
-void mhsa__attention(const mhsa_kernels *k, const attn_scratch *s,
-                     const attn_job *j)
+int mhsa__attention(const mhsa_kernels *k, const attn_scratch *s,
+                    const attn_job *j)
 {
     size_t br = mhsa__attn_br(k), bc = mhsa__attn_bc(k), dh = j->dh;
     attn_view view = mhsa__attn_view(j, s->seqs);
@@ -145,7 +153,7 @@ void mhsa__attention(const mhsa_kernels *k, const attn_scratch *s,
                 j->lsum[(b * j->H + h) * j->tq] = 1.0f;
     }
     if (!tasks)
-        return;
+        return 1;
     int nt = mhsa__threads(s->max_threads, flops, tasks);
     // With several query blocks per head, each kv head's K^T and V tiles
     // are packed once up front instead of once per block (at T = 512 a K
@@ -155,7 +163,7 @@ void mhsa__attention(const mhsa_kernels *k, const attn_scratch *s,
     pp.per_head = pp.kpf + mhsa__head_vpack_floats(k, tk_max, dh);
     pp.ntiles = (tk_max + bc - 1) / bc;
     size_t heads = j->batch * j->Hkv;
-    pp.on = nqb_max >= 2 && !j->attn &&
+    pp.on = nqb_max >= 2 && !j->attn && !j->ldqkv &&
             heads * (pp.per_head + 2 * pp.ntiles) <= s->pack_floats;
     pp.base = s->pack;
     pp.vbad = s->pack + heads * pp.per_head;
@@ -168,9 +176,12 @@ void mhsa__attention(const mhsa_kernels *k, const attn_scratch *s,
     // and not for blocks the fused small view takes (it checks in
     // registers; the pass cost the tiny forward 3.5% more instructions).
     int small = k->attn_small && j->tq <= MHSA_SMALL_VIEW_ROWS;
-    int finite = nt <= 1 && !small && j->kv_dtype == MHSA_F32 &&
-                 !j->kv_len && !j->n_new &&
+    int finite = nt <= 1 && !small && !j->ldqkv &&
+                 j->kv_dtype == MHSA_F32 && !j->kv_len && !j->n_new &&
                  mhsa__attn_inputs_finite(k, j);
-    attend_ctx c = { k, s, j, &view, &pp, first, tasks, heads, finite };
+    int declined = 0;
+    attend_ctx c = { k,     s,     j,     &view,  &pp,
+                     first, tasks, heads, finite, &declined };
     mhsa__team_run(nt, attend_body, &c);
+    return !declined;
 }

@@ -10,9 +10,12 @@
 // Runs the job: derives its view once, sends the decode sequences through
 // decode.c and the others through FlashAttention-style tiles (attention.c)
 // over (sequence, head, query block). ctx rows past a sequence's rows are
-// left alone.
-void mhsa__attention(const mhsa_kernels *k, const attn_scratch *s,
-                     const attn_job *j);
+// left alone. Returns 1, or 0 when the job reads q, k, v in place
+// (attn_job.ldqkv) and the fused small view declined a block: the outputs
+// are then incomplete, and the caller splits the heads and runs the job
+// again without ldqkv.
+int mhsa__attention(const mhsa_kernels *k, const attn_scratch *s,
+                    const attn_job *j);
 
 // Whether the job's q (batch, H, tq, dh) and fp32 k, v (batch, Hkv, kv_t,
 // dh) hold only finite values: one pass each, which a one-thread call

@@ -24,6 +24,10 @@ typedef struct head_args {
     size_t ldmask;
     float scale;              // 1/sqrt(dh), already folded into q
     const float *q;           // (tq, dh), row stride dh, pre-scaled
+    // 0, or q, k and v are read in place in the QKV projection's rows,
+    // ldqkv apart, and q is not scaled yet (attn_job.ldqkv): only the
+    // fused small view (small_view.c) takes such a block.
+    size_t ldqkv;
     // (tk, dh), row stride dh: fp32 (k, v), or in the KV cache's 16-bit
     // type (k16, v16, forward only), converted tile by tile.
     const float *k, *v;

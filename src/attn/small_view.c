@@ -28,6 +28,8 @@ int mhsa__head_forward_small(const mhsa_kernels *k, const head_args *a)
         return 0;
     mhsa_attn_small_args sa = {
         .tq = a->tq, .n = n, .dh = a->dh, .q = a->q, .k = a->k, .v = a->v,
+        .ldq = a->ldqkv, .ldkv = a->ldqkv,
+        .qscale = a->ldqkv ? a->scale : 0.0f,
         .mv = { a->mask, a->ldmask, a->q_pos, 0, a->causal, a->window,
                 a->klen },
         .o = a->o, .ldo = a->ldo, .m = m, .l = l,

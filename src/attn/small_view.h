@@ -7,6 +7,10 @@
 // The most query rows a view sent to the fused kernel may have (the
 // kernels decline more anyway; this sizes the per-row statistics).
 enum { MHSA_SMALL_VIEW_ROWS = 16 };
+// The most keys and head columns every table's fused kernel takes (the
+// AVX-512 and AVX2 ones: 16 and 32): forward.c reads q, k, v in place
+// only for views within them.
+enum { MHSA_SMALL_VIEW_KEYS = 16, MHSA_SMALL_VIEW_DH = 32 };
 
 // Runs the forward of the block a (mhsa__head_forward's outputs: o, and
 // lse / lsum when asked, with the same bits) through k->attn_small and

@@ -65,7 +65,16 @@ void mhsa__view_block_set(const attn_view *view, size_t b, size_t h,
     a->mask = j->mask ? j->mask + r0 * j->tk : NULL;
     a->ldmask = j->tk;
     a->scale = view->scale;
-    a->q = j->q + (bh * j->tq + r0) * dh;
+    a->ldqkv = j->ldqkv;
+    if (j->ldqkv) {   // in place in the projection's rows
+        size_t ld = j->ldqkv, g = mhsa__view_group_head(view, h) * dh;
+        size_t kv0 = b * j->kv_t * ld + g;
+        a->q = j->q + (b * j->tq + r0) * ld + h * dh;
+        k = (const char *)((const float *)j->k + kv0);
+        vv = (const char *)((const float *)j->v + kv0);
+    } else {
+        a->q = j->q + (bh * j->tq + r0) * dh;
+    }
     a->k = (const float *)k;
     a->v = (const float *)vv;
     a->k16 = k;

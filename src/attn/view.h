@@ -29,6 +29,13 @@ typedef struct attn_job {
     const int *n_new;        // cached: rows of sequence b (the rest unused)
     const float *q;          // (batch, H, tq, dh), pre-scaled
     const void *k, *v;       // (batch, Hkv, kv_t, dh) stored as kv_dtype
+    // 0, or q, k and v are read in place in the QKV projection (forward.c's
+    // unsplit small forward): row r of sequence b at (b * tq + r) * ldqkv
+    // (kv_t == tq), head h at h * dh from q, k or v, and q not scaled yet.
+    // Only the fused small view reads that: mhsa__attention then returns
+    // 0 as soon as it declines a block, and the caller splits and calls
+    // again.
+    size_t ldqkv;
     mhsa_dtype kv_dtype;
     float *ctx;              // (batch, tq, H*dh) merged output
     float *lse;              // (batch, H, tq) or NULL

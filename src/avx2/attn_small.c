@@ -19,6 +19,8 @@
 //    (attention.c's diag_pv: under the causal mask up to the panel's
 //    last row), added to the +0 the tile path starts from, then times
 //    1 / l.
+// Q, K and V rows may lie ldq / ldkv apart (in place in the projection's
+// rows), Q then scaled on load, fl(qscale * q), as the split scales it.
 // Declined (return 0): views past the sizes above, a window cutting a
 // row's first keys, a non-finite raw score (non-finite Q or K, which the
 // tile path turns into NaN scores), a NaN or +inf masked score, or a
@@ -48,27 +50,32 @@ static inline size_t min8(size_t n) { return n < 8 ? n : 8; }
 
 #define INLINE static inline __attribute__((always_inline))
 
-// qt[c * MAX_ROWS + i] = q[i * dh + c] for the 8 rows at q and c < dh
-// rounded up to 8, zero in lanes of rows past `rows` and in columns past
-// dh.
-static void transpose_q(const float *q, size_t dh, size_t rows, float *qt)
+// qt[c * MAX_ROWS + i] = fl(qscale * q[i * ldq + c]) (q itself when
+// qscale is 0: pre-scaled; the split's rounding otherwise) for the 8 rows
+// at q and c < dh rounded up to 8, zero in lanes of rows past `rows` and
+// in columns past dh.
+static void transpose_q(const float *q, size_t ldq, size_t dh, size_t rows,
+                        float qscale, float *qt)
 {
-    __m256 zero = _mm256_setzero_ps();
+    __m256 zero = _mm256_setzero_ps(), vs = _mm256_set1_ps(qscale);
     for (size_t c0 = 0; c0 < dh; c0 += 8) {
         __m256 r[8];
         for (size_t i = 0; i < 8; i++)
-            r[i] = i < rows ? load_fill(q + i * dh + c0, dh - c0, zero) : zero;
+            r[i] = i < rows ? load_fill(q + i * ldq + c0, dh - c0, zero)
+                            : zero;
         mhsa_transpose8__avx2(r);
         for (size_t t = 0; t < 8; t++)
-            _mm256_storeu_ps(qt + (c0 + t) * MAX_ROWS, r[t]);
+            _mm256_storeu_ps(qt + (c0 + t) * MAX_ROWS,
+                             qscale != 0.0f ? _mm256_mul_ps(vs, r[t]) : r[t]);
     }
 }
 
 // st[g][j0 + t] lane i = sgemm_6x16's score of row 8g + i and key j0 + t
 // for t < KB keys and g < G groups of 8 rows: each broadcast K element
 // serves both groups.
-INLINE void score_block(const float *qt, size_t dh, const float *kp, int G,
-                        int KB, __m256 st[2][MAX_KEYS], size_t j0)
+INLINE void score_block(const float *qt, size_t dh, const float *kp,
+                        size_t ldk, int G, int KB, __m256 st[2][MAX_KEYS],
+                        size_t j0)
 {
     __m256 acc[2][8];
 #pragma GCC unroll 8
@@ -80,7 +87,7 @@ INLINE void score_block(const float *qt, size_t dh, const float *kp, int G,
         __m256 q1 = G > 1 ? _mm256_loadu_ps(qt + c * MAX_ROWS + 8) : q0;
 #pragma GCC unroll 8
         for (int t = 0; t < KB; t++) {
-            __m256 b = _mm256_broadcast_ss(kp + (size_t)t * dh + c);
+            __m256 b = _mm256_broadcast_ss(kp + (size_t)t * ldk + c);
             acc[0][t] = _mm256_fmadd_ps(q0, b, acc[0][t]);
             if (G > 1)
                 acc[1][t] = _mm256_fmadd_ps(q1, b, acc[1][t]);
@@ -94,17 +101,17 @@ INLINE void score_block(const float *qt, size_t dh, const float *kp, int G,
 
 // All n keys' scores of G groups; returns a vector that is NaN in some
 // lane when a score is not finite.
-INLINE __m256 scores(const float *qt, size_t dh, const float *k, size_t n,
-                     int G, __m256 st[2][MAX_KEYS])
+INLINE __m256 scores(const float *qt, size_t dh, const float *k,
+                     size_t ldk, size_t n, int G, __m256 st[2][MAX_KEYS])
 {
     size_t j = 0;
     if (G == 1)
         for (; j + 8 <= n; j += 8)
-            score_block(qt, dh, k + j * dh, 1, 8, st, j);
+            score_block(qt, dh, k + j * ldk, ldk, 1, 8, st, j);
     for (; j + 4 <= n; j += 4)
-        score_block(qt, dh, k + j * dh, G, 4, st, j);
+        score_block(qt, dh, k + j * ldk, ldk, G, 4, st, j);
     for (; j < n; j++)
-        score_block(qt, dh, k + j * dh, G, 1, st, j);
+        score_block(qt, dh, k + j * ldk, ldk, G, 1, st, j);
     __m256 zero = _mm256_setzero_ps(), chk = zero;
     for (int g = 0; g < G; g++)
         for (size_t t = 0; t < n; t++)
@@ -200,7 +207,7 @@ static int group_softmax(__m256 st[MAX_KEYS], const __m256 *add, size_t n,
 // 8 W) (W = 1 or 2, w0 and w1 of them used): sgemm_6x16's chain over keys
 // [0, ki) of p (pt) times V, then +0 + the sum, times inv (1 / l; rows
 // that saw nothing get +0). Returns NaN lanes when a sum is not finite.
-INLINE __m256 pv_panel(const float *pt, const float *v, size_t dh,
+INLINE __m256 pv_panel(const float *pt, const float *v, size_t ldv,
                        size_t ki, size_t r0, int H, size_t c0, int W,
                        size_t w0, size_t w1, const float *inv,
                        const float *l, float *o, size_t ldo)
@@ -211,7 +218,7 @@ INLINE __m256 pv_panel(const float *pt, const float *v, size_t dh,
     for (int i = 0; i < H; i++)
         acc[i][0] = acc[i][1] = zero;
     for (size_t j = 0; j < ki; j++) {
-        const float *vj = v + j * dh + c0;
+        const float *vj = v + j * ldv + c0;
         __m256 b0 = w0 == 8 ? _mm256_loadu_ps(vj) : _mm256_maskload_ps(vj, m0);
         __m256 b1 = zero;
         if (W > 1)
@@ -247,12 +254,14 @@ INLINE __m256 pv_panel(const float *pt, const float *v, size_t dh,
 }
 
 // pv_panel with the panel height and width as constants.
-static __m256 pv_any(const float *pt, const float *v, size_t dh, size_t ki,
+static __m256 pv_any(const float *pt, const float *v, size_t ldv, size_t dh,
+                     size_t ki,
                      size_t r0, size_t h, size_t c0, const float *inv,
                      const float *l, float *o, size_t ldo)
 {
     size_t w0 = min8(dh - c0), w1 = dh - c0 > 8 ? min8(dh - c0 - 8) : 0;
-#define PV(H, W) pv_panel(pt, v, dh, ki, r0, H, c0, W, w0, w1, inv, l, o, ldo)
+#define PV(H, W)                                                              \
+    pv_panel(pt, v, ldv, ki, r0, H, c0, W, w0, w1, inv, l, o, ldo)
     if (w1) {
         switch (h) {
         case 6: return PV(6, 2);
@@ -295,14 +304,16 @@ int mhsa_attn_small__avx2(const mhsa_attn_small_args *a)
     }
     float qt[MAX_DH * MAX_ROWS], pt[MAX_KEYS * MAX_ROWS];
     float inv[MAX_ROWS];
+    size_t ldq = a->ldq ? a->ldq : dh, ldkv = a->ldkv ? a->ldkv : dh;
     int G = tq > 8 ? 2 : 1;
     for (int g = 0; g < G; g++) {
         size_t r0 = 8 * (size_t)g;
-        transpose_q(a->q + r0 * dh, dh, tq - r0 < 8 ? tq - r0 : 8, qt + r0);
+        transpose_q(a->q + r0 * ldq, ldq, dh, tq - r0 < 8 ? tq - r0 : 8,
+                    a->qscale, qt + r0);
     }
     __m256 st[2][MAX_KEYS], add[MAX_KEYS];
-    __m256 chk = G > 1 ? scores(qt, dh, a->k, n, 2, st)
-                       : scores(qt, dh, a->k, n, 1, st);
+    __m256 chk = G > 1 ? scores(qt, dh, a->k, ldkv, n, 2, st)
+                       : scores(qt, dh, a->k, ldkv, n, 1, st);
     if (_mm256_movemask_ps(_mm256_cmp_ps(chk, chk, _CMP_UNORD_Q)))
         return 0;
     for (int g = 0; g < G; g++) {
@@ -334,7 +345,8 @@ int mhsa_attn_small__avx2(const mhsa_attn_small_args *a)
         if (mv->causal && mv->q0 + i0 + h < n)
             ki = mv->q0 + i0 + h;
         for (size_t c0 = 0; c0 < dh; c0 += 16)
-            chk = _mm256_or_ps(chk, pv_any(pt, a->v, dh, ki, i0, h, c0, inv,
+            chk = _mm256_or_ps(chk, pv_any(pt, a->v, ldkv, dh, ki, i0, h, c0,
+                                           inv,
                                            a->l, a->o, a->ldo));
     }
     return !_mm256_movemask_ps(_mm256_cmp_ps(chk, chk, _CMP_UNORD_Q));

@@ -21,6 +21,8 @@
 //    (attention.c's diag_pv: under the causal mask up to the panel's
 //    last row), added to the +0 the tiled path starts from (the ukr's
 //    beta == 1), then times 1 / l.
+// Q, K and V rows may lie ldq / ldkv apart (in place in the projection's
+// rows), Q then scaled on load, fl(qscale * q), as the split scales it.
 // Declined (return 0): views past the sizes above, a window cutting a
 // row's first keys, a non-finite raw score (non-finite Q or K, which the
 // tiled path turns into NaN scores), a NaN or +inf masked score, or a
@@ -54,27 +56,49 @@ enum { MR = MHSA_AVX512_MR, MAX_ROWS = 16, MAX_KEYS = 16, MAX_DH = 32 };
 #define ONE_INSTANCE 0
 #endif
 
-// transpose_q for dh == 8: the 16 rows are 8 vectors of two rows each
-// (8 loads instead of 16), transposed by mhsa_transpose16x8__avx512.
-MHSA_AVX512_INLINE void transpose_q8(const float *q, size_t tq, float *qt)
+// fl(qscale * x) in every lane, or x when qscale is 0 (q pre-scaled):
+// the split's rounding, lane by lane (padding lanes stay +0).
+MHSA_AVX512_INLINE __m512 q_scaled(__m512 x, float qscale)
 {
-    __m512 v[8], t[8];
-    for (size_t k = 0; k < 8; k++)
-        v[k] = 2 * k + 1 < tq ? _mm512_loadu_ps(q + 16 * k)
-               : 2 * k < tq   ? _mm512_maskz_loadu_ps(0x00ff, q + 16 * k)
-                              : _mm512_setzero_ps();
-    mhsa_transpose16x8__avx512(v, t);
-    for (size_t c = 0; c < 8; c++)
-        _mm512_storeu_ps(qt + c * MAX_ROWS, t[c]);
+    return qscale != 0.0f ? _mm512_mul_ps(_mm512_set1_ps(qscale), x) : x;
 }
 
-// qt[c * MAX_ROWS + i] = q[i * dh + c] for i < tq, c < dh; lanes of rows
-// past tq are +0. Only the tq rows' dh columns are read (masked loads).
-MHSA_AVX512_INLINE void transpose_q(const float *q, size_t tq, size_t dh,
-                                    float *qt)
+// transpose_q for dh == 8: the 16 rows are 8 vectors of two rows each
+// (8 loads instead of 16 where the rows are packed, ldq == 8),
+// transposed by mhsa_transpose16x8__avx512.
+MHSA_AVX512_INLINE void transpose_q8(const float *q, size_t ldq, size_t tq,
+                                     float qscale, float *qt)
+{
+    __m512 v[8], t[8];
+    const __m512 zero = _mm512_setzero_ps();
+    if (ldq == 8)
+        for (size_t k = 0; k < 8; k++)
+            v[k] = 2 * k + 1 < tq ? _mm512_loadu_ps(q + 16 * k)
+                   : 2 * k < tq   ? _mm512_maskz_loadu_ps(0x00ff, q + 16 * k)
+                                  : zero;
+    else
+        for (size_t k = 0; k < 8; k++) {
+            __m512 a = 2 * k < tq
+                           ? _mm512_maskz_loadu_ps(0x00ff, q + 2 * k * ldq)
+                           : zero;
+            __m256 b = 2 * k + 1 < tq
+                           ? _mm256_loadu_ps(q + (2 * k + 1) * ldq)
+                           : _mm256_setzero_ps();
+            v[k] = _mm512_insertf32x8(a, b, 1);
+        }
+    mhsa_transpose16x8__avx512(v, t);
+    for (size_t c = 0; c < 8; c++)
+        _mm512_storeu_ps(qt + c * MAX_ROWS, q_scaled(t[c], qscale));
+}
+
+// qt[c * MAX_ROWS + i] = fl(qscale * q[i * ldq + c]) (q itself when qscale
+// is 0) for i < tq, c < dh; lanes of rows past tq are +0. Only the tq
+// rows' dh columns are read (masked loads).
+MHSA_AVX512_INLINE void transpose_q(const float *q, size_t ldq, size_t tq,
+                                    size_t dh, float qscale, float *qt)
 {
     if (dh == 8) {   // a constant where it matters (attn)
-        transpose_q8(q, tq, qt);
+        transpose_q8(q, ldq, tq, qscale, qt);
         return;
     }
     for (size_t c0 = 0; c0 < dh; c0 += 16) {
@@ -82,11 +106,12 @@ MHSA_AVX512_INLINE void transpose_q(const float *q, size_t tq, size_t dh,
         __mmask16 cols = mhsa_mask16__avx512(w);
         __m512 t[16];
         for (size_t i = 0; i < 16; i++)
-            t[i] = i < tq ? _mm512_maskz_loadu_ps(cols, q + i * dh + c0)
+            t[i] = i < tq ? _mm512_maskz_loadu_ps(cols, q + i * ldq + c0)
                           : _mm512_setzero_ps();
         mhsa_transpose16__avx512(t);
         for (size_t c = 0; c < w; c++)
-            _mm512_storeu_ps(qt + (c0 + c) * MAX_ROWS, t[c]);
+            _mm512_storeu_ps(qt + (c0 + c) * MAX_ROWS,
+                             q_scaled(t[c], qscale));
     }
 }
 
@@ -103,15 +128,15 @@ MHSA_AVX512_INLINE __m512i row_offsets(size_t ld)
 // past the view's n keys, see attn) score key n - 1 again: only K's n
 // rows are read, and no row sees those keys.
 MHSA_AVX512_INLINE void score_block(const float *qt, size_t dh,
-                                    const float *k, size_t n, int KB,
-                                    __m512 *st, size_t j0)
+                                    const float *k, size_t ldk, size_t n,
+                                    int KB, __m512 *st, size_t j0)
 {
     __m512 acc[8];
     const float *kp[8];
 #pragma GCC unroll 8
     for (int t = 0; t < KB; t++) {
         acc[t] = _mm512_setzero_ps();
-        kp[t] = k + (j0 + (size_t)t < n ? j0 + (size_t)t : n - 1) * dh;
+        kp[t] = k + (j0 + (size_t)t < n ? j0 + (size_t)t : n - 1) * ldk;
     }
     for (size_t c = 0; c < dh; c++) {
         __m512 qc = _mm512_loadu_ps(qt + c * MAX_ROWS);
@@ -220,7 +245,8 @@ MHSA_AVX512_INLINE int softmax16(__m512 *st, const float *mask,
 // computed from their zero p and not stored. Returns NaN lanes when a
 // sum is not finite.
 MHSA_AVX512_INLINE __m512 pv_panel(const float *pt, const float *v,
-                                   size_t dh, size_t ki, size_t r0, int H,
+                                   size_t ldv, size_t dh, size_t ki,
+                                   size_t r0, int H,
                                    size_t h, int W, const float *inv,
                                    float *o, size_t ldo)
 {
@@ -232,7 +258,7 @@ MHSA_AVX512_INLINE __m512 pv_panel(const float *pt, const float *v,
     for (int i = 0; i < H; i++)
         acc[i][0] = acc[i][1] = zero;
     for (size_t j = 0; j < ki; j++) {
-        const float *vj = v + j * dh;
+        const float *vj = v + j * ldv;
         __m512 b0 = _mm512_maskz_loadu_ps(m0, vj);
         __m512 b1 = W > 1 ? _mm512_maskz_loadu_ps(m1, vj + 16) : zero;
         const float *p = pt + j * MAX_ROWS + r0;
@@ -263,11 +289,11 @@ MHSA_AVX512_INLINE __m512 pv_panel(const float *pt, const float *v,
 
 // pv_panel with the height rounded up to 4, 8 or 12 and the width as
 // constants; a full panel (h == MR) with h constant too.
-MHSA_AVX512_INLINE __m512 pv_any(const float *pt, const float *v, size_t dh,
-                                 size_t ki, size_t r0, size_t h,
+MHSA_AVX512_INLINE __m512 pv_any(const float *pt, const float *v, size_t ldv,
+                                 size_t dh, size_t ki, size_t r0, size_t h,
                                  const float *inv, float *o, size_t ldo)
 {
-#define PV(H, W, h) pv_panel(pt, v, dh, ki, r0, H, h, W, inv, o, ldo)
+#define PV(H, W, h) pv_panel(pt, v, ldv, dh, ki, r0, H, h, W, inv, o, ldo)
     if (dh > 16)
         return h == MR ? PV(MR, 2, MR) : h > 8 ? PV(12, 2, h)
                : h > 4 ? PV(8, 2, h) : PV(4, 2, h);
@@ -326,15 +352,16 @@ MHSA_AVX512_INLINE int attn(const mhsa_attn_small_args *a, size_t dh,
     // Zen 4 the gathers were 22% of this kernel's time (perf, the tiny
     // forward), the 64 shuffles of a transpose a fraction of that.
     float qt[MAX_DH * MAX_ROWS], pt[MAX_KEYS * MAX_ROWS];
-    transpose_q(a->q, tq, dh, qt);
+    size_t ldq = a->ldq ? a->ldq : dh, ldkv = a->ldkv ? a->ldkv : dh;
+    transpose_q(a->q, ldq, tq, dh, a->qscale, qt);
     __m512 st[MAX_KEYS];
     size_t j = 0;
     for (; j + 8 <= nk; j += 8)
-        score_block(qt, dh, a->k, n, 8, st, j);
+        score_block(qt, dh, a->k, ldkv, n, 8, st, j);
     for (; j + 4 <= nk; j += 4)
-        score_block(qt, dh, a->k, n, 4, st, j);
+        score_block(qt, dh, a->k, ldkv, n, 4, st, j);
     for (; j < nk; j++)
-        score_block(qt, dh, a->k, n, 1, st, j);
+        score_block(qt, dh, a->k, ldkv, n, 1, st, j);
     __m512 zero = _mm512_setzero_ps(), chk = zero;
     for (j = 0; j < nk; j++)   // keys past n: key n - 1's scores again
         chk = _mm512_fmadd_ps(st[j], zero, chk);   // inf * 0 = NaN
@@ -360,8 +387,8 @@ MHSA_AVX512_INLINE int attn(const mhsa_attn_small_args *a, size_t dh,
         size_t ki = n;
         if (mv->causal && mv->q0 + i0 + h < n)
             ki = mv->q0 + i0 + h;
-        chk = _mm512_or_ps(chk, pv_any(pt, a->v, dh, ki, i0, h, inv, a->o,
-                                       a->ldo));
+        chk = _mm512_or_ps(chk, pv_any(pt, a->v, ldkv, dh, ki, i0, h, inv,
+                                       a->o, a->ldo));
     }
     return !_mm512_cmp_ps_mask(chk, chk, _CMP_UNORD_Q);
 }

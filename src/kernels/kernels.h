@@ -167,10 +167,15 @@ typedef struct mhsa_softmax_grad_args {
 // that overflow), and the caller then runs the tiled path, which writes
 // every output again. A row whose keys are all blocked is handled here
 // (m = -INFINITY, l = 0, O = +0).
+// q, k and v may also be read in place in the QKV projection's rows
+// (forward.c's unsplit small forward): rows ldq / ldkv apart, and q
+// multiplied by qscale on load, fl(qscale * q), the split's rounding.
 typedef struct mhsa_attn_small_args {
     size_t tq, n, dh;
-    const float *q;          // (tq, dh), row stride dh, pre-scaled
-    const float *k, *v;      // (n, dh), row stride dh
+    const float *q;          // (tq, dh), rows ldq apart
+    const float *k, *v;      // (n, dh), rows ldkv apart
+    size_t ldq, ldkv;        // 0: dh
+    float qscale;            // 0: q is pre-scaled
     mhsa_mask_view mv;       // k0 = 0; mask (tq, ldmask) or NULL
     float *o;  size_t ldo;   // (tq, dh) out
     float *m, *l;            // (tq) out: each row's max and sum
