@@ -33,8 +33,8 @@ typedef struct attn_job {
     // unsplit small forward): row r of sequence b at (b * tq + r) * ldqkv
     // (kv_t == tq), head h at h * dh from q, k or v, and q not scaled yet.
     // Only the fused small view reads that: mhsa__attention then returns
-    // 0 as soon as it declines a block, and the caller splits and calls
-    // again.
+    // 0 when it declined a block (the other blocks still run), and the
+    // caller splits and calls again.
     size_t ldqkv;
     mhsa_dtype kv_dtype;
     float *ctx;              // (batch, tq, H*dh) merged output

@@ -71,12 +71,15 @@ MHSA_AVX512_INLINE void transpose_q8(const float *q, size_t ldq, size_t tq,
 {
     __m512 v[8], t[8];
     const __m512 zero = _mm512_setzero_ps();
-    if (ldq == 8)
+    // Each branch transposes its own rows: one shared transpose after an
+    // if kept v on the stack (16 more moves a view).
+    if (ldq == 8) {
         for (size_t k = 0; k < 8; k++)
             v[k] = 2 * k + 1 < tq ? _mm512_loadu_ps(q + 16 * k)
                    : 2 * k < tq   ? _mm512_maskz_loadu_ps(0x00ff, q + 16 * k)
                                   : zero;
-    else
+        mhsa_transpose16x8__avx512(v, t);
+    } else {
         for (size_t k = 0; k < 8; k++) {
             __m512 a = 2 * k < tq
                            ? _mm512_maskz_loadu_ps(0x00ff, q + 2 * k * ldq)
@@ -86,7 +89,8 @@ MHSA_AVX512_INLINE void transpose_q8(const float *q, size_t ldq, size_t tq,
                            : _mm256_setzero_ps();
             v[k] = _mm512_insertf32x8(a, b, 1);
         }
-    mhsa_transpose16x8__avx512(v, t);
+        mhsa_transpose16x8__avx512(v, t);
+    }
     for (size_t c = 0; c < 8; c++)
         _mm512_storeu_ps(qt + c * MAX_ROWS, q_scaled(t[c], qscale));
 }
