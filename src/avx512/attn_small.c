@@ -63,34 +63,12 @@ MHSA_AVX512_INLINE __m512 q_scaled(__m512 x, float qscale)
     return qscale != 0.0f ? _mm512_mul_ps(_mm512_set1_ps(qscale), x) : x;
 }
 
-// transpose_q for dh == 8: the 16 rows are 8 vectors of two rows each
-// (8 loads instead of 16 where the rows are packed, ldq == 8),
-// transposed by mhsa_transpose16x8__avx512.
+// transpose_q for dh == 8 (mhsa_columns8__avx512).
 MHSA_AVX512_INLINE void transpose_q8(const float *q, size_t ldq, size_t tq,
                                      float qscale, float *qt)
 {
-    __m512 v[8], t[8];
-    const __m512 zero = _mm512_setzero_ps();
-    // Each branch transposes its own rows: one shared transpose after an
-    // if kept v on the stack (16 more moves a view).
-    if (ldq == 8) {
-        for (size_t k = 0; k < 8; k++)
-            v[k] = 2 * k + 1 < tq ? _mm512_loadu_ps(q + 16 * k)
-                   : 2 * k < tq   ? _mm512_maskz_loadu_ps(0x00ff, q + 16 * k)
-                                  : zero;
-        mhsa_transpose16x8__avx512(v, t);
-    } else {
-        for (size_t k = 0; k < 8; k++) {
-            __m512 a = 2 * k < tq
-                           ? _mm512_maskz_loadu_ps(0x00ff, q + 2 * k * ldq)
-                           : zero;
-            __m256 b = 2 * k + 1 < tq
-                           ? _mm256_loadu_ps(q + (2 * k + 1) * ldq)
-                           : _mm256_setzero_ps();
-            v[k] = _mm512_insertf32x8(a, b, 1);
-        }
-        mhsa_transpose16x8__avx512(v, t);
-    }
+    __m512 t[8];
+    mhsa_columns8__avx512(q, ldq, tq, 8, t);
     for (size_t c = 0; c < 8; c++)
         _mm512_storeu_ps(qt + c * MAX_ROWS, q_scaled(t[c], qscale));
 }

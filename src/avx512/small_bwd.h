@@ -31,28 +31,18 @@ enum { MHSA_SBW = MHSA_SMALL_BWD_MAX, MHSA_SBW_GROUP = 8 };
 #endif
 
 // t[c] lane r = x[r*ld + c] for r < rows, c < cols (<= 16); 0 elsewhere.
-// Up to 8 columns, two rows a vector and the 24-shuffle transpose.
+// Up to 8 columns: two rows a vector and the 24-shuffle transpose.
 MHSA_SBW_PIECE void mhsa_sbw_columns(const float *x, size_t ld, size_t rows,
                                      size_t cols, __m512 t[MHSA_SBW])
 {
-    const __m512 zero = _mm512_setzero_ps();
-    __mmask16 mk = mhsa_mask16__avx512(cols);
     if (cols <= 8) {
-        __m512 v[8];
-        for (size_t k = 0; k < 8; k++) {
-            __m512 a = 2 * k < rows
-                           ? _mm512_maskz_loadu_ps(mk, x + 2 * k * ld)
-                           : zero;
-            __m512 b = 2 * k + 1 < rows
-                           ? _mm512_maskz_loadu_ps(mk, x + (2 * k + 1) * ld)
-                           : zero;
-            v[k] = _mm512_insertf32x8(a, _mm512_castps512_ps256(b), 1);
-        }
-        mhsa_transpose16x8__avx512(v, t);
+        mhsa_columns8__avx512(x, ld, rows, cols, t);
         return;
     }
+    __mmask16 mk = mhsa_mask16__avx512(cols);
     for (size_t r = 0; r < MHSA_SBW; r++)
-        t[r] = r < rows ? _mm512_maskz_loadu_ps(mk, x + r * ld) : zero;
+        t[r] = r < rows ? _mm512_maskz_loadu_ps(mk, x + r * ld)
+                        : _mm512_setzero_ps();
     mhsa_transpose16__avx512(t);
 }
 

@@ -1,7 +1,8 @@
 // vtranspose.h — transposes of 32-bit lanes in registers: 16x16, shared
 // by the fp32 packers (pack.c) and the bf16 packers (bf16_pack_*.c, which
-// transpose pairs of bf16 as 32-bit lanes), and 16 rows of 8 columns, for
-// the small attention kernels (attn_small.c, attn_small_bwd.c). Static
+// transpose pairs of bf16 as 32-bit lanes), and 16 rows of up to 8
+// columns read from memory, for the small attention kernels (attn_small.c,
+// small_bwd.h). Static
 // inline, AVX-512 files only (vmath.h says why).
 #ifndef MHSA_AVX512_VTRANSPOSE_H
 #define MHSA_AVX512_VTRANSPOSE_H
@@ -87,6 +88,39 @@ MHSA_AVX512_INLINE void mhsa_transpose16x8__avx512(const __m512 v[8],
                     p[4 * g + e], i2[f], p[4 * g + 2 + e]);
     for (int c = 0; c < 8; c++)         // c = 4e + 2f + (c & 1)
         t[c] = _mm512_permutex2var_ps(u[c >> 1], i3[c & 1], u[4 + (c >> 1)]);
+}
+
+// t[c] lane r = x[r * ld + c] for r < rows (<= 16), c < cols (<= 8); +0
+// elsewhere: the rows read two to a vector and transposed by
+// mhsa_transpose16x8__avx512. Rows packed 8 apart with all 8 columns
+// (ld == cols == 8) take one load per two rows. Each branch transposes
+// its own vectors: one transpose after the branches kept v on the stack
+// (16 more moves a call).
+MHSA_AVX512_INLINE void mhsa_columns8__avx512(const float *x, size_t ld,
+                                              size_t rows, size_t cols,
+                                              __m512 t[8])
+{
+    __m512 v[8];
+    const __m512 zero = _mm512_setzero_ps();
+    if (ld == 8 && cols == 8) {
+        for (size_t k = 0; k < 8; k++)
+            v[k] = 2 * k + 1 < rows ? _mm512_loadu_ps(x + 16 * k)
+                   : 2 * k < rows   ? _mm512_maskz_loadu_ps(0x00ff,
+                                                            x + 16 * k)
+                                    : zero;
+        mhsa_transpose16x8__avx512(v, t);
+        return;
+    }
+    __mmask16 mk = mhsa_mask16__avx512(cols);
+    for (size_t k = 0; k < 8; k++) {
+        __m512 a = 2 * k < rows ? _mm512_maskz_loadu_ps(mk, x + 2 * k * ld)
+                                : zero;
+        __m512 b = 2 * k + 1 < rows
+                       ? _mm512_maskz_loadu_ps(mk, x + (2 * k + 1) * ld)
+                       : zero;
+        v[k] = _mm512_insertf32x8(a, _mm512_castps512_ps256(b), 1);
+    }
+    mhsa_transpose16x8__avx512(v, t);
 }
 
 #endif

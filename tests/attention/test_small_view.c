@@ -14,7 +14,9 @@
 // every AVX-512 CPU; elsewhere the emulated table is the AVX-512 entry.
 // And the kernel alone against PROT_NONE pages on either side of each of
 // its inputs (read-only) and outputs, at the edges of its sizes: masked
-// loads, gathers and stores must touch only what it was given.
+// loads, gathers and stores must touch only what it was given. And the
+// view read in place in rows of the QKV projection (ldqkv, q scaled on
+// load) against the same view packed, bit for bit.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -231,6 +233,69 @@ START_TEST(fused_equals_tiled)
 }
 END_TEST
 
+// The view read in place (head_args.ldqkv: q, k and v in rows of the QKV
+// projection, q scaled on load) against the same view packed with q
+// scaled first, as the split rounds it: the same bits, fused or declined
+// alike. Row strides past 3 dh with q, k and v at odd column offsets, so
+// a kernel that read a row dh apart or skipped the scaling would differ.
+START_TEST(in_place_equals_packed)
+{
+    const mhsa_kernels *k = table_at(_i);
+    if (!k || !k->attn_small)
+        return;
+    float *tiles = malloc(mhsa__attn_tile_floats(k, 40) * sizeof(float));
+    rng g = { 0x1dd9u + (uint64_t)_i };
+    int n = test_count(N_CASES / 4), took = 0;
+    for (int t = 0; t < n; t++) {
+        view_case c;
+        make_case(&c, &g);
+        size_t tq = c.tq, tk = c.tk, dh = c.dh, rows = tq > tk ? tq : tk;
+        size_t off_k = dh + 1, off_v = 2 * dh + 3;
+        size_t ld = 3 * dh + 5 + (size_t)rng_int(&g, 0, 7);
+        float *qkv = alloc_guarded(rows * ld);
+        fill_nan(qkv, rows * ld);   // what no view reads
+        float sc = 1.0f / sqrtf((float)dh);
+        for (size_t r = 0; r < tq; r++)
+            for (size_t d = 0; d < dh; d++) {
+                qkv[r * ld + d] = c.q[r * dh + d];
+                c.q[r * dh + d] = sc * c.q[r * dh + d];   // the split's q
+            }
+        for (size_t r = 0; r < tk; r++)
+            for (size_t d = 0; d < dh; d++) {
+                qkv[r * ld + off_k + d] = c.k[r * dh + d];
+                qkv[r * ld + off_v + d] = c.v[r * dh + d];
+            }
+        head_args strided = c.a;
+        strided.q = qkv, strided.k = qkv + off_k, strided.v = qkv + off_v;
+        strided.ldqkv = ld, strided.scale = sc;
+        c.a.scale = sc;
+        int stats = t % 3;
+        outs f, r;
+        outs_alloc(&f, &c);
+        outs_alloc(&r, &c);
+        head_args a = strided;
+        a.o = f.o, a.lse = stats ? f.lse : NULL;
+        a.lsum = stats == 2 ? f.lsum : NULL;
+        int fast = mhsa__head_forward_small(k, &a);
+        int packed = run(k, &c.a, 1, stats, &r, tiles);
+        took += fast;
+        ck_assert_msg(fast == packed && (!fast || outs_same(&f, &r, &c)),
+                      "%s case %d: tq %zu tk %zu dh %zu ld %zu causal %d "
+                      "window %zu mask %d: in place (fused %d) and packed "
+                      "(fused %d) differ", k->name, t, tq, tk, dh, ld,
+                      c.a.causal, c.a.window, c.a.mask != NULL, fast,
+                      packed);
+        outs_free(&f);
+        outs_free(&r);
+        free_guarded(qkv);
+        free_case(&c);
+    }
+    printf("%s: %d of %d views in place fused\n", k->name, took, n);
+    ck_assert_int_ge(took, n / 4);
+    free(tiles);
+}
+END_TEST
+
 // Guarded buffer of n floats holding x (or zeros), read-only when ro.
 static float *guarded(size_t n, guard_side side, const float *x, int ro)
 {
@@ -298,6 +363,7 @@ int main(void)
     TCase *tc = tcase_create("small_view");
     tcase_add_loop_test(tc, fused_equals_tiled, 0, N_ISAS + 1);
     tcase_add_loop_test(tc, kernel_stays_in_bounds, 0, N_ISAS + 1);
+    tcase_add_loop_test(tc, in_place_equals_packed, 0, N_ISAS + 1);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
