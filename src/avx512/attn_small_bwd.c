@@ -25,7 +25,7 @@
 // in scalar code.
 // Declined up front (return 0, nothing written): sizes past 16, an
 // additive mask, a row whose lse is infinite (softmax_grad's general
-// path).
+// path; the lanes' compare where mhsa_attn_small_bwd_fits loops).
 #include <math.h>
 
 #include "avx512/avx512.h"
@@ -50,17 +50,22 @@ MHSA_SBW_PIECE void scores(const __m512 xt[SB_], const float *y, size_t dh,
                                      out[g]);
 }
 
-int mhsa_attn_small_bwd__avx512(const mhsa_attn_small_bwd_args *g)
+// The kernel for a head width dh: inlined with dh a constant for the
+// common widths (the loops over columns unrolled, Q's rows one load per
+// two at dh 8), else with dh at run time.
+MHSA_AVX512_INLINE int bwd(const mhsa_attn_small_bwd_args *g, size_t dh)
 {
     const mhsa_small_bwd_args *a = g->p;
-    size_t tq = a->tq, n = a->n, dh = a->dh;
-    if (!mhsa_attn_small_bwd_fits(g))
-        return 0;
+    size_t tq = a->tq, n = a->n;
     // Per lane r < tq: the row's lse and its key range [lo, hi) (small
     // integers, exact as floats for the lanes' compares); lanes past tq see
     // no key.
     __mmask16 rows = mhsa_mask16__avx512(tq);
     const __m512 vlse = _mm512_maskz_loadu_ps(rows, g->lse);
+    // mhsa_attn_small_bwd_fits' last part: no row's lse infinite.
+    if (_mm512_cmp_ps_mask(vlse, _mm512_set1_ps(INFINITY), _CMP_EQ_OQ) |
+        _mm512_cmp_ps_mask(vlse, _mm512_set1_ps(-INFINITY), _CMP_EQ_OQ))
+        return 0;
     __m512 vlo = _mm512_setzero_ps(), vhi;
     const mhsa_mask_view *mv = &g->mv;
     if (!mv->window) {
@@ -135,6 +140,20 @@ int mhsa_attn_small_bwd__avx512(const mhsa_attn_small_bwd_args *g)
         _mm512_storeu_ps(dst + j * SB_, ds);
         _mm512_storeu_ps(xst + j * SB_, _mm512_mul_ps(vscale, ds));
     }
-    mhsa_sbw_grads(a, pt, dst, xst);
+    mhsa_sbw_grads(a, pt, dst, xst, dh);
     return 1;
+}
+
+int mhsa_attn_small_bwd__avx512(const mhsa_attn_small_bwd_args *g)
+{
+    if (!mhsa_attn_small_bwd_sizes_fit(g))
+        return 0;
+    size_t dh = g->p->dh;
+#if !MHSA_SBW_RUN_TIME_SIZES
+    if (dh == 8)
+        return bwd(g, 8);
+    if (dh == 16)
+        return bwd(g, 16);
+#endif
+    return bwd(g, dh);
 }

@@ -78,5 +78,5 @@ void mhsa_small_bwd_grads__avx512(const mhsa_small_bwd_args *a)
         _mm512_storeu_ps(dst + j * SB_, t[j]);
         _mm512_storeu_ps(xst + j * SB_, _mm512_mul_ps(vs, t[j]));
     }
-    mhsa_sbw_grads(a, pt, dst, xst);
+    mhsa_sbw_grads(a, pt, dst, xst, a->dh);
 }

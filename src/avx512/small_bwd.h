@@ -19,14 +19,21 @@ enum { MHSA_SBW = MHSA_SMALL_BWD_MAX, MHSA_SBW_GROUP = 8 };
 // AddressSanitizer builds, where each is one out-of-line function with
 // its sizes at run time: the same operations per lane, a tenth of the
 // compile time (SIMDe + ASan with gcc: 36 s for attn_small_bwd.c inlined).
+// MHSA_SBW_RUN_TIME_SIZES says which: the fused kernel then runs its one
+// instance with the head width at run time.
 #if MHSA_AVX512_EMULATED || defined(__SANITIZE_ADDRESS__)
-#define MHSA_SBW_PIECE static __attribute__((noinline, unused))
+#define MHSA_SBW_RUN_TIME_SIZES 1
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
+#define MHSA_SBW_RUN_TIME_SIZES 1
+#endif
+#endif
+#ifndef MHSA_SBW_RUN_TIME_SIZES
+#define MHSA_SBW_RUN_TIME_SIZES 0
+#endif
+#if MHSA_SBW_RUN_TIME_SIZES
 #define MHSA_SBW_PIECE static __attribute__((noinline, unused))
-#endif
-#endif
-#ifndef MHSA_SBW_PIECE
+#else
 #define MHSA_SBW_PIECE MHSA_AVX512_INLINE
 #endif
 
@@ -60,13 +67,13 @@ MHSA_AVX512_INLINE void mhsa_sbw_add_to(float *dst, __m512 acc,
 MHSA_SBW_PIECE void mhsa_sbw_keys_grad(const mhsa_small_bwd_args *a,
                                        const float *pt, const float *dst,
                                        size_t j, int G, size_t r0,
-                                       __mmask16 mk)
+                                       size_t dh, __mmask16 mk)
 {
     __m512 v[MHSA_SBW_GROUP], k[MHSA_SBW_GROUP];
     for (int i = 0; i < G; i++)
         v[i] = k[i] = _mm512_setzero_ps();
     const float *dout = a->dout, *q = a->q;
-    size_t lddo = a->lddo, dh = a->dh, tq = a->tq;
+    size_t lddo = a->lddo, tq = a->tq;
     // One pointer each and the keys at constant offsets (an index per key
     // made the compiler keep 16 pointers, spilled).
     const float *pj = pt + j * MHSA_SBW, *dj = dst + j * MHSA_SBW;
@@ -90,13 +97,12 @@ MHSA_SBW_PIECE void mhsa_sbw_keys_grad(const mhsa_small_bwd_args *a,
 // fl(scale * ds) key by key.
 MHSA_SBW_PIECE void mhsa_sbw_rows_dq(const mhsa_small_bwd_args *a,
                                      const float *xst, size_t r, int G,
-                                     size_t ke, __mmask16 mk)
+                                     size_t ke, size_t dh, __mmask16 mk)
 {
     __m512 c[MHSA_SBW_GROUP];
     for (int i = 0; i < G; i++)
         c[i] = _mm512_setzero_ps();
     const float *kp = a->k;
-    size_t dh = a->dh;
     const float *xr = xst + r;
     for (size_t j = 0; j < ke; j++, xr += MHSA_SBW) {
         __m512 kr = _mm512_maskz_loadu_ps(mk, kp + j * dh);
@@ -109,24 +115,25 @@ MHSA_SBW_PIECE void mhsa_sbw_rows_dq(const mhsa_small_bwd_args *a,
 
 // dV, dK (if a->do_dkv) and dQ (if a->do_dq) of the tile: runs of keys
 // (rows) sharing r0 (kend) in groups of 8, 4 and 1, the group size a
-// constant in each call.
+// constant in each call. dh is a->dh (a constant where the caller has
+// one).
 MHSA_AVX512_INLINE void mhsa_sbw_grads(const mhsa_small_bwd_args *a,
                                        const float *pt, const float *dst,
-                                       const float *xst)
+                                       const float *xst, size_t dh)
 {
     size_t tq = a->tq, n = a->n;
-    __mmask16 mk = mhsa_mask16__avx512(a->dh);
+    __mmask16 mk = mhsa_mask16__avx512(dh);
     for (size_t j = 0; a->do_dkv && j < n;) {
         size_t run = mhsa_run_length(a->r0, j, n, MHSA_SBW_GROUP);
         size_t r0 = a->r0[j];
         for (size_t e = j + run; j < e;) {
             size_t grp = e - j >= 8 ? 8 : e - j >= 4 ? 4 : 1;
             if (r0 < tq && grp == 8)
-                mhsa_sbw_keys_grad(a, pt, dst, j, 8, r0, mk);
+                mhsa_sbw_keys_grad(a, pt, dst, j, 8, r0, dh, mk);
             else if (r0 < tq && grp == 4)
-                mhsa_sbw_keys_grad(a, pt, dst, j, 4, r0, mk);
+                mhsa_sbw_keys_grad(a, pt, dst, j, 4, r0, dh, mk);
             else if (r0 < tq)
-                mhsa_sbw_keys_grad(a, pt, dst, j, 1, r0, mk);
+                mhsa_sbw_keys_grad(a, pt, dst, j, 1, r0, dh, mk);
             j += grp;
         }
     }
@@ -136,11 +143,11 @@ MHSA_AVX512_INLINE void mhsa_sbw_grads(const mhsa_small_bwd_args *a,
         for (size_t e = r + run; r < e;) {
             size_t grp = e - r >= 8 ? 8 : e - r >= 4 ? 4 : 1;
             if (ke > 0 && grp == 8)
-                mhsa_sbw_rows_dq(a, xst, r, 8, ke, mk);
+                mhsa_sbw_rows_dq(a, xst, r, 8, ke, dh, mk);
             else if (ke > 0 && grp == 4)
-                mhsa_sbw_rows_dq(a, xst, r, 4, ke, mk);
+                mhsa_sbw_rows_dq(a, xst, r, 4, ke, dh, mk);
             else if (ke > 0)
-                mhsa_sbw_rows_dq(a, xst, r, 1, ke, mk);
+                mhsa_sbw_rows_dq(a, xst, r, 1, ke, dh, mk);
             r += grp;
         }
     }

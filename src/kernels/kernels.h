@@ -238,13 +238,21 @@ typedef struct mhsa_attn_small_bwd_args {
 
 // The tiles a fused small backward takes (the rule every ISA's applies
 // before writing anything): sizes within MHSA_SMALL_BWD_MAX, no additive
-// mask, and every row's lse finite.
+// mask, and every row's lse finite. mhsa_attn_small_bwd_sizes_fit is the
+// first two parts alone, for a kernel that checks the lse with vectors.
+static inline int mhsa_attn_small_bwd_sizes_fit(
+    const mhsa_attn_small_bwd_args *g)
+{
+    const mhsa_small_bwd_args *a = g->p;
+    return a->tq != 0 && a->tq <= MHSA_SMALL_BWD_MAX && a->n != 0 &&
+           a->n <= MHSA_SMALL_BWD_MAX && a->dh != 0 &&
+           a->dh <= MHSA_SMALL_BWD_MAX && !g->mv.mask;
+}
+
 static inline int mhsa_attn_small_bwd_fits(const mhsa_attn_small_bwd_args *g)
 {
     const mhsa_small_bwd_args *a = g->p;
-    if (a->tq == 0 || a->tq > MHSA_SMALL_BWD_MAX || a->n == 0 ||
-        a->n > MHSA_SMALL_BWD_MAX || a->dh == 0 ||
-        a->dh > MHSA_SMALL_BWD_MAX || g->mv.mask)
+    if (!mhsa_attn_small_bwd_sizes_fit(g))
         return 0;
     for (size_t r = 0; r < a->tq; r++)
         if (g->lse[r] == INFINITY || g->lse[r] == -INFINITY)

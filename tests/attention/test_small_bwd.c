@@ -8,7 +8,8 @@
 // sliding windows, key padding, additive masks with -INFINITY entries,
 // strided dO and gradient rows, zeros of both signs, dk/dv accumulating
 // onto nonzero values, the dq-only and dk/dv-only passes, and the cases
-// that must fall back (a NaN in K, scores overflowing to +INFINITY).
+// that must fall back (a NaN in K, scores overflowing to +INFINITY), and
+// the fused kernel declining a row's infinite lse when called alone.
 // Also each ISA's values against scalar (a tolerance: FMA or not), and
 // softmax_grad's short unmasked rows against its general (masked) path.
 // The AVX-512 kernels run twice on a CPU that has them: native (the
@@ -261,12 +262,62 @@ START_TEST(short_grad_rows_match_masked_path)
 }
 END_TEST
 
+// The fused kernel's contract (kernels.h): a tile with a row whose lse is
+// infinite is declined with nothing written; the same tile with every lse
+// finite is taken. Called directly: through the driver both ways can give
+// the same numbers, which would hide a kernel that took the tile.
+START_TEST(fused_declines_infinite_lse)
+{
+    const mhsa_kernels *k = table_or_skip(_i);
+    if (!k || !k->attn_small_bwd)
+        return;
+    rng r = { 0x15e0u + (uint64_t)_i };
+    float q[256], kk[256], v[256], dout[256], o[256], lse[16];
+    float g[3][256], before[3][256];
+    size_t r0[16] = { 0 }, kend[16];
+    for (int c = 0; c < test_count(200); c++) {
+        size_t tq = (size_t)rng_int(&r, 1, 16), n = (size_t)rng_int(&r, 1, 16);
+        size_t dh = (size_t)rng_int(&r, 1, 16);
+        fill_uniform(&r, q, 256, -1.0f, 1.0f);
+        fill_uniform(&r, kk, 256, -1.0f, 1.0f);
+        fill_uniform(&r, v, 256, -1.0f, 1.0f);
+        fill_uniform(&r, dout, 256, -1.0f, 1.0f);
+        fill_uniform(&r, o, 256, -1.0f, 1.0f);
+        fill_uniform(&r, lse, 16, 0.5f, 2.0f);
+        for (int i = 0; i < 3; i++)
+            fill_uniform(&r, g[i], 256, -1.0f, 1.0f);
+        memcpy(before, g, sizeof g);
+        for (size_t i = 0; i < tq; i++)
+            kend[i] = n;
+        mhsa_small_bwd_args sb = {
+            tq, n, dh, q, kk, v, dout, dh, NULL, 16, NULL, 16,
+            1.0f / sqrtf((float)dh), g[0], g[1], g[2], dh, r0, kend, 1, 1,
+        };
+        mhsa_mask_view mv = { NULL, 0, 0, 0, 0, 0, 0 };
+        mhsa_attn_small_bwd_args fa = { &sb, mv, lse, o, dh };
+        size_t bad = (size_t)rng_int(&r, 0, (int)tq - 1);
+        lse[bad] = rng_int(&r, 0, 1) ? INFINITY : -INFINITY;
+        ck_assert_msg(k->attn_small_bwd(&fa) == 0 &&
+                      !memcmp(g, before, sizeof g),
+                      "%s case %d: tq %zu n %zu dh %zu: row %zu's lse is "
+                      "%g and the fused kernel took the tile", k->name, c,
+                      tq, n, dh, bad, lse[bad]);
+        lse[bad] = 1.0f;
+        ck_assert_msg(k->attn_small_bwd(&fa) == 1,
+                      "%s case %d: tq %zu n %zu dh %zu: every lse finite "
+                      "and the fused kernel declined", k->name, c, tq, n,
+                      dh);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("small_bwd");
     TCase *tc = tcase_create("small_bwd");
     LOOP(tc, small_tile_matches_packed_path);
     LOOP(tc, short_grad_rows_match_masked_path);
+    LOOP(tc, fused_declines_infinite_lse);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
