@@ -41,6 +41,18 @@ double mhsa__view_pairs(const attn_view *view, size_t b)
     const attn_job *j = view->job;
     const attn_seq *v = &view->seq[b];
     size_t kend = v->klen && v->klen < v->tk ? v->klen : v->tk;
+    if (!j->window) {
+        // The loop below in closed form: rows before `first` see q_pos + r
+        // + 1 keys (causal), the rest kend. Integers, exact in a double
+        // up to 2^53 as the loop's sums are.
+        size_t first = 0;
+        if (j->causal && kend > v->q_pos + 1)
+            first = kend - v->q_pos - 1 < v->rows ? kend - v->q_pos - 1
+                                                  : v->rows;
+        double f = (double)first;
+        return f * (double)(v->q_pos + 1) + f * (f - 1.0) / 2.0 +
+               (double)(v->rows - first) * (double)kend;
+    }
     double pairs = 0.0;
     for (size_t r = 0; r < v->rows; r++) {
         size_t p = v->q_pos + r;

@@ -10,6 +10,7 @@
 #include "blockutil.h"
 #include "gemm/gemm.h"
 #include "core/threads.h"
+#include "attn/view.h"
 
 static const int dh_choices[] = { 1, 2, 3, 5, 7, 8, 9, 16, 17, 33, 64 };
 static const int t_choices[] = { 1, 2, 3, 5, 7, 13, 47, 48, 49, 64, 65, 97,
@@ -365,6 +366,43 @@ START_TEST(thread_count_does_not_change_bits)
 }
 END_TEST
 
+// The pairs a sequence's rows see (the work threads are sized by) against
+// a count key by key: the closed form without a window and the loop with
+// one, over causal and not, query offsets, padding and windows.
+START_TEST(view_pairs_count_what_rows_see)
+{
+    rng r = { 0x9a125u };
+    for (int c = 0; c < 3000; c++) {
+        attn_job j;
+        memset(&j, 0, sizeof j);
+        j.causal = rng_int(&r, 0, 1);
+        j.window = rng_int(&r, 0, 2) ? 0 : (size_t)rng_int(&r, 1, 40);
+        attn_seq sq;
+        memset(&sq, 0, sizeof sq);
+        sq.rows = (size_t)rng_int(&r, 1, 70);
+        sq.tk = (size_t)rng_int(&r, 1, 90);
+        sq.q_pos = (size_t)rng_int(&r, 0, 80);
+        sq.klen = rng_int(&r, 0, 1) ? 0 : (size_t)rng_int(&r, 1, 90);
+        attn_view v;
+        memset(&v, 0, sizeof v);
+        v.job = &j, v.seq = &sq;
+        size_t kend = sq.klen && sq.klen < sq.tk ? sq.klen : sq.tk;
+        double want = 0.0;
+        for (size_t i = 0; i < sq.rows; i++) {
+            size_t p = sq.q_pos + i;
+            for (size_t key = 0; key < kend; key++)
+                want += (!j.causal || key <= p) &&
+                        key >= mhsa_window_first(p, j.window);
+        }
+        double got = mhsa__view_pairs(&v, 0);
+        ck_assert_msg(got == want, "case %d: rows %zu q_pos %zu tk %zu klen "
+                      "%zu causal %d window %zu: %.0f pairs, counted %.0f",
+                      c, sq.rows, sq.q_pos, sq.tk, sq.klen, j.causal,
+                      j.window, got, want);
+    }
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("attention");
@@ -374,6 +412,7 @@ int main(void)
     tcase_add_test(tc, reference_gradient_matches_finite_differences);
     tcase_add_test(tc, block_gradient_matches_finite_differences);
     tcase_add_loop_test(tc, thread_count_does_not_change_bits, 0, N_ISAS);
+    tcase_add_test(tc, view_pairs_count_what_rows_see);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
