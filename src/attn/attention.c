@@ -127,6 +127,13 @@ static tile_views carve(const mhsa_kernels *k, size_t dh, float *t)
     return v;
 }
 
+void mhsa__attn_bwd_rows(const mhsa_kernels *k, size_t dh, float *tiles,
+                         float **s, float **dp, float **delta)
+{
+    tile_views t = carve(k, dh, tiles);
+    *s = t.s, *dp = t.dp, *delta = t.delta;
+}
+
 size_t mhsa__attn_tile_floats(const mhsa_kernels *k, size_t dh)
 {
     size_t sz[N_VIEWS], total = 0;
@@ -641,7 +648,6 @@ void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
 {
     size_t tq = a->tq, dh = a->dh, bc = mhsa__attn_bc(k);
     size_t kend = key_end(a);
-    tile_views t = carve(k, dh, tiles);
     size_t k0 = tile_start(a, bc) < kend ? tile_start(a, bc) : kend;
     int safe = a->inputs_finite ||
                (k->rows_finite(kend - k0, dh, a->k + k0 * dh, dh) &&
@@ -655,9 +661,10 @@ void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
     size_t jstart = tile_start(a, bc) > a->key0 ? tile_start(a, bc) : a->key0;
     // One small tile (it takes delta = rowsum(dO * O) itself), or the
     // tiles below with delta first, O the forward's normalised output.
-    if (mhsa__head_backward_small(k, a, safe, jstart, jend, kend, t.s,
-                                  t.dp, t.delta))
+    if (mhsa__head_backward_small(k, a, safe, jstart, jend, kend, bc,
+                                  tiles))
         return;
+    tile_views t = carve(k, dh, tiles);
     mhsa__attn_deltas(a, t.delta);
     a_side qa = a_rows(k, a, tq, dh, a->q, dh, 1.0f, t.qa);
     a_side da = a_rows(k, a, tq, dh, a->dout, a->lddo, 1.0f, t.da);

@@ -89,6 +89,11 @@ size_t mhsa__attn_br(const mhsa_kernels *k);
 size_t mhsa__attn_bc(const mhsa_kernels *k);
 // Tile floats one thread needs for heads of size dh.
 size_t mhsa__attn_tile_floats(const mhsa_kernels *k, size_t dh);
+// The backward's score, dP and delta rows (bc wide, bc wide, tq) in a
+// thread's tile memory: the views the tiled path carves, for the small
+// backward's three calls (small_bwd.c), which carve only when they run.
+void mhsa__attn_bwd_rows(const mhsa_kernels *k, size_t dh, float *tiles,
+                         float **s, float **dp, float **delta);
 
 // Floats of one head's packed K^T and V for tk keys (mhsa__head_pack_kv).
 size_t mhsa__head_kpack_floats(const mhsa_kernels *k, size_t tk, size_t dh);

@@ -13,15 +13,19 @@
 
 #include "small_bwd.h"
 
-// Whether the block's backward is one tile the small products can take.
+// Whether the block's backward is one tile the small products can take,
+// but for the lse (lse_below_inf), which the fused kernel checks itself.
 static int small_tile(const mhsa_kernels *k, const head_args *a, int safe,
-                      size_t j0, size_t jend, size_t kend)
+                      size_t j0, size_t jend, size_t kend, size_t bc)
 {
-    size_t bc = mhsa__attn_bc(k);
-    if (!k->small_bwd_scores || !safe || a->compute != MHSA_F32 ||
-        a->tq > MHSA_SMALL_BWD_MAX || a->dh > MHSA_SMALL_BWD_MAX ||
-        j0 >= jend || jend - j0 > bc || kend - j0 > MHSA_SMALL_BWD_MAX)
-        return 0;
+    return k->small_bwd_scores && safe && a->compute == MHSA_F32 &&
+           a->tq <= MHSA_SMALL_BWD_MAX && a->dh <= MHSA_SMALL_BWD_MAX &&
+           j0 < jend && jend - j0 <= bc && kend - j0 <= MHSA_SMALL_BWD_MAX;
+}
+
+// No row's log-sum-exp is +inf (the three calls' condition).
+static int lse_below_inf(const head_args *a)
+{
     for (size_t r = 0; r < a->tq; r++)
         if (a->lse[r] == INFINITY)
             return 0;
@@ -30,11 +34,11 @@ static int small_tile(const mhsa_kernels *k, const head_args *a, int safe,
 
 int mhsa__head_backward_small(const mhsa_kernels *k, const head_args *a,
                               int safe, size_t j0, size_t jend, size_t kend,
-                              float *s, float *dp, float *delta)
+                              size_t bc, float *tiles)
 {
-    if (!small_tile(k, a, safe, j0, jend, kend))
+    if (!small_tile(k, a, safe, j0, jend, kend, bc))
         return 0;
-    size_t tq = a->tq, dh = a->dh, n = kend - j0, bc = mhsa__attn_bc(k);
+    size_t tq = a->tq, dh = a->dh, n = kend - j0;
     size_t mr = (size_t)k->mr;
     int diag = mhsa__attn_panel_keys(a, j0, n, 1) < n;
     size_t r0[MHSA_SMALL_BWD_MAX], ke[MHSA_SMALL_BWD_MAX];
@@ -54,7 +58,7 @@ int mhsa__head_backward_small(const mhsa_kernels *k, const head_args *a,
     }
     mhsa_small_bwd_args sb = {
         tq, n, dh, a->q, a->k + j0 * dh, a->v + j0 * dh, a->dout, a->lddo,
-        s, bc, dp, bc, a->scale, a->dq, a->dk + j0 * a->ldg,
+        NULL, bc, NULL, bc, a->scale, a->dq, a->dk + j0 * a->ldg,
         a->dv + j0 * a->ldg, a->ldg, r0, ke, !a->skip_dq, !a->skip_dkv,
     };
     // attention.c's mask_view for the tile at j0.
@@ -63,6 +67,11 @@ int mhsa__head_backward_small(const mhsa_kernels *k, const head_args *a,
     mhsa_attn_small_bwd_args fa = { &sb, mv, a->lse, a->o, a->ldo };
     if (k->attn_small_bwd && k->attn_small_bwd(&fa))
         return 1;
+    if (!lse_below_inf(a))
+        return 0;
+    float *s, *dp, *delta;
+    mhsa__attn_bwd_rows(k, dh, tiles, &s, &dp, &delta);
+    sb.s = s, sb.dp = dp;
     mhsa__attn_deltas(a, delta);
     k->small_bwd_scores(&sb);
     mhsa_softmax_grad_args ga = { tq, n, s, bc, dp, bc, mv, a->lse, delta,

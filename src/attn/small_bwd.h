@@ -11,12 +11,11 @@
 // 0, having written nothing, otherwise, and the caller runs the tiled
 // path. jend: one past the last key whose tile this call visits (the
 // head split's key1). safe: the block's K, V, Q and dO are all finite.
-// s and dp: the thread's tile memory for scores and dP (rows bc wide);
-// delta (tq): room for rowsum(dO * O), which the fused kernel computes
-// itself and the three calls take from mhsa__attn_deltas. The bits of
-// mhsa__head_backward's tiled path.
+// bc: mhsa__attn_bc(k). tiles: the thread's tile memory, whose score, dP
+// and delta rows (mhsa__attn_bwd_rows) the three calls use; the fused
+// kernel needs none of it. The bits of mhsa__head_backward's tiled path.
 int mhsa__head_backward_small(const mhsa_kernels *k, const head_args *a,
                               int safe, size_t j0, size_t jend, size_t kend,
-                              float *s, float *dp, float *delta);
+                              size_t bc, float *tiles);
 
 #endif
