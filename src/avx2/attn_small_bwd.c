@@ -17,13 +17,27 @@
 //    reading p, ds and fl(scale * ds) from the transposed stack copies.
 // Declined up front (return 0, nothing written): sizes past 16, an
 // additive mask, a row whose lse is infinite (softmax_grad's general
-// path).
+// path; the lanes' compare where mhsa_attn_small_bwd_fits loops).
 #include <math.h>
 
 #include "avx2/avx2.h"
 #include "avx2/small_bwd.h"
 
 enum { SB_ = MHSA_SBW };
+
+// The AddressSanitizer builds (CI's ASan and fuzz builds) compile one
+// instance with the head width at run time: the same operations per lane,
+// a third of the compile time.
+#if defined(__SANITIZE_ADDRESS__)
+#define ONE_INSTANCE 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ONE_INSTANCE 1
+#endif
+#endif
+#ifndef ONE_INSTANCE
+#define ONE_INSTANCE 0
+#endif
 
 // out[g][h] lane i = sum over c < dh of xt[c][h] lane i * y[j0 + g][c],
 // from +0 in the order of c, for 4 keys and NH halves; keys from n on
@@ -49,23 +63,65 @@ MHSA_SBW_INLINE void scores(const __m256 xt[SB_][2], size_t nh,
     }
 }
 
-int mhsa_attn_small_bwd__avx2(const mhsa_attn_small_bwd_args *g)
+// The kernel for a head width dh: inlined with dh a constant for the
+// common widths (the loops over columns unrolled), else at run time.
+MHSA_SBW_INLINE int bwd(const mhsa_attn_small_bwd_args *g, size_t dh)
 {
     const mhsa_small_bwd_args *a = g->p;
-    size_t tq = a->tq, n = a->n, dh = a->dh;
-    if (!mhsa_attn_small_bwd_fits(g))
-        return 0;
+    size_t tq = a->tq, n = a->n;
     size_t nh = (tq + 7) / 8;
     // Per lane of each half (rows 8h + i < tq): lse and the key range
     // [lo, hi), small integers, exact as floats for the compares; lanes
     // past tq see no key.
-    float lo[SB_] = { 0 }, hi[SB_] = { 0 }, lse[SB_] = { 0 };
-    for (size_t r = 0; r < tq; r++) {
-        size_t l, h;
-        mhsa_mask_view_range(&g->mv, r, n, &l, &h);
-        lo[r] = (float)l;
-        hi[r] = (float)h;
-        lse[r] = g->lse[r];
+    __m256 vlse[2], vlo[2], vhi[2];
+    const __m256 pinf = _mm256_set1_ps(INFINITY);
+    for (size_t h = 0; h < 2; h++) {
+        __m256i mk = mhsa_tail_mask__avx2(tq > 8 * h ? tq - 8 * h : 0);
+        vlse[h] = _mm256_maskload_ps(g->lse + 8 * h, mk);
+        // mhsa_attn_small_bwd_fits' last part: no row's lse infinite.
+        __m256 inf = _mm256_cmp_ps(
+            _mm256_andnot_ps(_mm256_set1_ps(-0.0f), vlse[h]), pinf,
+            _CMP_EQ_OQ);
+        if (_mm256_movemask_ps(inf))
+            return 0;
+    }
+    const mhsa_mask_view *mv = &g->mv;
+    if (!mv->window) {
+        // mhsa_mask_view_range without a window (lo = 0), as the AVX-512
+        // kernel computes it: hi = max(0, min(n, klen - k0, q0 + r + 1 -
+        // k0 if causal)), the causal term clamped to [-16, 17], past which
+        // it decides nothing.
+        size_t k0 = mv->k0, e = k0 + n;
+        if (mv->klen && mv->klen < e)
+            e = mv->klen;
+        float ef = e > k0 ? (float)(e - k0) : 0.0f, cf = 17.0f;
+        if (mv->causal)
+            cf = mv->q0 + 17 < k0   ? -16.0f
+                 : mv->q0 + 1 > k0 + 17 ? 17.0f
+                                         : (float)(mv->q0 + 17 - k0) - 16.0f;
+        const __m256 iota = _mm256_set_ps(7, 6, 5, 4, 3, 2, 1, 0);
+        for (size_t h = 0; h < 2; h++) {
+            __m256i mk = mhsa_tail_mask__avx2(tq > 8 * h ? tq - 8 * h : 0);
+            __m256 c = _mm256_add_ps(_mm256_set1_ps(cf + 8.0f * (float)h),
+                                     iota);
+            vlo[h] = _mm256_setzero_ps();
+            vhi[h] = _mm256_and_ps(
+                _mm256_castsi256_ps(mk),
+                _mm256_max_ps(_mm256_setzero_ps(),
+                              _mm256_min_ps(_mm256_set1_ps(ef), c)));
+        }
+    } else {
+        float lo[SB_] = { 0 }, hi[SB_] = { 0 };
+        for (size_t r = 0; r < tq; r++) {
+            size_t l, h;
+            mhsa_mask_view_range(mv, r, n, &l, &h);
+            lo[r] = (float)l;
+            hi[r] = (float)h;
+        }
+        for (size_t h = 0; h < 2; h++) {
+            vlo[h] = _mm256_loadu_ps(lo + 8 * h);
+            vhi[h] = _mm256_loadu_ps(hi + 8 * h);
+        }
     }
     __m256 qt[SB_][2], dot[SB_][2];
     mhsa_sbw_columns(a->q, dh, tq, dh, qt);
@@ -93,19 +149,16 @@ int mhsa_attn_small_bwd__avx2(const mhsa_attn_small_bwd_args *g)
     const __m256 ninf = _mm256_set1_ps(-INFINITY), zero = _mm256_setzero_ps();
     const __m256 vscale = _mm256_set1_ps(a->scale);
     for (size_t h = 0; h < nh; h++) {
-        __m256 vlo = _mm256_loadu_ps(lo + 8 * h);
-        __m256 vhi = _mm256_loadu_ps(hi + 8 * h);
-        __m256 vlse = _mm256_loadu_ps(lse + 8 * h);
         __m256 vdelta = vdel[h];
         for (size_t j = 0; j < n; j++) {
             __m256 vj = _mm256_set1_ps((float)j);
-            __m256 in = _mm256_and_ps(_mm256_cmp_ps(vlo, vj, _CMP_LE_OQ),
-                                      _mm256_cmp_ps(vj, vhi, _CMP_LT_OQ));
+            __m256 in = _mm256_and_ps(_mm256_cmp_ps(vlo[h], vj, _CMP_LE_OQ),
+                                      _mm256_cmp_ps(vj, vhi[h], _CMP_LT_OQ));
             __m256 x = s[j][h];
             __m256 keep = _mm256_andnot_ps(_mm256_cmp_ps(x, ninf,
                                                          _CMP_EQ_OQ), in);
             __m256 p = _mm256_and_ps(
-                keep, mhsa_exp_ps__avx2(_mm256_sub_ps(x, vlse)));
+                keep, mhsa_exp_ps__avx2(_mm256_sub_ps(x, vlse[h])));
             __m256 ds = _mm256_mul_ps(p, _mm256_sub_ps(d[j][h], vdelta));
             ds = _mm256_andnot_ps(_mm256_cmp_ps(p, zero, _CMP_EQ_OQ), ds);
             _mm256_storeu_ps(pt + j * SB_ + 8 * h, p);
@@ -114,6 +167,20 @@ int mhsa_attn_small_bwd__avx2(const mhsa_attn_small_bwd_args *g)
                              _mm256_mul_ps(vscale, ds));
         }
     }
-    mhsa_sbw_grads(a, pt, dst, xst);
+    mhsa_sbw_grads(a, pt, dst, xst, dh);
     return 1;
+}
+
+int mhsa_attn_small_bwd__avx2(const mhsa_attn_small_bwd_args *g)
+{
+    if (!mhsa_attn_small_bwd_sizes_fit(g))
+        return 0;
+    size_t dh = g->p->dh;
+#if !ONE_INSTANCE
+    if (dh == 8)
+        return bwd(g, 8);
+    if (dh == 16)
+        return bwd(g, 16);
+#endif
+    return bwd(g, dh);
 }

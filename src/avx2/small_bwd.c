@@ -64,5 +64,5 @@ void mhsa_small_bwd_grads__avx2(const mhsa_small_bwd_args *a)
         for (size_t h = 0; h < SB_; h += 8)
             _mm256_storeu_ps(xst[j] + h, _mm256_mul_ps(
                                               vs, _mm256_loadu_ps(dst[j] + h)));
-    mhsa_sbw_grads(a, pt[0], dst[0], xst[0]);
+    mhsa_sbw_grads(a, pt[0], dst[0], xst[0], a->dh);
 }

@@ -56,13 +56,13 @@ MHSA_SBW_INLINE void mhsa_sbw_add_to(float *dst, const __m256 *acc, int W,
 // W halves of 8 head columns: one chain per key, gradient and half.
 MHSA_SBW_INLINE void mhsa_sbw_keys_grad(const mhsa_small_bwd_args *a,
                                         const float *pt, const float *dst,
-                                        size_t j, int G, int W, size_t r0)
+                                        size_t j, int G, int W, size_t r0,
+                                        size_t dh)
 {
     __m256 v[4][2], k[4][2];
     for (int i = 0; i < G; i++)
         for (int w = 0; w < W; w++)
             v[i][w] = k[i][w] = _mm256_setzero_ps();
-    size_t dh = a->dh;
     __m256i m0 = mhsa_tail_mask__avx2(dh);
     __m256i m1 = mhsa_tail_mask__avx2(dh > 8 ? dh - 8 : 0);
     const float *pj = pt + j * MHSA_SBW, *dj = dst + j * MHSA_SBW;
@@ -94,13 +94,12 @@ MHSA_SBW_INLINE void mhsa_sbw_keys_grad(const mhsa_small_bwd_args *a,
 // fl(scale * ds) transposed.
 MHSA_SBW_INLINE void mhsa_sbw_rows_dq(const mhsa_small_bwd_args *a,
                                       const float *xst, size_t r, int G, int W,
-                                      size_t ke)
+                                      size_t ke, size_t dh)
 {
     __m256 c[8][2];
     for (int i = 0; i < G; i++)
         for (int w = 0; w < W; w++)
             c[i][w] = _mm256_setzero_ps();
-    size_t dh = a->dh;
     __m256i m0 = mhsa_tail_mask__avx2(dh);
     __m256i m1 = mhsa_tail_mask__avx2(dh > 8 ? dh - 8 : 0);
     const float *xr = xst + r;
@@ -123,24 +122,25 @@ MHSA_SBW_INLINE void mhsa_sbw_rows_dq(const mhsa_small_bwd_args *a,
 // The gradients of the tile from the transposed p, ds and scale * ds:
 // runs of keys (rows) sharing r0 (kend) in groups as large as the 16
 // registers allow (4 keys / 8 rows at dh <= 8, half that past it), the
-// sizes constants in each call.
+// sizes constants in each call. dh is a->dh (a constant where the caller
+// has one).
 MHSA_SBW_INLINE void mhsa_sbw_grads(const mhsa_small_bwd_args *a,
                                     const float *pt, const float *dst,
-                                    const float *xst)
+                                    const float *xst, size_t dh)
 {
     size_t tq = a->tq, n = a->n;
-    int wide = a->dh > 8;
+    int wide = dh > 8;
     for (size_t j = 0; a->do_dkv && j < n;) {
         size_t run = mhsa_run_length(a->r0, j, n, MHSA_SBW), r0 = a->r0[j];
         for (size_t e = j + run; j < e;) {
             size_t grp = wide ? (e - j >= 2 ? 2 : 1) : (e - j >= 4 ? 4 : 1);
             if (r0 < tq && grp == 4)
-                mhsa_sbw_keys_grad(a, pt, dst, j, 4, 1, r0);
+                mhsa_sbw_keys_grad(a, pt, dst, j, 4, 1, r0, dh);
             else if (r0 < tq && grp == 2)
-                mhsa_sbw_keys_grad(a, pt, dst, j, 2, 2, r0);
+                mhsa_sbw_keys_grad(a, pt, dst, j, 2, 2, r0, dh);
             else if (r0 < tq)
-                wide ? mhsa_sbw_keys_grad(a, pt, dst, j, 1, 2, r0)
-                     : mhsa_sbw_keys_grad(a, pt, dst, j, 1, 1, r0);
+                wide ? mhsa_sbw_keys_grad(a, pt, dst, j, 1, 2, r0, dh)
+                     : mhsa_sbw_keys_grad(a, pt, dst, j, 1, 1, r0, dh);
             j += grp;
         }
     }
@@ -150,12 +150,12 @@ MHSA_SBW_INLINE void mhsa_sbw_grads(const mhsa_small_bwd_args *a,
         for (size_t e = r + run; r < e;) {
             size_t grp = wide ? (e - r >= 4 ? 4 : 1) : (e - r >= 8 ? 8 : 1);
             if (ke > 0 && grp == 8)
-                mhsa_sbw_rows_dq(a, xst, r, 8, 1, ke);
+                mhsa_sbw_rows_dq(a, xst, r, 8, 1, ke, dh);
             else if (ke > 0 && grp == 4)
-                mhsa_sbw_rows_dq(a, xst, r, 4, 2, ke);
+                mhsa_sbw_rows_dq(a, xst, r, 4, 2, ke, dh);
             else if (ke > 0)
-                wide ? mhsa_sbw_rows_dq(a, xst, r, 1, 2, ke)
-                     : mhsa_sbw_rows_dq(a, xst, r, 1, 1, ke);
+                wide ? mhsa_sbw_rows_dq(a, xst, r, 1, 2, ke, dh)
+                     : mhsa_sbw_rows_dq(a, xst, r, 1, 1, ke, dh);
             r += grp;
         }
     }
