@@ -255,9 +255,8 @@ INLINE __m256 pv_panel(const float *pt, const float *v, size_t ldv,
 
 // pv_panel with the panel height and width as constants.
 static __m256 pv_any(const float *pt, const float *v, size_t ldv, size_t dh,
-                     size_t ki,
-                     size_t r0, size_t h, size_t c0, const float *inv,
-                     const float *l, float *o, size_t ldo)
+                     size_t ki, size_t r0, size_t h, size_t c0,
+                     const float *inv, const float *l, float *o, size_t ldo)
 {
     size_t w0 = min8(dh - c0), w1 = dh - c0 > 8 ? min8(dh - c0 - 8) : 0;
 #define PV(H, W)                                                              \
@@ -346,8 +345,7 @@ int mhsa_attn_small__avx2(const mhsa_attn_small_args *a)
             ki = mv->q0 + i0 + h;
         for (size_t c0 = 0; c0 < dh; c0 += 16)
             chk = _mm256_or_ps(chk, pv_any(pt, a->v, ldkv, dh, ki, i0, h, c0,
-                                           inv,
-                                           a->l, a->o, a->ldo));
+                                           inv, a->l, a->o, a->ldo));
     }
     return !_mm256_movemask_ps(_mm256_cmp_ps(chk, chk, _CMP_UNORD_Q));
 }
