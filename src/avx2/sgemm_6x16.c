@@ -267,3 +267,30 @@ void mhsa_sgemm_ra_6x16__avx2(size_t k, const float *a, size_t lda,
                       bias, 2);
     }
 }
+
+// A transposed in place (kernels.h: sgemm_ukr_ta): A[i][kk] at a[kk*lda +
+// i], the packed panel's walk with the row stride lda for its mr; the
+// columns past m repeat column m - 1 (clamp), never past the matrix.
+void mhsa_sgemm_ta_6x16__avx2(size_t k, const float *a, size_t lda, float alpha,
+                              const float *bp, float *c, size_t ldc, size_t m,
+                              size_t n, float beta, const float *bias)
+{
+    if (m == 0 || n == 0)
+        return;
+    int scale = alpha != 1.0f;   // as the row-major tile
+    if (n <= 8) {
+        if (scale)
+            TILE_ROWS(m, k, a, 1, lda, 1, 1, alpha, bp, c, ldc, m, n, beta,
+                      bias, 1);
+        else
+            TILE_ROWS(m, k, a, 1, lda, 1, 0, alpha, bp, c, ldc, m, n, beta,
+                      bias, 1);
+    } else {
+        if (scale)
+            TILE_ROWS(m, k, a, 1, lda, 1, 1, alpha, bp, c, ldc, m, n, beta,
+                      bias, 2);
+        else
+            TILE_ROWS(m, k, a, 1, lda, 1, 0, alpha, bp, c, ldc, m, n, beta,
+                      bias, 2);
+    }
+}

@@ -25,6 +25,10 @@
 // over packed: 0.62-0.92 at 1-4 panels (n 16..64), 0.95-1.01 at 6-12
 // (96x96x32, 512x192x64), 1.00-1.07 at 16, 1.02-1.13 from 24 (the big
 // shapes: 512x1536x512 1.09, 1024^3 1.11).
+// A transposed in place (sgemm_ukr_ta) under the same panel limit: the
+// tile is the row-major one's with A's strides swapped.
+#undef MHSA_KERNEL_TABLE_SGEMM_TA
+#define MHSA_KERNEL_TABLE_SGEMM_TA(sfx, mr_, nr_) MHSA_KSGEMM_TA(sfx, mr_, nr_)
 #undef MHSA_KERNEL_TABLE_RA_PANELS
 #define MHSA_KERNEL_TABLE_RA_PANELS 12
 

@@ -34,6 +34,10 @@
 // panels for the small depths (m 96, k 32; m 512, k 64) and 1.0-1.09 at
 // 12-32 panels for the deep ones (m 512, k 384; m 1536, k 512).
 // valgrind cannot run AVX-512, so there are no instruction counts.
+// A transposed in place (sgemm_ukr_ta) under the same panel limit: the
+// tile is the row-major one's with A's strides swapped.
+#undef MHSA_KERNEL_TABLE_SGEMM_TA
+#define MHSA_KERNEL_TABLE_SGEMM_TA(sfx, mr_, nr_) MHSA_KSGEMM_TA(sfx, mr_, nr_)
 #undef MHSA_KERNEL_TABLE_RA_PANELS
 #define MHSA_KERNEL_TABLE_RA_PANELS 4
 

@@ -1,7 +1,7 @@
 // gemm.c — the blocked SGEMM driver: BLIS's five loops around one
 // register-blocked micro-kernel, with packing and OpenMP, written once for
-// every ISA (the ISA directories hold only pack_a, pack_b, sgemm_ukr and
-// sgemm_ukr_ra).
+// every ISA (the ISA directories hold only pack_a, pack_b, sgemm_ukr,
+// sgemm_ukr_ra and sgemm_ukr_ta).
 //
 // Loop nest for one call (jc over N in NC chunks is folded into the shared B
 // panel, which holds all n columns of one KC block):
@@ -10,8 +10,8 @@
 //       for jr in the chunk by NR:     B micro-panel stays in L1
 //         for ir in the block by MR:   A block stays in L2
 //           sgemm_ukr(kc, ...)         beta on the first KC block, then 1
-// With few NR panels A is not packed: sgemm_ukr_ra reads it in place
-// (use_row_major_a). A bias (mhsa_sgemm_bias) enters on the first KC
+// With few NR panels A is not packed: sgemm_ukr_ra (or, transposed,
+// sgemm_ukr_ta) reads it in place (use_row_major_a). A bias (mhsa_sgemm_bias) enters on the first KC
 // block, in place of beta.
 #include <omp.h>
 #include <string.h>
@@ -110,7 +110,7 @@ static void scale_c(size_t m, size_t n, float beta, float *c, size_t ldc)
 // thread computes a tile never changes its arithmetic.
 typedef struct tile_plan {
     size_t mc, nc, m_blocks, n_chunks;
-    int row_major_a;   // sgemm_ukr_ra on the caller's A, no packing
+    int row_major_a;   // sgemm_ukr_ra / _ta on the caller's A, no packing
 } tile_plan;
 
 // The rows [0, h) of C start as the bias (a product of depth 0: the bits
@@ -157,7 +157,10 @@ static void run_tile(const mhsa_kernels *k, const tile_plan *tp, size_t t,
         for (size_t ir = 0; ir < mcur; ir += mr) {
             size_t h = mcur - ir < mr ? mcur - ir : mr;
             float *ct = c + (ic + ir) * ldc + jr;
-            if (tp->row_major_a) {
+            if (tp->row_major_a && trans_a) {
+                k->sgemm_ukr_ta(kc, a0 + ir, lda, alpha, bpanel, ct, ldc, h,
+                                w, beta, brow);
+            } else if (tp->row_major_a) {
                 k->sgemm_ukr_ra(kc, a0 + ir * lda, lda, alpha, bpanel, ct,
                                 ldc, h, w, beta, brow);
             } else {
@@ -198,13 +201,15 @@ static void run_tiles(const mhsa_kernels *k, const tile_plan *tp,
 // major tile reads A with its row stride instead, the same instructions
 // a step, and loses once the panels are many (strided rows, not one
 // contiguous stream, through L1). The limit is the table's, measured per
-// ISA (ra_max_panels, src/<isa>/table.c). The choice depends on the
-// shapes and the table only, and either tile gives the same bits
-// (kernels.h), so it never shows in C or in the thread count rule.
+// ISA (ra_max_panels, src/<isa>/table.c). A transposed (trans_a: the
+// backward's weight gradients, X^T dY over the batch's rows) goes the
+// same way through sgemm_ukr_ta where the table has it. The choice
+// depends on the shapes and the table only, and every tile gives the same
+// bits (kernels.h), so it never shows in C or in the thread count rule.
 static int use_row_major_a(const mhsa_kernels *k, int trans_a, size_t n,
                            int rounding)
 {
-    if (trans_a || rounding || !k->sgemm_ukr_ra)
+    if (rounding || !(trans_a ? k->sgemm_ukr_ta : k->sgemm_ukr_ra))
         return 0;
     return (n + (size_t)k->nr - 1) / (size_t)k->nr <=
            (size_t)k->ra_max_panels;

@@ -22,6 +22,8 @@
     MHSA_KNAME(MHSA_KCAT(MHSA_KCAT(sgemm_, mr), MHSA_KCAT(x, nr)), isa)
 #define MHSA_KSGEMM_RA(isa, mr, nr) \
     MHSA_KNAME(MHSA_KCAT(MHSA_KCAT(sgemm_ra_, mr), MHSA_KCAT(x, nr)), isa)
+#define MHSA_KSGEMM_TA(isa, mr, nr) \
+    MHSA_KNAME(MHSA_KCAT(MHSA_KCAT(sgemm_ta_, mr), MHSA_KCAT(x, nr)), isa)
 
 #define MHSA_DECLARE_KERNELS(isa, mr, nr)                                     \
     void MHSA_KPACK_A(isa, mr)(size_t m, size_t k, const float *a,           \
@@ -34,6 +36,10 @@
                                   size_t m, size_t n, float beta,            \
                                   const float *bias);                        \
     void MHSA_KSGEMM_RA(isa, mr, nr)(size_t k, const float *a, size_t lda,  \
+                                     float alpha, const float *bp, float *c, \
+                                     size_t ldc, size_t m, size_t n,         \
+                                     float beta, const float *bias);         \
+    void MHSA_KSGEMM_TA(isa, mr, nr)(size_t k, const float *a, size_t lda,  \
                                      float alpha, const float *bp, float *c, \
                                      size_t ldc, size_t m, size_t n,         \
                                      float beta, const float *bias);         \
@@ -83,7 +89,11 @@
 // mhsa_sgemm_ra_<mr>x<nr>__<isa> unless its table.c redefines this to NULL
 // before defining the table (then the GEMM always packs A).
 #define MHSA_KERNEL_TABLE_SGEMM_RA(sfx, mr_, nr_) MHSA_KSGEMM_RA(sfx, mr_, nr_)
-// ... and the most nr-column panels of B for which the GEMM uses it
+// A table's transposed-A micro-kernel (kernels.h: sgemm_ukr_ta): none
+// unless its table.c redefines this as MHSA_KSGEMM_TA(sfx, mr_, nr_)
+// (avx2, avx512; the others pack op(A) of a trans_a GEMM).
+#define MHSA_KERNEL_TABLE_SGEMM_TA(sfx, mr_, nr_) NULL
+// ... and the most nr-column panels of B for which the GEMM uses them
 // (kernels.h: ra_max_panels; 0 unless table.c redefines this).
 #define MHSA_KERNEL_TABLE_RA_PANELS 0
 
@@ -104,6 +114,7 @@
         .pack_b = MHSA_KPACK_B(sfx, nr_),                                     \
         .sgemm_ukr = MHSA_KSGEMM(sfx, mr_, nr_),                              \
         .sgemm_ukr_ra = MHSA_KERNEL_TABLE_SGEMM_RA(sfx, mr_, nr_),            \
+        .sgemm_ukr_ta = MHSA_KERNEL_TABLE_SGEMM_TA(sfx, mr_, nr_),            \
         .ra_max_panels = MHSA_KERNEL_TABLE_RA_PANELS,                         \
         .softmax_online = MHSA_KNAME(softmax_online, sfx),                    \
         .softmax_grad = MHSA_KNAME(softmax_grad, sfx),                        \

@@ -418,7 +418,15 @@ typedef struct mhsa_kernels {
     void (*sgemm_ukr_ra)(size_t k, const float *a, size_t lda, float alpha,
                          const float *bp, float *c, size_t ldc, size_t m,
                          size_t n, float beta, const float *bias);
-    // The GEMM driver reads A row-major through sgemm_ukr_ra, unpacked,
+    // The same tile with A transposed in place, op(A) of a trans_a GEMM
+    // (the backward's weight gradients: X^T dY): A[i][kk] = fl(alpha *
+    // a[kk*lda + i]) for i < m, columns >= m of a never read; the rest as
+    // sgemm_ukr_ra (the packed tile's bits). NULL: the caller packs A.
+    void (*sgemm_ukr_ta)(size_t k, const float *a, size_t lda, float alpha,
+                         const float *bp, float *c, size_t ldc, size_t m,
+                         size_t n, float beta, const float *bias);
+    // The GEMM driver reads A row-major through sgemm_ukr_ra (transposed:
+    // sgemm_ukr_ta), unpacked,
     // when op(B) has at most this many nr-column panels (0: never), a
     // number measured per ISA (src/<isa>/table.c; gemm.c says why).
     int ra_max_panels;

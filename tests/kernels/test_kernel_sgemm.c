@@ -257,6 +257,7 @@ END_TEST
 
 
 // ---- the row-major-A tile (sgemm_ukr_ra) against the packed one ----------
+// (and the transposed-A tile, sgemm_ukr_ta, where the table has one)
 
 // Special values planted in A, B or C: NaN, both infinities, signed zeros,
 // huge (products overflow) and tiny (products go subnormal, read as zero).
@@ -338,6 +339,31 @@ static void check_ra(const mhsa_kernels *k, const ra_case *t)
     k->sgemm_ukr_ra(kd, a, lda, t->alpha, bp, cr, ldc, m, n, t->beta,
                     t->bias ? bias : NULL);
     ck_assert(guard_ok(cp, m * ldc) && guard_ok(cr, m * ldc));
+    if (k->sgemm_ukr_ta) {
+        // The same A transposed in place: kd rows of ldt, the last one m
+        // long, so ASan sees any read of columns >= m.
+        size_t ldt = m + t->lda - kd, nt = kd ? (kd - 1) * ldt + m : 1;
+        float *at = malloc(nt * sizeof(float));
+        fill_nan(at, nt);
+        for (size_t i = 0; i < m; i++)
+            for (size_t kk = 0; kk < kd; kk++)
+                at[kk * ldt + i] = a[i * lda + kk];
+        float *ct = alloc_guarded(m * ldc);
+        memcpy(ct, c0, m * ldc * sizeof(float));
+        k->sgemm_ukr_ta(kd, at, ldt, t->alpha, bp, ct, ldc, m, n, t->beta,
+                        t->bias ? bias : NULL);
+        ck_assert(guard_ok(ct, m * ldc));
+        for (size_t e = 0; e < m * ldc; e++)
+            ck_assert_msg(memcmp(&cp[e], &ct[e], sizeof(float)) == 0,
+                          "C[%zu][%zu]: packed 0x%08x, transposed A 0x%08x: "
+                          "isa %s m %zu n %zu k %zu ldt %zu alpha %g beta %g "
+                          "bias %d specials %d seed %u", e / ldc, e % ldc,
+                          float_bits(cp[e]), float_bits(ct[e]), k->name, m,
+                          n, kd, ldt, t->alpha, t->beta, t->bias,
+                          t->specials, t->seed);
+        free(at);
+        free_guarded(ct);
+    }
     for (size_t i = 0; i < m; i++)
         for (size_t j = 0; j < ldc; j++) {
             size_t e = i * ldc + j;
@@ -429,6 +455,8 @@ START_TEST(ra_matches_packed_nan_payloads)
     float *bp = malloc((nr * kd + 1) * sizeof(float));
     float *cp = malloc(mr * nr * sizeof(float));
     float *cr = malloc(mr * nr * sizeof(float));
+    float *at = malloc(kd * mr * sizeof(float));
+    float *ct = malloc(mr * nr * sizeof(float));
     static const float alphas[] = { 1.0f, 0.5f };
     for (int sc = 0; sc < 16; sc++)
         for (int al = 0; al < 2; al++)
@@ -450,6 +478,24 @@ START_TEST(ra_matches_packed_nan_payloads)
                     k->sgemm_ukr(kd, ap, bp, cp, nr, m, n, 0.0f, NULL);
                     k->sgemm_ukr_ra(kd, a, kd, alphas[al], bp, cr, nr, m, n,
                                     0.0f, NULL);
+                    if (k->sgemm_ukr_ta) {   // A transposed in place
+                        for (size_t i = 0; i < m; i++)
+                            for (size_t kk = 0; kk < kd; kk++)
+                                at[kk * mr + i] = a[i * kd + kk];
+                        k->sgemm_ukr_ta(kd, at, mr, alphas[al], bp, ct, nr,
+                                        m, n, 0.0f, NULL);
+                        for (size_t i = 0; i < m; i++)
+                            for (size_t j = 0; j < n; j++)
+                                ck_assert_msg(
+                                    float_bits(cp[i * nr + j]) ==
+                                        float_bits(ct[i * nr + j]),
+                                    "C[%zu][%zu]: packed 0x%08x, "
+                                    "transposed A 0x%08x: isa %s m %zu n "
+                                    "%zu NaN case %d", i, j,
+                                    float_bits(cp[i * nr + j]),
+                                    float_bits(ct[i * nr + j]), k->name, m,
+                                    n, sc);
+                    }
                     for (size_t i = 0; i < m; i++)
                         for (size_t j = 0; j < n; j++) {
                             size_t e = i * nr + j;
@@ -467,6 +513,8 @@ START_TEST(ra_matches_packed_nan_payloads)
     free(ap);
     free(bp);
     free(cp);
+    free(at);
+    free(ct);
     free(cr);
 }
 END_TEST
