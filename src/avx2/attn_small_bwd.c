@@ -22,22 +22,12 @@
 
 #include "avx2/avx2.h"
 #include "avx2/small_bwd.h"
+#include "kernels/asan.h"
 
 enum { SB_ = MHSA_SBW };
 
-// The AddressSanitizer builds (CI's ASan and fuzz builds) compile one
-// instance with the head width at run time: the same operations per lane,
-// a third of the compile time.
-#if defined(__SANITIZE_ADDRESS__)
-#define ONE_INSTANCE 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define ONE_INSTANCE 1
-#endif
-#endif
-#ifndef ONE_INSTANCE
-#define ONE_INSTANCE 0
-#endif
+// The AddressSanitizer builds compile one instance (kernels/asan.h).
+#define ONE_INSTANCE MHSA_ASAN
 
 // out[g][h] lane i = sum over c < dh of xt[c][h] lane i * y[j0 + g][c],
 // from +0 in the order of c, for 4 keys and NH halves; keys from n on
@@ -87,18 +77,9 @@ MHSA_SBW_INLINE int bwd(const mhsa_attn_small_bwd_args *g, size_t dh)
     }
     const mhsa_mask_view *mv = &g->mv;
     if (!mv->window) {
-        // mhsa_mask_view_range without a window (lo = 0), as the AVX-512
-        // kernel computes it: hi = max(0, min(n, klen - k0, q0 + r + 1 -
-        // k0 if causal)), the causal term clamped to [-16, 17], past which
-        // it decides nothing.
-        size_t k0 = mv->k0, e = k0 + n;
-        if (mv->klen && mv->klen < e)
-            e = mv->klen;
-        float ef = e > k0 ? (float)(e - k0) : 0.0f, cf = 17.0f;
-        if (mv->causal)
-            cf = mv->q0 + 17 < k0   ? -16.0f
-                 : mv->q0 + 1 > k0 + 17 ? 17.0f
-                                         : (float)(mv->q0 + 17 - k0) - 16.0f;
+        // hi = max(0, min(e, c + r)) in the lanes of each half.
+        float ef, cf;
+        mhsa_mask_view_hi16(mv, n, &ef, &cf);
         const __m256 iota = _mm256_set_ps(7, 6, 5, 4, 3, 2, 1, 0);
         for (size_t h = 0; h < 2; h++) {
             __m256i mk = mhsa_tail_mask__avx2(tq > 8 * h ? tq - 8 * h : 0);

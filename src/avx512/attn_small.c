@@ -35,6 +35,7 @@
 #include <math.h>
 
 #include "avx512/avx512.h"
+#include "kernels/asan.h"
 #include "avx512/vmath.h"
 #include "avx512/vtranspose.h"
 
@@ -45,16 +46,7 @@ enum { MR = MHSA_AVX512_MR, MAX_ROWS = 16, MAX_KEYS = 16, MAX_DH = 32 };
 // SIMDe build (147 s of compile at -O3 on Zen 4 against 12 s) and the
 // AddressSanitizer builds (CI's ASan and fuzz builds: clang's -O1 ASan +
 // UBSan took 363 s for this file against 30 s for sgemm_12x32.c).
-#if MHSA_AVX512_EMULATED || defined(__SANITIZE_ADDRESS__)
-#define ONE_INSTANCE 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define ONE_INSTANCE 1
-#endif
-#endif
-#ifndef ONE_INSTANCE
-#define ONE_INSTANCE 0
-#endif
+#define ONE_INSTANCE (MHSA_AVX512_EMULATED || MHSA_ASAN)
 
 // fl(qscale * x) in every lane, or x when qscale is 0 (q pre-scaled):
 // the split's rounding, lane by lane (padding lanes stay +0).

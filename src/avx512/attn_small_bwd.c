@@ -69,18 +69,9 @@ MHSA_AVX512_INLINE int bwd(const mhsa_attn_small_bwd_args *g, size_t dh)
     __m512 vlo = _mm512_setzero_ps(), vhi;
     const mhsa_mask_view *mv = &g->mv;
     if (!mv->window) {
-        // mhsa_mask_view_range without a window (lo = 0): hi = max(0,
-        // min(n, klen - k0, q0 + r + 1 - k0 if causal)) in the lanes at
-        // once; the causal term is clamped to [-16, 17], past which it
-        // decides nothing.
-        size_t k0 = mv->k0, e = k0 + n;
-        if (mv->klen && mv->klen < e)
-            e = mv->klen;
-        float ef = e > k0 ? (float)(e - k0) : 0.0f, cf = 17.0f;
-        if (mv->causal)
-            cf = mv->q0 + 17 < k0   ? -16.0f
-                 : mv->q0 + 1 > k0 + 17 ? 17.0f
-                                         : (float)(mv->q0 + 17 - k0) - 16.0f;
+        // hi = max(0, min(e, c + r)) in the lanes at once.
+        float ef, cf;
+        mhsa_mask_view_hi16(mv, n, &ef, &cf);
         const __m512 iota = _mm512_set_ps(15, 14, 13, 12, 11, 10, 9, 8, 7,
                                           6, 5, 4, 3, 2, 1, 0);
         vhi = _mm512_maskz_mov_ps(

@@ -10,6 +10,7 @@
 #define MHSA_AVX512_SMALL_BWD_H
 
 #include "avx512/vmath.h"
+#include "kernels/asan.h"
 #include "avx512/vtranspose.h"
 
 enum { MHSA_SBW = MHSA_SMALL_BWD_MAX, MHSA_SBW_GROUP = 8 };
@@ -21,16 +22,7 @@ enum { MHSA_SBW = MHSA_SMALL_BWD_MAX, MHSA_SBW_GROUP = 8 };
 // compile time (SIMDe + ASan with gcc: 36 s for attn_small_bwd.c inlined).
 // MHSA_SBW_RUN_TIME_SIZES says which: the fused kernel then runs its one
 // instance with the head width at run time.
-#if MHSA_AVX512_EMULATED || defined(__SANITIZE_ADDRESS__)
-#define MHSA_SBW_RUN_TIME_SIZES 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define MHSA_SBW_RUN_TIME_SIZES 1
-#endif
-#endif
-#ifndef MHSA_SBW_RUN_TIME_SIZES
-#define MHSA_SBW_RUN_TIME_SIZES 0
-#endif
+#define MHSA_SBW_RUN_TIME_SIZES (MHSA_AVX512_EMULATED || MHSA_ASAN)
 #if MHSA_SBW_RUN_TIME_SIZES
 #define MHSA_SBW_PIECE static __attribute__((noinline, unused))
 #else

@@ -97,6 +97,25 @@ static inline void mhsa_mask_view_range(const mhsa_mask_view *mv, size_t r,
     *lo = start - k0 < *hi ? start - k0 : *hi;
 }
 
+// mhsa_mask_view_range without a window for the rows r < 16 of a tile at
+// once (the small backward kernels): lo = 0 and hi = max(0, min(*e, *c +
+// r)), with *e = min(n, klen - k0) and *c = q0 + 1 - k0 under the causal
+// mask, clamped to [-16, 17], past which it decides nothing for r < 16
+// (17 without it). Small integers, exact as floats for the lanes.
+static inline void mhsa_mask_view_hi16(const mhsa_mask_view *mv, size_t n,
+                                       float *e, float *c)
+{
+    size_t k0 = mv->k0, end = k0 + n;
+    if (mv->klen && mv->klen < end)
+        end = mv->klen;
+    *e = end > k0 ? (float)(end - k0) : 0.0f;
+    *c = 17.0f;
+    if (mv->causal)
+        *c = mv->q0 + 17 < k0       ? -16.0f
+             : mv->q0 + 1 > k0 + 17 ? 17.0f
+                                     : (float)(mv->q0 + 17 - k0) - 16.0f;
+}
+
 // Scores that overflow. A score of +INFINITY from finite inputs is the
 // limit of a key that outweighs all others: a row whose largest unblocked
 // score is +INFINITY shares its weight equally among its +INFINITY keys,
