@@ -11,8 +11,8 @@
 //         for ir in the block by MR:   A block stays in L2
 //           sgemm_ukr(kc, ...)         beta on the first KC block, then 1
 // With few NR panels A is not packed: sgemm_ukr_ra (or, transposed,
-// sgemm_ukr_ta) reads it in place (use_row_major_a). A bias (mhsa_sgemm_bias) enters on the first KC
-// block, in place of beta.
+// sgemm_ukr_ta) reads it in place (use_row_major_a). A bias
+// (mhsa_sgemm_bias) enters on the first KC block, in place of beta.
 #include <omp.h>
 #include <string.h>
 
