@@ -27,10 +27,9 @@ attn_view mhsa__attn_view(const attn_job *j, attn_seq *seqs)
     for (size_t b = 0; b < j->batch; b++)
         seqs[b] = seq_of(j, b);
     size_t row = j->dh * mhsa_dtype_size(j->kv_dtype), group = j->H / j->Hkv;
-    int shift = -1;
-    for (int s = 0; s < 63 && shift < 0; s++)
-        if (group == (size_t)1 << s)
-            shift = s;
+    int shift = group && !(group & (group - 1))
+                    ? __builtin_ctzll((unsigned long long)group)
+                    : -1;   // log2 of a power of two
     attn_view v = { j, seqs, row, j->kv_t * row, group,
                     1.0f / sqrtf((float)j->dh), shift };
     return v;

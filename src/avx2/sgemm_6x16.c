@@ -241,56 +241,51 @@ void mhsa_sgemm_6x16__avx2(size_t k, const float *ap, const float *bp,
                   2);
 }
 
+// The in-place tiles (kernels.h: sgemm_ukr_ra, sgemm_ukr_ta), A[i][kk]
+// at a[i*rs + kk*cs], rows past m clamped to row m - 1. A macro, so that
+// each kernel compiles its instances with its own stride a constant: an
+// inline function holding them made GCC keep two row pointers on the
+// stack in the row-major tile's depth loop (+4k instructions on the tiny
+// forward).
+// alpha == 1: fl(1 a) is a itself (a NaN only comes out quiet, as the
+// FMA makes it anyway), so the multiply is skipped.
+#define IN_PLACE_TILES(rs, cs)                                                \
+    do {                                                                      \
+        if (m == 0 || n == 0)                                                 \
+            return;                                                           \
+        int scale_ = alpha != 1.0f;                                           \
+        if (n <= 8) {                                                         \
+            if (scale_)                                                       \
+                TILE_ROWS(m, k, a, rs, cs, 1, 1, alpha, bp, c, ldc, m, n,     \
+                          beta, bias, 1);                                     \
+            else                                                              \
+                TILE_ROWS(m, k, a, rs, cs, 1, 0, alpha, bp, c, ldc, m, n,     \
+                          beta, bias, 1);                                     \
+        } else {                                                              \
+            if (scale_)                                                       \
+                TILE_ROWS(m, k, a, rs, cs, 1, 1, alpha, bp, c, ldc, m, n,     \
+                          beta, bias, 2);                                     \
+            else                                                              \
+                TILE_ROWS(m, k, a, rs, cs, 1, 0, alpha, bp, c, ldc, m, n,     \
+                          beta, bias, 2);                                     \
+        }                                                                     \
+    } while (0)
+
 void mhsa_sgemm_ra_6x16__avx2(size_t k, const float *a, size_t lda,
                               float alpha, const float *bp, float *c,
                               size_t ldc, size_t m, size_t n, float beta,
                               const float *bias)
 {
-    if (m == 0 || n == 0)
-        return;
-    // alpha == 1: fl(1 a) is a itself (a NaN only comes out quiet, as the
-    // FMA makes it anyway), so the multiply is skipped.
-    int scale = alpha != 1.0f;
-    if (n <= 8) {
-        if (scale)
-            TILE_ROWS(m, k, a, lda, 1, 1, 1, alpha, bp, c, ldc, m, n, beta,
-                      bias, 1);
-        else
-            TILE_ROWS(m, k, a, lda, 1, 1, 0, alpha, bp, c, ldc, m, n, beta,
-                      bias, 1);
-    } else {
-        if (scale)
-            TILE_ROWS(m, k, a, lda, 1, 1, 1, alpha, bp, c, ldc, m, n, beta,
-                      bias, 2);
-        else
-            TILE_ROWS(m, k, a, lda, 1, 1, 0, alpha, bp, c, ldc, m, n, beta,
-                      bias, 2);
-    }
+    IN_PLACE_TILES(lda, 1);
 }
 
 // A transposed in place (kernels.h: sgemm_ukr_ta): A[i][kk] at a[kk*lda +
 // i], the packed panel's walk with the row stride lda for its mr; the
 // columns past m repeat column m - 1 (clamp), never past the matrix.
-void mhsa_sgemm_ta_6x16__avx2(size_t k, const float *a, size_t lda, float alpha,
-                              const float *bp, float *c, size_t ldc, size_t m,
-                              size_t n, float beta, const float *bias)
+void mhsa_sgemm_ta_6x16__avx2(size_t k, const float *a, size_t lda,
+                              float alpha, const float *bp, float *c,
+                              size_t ldc, size_t m, size_t n, float beta,
+                              const float *bias)
 {
-    if (m == 0 || n == 0)
-        return;
-    int scale = alpha != 1.0f;   // as the row-major tile
-    if (n <= 8) {
-        if (scale)
-            TILE_ROWS(m, k, a, 1, lda, 1, 1, alpha, bp, c, ldc, m, n, beta,
-                      bias, 1);
-        else
-            TILE_ROWS(m, k, a, 1, lda, 1, 0, alpha, bp, c, ldc, m, n, beta,
-                      bias, 1);
-    } else {
-        if (scale)
-            TILE_ROWS(m, k, a, 1, lda, 1, 1, alpha, bp, c, ldc, m, n, beta,
-                      bias, 2);
-        else
-            TILE_ROWS(m, k, a, 1, lda, 1, 0, alpha, bp, c, ldc, m, n, beta,
-                      bias, 2);
-    }
+    IN_PLACE_TILES(1, lda);
 }
