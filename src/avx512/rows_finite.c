@@ -1,22 +1,15 @@
 // rows_finite.c — AVX-512 test that a block of rows holds no inf or NaN
-// (kernels.h: rows_finite): the scalar kernel's bit test on 16 floats a
-// step, a masked tail (masked-off lanes load as 0, a finite value, and
-// are never read) so nothing past a row's cols is touched. Integer
-// operations only: the answer is scalar's for every input, NaN payloads
-// and subnormals included.
+// (kernels.h: rows_finite). x * 0 is NaN exactly when x is inf or NaN
+// (+-0 for every finite x, subnormals too, whatever FTZ/DAZ say), and a
+// sum of +-0 stays +-0 while a NaN stays NaN: so one FMA a vector,
+// acc = x * 0 + acc, with the load folded into it, where the bit test
+// (and, add, or) took three integer operations. Four accumulators cover
+// the FMA's latency; a masked tail (masked-off lanes load as 0, a finite
+// value, and are never read) so nothing past a row's cols is touched.
+// The answer is scalar's for every input, NaN payloads and subnormals
+// included: only whether some lane went NaN is read.
 #include "avx512/avx512.h"
 #include "avx512/vmath.h"
-
-// bad | ((u & exponent) + its lowest bit): bit 31 of a lane is set once
-// any of its values had an all-ones exponent (inf or NaN).
-MHSA_AVX512_INLINE __m512i or_bad(__m512i bad, __m512 v)
-{
-    const __m512i expo = _mm512_set1_epi32(0x7f800000);
-    const __m512i low = _mm512_set1_epi32(0x00800000);
-    __m512i u = _mm512_castps_si512(v);
-    return _mm512_or_si512(bad,
-                           _mm512_add_epi32(_mm512_and_si512(u, expo), low));
-}
 
 int mhsa_rows_finite__avx512(size_t rows, size_t cols, const float *x,
                              size_t ld)
@@ -25,15 +18,24 @@ int mhsa_rows_finite__avx512(size_t rows, size_t cols, const float *x,
         cols *= rows;
         rows = 1;
     }
-    __m512i bad = _mm512_setzero_si512();
+    const __m512 zero = _mm512_setzero_ps();
+    __m512 a0 = zero, a1 = zero, a2 = zero, a3 = zero;
     for (size_t r = 0; r < rows; r++) {
         const float *row = x + r * ld;
         size_t c = 0;
+        for (; c + 64 <= cols; c += 64) {
+            a0 = _mm512_fmadd_ps(_mm512_loadu_ps(row + c), zero, a0);
+            a1 = _mm512_fmadd_ps(_mm512_loadu_ps(row + c + 16), zero, a1);
+            a2 = _mm512_fmadd_ps(_mm512_loadu_ps(row + c + 32), zero, a2);
+            a3 = _mm512_fmadd_ps(_mm512_loadu_ps(row + c + 48), zero, a3);
+        }
         for (; c + 16 <= cols; c += 16)
-            bad = or_bad(bad, _mm512_loadu_ps(row + c));
+            a0 = _mm512_fmadd_ps(_mm512_loadu_ps(row + c), zero, a0);
         if (c < cols)
-            bad = or_bad(bad, _mm512_maskz_loadu_ps(
-                                  mhsa_mask16__avx512(cols - c), row + c));
+            a1 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(
+                                     mhsa_mask16__avx512(cols - c), row + c),
+                                 zero, a1);
     }
-    return _mm512_test_epi32_mask(bad, _mm512_set1_epi32(INT32_MIN)) == 0;
+    __m512 a = _mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3));
+    return _mm512_cmp_ps_mask(a, a, _CMP_UNORD_Q) == 0;
 }
