@@ -248,7 +248,7 @@ mhsa_status mhsa_backward(const mhsa_block *blk, mhsa_workspace *ws,
     size_t D = blk->D, nqkv = blk->nqkv, bt = ws->fwd_b * ws->fwd_t;
     const float *x = ws->fwd_x;
     if (ws->lse_pending) {   // before dctx, which holds the row sums
-        mhsa__attn_finish_lse(ws->fwd_b * blk->H * ws->fwd_t, ws->lse,
+        mhsa__attn_finish_lse(k, ws->fwd_b * blk->H * ws->fwd_t, ws->lse,
                               ws->dctx);
         ws->lse_pending = 0;
     }

@@ -106,7 +106,7 @@ static mhsa_status forward(const char *fn, const mhsa_block *blk,
         .ctx = ws->ctx, .lse = ws->lse, .attn = a->attn,
         .compute = blk->cdt,
         // Row sums wait in dctx (written by a backward only after
-        // mhsa__attn_finish_lse has read them): no logf per row here.
+        // mhsa__attn_finish_lse has read them): no log per row here.
         .lsum = ws->dctx,
     };
     if (in_place) {   // q, k, v: a projection row's three parts

@@ -12,6 +12,7 @@
 #include "attention.h"
 #include "core/threads.h"
 #include "decode.h"
+#include "kernels/log_f32.h"
 #include "small_view.h"
 
 // Where one kv head's packed K^T and V tiles go, when they are packed
@@ -28,10 +29,15 @@ static size_t seq_blocks(const attn_seq *v, size_t br)
     return (v->rows + br - 1) / br;
 }
 
-void mhsa__attn_finish_lse(size_t rows, float *lse, const float *lsum)
+void mhsa__attn_finish_lse(const mhsa_kernels *k, size_t rows, float *lse,
+                           const float *lsum)
 {
+    if (k->lse_add_log) {
+        k->lse_add_log(rows, lse, lsum);
+        return;
+    }
     for (size_t i = 0; i < rows; i++)
-        lse[i] = lse[i] + logf(lsum[i]);
+        lse[i] = lse[i] + mhsa_log_f32(lsum[i]);
 }
 
 // The team's share of one call (mhsa__team_run): the kv heads' tiles
@@ -146,7 +152,7 @@ int mhsa__attention(const mhsa_kernels *k, const attn_scratch *s,
     first[j->batch] = tasks;
     if (n_decode) {
         mhsa__attention_decode(k, s, &view);
-        // Decode writes the log-sum-exp itself: lse + logf(1) = lse (an
+        // Decode writes the log-sum-exp itself: lse + log(1) = lse (an
         // lse is never -0, so adding +0 keeps its bits).
         for (size_t b = 0; j->lse && j->lsum && b < j->batch; b++)
             for (size_t h = 0; view.seq[b].decodes && h < j->H; h++)

@@ -23,9 +23,11 @@ int mhsa__attention(const mhsa_kernels *k, const attn_scratch *s,
 // inputs_finite; the backward adds its dO).
 int mhsa__attn_inputs_finite(const mhsa_kernels *k, const attn_job *j);
 
-// lse[i] = lse[i] + logf(lsum[i]) for rows rows: the log-sum-exp of a
-// forward run with attn_job.lsum, when its backward needs it. The same
-// expression, so the same bits, as a forward without lsum writes.
-void mhsa__attn_finish_lse(size_t rows, float *lse, const float *lsum);
+// lse[i] = lse[i] + mhsa_log_f32(lsum[i]) for rows rows: the log-sum-exp
+// of a forward run with attn_job.lsum, when its backward needs it. The
+// same expression (through the table's vector lse_add_log where it has
+// one, the same bits), as a forward without lsum writes.
+void mhsa__attn_finish_lse(const mhsa_kernels *k, size_t rows, float *lse,
+                           const float *lsum);
 
 #endif

@@ -26,6 +26,7 @@
 #include "attention.h"
 #include "gemm/gemm.h"
 #include "gemm/round_bf16.h"
+#include "kernels/log_f32.h"
 #include "small_bwd.h"
 #include "small_view.h"
 
@@ -494,7 +495,7 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
             memset(o, 0, dh * sizeof(float));
             if (a->lse)
                 a->lse[r] = -INFINITY;
-            if (a->lsum)   // -inf + logf(1) = -inf
+            if (a->lsum)   // -inf + log(1) = -inf
                 a->lsum[r] = 1.0f;
             continue;
         }
@@ -506,7 +507,7 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
             a->lse[r] = t.m[r];
             a->lsum[r] = t.l[r];
         } else if (a->lse) {
-            a->lse[r] = t.m[r] + logf(t.l[r]);
+            a->lse[r] = t.m[r] + mhsa_log_f32(t.l[r]);
         }
     }
 }

@@ -36,7 +36,7 @@ typedef struct head_args {
     float *o;  size_t ldo;    // (tq, dh) context out (merged layout row)
     float *lse;               // (tq) log-sum-exp out / in (backward)
     // forward, or NULL: lse gets each row's max and lsum its sum instead,
-    // log-sum-exp = lse + logf(lsum) (attn_job.lsum)
+    // log-sum-exp = lse + log(lsum) (attn_job.lsum)
     float *lsum;
     float *attn; size_t ldattn;  // (tq, tk) weights out, or NULL
     // forward only: the head's K^T and V tiles packed once by

@@ -17,6 +17,7 @@
 
 #include "decode.h"
 #include "core/threads.h"
+#include "kernels/log_f32.h"
 
 static int all_finite(const float *x, size_t n)
 {
@@ -114,7 +115,7 @@ static void merge(size_t nch, size_t dh, size_t step, const float *p0,
     for (size_t d = 0; d < dh; d++)
         o[d] *= inv;
     if (lse)
-        *lse = mx + logf(l);
+        *lse = mx + mhsa_log_f32(l);
 }
 
 size_t mhsa__decode_plan(const attn_scratch *s, const attn_view *view,

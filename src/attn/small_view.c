@@ -9,6 +9,7 @@
 // non-finite values) goes to the tiled path.
 #include <math.h>
 
+#include "kernels/log_f32.h"
 #include "small_view.h"
 
 int mhsa__head_forward_small(const mhsa_kernels *k, const head_args *a)
@@ -56,7 +57,7 @@ int mhsa__head_forward_small(const mhsa_kernels *k, const head_args *a)
             a->lse[r] = m[r];
             a->lsum[r] = l[r];
         } else if (a->lse) {
-            a->lse[r] = m[r] + logf(l[r]);
+            a->lse[r] = m[r] + mhsa_log_f32(l[r]);
         }
     }
     return 1;

@@ -41,7 +41,7 @@ typedef struct attn_job {
     float *lse;              // (batch, H, tq) or NULL
     // (batch, H, tq) or NULL. With it the forward leaves each row's max in
     // lse and its sum in lsum, for mhsa__attn_finish_lse to turn into the
-    // log-sum-exp when a backward needs it (no logf per row in a forward
+    // log-sum-exp when a backward needs it (no log per row in a forward
     // that never runs backward); without it lse is the log-sum-exp.
     float *lsum;
     float *attn;             // (batch, H, tq, tk) or NULL

@@ -50,6 +50,8 @@
                                      float scale);                           \
     int MHSA_KNAME(rows_finite, isa)(size_t rows, size_t cols,               \
                                      const float *x, size_t ld);             \
+    void MHSA_KNAME(lse_add_log, isa)(size_t n, float *lse,                  \
+                                      const float *lsum);                    \
     void MHSA_KNAME(gemv_n, isa)(size_t n, size_t d, const float *a,         \
                                  size_t lda, const float *x, float *y,       \
                                  float beta);                                \
@@ -93,6 +95,10 @@
 // unless its table.c redefines this as MHSA_KSGEMM_TA(sfx, mr_, nr_)
 // (avx2, avx512; the others pack op(A) of a trans_a GEMM).
 #define MHSA_KERNEL_TABLE_SGEMM_TA(sfx, mr_, nr_) NULL
+// A table's vector log-sum-exp finish (kernels.h: lse_add_log): none
+// unless its table.c redefines this as MHSA_KNAME(lse_add_log, sfx)
+// (avx2, avx512).
+#define MHSA_KERNEL_TABLE_LSE_ADD_LOG(sfx) NULL
 // ... and the most nr-column panels of B for which the GEMM uses them
 // (kernels.h: ra_max_panels; 0 unless table.c redefines this).
 #define MHSA_KERNEL_TABLE_RA_PANELS 0
@@ -121,6 +127,7 @@
         .softmax_row = MHSA_KNAME(softmax_row, sfx),                          \
         .scale_copy = MHSA_KNAME(scale_copy, sfx),                            \
         .rows_finite = MHSA_KNAME(rows_finite, sfx),                          \
+        .lse_add_log = MHSA_KERNEL_TABLE_LSE_ADD_LOG(sfx),                    \
         .gemv_n = MHSA_KNAME(gemv_n, sfx),                                    \
         .gemv_t = MHSA_KNAME(gemv_t, sfx),                                    \
         .kv_dot = MHSA_KNAME(kv_dot, sfx),                                    \

@@ -480,6 +480,14 @@ typedef struct mhsa_kernels {
     // paths (kernels.h's rules above).
     int (*rows_finite)(size_t rows, size_t cols, const float *x, size_t ld);
 
+    // lse[i] = lse[i] + mhsa_log_f32(lsum[i]) for i < n, bit for bit
+    // (kernels/log_f32.h: the same double operations in each lane): the
+    // log-sum-exp of rows whose max and sum a forward kept. NULL in tables
+    // without one (scalar, neon): the caller loops over mhsa_log_f32.
+    // (When lse[i] and the log are both NaN, either payload: C adds in
+    // either order.)
+    void (*lse_add_log)(size_t n, float *lse, const float *lsum);
+
     // Matrix-vector products for one-row work (decoding one token), where a
     // GEMM tile would waste mr - 1 rows of work and packing would double
     // the memory traffic. Both stream the matrix once, unpacked.
