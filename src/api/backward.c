@@ -38,10 +38,15 @@ colsum_cols(size_t rows, size_t w, const float *x, size_t ld, float *acc)
         acc[c] = s[c];
 }
 
-// acc[c] += sum over rows r of x[r*ld + c], rows in order.
-static void add_colsum(size_t rows, size_t cols, const float *x, size_t ld,
-                       float *acc)
+// acc[c] += sum over rows r of x[r*ld + c], rows in order: the table's
+// vector kernel where it has one (the same adds: the same bits).
+static void add_colsum(const mhsa_kernels *k, size_t rows, size_t cols,
+                       const float *x, size_t ld, float *acc)
 {
+    if (k->colsum_add) {
+        k->colsum_add(rows, cols, x, ld, acc);
+        return;
+    }
     size_t c0 = 0;
     for (; c0 + COLSUM_W <= cols; c0 += COLSUM_W)
         colsum_cols(rows, COLSUM_W, x + c0, ld, acc + c0);
@@ -265,7 +270,7 @@ mhsa_status mhsa_backward(const mhsa_block *blk, mhsa_workspace *ws,
 
     // Output projection.
     if (blk->cfg.bias)
-        add_colsum(bt, D, dy, D, g->b_out);
+        add_colsum(k, bt, D, dy, D, g->b_out);
     // (Every product in the block's compute dtype: gemm.h.)
     mhsa_dtype cd = blk->cdt;
     mhsa_sgemm_cd(k, cd, s, 1, 0, D, D, bt, 1.0f, dy, D, ws->ctx, MHSA_F32,
@@ -280,7 +285,7 @@ mhsa_status mhsa_backward(const mhsa_block *blk, mhsa_workspace *ws,
     // QKV projection.
     const float *dqkv = ws->qkv;
     if (blk->cfg.bias)
-        add_colsum(bt, nqkv, dqkv, nqkv, g->b_qkv);
+        add_colsum(k, bt, nqkv, dqkv, nqkv, g->b_qkv);
     mhsa_sgemm_cd(k, cd, s, 1, 0, nqkv, D, bt, 1.0f, dqkv, nqkv, x,
                   MHSA_F32, D, NULL, 1.0f, g->w_qkv, D);
     if (dx)

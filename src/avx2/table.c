@@ -12,9 +12,11 @@
 #undef MHSA_KERNEL_TABLE_ATTN_SMALL
 #define MHSA_KERNEL_TABLE_ATTN_SMALL mhsa_attn_small__avx2
 
-// The vector log-sum-exp finish (lse_log.c).
+// The vector log-sum-exp finish (lse_log.c) and column sums (colsum.c).
 #undef MHSA_KERNEL_TABLE_LSE_ADD_LOG
 #define MHSA_KERNEL_TABLE_LSE_ADD_LOG(sfx) MHSA_KNAME(lse_add_log, sfx)
+#undef MHSA_KERNEL_TABLE_COLSUM_ADD
+#define MHSA_KERNEL_TABLE_COLSUM_ADD(sfx) MHSA_KNAME(colsum_add, sfx)
 
 // The small attention-backward products (small_bwd.c) and their fused
 // form (attn_small_bwd.c).

@@ -30,6 +30,7 @@
 #define mhsa_scale_copy__avx512 mhsa_scale_copy__avx512_emul
 #define mhsa_rows_finite__avx512 mhsa_rows_finite__avx512_emul
 #define mhsa_lse_add_log__avx512 mhsa_lse_add_log__avx512_emul
+#define mhsa_colsum_add__avx512 mhsa_colsum_add__avx512_emul
 #define mhsa_gemv_n__avx512 mhsa_gemv_n__avx512_emul
 #define mhsa_gemv_t__avx512 mhsa_gemv_t__avx512_emul
 #define mhsa_kv_dot__avx512 mhsa_kv_dot__avx512_emul

@@ -50,9 +50,12 @@
     .small_bwd_grads = MHSA_KNAME(small_bwd_grads, MHSA_AVX512_SFX),          \
     .attn_small_bwd = MHSA_KNAME(attn_small_bwd, MHSA_AVX512_SFX)
 
-// The vector log-sum-exp finish (lse_log.c), by this build's suffix.
+// The vector log-sum-exp finish (lse_log.c) and column sums (colsum.c),
+// by this build's suffix.
 #undef MHSA_KERNEL_TABLE_LSE_ADD_LOG
 #define MHSA_KERNEL_TABLE_LSE_ADD_LOG(sfx) MHSA_KNAME(lse_add_log, sfx)
+#undef MHSA_KERNEL_TABLE_COLSUM_ADD
+#define MHSA_KERNEL_TABLE_COLSUM_ADD(sfx) MHSA_KNAME(colsum_add, sfx)
 
 // The fused forward of a small view (attn_small.c).
 #undef MHSA_KERNEL_TABLE_ATTN_SMALL

@@ -52,6 +52,8 @@
                                      const float *x, size_t ld);             \
     void MHSA_KNAME(lse_add_log, isa)(size_t n, float *lse,                  \
                                       const float *lsum);                    \
+    void MHSA_KNAME(colsum_add, isa)(size_t rows, size_t cols,               \
+                                     const float *x, size_t ld, float *acc); \
     void MHSA_KNAME(gemv_n, isa)(size_t n, size_t d, const float *a,         \
                                  size_t lda, const float *x, float *y,       \
                                  float beta);                                \
@@ -99,6 +101,8 @@
 // unless its table.c redefines this as MHSA_KNAME(lse_add_log, sfx)
 // (avx2, avx512).
 #define MHSA_KERNEL_TABLE_LSE_ADD_LOG(sfx) NULL
+// ... and column sums (kernels.h: colsum_add), likewise.
+#define MHSA_KERNEL_TABLE_COLSUM_ADD(sfx) NULL
 // ... and the most nr-column panels of B for which the GEMM uses them
 // (kernels.h: ra_max_panels; 0 unless table.c redefines this).
 #define MHSA_KERNEL_TABLE_RA_PANELS 0
@@ -128,6 +132,7 @@
         .scale_copy = MHSA_KNAME(scale_copy, sfx),                            \
         .rows_finite = MHSA_KNAME(rows_finite, sfx),                          \
         .lse_add_log = MHSA_KERNEL_TABLE_LSE_ADD_LOG(sfx),                    \
+        .colsum_add = MHSA_KERNEL_TABLE_COLSUM_ADD(sfx),                      \
         .gemv_n = MHSA_KNAME(gemv_n, sfx),                                    \
         .gemv_t = MHSA_KNAME(gemv_t, sfx),                                    \
         .kv_dot = MHSA_KNAME(kv_dot, sfx),                                    \
