@@ -35,16 +35,23 @@ int mhsa__head_forward_small(const mhsa_kernels *k, const head_args *a)
                 a->klen },
         .o = a->o, .ldo = a->ldo, .m = m, .l = l,
     };
+    // The forward's case (lse and lsum kept for a backward): the kernel
+    // writes m and l straight into them. That is attention.c's ending of
+    // mhsa__head_forward (lse = m, lsum = l) but for rows that saw no key,
+    // whose m the kernel leaves -inf (lse's -inf) and whose l = 0 becomes
+    // lsum's 1 below. (A declined view's rows are written again by the
+    // tiled path, or by forward.c's rerun of the call.) Through the stack
+    // and a per-row select, 190 instructions a 12-row view.
+    if (a->lsum) {
+        sa.m = a->lse;
+        sa.l = a->lsum;
+    }
     if (!k->attn_small(&sa))
         return 0;
-    // attention.c's ending of mhsa__head_forward, the same expressions;
-    // the forward's case (lse and lsum) as two branch-free lines a row.
     if (a->lsum) {
-        float *restrict lse = a->lse, *restrict lsum = a->lsum;
-        for (size_t r = 0; r < a->tq; r++) {
-            lse[r] = l[r] == 0.0f ? -INFINITY : m[r];
-            lsum[r] = l[r] == 0.0f ? 1.0f : l[r];
-        }
+        for (size_t r = 0; r < a->tq; r++)
+            if (a->lsum[r] == 0.0f)
+                a->lsum[r] = 1.0f;
         return 1;
     }
     for (size_t r = 0; r < a->tq; r++) {
