@@ -62,6 +62,11 @@ const mhsa_kernels *emulated_beside_native(void)
     return em;
 }
 
+const mhsa_kernels *table_or_emulated(int i)
+{
+    return i < N_ISAS ? kernels_or_skip(i) : emulated_beside_native();
+}
+
 const mhsa_kernels *kernels_or_skip(int i)
 {
     const mhsa_kernels *k = mhsa_kernels_for(all_isas[i]);

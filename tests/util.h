@@ -50,6 +50,9 @@ int install_emulated_isas(void);
 // after saying why, where it is not built, already ran as avx512, this
 // CPU cannot run it, or MHSA_TEST_EMULATION=0 (the sanitizer runs).
 const mhsa_kernels *emulated_beside_native(void);
+// Loop index i of a test looped over N_ISAS + 1 indices: all_isas[i]'s
+// table (kernels_or_skip), and at i == N_ISAS emulated_beside_native().
+const mhsa_kernels *table_or_emulated(int i);
 // 1 when the test runs under valgrind (its preload library is in
 // LD_PRELOAD): for the few checks valgrind cannot judge.
 int under_valgrind(void);

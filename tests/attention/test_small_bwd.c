@@ -27,11 +27,6 @@
 // AVX-512 table where the loop's avx512 entry is the native one.
 #define LOOP(tc, fn) tcase_add_loop_test(tc, fn, 0, N_ISAS + 1)
 
-static const mhsa_kernels *table_or_skip(int i)
-{
-    return i < N_ISAS ? kernels_or_skip(i) : emulated_beside_native();
-}
-
 typedef struct problem {
     size_t tq, tk, dh, q_pos, window, klen, lddo, ldg;
     int causal, use_mask, skip_dq, skip_dkv;
@@ -152,7 +147,7 @@ static void shape(problem *p, rng *r, int c)
 
 START_TEST(small_tile_matches_packed_path)
 {
-    const mhsa_kernels *k = table_or_skip(_i);
+    const mhsa_kernels *k = table_or_emulated(_i);
     if (!k)
         return;
     if (!k->small_bwd_scores) {
@@ -220,7 +215,7 @@ END_TEST
 // the same bits, and nothing written past n.
 START_TEST(short_grad_rows_match_masked_path)
 {
-    const mhsa_kernels *k = table_or_skip(_i);
+    const mhsa_kernels *k = table_or_emulated(_i);
     if (!k)
         return;
     rng r = { 0x9a0022u + (uint64_t)_i };
@@ -268,7 +263,7 @@ END_TEST
 // the same numbers, which would hide a kernel that took the tile.
 START_TEST(fused_declines_infinite_lse)
 {
-    const mhsa_kernels *k = table_or_skip(_i);
+    const mhsa_kernels *k = table_or_emulated(_i);
     if (!k || !k->attn_small_bwd)
         return;
     rng r = { 0x15e0u + (uint64_t)_i };
