@@ -40,8 +40,8 @@ MHSA_AVX512_INLINE __m512d log_core(__m512d d)
 }
 
 // mhsa_log_f32 of 8 floats. The conversions go 4 lanes at a time through
-// the AVX ones (the same roundings), which SIMDe 0.7.4 has at 512 bits
-// too only under other names.
+// the AVX ones (the same roundings): SIMDe 0.7.4, which the emulated
+// build runs on, lacks the 512-bit ones.
 MHSA_AVX512_INLINE __m256 log8(__m256 x)
 {
     __m512d d = _mm512_insertf64x4(

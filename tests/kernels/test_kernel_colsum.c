@@ -12,16 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kernels/half.h"
 #include "util.h"
 
 #define LOOP(tc, fn) tcase_add_loop_test(tc, fn, 0, N_ISAS + 1)
-
-static uint32_t bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
 
 static float some_value(rng *g)
 {
@@ -70,7 +64,7 @@ START_TEST(kernel_equals_loop)
                         want[c] = want[c] + x[r * ld + c];
                 k->colsum_add(rows, cols, x, ld, acc);
                 for (size_t c = 0; c < cols + GUARD; c++)
-                    ck_assert_msg(bits(acc[c]) == bits(want[c]),
+                    ck_assert_msg(mhsa_f32_bits(acc[c]) == mhsa_f32_bits(want[c]),
                                   "isa %s: rows %zu cols %zu ld %zu, "
                                   "column %zu: %a, want %a", k->name, rows,
                                   cols, ld, c, acc[c], want[c]);

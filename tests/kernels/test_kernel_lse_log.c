@@ -16,29 +16,16 @@
 #include <string.h>
 
 #include "kernels/log_f32.h"
+#include "kernels/half.h"
 #include "util.h"
 
 #define LOOP(tc, fn) tcase_add_loop_test(tc, fn, 0, N_ISAS + 1)
 
-static uint32_t bits(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-
-static float from_bits(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
 // Ulps between two finite floats of the same sign (or zero).
 static int64_t ulps(float a, float b)
 {
-    int64_t x = bits(a) & 0x7fffffffu, y = bits(b) & 0x7fffffffu;
-    if ((bits(a) ^ bits(b)) & 0x80000000u)
+    int64_t x = mhsa_f32_bits(a) & 0x7fffffffu, y = mhsa_f32_bits(b) & 0x7fffffffu;
+    if ((mhsa_f32_bits(a) ^ mhsa_f32_bits(b)) & 0x80000000u)
         return x + y;
     return x > y ? x - y : y - x;
 }
@@ -50,7 +37,7 @@ START_TEST(reference_is_log)
     for (int i = 0; i < n; i++) {
         // A positive finite float of any exponent (subnormals included),
         // and every 16th a softmax sum, 1 .. 4096.
-        float x = i % 16 ? from_bits((uint32_t)rng_int(&g, 1, 0x7f7fffff))
+        float x = i % 16 ? mhsa_bits_f32((uint32_t)rng_int(&g, 1, 0x7f7fffff))
                          : rng_uniform(&g, 1.0f, 4096.0f);
         float got = mhsa_log_f32(x), want = (float)log((double)x);
         ck_assert_msg(ulps(got, want) <= 1, "log(%a) = %a, libm %a", x, got,
@@ -59,14 +46,14 @@ START_TEST(reference_is_log)
     }
     // Correctly rounded but for ties closer than the series' error.
     ck_assert_msg(exact >= n - n / 10000, "only %d of %d as libm", exact, n);
-    ck_assert(bits(mhsa_log_f32(1.0f)) == 0u);   // +0
+    ck_assert(mhsa_f32_bits(mhsa_log_f32(1.0f)) == 0u);   // +0
     ck_assert(mhsa_log_f32(0.0f) == -INFINITY);
     ck_assert(mhsa_log_f32(-0.0f) == -INFINITY);
     ck_assert(mhsa_log_f32(INFINITY) == INFINITY);
-    ck_assert(bits(mhsa_log_f32(-1.0f)) == MHSA_LOG_NAN_BITS);
-    ck_assert(bits(mhsa_log_f32(-INFINITY)) == MHSA_LOG_NAN_BITS);
-    ck_assert(bits(mhsa_log_f32(from_bits(0xffc00123u))) == 0xffc00123u);
-    ck_assert(bits(mhsa_log_f32(from_bits(0x7f800001u))) == 0x7fc00001u);
+    ck_assert(mhsa_f32_bits(mhsa_log_f32(-1.0f)) == MHSA_LOG_NAN_BITS);
+    ck_assert(mhsa_f32_bits(mhsa_log_f32(-INFINITY)) == MHSA_LOG_NAN_BITS);
+    ck_assert(mhsa_f32_bits(mhsa_log_f32(mhsa_bits_f32(0xffc00123u))) == 0xffc00123u);
+    ck_assert(mhsa_f32_bits(mhsa_log_f32(mhsa_bits_f32(0x7f800001u))) == 0x7fc00001u);
     ck_assert(mhsa_log_f32(2.0f) == (float)log(2.0));
 }
 END_TEST
@@ -84,11 +71,11 @@ static float some_sum(rng *g, int i)
     enum { N_SPECIAL = sizeof special / sizeof special[0] };
     switch (rng_int(g, 0, 3)) {
     case 0:
-        return from_bits(special[(size_t)i % N_SPECIAL]);
+        return mhsa_bits_f32(special[(size_t)i % N_SPECIAL]);
     case 1:
         return (float)rng_int(g, 1, 512) + rng_uniform(g, 0.0f, 1.0f);
     case 2:
-        return from_bits((uint32_t)rng_int(g, 1, 0x7f7fffff));
+        return mhsa_bits_f32((uint32_t)rng_int(g, 1, 0x7f7fffff));
     default:
         return rng_uniform(g, 0.5f, 2.0f);
     }
@@ -129,13 +116,13 @@ START_TEST(kernel_equals_reference)
                 // the first operand's payload; either payload will do.
                 float lg = i < n ? mhsa_log_f32(lsum[i]) : 0.0f;
                 int either = isnan(keep[i]) && isnan(lg) &&
-                             (bits(lse[i]) == bits(keep[i]) ||
-                              bits(lse[i]) == bits(lg));
-                ck_assert_msg(either || bits(lse[i]) == bits(want[i]),
+                             (mhsa_f32_bits(lse[i]) == mhsa_f32_bits(keep[i]) ||
+                              mhsa_f32_bits(lse[i]) == mhsa_f32_bits(lg));
+                ck_assert_msg(either || mhsa_f32_bits(lse[i]) == mhsa_f32_bits(want[i]),
                               "isa %s n %zu: row %zu, log(%08x) from %08x: "
                               "%08x, want %08x", k->name, n, i,
-                              bits(lsum[i]), bits(keep[i]), bits(lse[i]),
-                              bits(want[i]));
+                              mhsa_f32_bits(lsum[i]), mhsa_f32_bits(keep[i]), mhsa_f32_bits(lse[i]),
+                              mhsa_f32_bits(want[i]));
             }
             free(lsum);
             free(lse);
