@@ -486,6 +486,7 @@ typedef struct mhsa_kernels {
     // without one (scalar, neon): the caller loops over mhsa_log_f32.
     // (When lse[i] and the log are both NaN, either payload: C adds in
     // either order.)
+    void (*lse_add_log)(size_t n, float *lse, const float *lsum);
 
     // acc[c] = acc[c] + x[0*ld + c] + x[1*ld + c] + ... + x[(rows-1)*ld + c]
     // for c < cols, added in that order (the bits of the scalar loop), x
@@ -493,7 +494,6 @@ typedef struct mhsa_kernels {
     // tables without one (scalar, neon): the caller's loop.
     void (*colsum_add)(size_t rows, size_t cols, const float *x, size_t ld,
                        float *acc);
-    void (*lse_add_log)(size_t n, float *lse, const float *lsum);
 
     // Matrix-vector products for one-row work (decoding one token), where a
     // GEMM tile would waste mr - 1 rows of work and packing would double
