@@ -12,17 +12,25 @@
 #include "kernels/log_f32.h"
 #include "small_view.h"
 
-int mhsa__head_forward_small(const mhsa_kernels *k, const head_args *a)
+// One past the last key any row of a sees (attention.c's key_end), or 0
+// when the view is not one for the fused kernels (16-bit K/V or compute,
+// a window cutting the first row's keys, no key at all).
+static size_t fused_keys(const head_args *a)
 {
-    if (!k->attn_small || a->kv_dtype != MHSA_F32 || a->compute != MHSA_F32)
+    if (a->kv_dtype != MHSA_F32 || a->compute != MHSA_F32)
         return 0;
-    // One past the last key any row sees (attention.c's key_end).
     size_t n = a->tk;
     if (a->causal && a->q_pos + a->tq < n)
         n = a->q_pos + a->tq;
     if (a->klen && a->klen < n)
         n = a->klen;
-    if (n == 0 || mhsa_window_first(a->q_pos, a->window) != 0)
+    return mhsa_window_first(a->q_pos, a->window) != 0 ? 0 : n;
+}
+
+int mhsa__head_forward_small(const mhsa_kernels *k, const head_args *a)
+{
+    size_t n = k->attn_small ? fused_keys(a) : 0;
+    if (n == 0)
         return 0;
     float m[MHSA_SMALL_VIEW_ROWS], l[MHSA_SMALL_VIEW_ROWS];
     if (a->tq > MHSA_SMALL_VIEW_ROWS)
@@ -67,5 +75,54 @@ int mhsa__head_forward_small(const mhsa_kernels *k, const head_args *a)
             a->lse[r] = m[r] + mhsa_log_f32(l[r]);
         }
     }
+    return 1;
+}
+
+// Whether heads a[0 .. nh) lie side by side as attn_small_heads reads
+// them: q, o, lse and lsum of head hh at head 0's plus hh times a head.
+static int side_by_side(const head_args *a, size_t nh)
+{
+    size_t dh = a->dh, tq = a->tq;
+    for (size_t hh = 1; hh < nh; hh++) {
+        const head_args *b = &a[hh];
+        if (b->q != a->q + hh * dh || b->o != a->o + hh * dh ||
+            b->lse != a->lse + hh * tq || b->lsum != a->lsum + hh * tq ||
+            b->tq != tq || b->tk != a->tk || b->q_pos != a->q_pos ||
+            b->klen != a->klen)
+            return 0;
+    }
+    return 1;
+}
+
+int mhsa__heads_forward_small(const mhsa_kernels *k, const head_args *a,
+                              size_t nh)
+{
+    size_t n = nh >= 2 && nh <= 4 && k->attn_small_heads && !a->mask &&
+                       a->lse && a->lsum && a->ldqkv && side_by_side(a, nh)
+                   ? fused_keys(a)
+                   : 0;
+    if (n) {
+        mhsa_attn_heads_args ha = {
+            .nh = nh, .tq = a->tq, .n = n, .dh = a->dh, .q = a->q,
+            .ldq = a->ldqkv, .ldkv = a->ldqkv, .qscale = a->scale,
+            .mv = { NULL, 0, a->q_pos, 0, a->causal, a->window, a->klen },
+            .o = a->o, .ldo = a->ldo, .m = a->lse, .l = a->lsum,
+            .ldml = a->tq,
+        };
+        for (size_t hh = 0; hh < nh; hh++) {
+            ha.k[hh] = a[hh].k;
+            ha.v[hh] = a[hh].v;
+        }
+        if (k->attn_small_heads(&ha)) {
+            // attn_small's rows that saw no key: lsum 1 (see above)
+            for (size_t i = 0; i < nh * a->tq; i++)
+                if (a->lsum[i] == 0.0f)
+                    a->lsum[i] = 1.0f;
+            return 1;
+        }
+    }
+    for (size_t hh = 0; hh < nh; hh++)
+        if (!mhsa__head_forward_small(k, &a[hh]))
+            return 0;
     return 1;
 }

@@ -19,4 +19,12 @@ enum { MHSA_SMALL_VIEW_KEYS = 16, MHSA_SMALL_VIEW_DH = 32 };
 // the tiled path, which writes everything again.
 int mhsa__head_forward_small(const mhsa_kernels *k, const head_args *a);
 
+// The same for the nh (<= 4) blocks a[0 .. nh) of one sequence's heads,
+// read in place (ldqkv) with lse and lsum: at once through
+// k->attn_small_heads where the table has it and the heads lie side by
+// side (consecutive heads of one call, no mask), else one by one as
+// above. Returns 0 when a block was declined.
+int mhsa__heads_forward_small(const mhsa_kernels *k, const head_args *a,
+                              size_t nh);
+
 #endif

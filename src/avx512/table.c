@@ -64,6 +64,10 @@
 #else
 #define MHSA_KERNEL_TABLE_ATTN_SMALL mhsa_attn_small__avx512
 #endif
+// Its form for four heads of width 8 side by side (attn_heads.c).
+#undef MHSA_KERNEL_TABLE_ATTN_SMALL_HEADS
+#define MHSA_KERNEL_TABLE_ATTN_SMALL_HEADS                                    \
+    MHSA_KNAME(attn_small_heads, MHSA_AVX512_SFX)
 
 #define MHSA_AVX512_BLOCKING .kc = 128, .mc = 20 * 12, .nc = 4 * 32
 

@@ -83,6 +83,9 @@
 // A table's fused small-view forward (kernels.h: attn_small): none unless
 // its table.c redefines this (src/avx2/, src/avx512/).
 #define MHSA_KERNEL_TABLE_ATTN_SMALL NULL
+// Its fused forward of several heads at once (kernels.h:
+// attn_small_heads): none unless its table.c redefines this (avx512).
+#define MHSA_KERNEL_TABLE_ATTN_SMALL_HEADS NULL
 
 // A table's small-backward products (kernels.h: small_bwd_scores and
 // small_bwd_grads): none unless its table.c redefines this as
@@ -142,6 +145,7 @@
         .cvt_to_f32 = MHSA_KNAME(cvt_to_f32, sfx),                            \
         .bf16 = MHSA_KERNEL_TABLE_BF16,                                       \
         .attn_small = MHSA_KERNEL_TABLE_ATTN_SMALL,                           \
+        .attn_small_heads = MHSA_KERNEL_TABLE_ATTN_SMALL_HEADS,               \
         MHSA_KERNEL_TABLE_SMALL_BWD,                                          \
     }
 

@@ -200,6 +200,24 @@ typedef struct mhsa_attn_small_args {
     float *m, *l;            // (tq) out: each row's max and sum
 } mhsa_attn_small_args;
 
+// The same forward for nh <= 4 views at once that differ only in the head:
+// view hh (< nh) is the mhsa_attn_small_args view with q + hh * dh, k[hh],
+// v[hh], o + hh * dh, m + hh * ldml and l + hh * ldml, and everything else
+// as given (no mask: mv.mask is NULL). A table's kernel may take only some
+// of these (its own sizes; avx512: dh 8); it returns 1 having written
+// every view's outputs with the bits attn_small gives them, or 0 (maybe
+// having written some), and the caller then runs the views one by one.
+typedef struct mhsa_attn_heads_args {
+    size_t nh, tq, n, dh;
+    const float *q;             // head hh: (tq, dh) at q + hh * dh, ld ldq
+    const float *k[4], *v[4];   // head hh: (n, dh), rows ldkv apart
+    size_t ldq, ldkv;           // 0: nh * dh (q), dh (k, v)
+    float qscale;               // 0: q is pre-scaled
+    mhsa_mask_view mv;          // k0 = 0, mask NULL
+    float *o;  size_t ldo;      // head hh: (tq, dh) at o + hh * dh
+    float *m, *l;  size_t ldml; // head hh: (tq) at m + hh * ldml, l + ...
+} mhsa_attn_heads_args;
+
 // ---- small attention backward (issue 22) -----------------------------------
 
 // The products of one attention-backward tile small enough to skip packing
@@ -571,6 +589,9 @@ typedef struct mhsa_kernels {
     // The fused forward of a small view (above), or NULL: every view takes
     // the tiled path. Returns 1 when it has written the view's outputs.
     int (*attn_small)(const mhsa_attn_small_args *a);
+    // The fused forward of up to 4 heads' small views at once (above), or
+    // NULL: each view goes to attn_small alone.
+    int (*attn_small_heads)(const mhsa_attn_heads_args *a);
 } mhsa_kernels;
 
 // Bytes of one stored element of dt (4 or 2).
