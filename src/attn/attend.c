@@ -54,9 +54,41 @@ typedef struct attend_ctx {
     int *declined;         // set when an in-place block was declined
 } attend_ctx;
 
+// The heads attn_small_heads takes at once (kernels.h).
+enum { HEADS_AT_ONCE = 4 };
+
+// attend_body's tasks when q, k and v are read in place (attn_job.ldqkv,
+// so no sequence decodes and each head is one block): the fused small
+// views or nothing, a task per HEADS_AT_ONCE heads of a sequence where the
+// table has the kernel for several heads at once (the same bits either
+// way, so the task split does not change them).
+static void in_place_body(const attend_ctx *c)
+{
+    const mhsa_kernels *k = c->k;
+    const attn_job *j = c->j;
+    size_t per = k->attn_small_heads ? HEADS_AT_ONCE : 1;
+    size_t groups = (j->H + per - 1) / per, br = mhsa__attn_br(k);
+    head_args a[HEADS_AT_ONCE] = { { 0 } };
+#pragma omp for schedule(static)
+    for (size_t t = 0; t < j->batch * groups; t++) {
+        size_t b = t / groups, h0 = t % groups * per;
+        size_t nh = j->H - h0 < per ? j->H - h0 : per;
+        for (size_t hh = 0; hh < nh; hh++)
+            mhsa__view_block_set(c->view, b, h0 + hh, 0, br, &a[hh]);
+        if (!mhsa__heads_forward_small(k, a, nh)) {
+#pragma omp atomic write
+            *c->declined = 1;
+        }
+    }
+}
+
 static void attend_body(void *p)
 {
     const attend_ctx *c = p;
+    if (c->j->ldqkv) {
+        in_place_body(c);
+        return;
+    }
     const mhsa_kernels *k = c->k;
     const attn_scratch *s = c->s;
     const attn_job *j = c->j;
@@ -96,13 +128,6 @@ static void attend_body(void *p)
         // one block a head (short sequences): no division
         size_t h = nqb == 1 ? t : t / nqb, qb = nqb == 1 ? 0 : t % nqb;
         mhsa__view_block_set(view, b, h, qb * br, br, &a);
-        if (j->ldqkv) {   // in place: the fused small view or nothing
-            if (!mhsa__head_forward_small(k, &a)) {
-#pragma omp atomic write
-                *c->declined = 1;
-            }
-            continue;
-        }
         if (pp->on) {
             size_t hd = mhsa__view_kv_head(view, b, h);
             a.kpack = pp->base + hd * pp->per_head;
