@@ -42,6 +42,8 @@
 #define mhsa_small_bwd_grads__avx512 mhsa_small_bwd_grads__avx512_emul
 #define mhsa_attn_small__avx512 mhsa_attn_small__avx512_emul
 #define mhsa_attn_small_heads__avx512 mhsa_attn_small_heads__avx512_emul
+#define mhsa_attn_small_heads_bwd__avx512                                    \
+    mhsa_attn_small_heads_bwd__avx512_emul
 #define mhsa_attn_small_bwd__avx512 mhsa_attn_small_bwd__avx512_emul
 // The suffix of this build's names (the tests' AVX-512 probes use it).
 #define MHSA_AVX512_SFX avx512_emul
@@ -59,6 +61,8 @@ MHSA_DECLARE_KERNELS(avx512, MHSA_AVX512_MR, MHSA_AVX512_NR)
 int mhsa_attn_small__avx512(const mhsa_attn_small_args *a);
 // The optional fused forward of several heads (kernels.h: attn_small_heads).
 int mhsa_attn_small_heads__avx512(const mhsa_attn_heads_args *a);
+// And its backward (kernels.h: attn_small_heads_bwd).
+int mhsa_attn_small_heads_bwd__avx512(const mhsa_attn_heads_bwd_args *a);
 // The optional fused backward of a small tile (kernels.h: attn_small_bwd).
 int mhsa_attn_small_bwd__avx512(const mhsa_attn_small_bwd_args *a);
 

@@ -68,6 +68,9 @@
 #undef MHSA_KERNEL_TABLE_ATTN_SMALL_HEADS
 #define MHSA_KERNEL_TABLE_ATTN_SMALL_HEADS                                    \
     MHSA_KNAME(attn_small_heads, MHSA_AVX512_SFX)
+#undef MHSA_KERNEL_TABLE_ATTN_SMALL_HEADS_BWD
+#define MHSA_KERNEL_TABLE_ATTN_SMALL_HEADS_BWD                                \
+    MHSA_KNAME(attn_small_heads_bwd, MHSA_AVX512_SFX)
 
 #define MHSA_AVX512_BLOCKING .kc = 128, .mc = 20 * 12, .nc = 4 * 32
 

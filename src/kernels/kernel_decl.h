@@ -86,6 +86,8 @@
 // Its fused forward of several heads at once (kernels.h:
 // attn_small_heads): none unless its table.c redefines this (avx512).
 #define MHSA_KERNEL_TABLE_ATTN_SMALL_HEADS NULL
+// And of its backward (kernels.h: attn_small_heads_bwd).
+#define MHSA_KERNEL_TABLE_ATTN_SMALL_HEADS_BWD NULL
 
 // A table's small-backward products (kernels.h: small_bwd_scores and
 // small_bwd_grads): none unless its table.c redefines this as
@@ -146,6 +148,7 @@
         .bf16 = MHSA_KERNEL_TABLE_BF16,                                       \
         .attn_small = MHSA_KERNEL_TABLE_ATTN_SMALL,                           \
         .attn_small_heads = MHSA_KERNEL_TABLE_ATTN_SMALL_HEADS,               \
+        .attn_small_heads_bwd = MHSA_KERNEL_TABLE_ATTN_SMALL_HEADS_BWD,       \
         MHSA_KERNEL_TABLE_SMALL_BWD,                                          \
     }
 

@@ -273,6 +273,20 @@ typedef struct mhsa_attn_small_bwd_args {
     const float *o; size_t ldo;
 } mhsa_attn_small_bwd_args;
 
+// The same fused backward for nh <= 4 tiles at once that differ only in
+// the head (attn/small_bwd.c: the heads of one sequence): h[hh] is head
+// hh's tile as attn_small_bwd takes it. Every field but q, k, v, dout,
+// lse, o, dq, dk and dv is head 0's in all of them, and dout, o, dq, dk
+// and dv of head hh are head 0's + hh * dh (the heads side by side in
+// their rows; q, k, v and lse may be anywhere). A table's kernel may take
+// only some of these (its own sizes; avx512: dh 8) and checks all of the
+// above itself: it returns 1 having written every head's dq, dk and dv
+// with the bits attn_small_bwd gives them, or 0 having written nothing.
+typedef struct mhsa_attn_heads_bwd_args {
+    size_t nh;
+    const mhsa_attn_small_bwd_args *h[4];
+} mhsa_attn_heads_bwd_args;
+
 // The tiles a fused small backward takes (the rule every ISA's applies
 // before writing anything): sizes within MHSA_SMALL_BWD_MAX, no additive
 // mask, and every row's lse finite. mhsa_attn_small_bwd_sizes_fit is the
@@ -484,6 +498,9 @@ typedef struct mhsa_kernels {
     // Their fused form with softmax_grad (mhsa_attn_small_bwd_args), or
     // NULL: the tile takes the three calls.
     int (*attn_small_bwd)(const mhsa_attn_small_bwd_args *a);
+    // That for up to 4 heads' tiles at once (mhsa_attn_heads_bwd_args), or
+    // NULL: each tile goes to attn_small_bwd alone.
+    int (*attn_small_heads_bwd)(const mhsa_attn_heads_bwd_args *a);
 
     // dst[i] = scale * src[i], i < n (dst and src do not overlap, or are
     // the same row: in place, as the attention's final O /= l runs); scale
