@@ -134,6 +134,9 @@ static void zero_dkv(const mhsa_block *blk, const mhsa_workspace *ws,
     }
 }
 
+// The most heads mhsa__heads_backward takes at once.
+enum { HEADS_AT_ONCE = 4 };
+
 // The team's share of attention_backward (mhsa__team_run).
 typedef struct bwd_ctx {
     const mhsa_kernels *k;
@@ -157,9 +160,35 @@ static void bwd_body(void *p)
     size_t br = mhsa__attn_br(k), bc = mhsa__attn_bc(k), kvs = B * Hkv;
     size_t nqb = (T + br - 1) / br, ntile = (T + bc - 1) / bc;
     int split = c->split;
+    // Heads a task: several where each kv head has one query head and one
+    // query block and the table has the fused kernel for several heads
+    // (small_bwd.h), else one kv head (with its query heads) a task. Each
+    // kv head's sums are its one head's either way: the same bits.
+    size_t at_once = k->attn_small_heads_bwd && group == 1 && nqb == 1
+                         ? HEADS_AT_ONCE
+                         : 1;
     float *tiles = ws->attn.tiles + (size_t)omp_get_thread_num() *
                                     ws->attn.tile_floats;
-    if (!split) {
+    if (!split && at_once > 1) {
+        // HEADS_AT_ONCE kv heads a task, each its one query head and
+        // block (see at_once): the fused kernel takes their tiles at once.
+        head_args a[HEADS_AT_ONCE];
+        for (size_t hh = 0; hh < HEADS_AT_ONCE; hh++)
+            a[hh] = (head_args){ .dq_zeroed = c->zeroed,
+                                 .inputs_finite = c->finite };
+        size_t per_seq = (Hkv + at_once - 1) / at_once;
+#pragma omp for schedule(static)
+        for (size_t task = 0; task < B * per_seq; task++) {
+            size_t b = task / per_seq, g0 = task % per_seq * at_once;
+            size_t nh = Hkv - g0 < at_once ? Hkv - g0 : at_once;
+            for (size_t hh = 0; hh < nh; hh++) {
+                if (!c->zeroed)
+                    zero_dkv(blk, ws, b, g0 + hh);
+                block_args(vw, blk, ws, br, b, g0 + hh, 0, &a[hh]);
+            }
+            mhsa__heads_backward(k, a, nh, tiles);
+        }
+    } else if (!split) {
         head_args a = { .dq_zeroed = c->zeroed,   // the rest stay 0
                         .inputs_finite = c->finite };
 #pragma omp for schedule(static)

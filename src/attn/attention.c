@@ -731,3 +731,18 @@ void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
             tile_gemm(k, &dsa, tq, dh, n, t.kb, a->dq, a->ldg, 1.0f);
     }
 }
+
+void mhsa__heads_backward(const mhsa_kernels *k, const head_args *a,
+                          size_t nh, float *tiles)
+{
+    size_t bc = mhsa__attn_bc(k), kend = key_end(a);
+    size_t jend = a->key1 && a->key1 < kend ? a->key1 : kend;
+    size_t jstart = tile_start(a, bc) > a->key0 ? tile_start(a, bc) : a->key0;
+    for (size_t hh = 0; k->attn_small_heads_bwd && hh < nh; hh++)
+        for (size_t r = 0; r < a->tq && !a->skip_dq && !a->dq_zeroed; r++)
+            memset(a[hh].dq + r * a->ldg, 0, a->dh * sizeof(float));
+    if (mhsa__heads_backward_small(k, a, nh, jstart, jend, kend, bc))
+        return;
+    for (size_t hh = 0; hh < nh; hh++)
+        mhsa__head_backward(k, &a[hh], tiles);
+}

@@ -124,6 +124,12 @@ void mhsa__head_weights(const mhsa_kernels *k, const head_args *a,
 // tile by tile from the saved lse (FlashAttention-2).
 void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
                          float *tiles);
+// mhsa__head_backward of the blocks a[0 .. nh) (nh <= 4): one sequence's
+// heads, consecutive, over the same rows. At once where the table's fused
+// kernel for several heads takes them (small_bwd.h), else one by one; the
+// same bits either way.
+void mhsa__heads_backward(const mhsa_kernels *k, const head_args *a,
+                          size_t nh, float *tiles);
 // delta[r] = rowsum(dO * O) over the block's rows: the softmax gradient's
 // term, each row's products summed in order from +0 (plain C, one rounding
 // per product and per sum; the fused small kernels give the same per lane).
