@@ -66,18 +66,33 @@ static void in_place_body(const attend_ctx *c)
 {
     const mhsa_kernels *k = c->k;
     const attn_job *j = c->j;
+    const attn_view *view = c->view;
     size_t per = k->attn_small_heads ? HEADS_AT_ONCE : 1;
     size_t groups = (j->H + per - 1) / per, br = mhsa__attn_br(k);
-    head_args a[HEADS_AT_ONCE] = { { 0 } };
+    head_args a = { 0 };
 #pragma omp for schedule(static)
     for (size_t t = 0; t < j->batch * groups; t++) {
         size_t b = t / groups, h0 = t % groups * per;
         size_t nh = j->H - h0 < per ? j->H - h0 : per;
-        for (size_t hh = 0; hh < nh; hh++)
-            mhsa__view_block_set(c->view, b, h0 + hh, 0, br, &a[hh]);
-        if (!mhsa__heads_forward_small(k, a, nh)) {
+        mhsa__view_block_set(view, b, h0, 0, br, &a);
+        // The heads' K and V: their kv heads' columns, dh apart.
+        const float *kh[HEADS_AT_ONCE], *vh[HEADS_AT_ONCE];
+        size_t g0 = mhsa__view_group_head(view, h0);
+        for (size_t hh = 0; per > 1 && hh < nh; hh++) {
+            size_t off = (mhsa__view_group_head(view, h0 + hh) - g0) * j->dh;
+            kh[hh] = a.k + off;
+            vh[hh] = a.v + off;
+        }
+        if (per > 1 && nh >= 2 &&
+            mhsa__heads_forward_small(k, &a, nh, kh, vh))
+            continue;
+        for (size_t hh = 0; hh < nh; hh++) {
+            if (hh)
+                mhsa__view_block_set(view, b, h0 + hh, 0, br, &a);
+            if (!mhsa__head_forward_small(k, &a)) {
 #pragma omp atomic write
-            *c->declined = 1;
+                *c->declined = 1;
+            }
         }
     }
 }

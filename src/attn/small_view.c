@@ -78,51 +78,30 @@ int mhsa__head_forward_small(const mhsa_kernels *k, const head_args *a)
     return 1;
 }
 
-// Whether heads a[0 .. nh) lie side by side as attn_small_heads reads
-// them: q, o, lse and lsum of head hh at head 0's plus hh times a head.
-static int side_by_side(const head_args *a, size_t nh)
-{
-    size_t dh = a->dh, tq = a->tq;
-    for (size_t hh = 1; hh < nh; hh++) {
-        const head_args *b = &a[hh];
-        if (b->q != a->q + hh * dh || b->o != a->o + hh * dh ||
-            b->lse != a->lse + hh * tq || b->lsum != a->lsum + hh * tq ||
-            b->tq != tq || b->tk != a->tk || b->q_pos != a->q_pos ||
-            b->klen != a->klen)
-            return 0;
-    }
-    return 1;
-}
-
 int mhsa__heads_forward_small(const mhsa_kernels *k, const head_args *a,
-                              size_t nh)
+                              size_t nh, const float *const *kh,
+                              const float *const *vh)
 {
     size_t n = nh >= 2 && nh <= 4 && k->attn_small_heads && !a->mask &&
-                       a->lse && a->lsum && a->ldqkv && side_by_side(a, nh)
+                       a->lse && a->lsum && a->ldqkv
                    ? fused_keys(a)
                    : 0;
-    if (n) {
-        mhsa_attn_heads_args ha = {
-            .nh = nh, .tq = a->tq, .n = n, .dh = a->dh, .q = a->q,
-            .ldq = a->ldqkv, .ldkv = a->ldqkv, .qscale = a->scale,
-            .mv = { NULL, 0, a->q_pos, 0, a->causal, a->window, a->klen },
-            .o = a->o, .ldo = a->ldo, .m = a->lse, .l = a->lsum,
-            .ldml = a->tq,
-        };
-        for (size_t hh = 0; hh < nh; hh++) {
-            ha.k[hh] = a[hh].k;
-            ha.v[hh] = a[hh].v;
-        }
-        if (k->attn_small_heads(&ha)) {
-            // attn_small's rows that saw no key: lsum 1 (see above)
-            for (size_t i = 0; i < nh * a->tq; i++)
-                if (a->lsum[i] == 0.0f)
-                    a->lsum[i] = 1.0f;
-            return 1;
-        }
+    if (!n)
+        return 0;
+    mhsa_attn_heads_args ha = {
+        .nh = nh, .tq = a->tq, .n = n, .dh = a->dh, .q = a->q,
+        .ldq = a->ldqkv, .ldkv = a->ldqkv, .qscale = a->scale,
+        .mv = { NULL, 0, a->q_pos, 0, a->causal, a->window, a->klen },
+        .o = a->o, .ldo = a->ldo, .m = a->lse, .l = a->lsum,
+        .ldml = a->tq,
+    };
+    // lse = m and lsum = l straight, as mhsa__head_forward_small has it,
+    // without its fix-up of rows that see no key: without a mask or a
+    // window cutting the first keys every row sees key 0, so its l holds
+    // exp(0) = 1 of its largest score and is at least 1.
+    for (size_t hh = 0; hh < nh; hh++) {
+        ha.k[hh] = kh[hh];
+        ha.v[hh] = vh[hh];
     }
-    for (size_t hh = 0; hh < nh; hh++)
-        if (!mhsa__head_forward_small(k, &a[hh]))
-            return 0;
-    return 1;
+    return k->attn_small_heads(&ha);
 }

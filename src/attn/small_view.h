@@ -19,12 +19,16 @@ enum { MHSA_SMALL_VIEW_KEYS = 16, MHSA_SMALL_VIEW_DH = 32 };
 // the tiled path, which writes everything again.
 int mhsa__head_forward_small(const mhsa_kernels *k, const head_args *a);
 
-// The same for the nh (<= 4) blocks a[0 .. nh) of one sequence's heads,
-// read in place (ldqkv) with lse and lsum: at once through
-// k->attn_small_heads where the table has it and the heads lie side by
-// side (consecutive heads of one call, no mask), else one by one as
-// above. Returns 0 when a block was declined.
+// The forward of nh (2..4) consecutive heads h0 .. of one sequence read
+// in place (ldqkv) with lse and lsum, at once through k->attn_small_heads:
+// a is head h0's block (mhsa__view_block_set), kh[hh] and vh[hh] head h0
+// + hh's K and V rows; the other heads' q and o lie at a's + hh * dh, their
+// lse and lsum at a's + hh * tq (view.c's layout). Returns 1 having written
+// every head's outputs with mhsa__head_forward_small's bits, or 0 (maybe
+// having written some) when the table has no such kernel or it declines,
+// and the caller runs the heads one by one.
 int mhsa__heads_forward_small(const mhsa_kernels *k, const head_args *a,
-                              size_t nh);
+                              size_t nh, const float *const *kh,
+                              const float *const *vh);
 
 #endif

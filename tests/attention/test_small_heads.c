@@ -18,9 +18,10 @@
 //    group of rows cannot see; the second test checks those against the
 //    tiled path).
 //  - group_equals_one_by_one: mhsa__heads_forward_small on the blocks of
-//    a sequence's heads read in place (as attend.c runs them) against
-//    each block through mhsa__head_forward_small or, where that declines,
-//    the tiled path: o, lse and lsum the same bits.
+//    a sequence's heads read in place (as attend.c runs them, grouped
+//    query heads too) against each block through mhsa__head_forward_small
+//    or, where that declines, the tiled path: o, lse and lsum the same
+//    bits (lsum 1 for a row that sees no key).
 //  - kernel_stays_in_bounds: every input and output against PROT_NONE
 //    pages on either side, at the edges of the sizes.
 #include <math.h>
@@ -277,7 +278,10 @@ START_TEST(group_equals_one_by_one)
                 b->lse = lse[w] + hh * tq, b->lsum = lsum[w] + hh * tq;
             }
         }
-        int fast = mhsa__heads_forward_small(k, a[0], nh);
+        const float *kh[MAXH], *vh[MAXH];
+        for (size_t hh = 0; hh < nh; hh++)
+            kh[hh] = a[0][hh].k, vh[hh] = a[0][hh].v;
+        int fast = mhsa__heads_forward_small(k, &a[0][0], nh, kh, vh);
         for (size_t hh = 0; hh < nh; hh++)
             if (!mhsa__head_forward_small(k, &a[1][hh])) {
                 // the tiled path reads split heads: q scaled, ld dh
