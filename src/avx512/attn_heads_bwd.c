@@ -352,10 +352,12 @@ static int takes(const mhsa_attn_heads_bwd_args *a, heads_view *w)
             gh->mv.causal != mv->causal || gh->mv.window != mv->window ||
             gh->mv.klen != mv->klen)
             return 0;
-        for (size_t j = 0; p0->do_dkv && j < p0->n; j++)
+        // (one array for every head, as small_bwd.c passes them, needs
+        // no look at its values)
+        for (size_t j = 0; p0->do_dkv && ph->r0 != p0->r0 && j < p0->n; j++)
             if (ph->r0[j] != p0->r0[j])
                 return 0;
-        for (size_t r = 0; p0->do_dq && r < tq; r++)
+        for (size_t r = 0; p0->do_dq && ph->kend != p0->kend && r < tq; r++)
             if (ph->kend[r] != p0->kend[r])
                 return 0;
     }

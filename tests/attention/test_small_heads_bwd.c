@@ -6,7 +6,8 @@
 // Random tiles: 1 to 4 heads, rows and keys 1..17, head widths 8 and
 // others (declined), causal masks with offsets, key padding, windows,
 // masks and infinite lse (declined), random first rows and key ends of
-// the chains (r0, kend), dq only, dk/dv only or both, gradients that
+// the chains (r0, kend; one array for all heads or a copy each, a copy
+// that differs declined), dq only, dk/dv only or both, gradients that
 // already hold values (the sums are added to them), heads whose outputs
 // are not side by side (declined). Where the heads kernel takes the tiles
 // the gradients must be attn_small_bwd's bits; where it declines, not one
@@ -28,6 +29,7 @@ typedef struct bwd_case {
     float *q[MAXH], *k[MAXH], *v[MAXH], *lse[MAXH];
     float *dout, *o, *grads;    // grads: dq, dk, dv rows (3 blocks)
     size_t r0[MAXN], kend[MAXN];
+    size_t own_r0[MAXH][MAXN], own_kend[MAXH][MAXN];   // per-head copies
     mhsa_small_bwd_args p[MAXH];
     mhsa_attn_small_bwd_args g[MAXH];
     int plain;
@@ -97,6 +99,23 @@ static void make_case(bwd_case *c, rng *r)
     int apart = rng_int(r, 0, 15) == 0 && nh > 1;   // not side by side
     if (apart)
         c->plain = 0;
+    // Each head its own copy of the ranges (equal, or one value off:
+    // declined), or all one array.
+    int copies = rng_int(r, 0, 2) == 0, off = copies && nh > 1 &&
+                                              rng_int(r, 0, 3) == 0;
+    for (size_t hh = 0; hh < nh; hh++) {
+        memcpy(c->own_r0[hh], c->r0, sizeof c->r0);
+        memcpy(c->own_kend[hh], c->kend, sizeof c->kend);
+    }
+    if (off) {
+        if (rng_int(r, 0, 1) && do_dkv)
+            c->own_r0[nh - 1][rng_int(r, 0, (int)n - 1)] += 1;
+        else if (do_dq) {
+            size_t *ke = &c->own_kend[nh - 1][rng_int(r, 0, (int)tq - 1)];
+            *ke = *ke ? *ke - 1 : 1;   // still within [0, n]
+        }
+        c->plain = 0;
+    }
     for (size_t hh = 0; hh < nh; hh++) {
         size_t col = hh * dh + (apart && hh == nh - 1 ? 1 : 0);
         if (col + dh > c->ld)
@@ -104,7 +123,8 @@ static void make_case(bwd_case *c, rng *r)
         mhsa_small_bwd_args sb = {
             tq, n, dh, c->q[hh], c->k[hh], c->v[hh], c->dout + col, c->ld,
             NULL, 16, NULL, 16, scale, dq + col, dk + col, dv + col, c->ld,
-            c->r0, c->kend, do_dq, do_dkv,
+            copies ? c->own_r0[hh] : c->r0,
+            copies ? c->own_kend[hh] : c->kend, do_dq, do_dkv,
         };
         c->p[hh] = sb;
         mhsa_attn_small_bwd_args ga = { &c->p[hh], mv, c->lse[hh],
