@@ -12,6 +12,9 @@ MHSA_DECLARE_KERNELS(avx2, 6, 16)
 
 // The optional fused forward of a small view (kernels.h: attn_small).
 int mhsa_attn_small__avx2(const mhsa_attn_small_args *a);
+// The optional fused forward of several heads (kernels.h:
+// attn_small_heads).
+int mhsa_attn_small_heads__avx2(const mhsa_attn_heads_args *a);
 // The optional fused backward of a small tile (kernels.h: attn_small_bwd).
 int mhsa_attn_small_bwd__avx2(const mhsa_attn_small_bwd_args *a);
 

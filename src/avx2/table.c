@@ -11,6 +11,9 @@
 
 #undef MHSA_KERNEL_TABLE_ATTN_SMALL
 #define MHSA_KERNEL_TABLE_ATTN_SMALL mhsa_attn_small__avx2
+// Its form for four heads of width 8 side by side (attn_heads.c).
+#undef MHSA_KERNEL_TABLE_ATTN_SMALL_HEADS
+#define MHSA_KERNEL_TABLE_ATTN_SMALL_HEADS mhsa_attn_small_heads__avx2
 
 // The vector log-sum-exp finish (lse_log.c) and column sums (colsum.c).
 #undef MHSA_KERNEL_TABLE_LSE_ADD_LOG
