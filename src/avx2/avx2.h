@@ -15,6 +15,8 @@ int mhsa_attn_small__avx2(const mhsa_attn_small_args *a);
 // The optional fused forward of several heads (kernels.h:
 // attn_small_heads).
 int mhsa_attn_small_heads__avx2(const mhsa_attn_heads_args *a);
+// And its backward (kernels.h: attn_small_heads_bwd).
+int mhsa_attn_small_heads_bwd__avx2(const mhsa_attn_heads_bwd_args *a);
 // The optional fused backward of a small tile (kernels.h: attn_small_bwd).
 int mhsa_attn_small_bwd__avx2(const mhsa_attn_small_bwd_args *a);
 

@@ -14,6 +14,8 @@
 // Its form for four heads of width 8 side by side (attn_heads.c).
 #undef MHSA_KERNEL_TABLE_ATTN_SMALL_HEADS
 #define MHSA_KERNEL_TABLE_ATTN_SMALL_HEADS mhsa_attn_small_heads__avx2
+#undef MHSA_KERNEL_TABLE_ATTN_SMALL_HEADS_BWD
+#define MHSA_KERNEL_TABLE_ATTN_SMALL_HEADS_BWD mhsa_attn_small_heads_bwd__avx2
 
 // The vector log-sum-exp finish (lse_log.c) and column sums (colsum.c).
 #undef MHSA_KERNEL_TABLE_LSE_ADD_LOG
