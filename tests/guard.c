@@ -3,6 +3,7 @@
 #define _DEFAULT_SOURCE 1
 #include <check.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -71,6 +72,16 @@ void guard_readonly(float *p)
     hi = (hi + ps - 1) / ps * ps;
     if (hi > lo)
         ck_assert(mprotect((void *)lo, hi - lo, PROT_READ) == 0);
+}
+
+float *guard_copy(size_t n, guard_side side, const float *x, int ro)
+{
+    float *p = guard_alloc(n, side);
+    if (x)
+        memcpy(p, x, n * sizeof(float));
+    if (ro)
+        guard_readonly(p);
+    return p;
 }
 
 void guard_free(float *p)

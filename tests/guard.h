@@ -19,6 +19,9 @@ float *guard_alloc(size_t n, guard_side side);
 // Makes the n floats read-only (after the caller has filled them): an input
 // the library writes to then faults too.
 void   guard_readonly(float *p);
+// guard_alloc's buffer holding a copy of x's n floats (zeros when x is
+// NULL), read-only when ro.
+float *guard_copy(size_t n, guard_side side, const float *x, int ro);
 void   guard_free(float *p);
 
 #endif

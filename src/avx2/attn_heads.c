@@ -36,37 +36,10 @@
 #include "kernels/kernels.h"
 #include "avx2/avx2.h"
 #include "avx2/vmath.h"
+#include "avx2/heads.h"
 #include "avx2/vtranspose.h"
 
 enum { MAX_ROWS = 16, MAX_KEYS = 16, DH = 8, HEADS = 4 };
-
-// Key j's 8 columns of the 4 heads, column-major: dst[4 c + hh] =
-// src[hh][off + c] (32 floats), by 4x4 transposes in each 128-bit half.
-static inline void kv_columns(const float *const src[HEADS], size_t off,
-                              float *dst)
-{
-    __m256 a0 = _mm256_loadu_ps(src[0] + off);
-    __m256 a1 = _mm256_loadu_ps(src[1] + off);
-    __m256 a2 = _mm256_loadu_ps(src[2] + off);
-    __m256 a3 = _mm256_loadu_ps(src[3] + off);
-    __m256 t0 = _mm256_unpacklo_ps(a0, a1), t1 = _mm256_unpackhi_ps(a0, a1);
-    __m256 t2 = _mm256_unpacklo_ps(a2, a3), t3 = _mm256_unpackhi_ps(a2, a3);
-    // u[c] holds column c (low half) and column c + 4 (high half)
-    __m256 u[4] = { _mm256_shuffle_ps(t0, t2, 0x44),
-                    _mm256_shuffle_ps(t0, t2, 0xEE),
-                    _mm256_shuffle_ps(t1, t3, 0x44),
-                    _mm256_shuffle_ps(t1, t3, 0xEE) };
-    for (int c = 0; c < 4; c++) {
-        _mm_storeu_ps(dst + 4 * c, _mm256_castps256_ps128(u[c]));
-        _mm_storeu_ps(dst + 4 * (c + 4), _mm256_extractf128_ps(u[c], 1));
-    }
-}
-
-// Column c of key j for every lane's head (kv_columns' rows).
-static inline __m256 head_col(const float *t, size_t j, size_t c)
-{
-    return _mm256_broadcast_ps((const __m128 *)(t + j * HEADS * DH + 4 * c));
-}
 
 // Group g (rows 2 g, 2 g + 1) over its keys [0, nk): o (rows < tq, heads
 // < nh), m and l into mb, lb (row r, head hh at [4 r + hh]). hrow[r]: one
@@ -99,7 +72,8 @@ static int group(const mhsa_attn_heads_args *a, size_t g, size_t nk,
     for (size_t j = 0; j < nk; j++) {
         __m256 acc = zero;
         for (size_t c = 0; c < DH; c++)
-            acc = _mm256_fmadd_ps(qt[c], head_col(kt, j, c), acc);
+            acc = _mm256_fmadd_ps(
+                qt[c], mhsa_head_col__avx2(kt + j * HEADS * DH, c), acc);
         chk = _mm256_fmadd_ps(acc, zero, chk);   // inf * 0 = NaN
         // keys a lane's row does not see: -inf
         st[j] = _mm256_blendv_ps(ninf, acc,
@@ -140,7 +114,8 @@ static int group(const mhsa_attn_heads_args *a, size_t g, size_t nk,
         acc[c] = zero;
     for (size_t j = 0; j < nk; j++)
         for (size_t c = 0; c < DH; c++)
-            acc[c] = _mm256_fmadd_ps(p[j], head_col(vt, j, c), acc[c]);
+            acc[c] = _mm256_fmadd_ps(
+                p[j], mhsa_head_col__avx2(vt + j * HEADS * DH, c), acc[c]);
     __m256 inv = _mm256_div_ps(_mm256_set1_ps(1.0f), l);
     __m256 none = _mm256_cmp_ps(l, zero, _CMP_EQ_OQ);
     chk = zero;
@@ -164,9 +139,7 @@ int mhsa_attn_small_heads__avx2(const mhsa_attn_heads_args *a)
 {
     const mhsa_mask_view *mv = &a->mv;
     size_t nh = a->nh, n = a->n, tq = a->tq;
-    if (nh == 0 || nh > HEADS || tq == 0 || tq > MAX_ROWS || n == 0 ||
-        n > MAX_KEYS || a->dh != DH || mv->mask ||
-        mhsa_window_first(mv->q0 + tq - 1, mv->window) != 0 || mv->k0 != 0)
+    if (!mhsa_attn_heads_fit(a, DH))
         return 0;
     size_t ldkv = a->ldkv ? a->ldkv : DH;
     const float *ks[HEADS], *vs[HEADS];
@@ -176,8 +149,8 @@ int mhsa_attn_small_heads__avx2(const mhsa_attn_heads_args *a)
     }
     float kt[MAX_KEYS * HEADS * DH], vt[MAX_KEYS * HEADS * DH];
     for (size_t j = 0; j < n; j++) {
-        kv_columns(ks, j * ldkv, kt + j * HEADS * DH);
-        kv_columns(vs, j * ldkv, vt + j * HEADS * DH);
+        mhsa_kv_columns__avx2(ks, j * ldkv, kt + j * HEADS * DH);
+        mhsa_kv_columns__avx2(vs, j * ldkv, vt + j * HEADS * DH);
     }
     // Group g weighs the keys up to its last row's last visible one; the
     // last group all n (attn_heads.c in src/avx512 says why).

@@ -19,36 +19,12 @@
 #include "kernels/kernels.h"
 #include "avx2/avx2.h"
 #include "avx2/vmath.h"
+#include "avx2/heads.h"
 #include "avx2/vtranspose.h"
 
 enum { MAX = MHSA_SMALL_BWD_MAX, DH = 8, HEADS = 4, KEYS_AT_ONCE = 4 };
 
 #define INLINE static inline __attribute__((always_inline))
-
-// Key j's 8 columns of the 4 heads, column-major: dst[4 c + hh] =
-// src[hh][off + c] (attn_heads.c's kv_columns).
-INLINE void kv_columns(const float *const src[HEADS], size_t off, float *dst)
-{
-    __m256 a0 = _mm256_loadu_ps(src[0] + off);
-    __m256 a1 = _mm256_loadu_ps(src[1] + off);
-    __m256 a2 = _mm256_loadu_ps(src[2] + off);
-    __m256 a3 = _mm256_loadu_ps(src[3] + off);
-    __m256 t0 = _mm256_unpacklo_ps(a0, a1), t1 = _mm256_unpackhi_ps(a0, a1);
-    __m256 t2 = _mm256_unpacklo_ps(a2, a3), t3 = _mm256_unpackhi_ps(a2, a3);
-    __m256 u[4] = { _mm256_shuffle_ps(t0, t2, 0x44),
-                    _mm256_shuffle_ps(t0, t2, 0xEE),
-                    _mm256_shuffle_ps(t1, t3, 0x44),
-                    _mm256_shuffle_ps(t1, t3, 0xEE) };
-    for (int c = 0; c < 4; c++) {
-        _mm_storeu_ps(dst + 4 * c, _mm256_castps256_ps128(u[c]));
-        _mm_storeu_ps(dst + 4 * (c + 4), _mm256_extractf128_ps(u[c], 1));
-    }
-}
-
-INLINE __m256 head_col(const float *t, size_t j, size_t c)
-{
-    return _mm256_broadcast_ps((const __m128 *)(t + j * HEADS * DH + 4 * c));
-}
 
 // The tiles' shared view (head 0's fields; kernels.h).
 typedef struct heads_view {
@@ -107,8 +83,10 @@ static void group_weights(const heads_view *w, size_t g, size_t kg,
     for (size_t j = 0; j < kg; j++) {
         __m256 s = zero, d = zero;
         for (size_t c = 0; c < DH; c++) {
-            s = _mm256_fmadd_ps(qt[c], head_col(kt, j, c), s);
-            d = _mm256_fmadd_ps(dot[c], head_col(vt, j, c), d);
+            s = _mm256_fmadd_ps(
+                qt[c], mhsa_head_col__avx2(kt + j * HEADS * DH, c), s);
+            d = _mm256_fmadd_ps(
+                dot[c], mhsa_head_col__avx2(vt + j * HEADS * DH, c), d);
         }
         // attn_small_bwd.c's weights: kept where in range and s != -inf
         __m256 in = _mm256_cmp_ps(_mm256_set1_ps((float)j), hi, _CMP_LT_OQ);
@@ -181,38 +159,13 @@ INLINE void rows_dq(const mhsa_small_bwd_args *p0, const heads_view *w,
 // comment); fills w.
 static int takes(const mhsa_attn_heads_bwd_args *a, heads_view *w)
 {
-    size_t nh = a->nh;
-    if (nh == 0 || nh > HEADS)
+    if (!mhsa_attn_heads_bwd_fit(a, DH))
         return 0;
+    size_t nh = a->nh;
     const mhsa_attn_small_bwd_args *g0 = a->h[0];
     const mhsa_small_bwd_args *p0 = g0->p;
     const mhsa_mask_view *mv = &g0->mv;
     size_t tq = p0->tq;
-    if (!mhsa_attn_small_bwd_sizes_fit(g0) || p0->dh != DH ||
-        mv->k0 != 0 || mhsa_window_first(mv->q0 + tq - 1, mv->window) != 0)
-        return 0;
-    for (size_t hh = 1; hh < nh; hh++) {
-        const mhsa_attn_small_bwd_args *gh = a->h[hh];
-        const mhsa_small_bwd_args *ph = gh->p;
-        size_t o = hh * DH;
-        if (ph->tq != tq || ph->n != p0->n || ph->dh != DH ||
-            ph->lddo != p0->lddo || ph->scale != p0->scale ||
-            ph->ldg != p0->ldg || ph->do_dq != p0->do_dq ||
-            ph->do_dkv != p0->do_dkv || ph->dout != p0->dout + o ||
-            gh->o != g0->o + o || gh->ldo != g0->ldo ||
-            (p0->do_dq && ph->dq != p0->dq + o) ||
-            (p0->do_dkv && (ph->dk != p0->dk + o || ph->dv != p0->dv + o)) ||
-            gh->mv.mask || gh->mv.q0 != mv->q0 || gh->mv.k0 != 0 ||
-            gh->mv.causal != mv->causal || gh->mv.window != mv->window ||
-            gh->mv.klen != mv->klen)
-            return 0;
-        for (size_t j = 0; p0->do_dkv && ph->r0 != p0->r0 && j < p0->n; j++)
-            if (ph->r0[j] != p0->r0[j])
-                return 0;
-        for (size_t r = 0; p0->do_dq && ph->kend != p0->kend && r < tq; r++)
-            if (ph->kend[r] != p0->kend[r])
-                return 0;
-    }
     w->nh = nh, w->tq = tq, w->n = p0->n;
     w->dout = p0->dout, w->lddo = p0->lddo;
     w->o = g0->o, w->ldo = g0->ldo, w->scale = p0->scale;
@@ -247,8 +200,8 @@ int mhsa_attn_small_heads_bwd__avx2(const mhsa_attn_heads_bwd_args *a)
     size_t tq = w.tq, n = w.n;
     float kt[MAX * HEADS * DH], vt[MAX * HEADS * DH];
     for (size_t j = 0; j < n; j++) {
-        kv_columns(w.k, j * DH, kt + j * HEADS * DH);
-        kv_columns(w.v, j * DH, vt + j * HEADS * DH);
+        mhsa_kv_columns__avx2(w.k, j * DH, kt + j * HEADS * DH);
+        mhsa_kv_columns__avx2(w.v, j * DH, vt + j * HEADS * DH);
     }
     // P, dS and fl(scale dS) of every group and key; group g computes the
     // keys up to its last row's last visible one.

@@ -35,6 +35,7 @@
 #include "avx512/avx512.h"
 #include "kernels/asan.h"
 #include "avx512/vmath.h"
+#include "avx512/heads.h"
 #include "avx512/vtranspose.h"
 
 enum { MAX_ROWS = 16, MAX_KEYS = 16, DH = 8, HEADS = 4 };
@@ -42,42 +43,6 @@ enum { MAX_ROWS = 16, MAX_KEYS = 16, DH = 8, HEADS = 4 };
 // One instance with the key count at run time in the builds that compile
 // slowly (attn_small.c's ONE_INSTANCE says which and why).
 #define ONE_INSTANCE (MHSA_AVX512_EMULATED || MHSA_ASAN)
-
-// Key j's 8 columns of the 4 heads, column-major: dst[4 c + hh] =
-// k[hh][j * ld + c] (32 floats). Heads past nh repeat head nh - 1 (the
-// caller's pointers); contiguous: the 4 heads' rows are 32 floats in a
-// row, read as two vectors.
-// vpermt2ps index of lane L = 4 c + hh in (a, b) = (heads 0, 1 | 2, 3):
-#define KV_T(e, L)                                                        \
-    ((((L) & 3) >> 1) * 16 + ((L) & 1) * 8 + ((L) >> 2) + 4 * (e))
-#define KV_T0(L) KV_T(0, L)
-#define KV_T1(L) KV_T(1, L)
-MHSA_AVX512_INLINE void kv_columns(const float *const src[HEADS], size_t off,
-                                   int contiguous, float *dst)
-{
-    __m512 a, b;
-    if (contiguous) {
-        a = _mm512_loadu_ps(src[0] + off);
-        b = _mm512_loadu_ps(src[0] + off + 16);
-    } else {
-        a = _mm512_insertf32x8(
-            _mm512_castps256_ps512(_mm256_loadu_ps(src[0] + off)),
-            _mm256_loadu_ps(src[1] + off), 1);
-        b = _mm512_insertf32x8(
-            _mm512_castps256_ps512(_mm256_loadu_ps(src[2] + off)),
-            _mm256_loadu_ps(src[3] + off), 1);
-    }
-    _mm512_storeu_ps(dst, _mm512_permutex2var_ps(a, MHSA_IDX16(KV_T0), b));
-    _mm512_storeu_ps(dst + 16,
-                     _mm512_permutex2var_ps(a, MHSA_IDX16(KV_T1), b));
-}
-
-// Element c of key j of every lane's head: kt[j * 32 + 4 c + hh] in the
-// 4 lanes of each row.
-MHSA_AVX512_INLINE __m512 head_bcast(const float *t)
-{
-    return _mm512_broadcast_f32x4(_mm_loadu_ps(t));
-}
 
 // O's 8 column vectors of a group (t[c], lane 4 i + hh) back to rows:
 // w[k] lane L = t[L & 7] lane 2 k + (L >> 3), so w[k] holds row i = k / 2
@@ -206,7 +171,8 @@ MHSA_AVX512_INLINE int group_softmax(const __m512 *st, size_t nk, __m512 hif,
 
 // Group g's rows 4 g .. 4 g + 3 of every head over key slots [0, nk),
 // written to o (rows < tq, heads < nh), its m and l returned. kt, vt: the
-// keys' columns (kv_columns). Returns 0 on a non-finite score or sum.
+// keys' columns (mhsa_kv_columns__avx512). Returns 0 on a non-finite
+// score or sum.
 MHSA_AVX512_INLINE int group(const mhsa_attn_heads_args *a, size_t g,
                              size_t nk, const float *kt, const float *vt,
                              __m512 *m_out, __m512 *l_out)
@@ -254,8 +220,8 @@ MHSA_AVX512_INLINE int group(const mhsa_attn_heads_args *a, size_t g,
         __m512 acc = zero;
         #pragma GCC unroll 16
         for (size_t cc = 0; cc < DH; cc++)
-            acc = _mm512_fmadd_ps(head_bcast(kt + j * 32 + 4 * cc), qt[cc],
-                                  acc);
+            acc = _mm512_fmadd_ps(mhsa_head_bcast__avx512(kt + j * 32, cc),
+                                  qt[cc], acc);
         st[j] = acc;
         chk = _mm512_fmadd_ps(acc, zero, chk);   // inf * 0 = NaN
     }
@@ -278,8 +244,8 @@ MHSA_AVX512_INLINE int group(const mhsa_attn_heads_args *a, size_t g,
     for (size_t j = 0; j < nk; j++) {
         #pragma GCC unroll 16
         for (size_t cc = 0; cc < DH; cc++)
-            acc[cc] = _mm512_fmadd_ps(p[j], head_bcast(vt + j * 32 + 4 * cc),
-                                      acc[cc]);
+            acc[cc] = _mm512_fmadd_ps(
+                p[j], mhsa_head_bcast__avx512(vt + j * 32, cc), acc[cc]);
     }
     chk = zero;
     #pragma GCC unroll 16
@@ -327,9 +293,7 @@ int mhsa_attn_small_heads__avx512(const mhsa_attn_heads_args *a)
 {
     const mhsa_mask_view *mv = &a->mv;
     size_t nh = a->nh, n = a->n, tq = a->tq;
-    if (nh == 0 || nh > HEADS || tq == 0 || tq > MAX_ROWS || n == 0 ||
-        n > MAX_KEYS || a->dh != DH || mv->mask ||
-        mhsa_window_first(mv->q0 + tq - 1, mv->window) != 0 || mv->k0 != 0)
+    if (!mhsa_attn_heads_fit(a, DH))
         return 0;
     size_t ldkv = a->ldkv ? a->ldkv : DH, nk = (n + 3) / 4 * 4;
     const float *ks[HEADS], *vs[HEADS];
@@ -344,8 +308,8 @@ int mhsa_attn_small_heads__avx512(const mhsa_attn_heads_args *a)
     float kt[MAX_KEYS * HEADS * DH], vt[MAX_KEYS * HEADS * DH];
     for (size_t j = 0; j < nk; j++) {
         size_t off = (j < n ? j : n - 1) * ldkv;
-        kv_columns(ks, off, contiguous, kt + j * HEADS * DH);
-        kv_columns(vs, off, contiguous, vt + j * HEADS * DH);
+        mhsa_kv_columns__avx512(ks, off, contiguous, kt + j * HEADS * DH);
+        mhsa_kv_columns__avx512(vs, off, contiguous, vt + j * HEADS * DH);
     }
     // Group g weighs only the key slots up to its last row's last visible
     // key (rounded up to 4): under the causal mask the first groups see

@@ -26,6 +26,7 @@
 #include "avx512/avx512.h"
 #include "kernels/asan.h"
 #include "avx512/vmath.h"
+#include "avx512/heads.h"
 #include "avx512/vtranspose.h"
 
 enum { MAX = MHSA_SMALL_BWD_MAX, DH = 8, HEADS = 4, KEYS_AT_ONCE = 4 };
@@ -38,33 +39,6 @@ enum { MAX = MHSA_SMALL_BWD_MAX, DH = 8, HEADS = 4, KEYS_AT_ONCE = 4 };
 // 8-15) interleaved: lane 2 c + hh' takes column c of head hh'; and back.
 #define INTERLEAVE(L) (((L) & 1) * 8 + ((L) >> 1))
 #define DEINTERLEAVE(L) (2 * ((L) & 7) + ((L) >> 3))
-
-// Key j's column c of the 4 heads in every row's 4 lanes (attn_heads.c's
-// kv_columns for heads anywhere): dst[4 c + hh] = src[hh][off + c].
-#define KV_T(e, L)                                                        \
-    ((((L) & 3) >> 1) * 16 + ((L) & 1) * 8 + ((L) >> 2) + 4 * (e))
-#define KV_T0(L) KV_T(0, L)
-#define KV_T1(L) KV_T(1, L)
-MHSA_AVX512_INLINE __m512 two_rows(const float *x, const float *y)
-{
-    return _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(x)),
-                              _mm256_loadu_ps(y), 1);
-}
-
-MHSA_AVX512_INLINE void kv_columns(const float *const src[HEADS], size_t off,
-                                   float *dst)
-{
-    __m512 a = two_rows(src[0] + off, src[1] + off);
-    __m512 b = two_rows(src[2] + off, src[3] + off);
-    _mm512_storeu_ps(dst, _mm512_permutex2var_ps(a, MHSA_IDX16(KV_T0), b));
-    _mm512_storeu_ps(dst + 16,
-                     _mm512_permutex2var_ps(a, MHSA_IDX16(KV_T1), b));
-}
-
-MHSA_AVX512_INLINE __m512 head_bcast(const float *t)
-{
-    return _mm512_broadcast_f32x4(_mm_loadu_ps(t));
-}
 
 // The two values at p (a row's pair of heads) in every even / odd lane.
 MHSA_AVX512_INLINE __m512 pair_bcast(const float *p)
@@ -113,8 +87,8 @@ MHSA_AVX512_INLINE void group_columns(const heads_view *w, size_t g,
     for (size_t k = 0; k < 8; k++) {
         size_t r = 4 * g + k / 2, pp = k & 1;
         v[k] = r >= w->tq ? _mm512_setzero_ps()
-               : xs       ? two_rows(xs[2 * pp] + r * DH,
-                                     xs[2 * pp + 1] + r * DH)
+               : xs       ? mhsa_two_rows__avx512(xs[2 * pp] + r * DH,
+                                                  xs[2 * pp + 1] + r * DH)
                           : _mm512_maskz_loadu_ps(w->half[pp],
                                                   x + r * ld + 16 * pp);
     }
@@ -159,8 +133,10 @@ MHSA_AVX512_INLINE void group_weights(const heads_view *w, size_t g,
         __m512 sj = zero, dj = zero;
         #pragma GCC unroll 8
         for (size_t c = 0; c < DH; c++) {
-            sj = _mm512_fmadd_ps(qt[c], head_bcast(kt + j * 32 + 4 * c), sj);
-            dj = _mm512_fmadd_ps(dot[c], head_bcast(vt + j * 32 + 4 * c), dj);
+            sj = _mm512_fmadd_ps(qt[c],
+                                 mhsa_head_bcast__avx512(kt + j * 32, c), sj);
+            dj = _mm512_fmadd_ps(dot[c],
+                                 mhsa_head_bcast__avx512(vt + j * 32, c), dj);
         }
         s[j] = sj;
         d[j] = dj;
@@ -327,40 +303,13 @@ MHSA_AVX512_INLINE void grads(const mhsa_attn_heads_bwd_args *a,
 // comment); fills w.
 static int takes(const mhsa_attn_heads_bwd_args *a, heads_view *w)
 {
-    size_t nh = a->nh;
-    if (nh == 0 || nh > HEADS)
+    if (!mhsa_attn_heads_bwd_fit(a, DH))
         return 0;
+    size_t nh = a->nh;
     const mhsa_attn_small_bwd_args *g0 = a->h[0];
     const mhsa_small_bwd_args *p0 = g0->p;
     const mhsa_mask_view *mv = &g0->mv;
     size_t tq = p0->tq;
-    if (!mhsa_attn_small_bwd_sizes_fit(g0) || p0->dh != DH ||
-        mv->k0 != 0 || mhsa_window_first(mv->q0 + tq - 1, mv->window) != 0)
-        return 0;
-    for (size_t hh = 1; hh < nh; hh++) {
-        const mhsa_attn_small_bwd_args *gh = a->h[hh];
-        const mhsa_small_bwd_args *ph = gh->p;
-        size_t o = hh * DH;
-        if (ph->tq != tq || ph->n != p0->n || ph->dh != DH ||
-            ph->lddo != p0->lddo || ph->scale != p0->scale ||
-            ph->ldg != p0->ldg || ph->do_dq != p0->do_dq ||
-            ph->do_dkv != p0->do_dkv || ph->dout != p0->dout + o ||
-            gh->o != g0->o + o || gh->ldo != g0->ldo ||
-            (p0->do_dq && ph->dq != p0->dq + o) ||
-            (p0->do_dkv && (ph->dk != p0->dk + o || ph->dv != p0->dv + o)) ||
-            gh->mv.mask || gh->mv.q0 != mv->q0 || gh->mv.k0 != 0 ||
-            gh->mv.causal != mv->causal || gh->mv.window != mv->window ||
-            gh->mv.klen != mv->klen)
-            return 0;
-        // (one array for every head, as small_bwd.c passes them, needs
-        // no look at its values)
-        for (size_t j = 0; p0->do_dkv && ph->r0 != p0->r0 && j < p0->n; j++)
-            if (ph->r0[j] != p0->r0[j])
-                return 0;
-        for (size_t r = 0; p0->do_dq && ph->kend != p0->kend && r < tq; r++)
-            if (ph->kend[r] != p0->kend[r])
-                return 0;
-    }
     w->nh = nh, w->tq = tq, w->n = p0->n;
     w->dout = p0->dout, w->lddo = p0->lddo;
     w->o = g0->o, w->ldo = g0->ldo, w->scale = p0->scale;
@@ -395,8 +344,8 @@ int mhsa_attn_small_heads_bwd__avx512(const mhsa_attn_heads_bwd_args *a)
     float kt[MAX * HEADS * DH], vt[MAX * HEADS * DH];
     for (size_t j = 0; j < nk; j++) {
         size_t off = (j < n ? j : n - 1) * DH;
-        kv_columns(w.k, off, kt + j * HEADS * DH);
-        kv_columns(w.v, off, vt + j * HEADS * DH);
+        mhsa_kv_columns__avx512(w.k, off, 0, kt + j * HEADS * DH);
+        mhsa_kv_columns__avx512(w.v, off, 0, vt + j * HEADS * DH);
     }
     // P, dS and fl(scale dS) of every group and key: group g's key j at
     // [(g * MAX + j) * 16]. A group computes only the key slots up to its
@@ -419,8 +368,8 @@ int mhsa_attn_small_heads_bwd__avx512(const mhsa_attn_heads_bwd_args *a)
         for (size_t pp = 0; pp < np; pp++) {
             __m512 dr = _mm512_maskz_loadu_ps(w.half[pp],
                                               w.dout + r * w.lddo + 16 * pp);
-            __m512 qr = two_rows(w.q[2 * pp] + r * DH,
-                                 w.q[2 * pp + 1] + r * DH);
+            __m512 qr = mhsa_two_rows__avx512(w.q[2 * pp] + r * DH,
+                                              w.q[2 * pp + 1] + r * DH);
             _mm512_storeu_ps(dil + (2 * r + pp) * 16,
                              _mm512_permutexvar_ps(il, dr));
             _mm512_storeu_ps(qil + (2 * r + pp) * 16,
@@ -428,9 +377,10 @@ int mhsa_attn_small_heads_bwd__avx512(const mhsa_attn_heads_bwd_args *a)
         }
     for (size_t j = 0; p0->do_dq && j < n; j++)
         for (size_t pp = 0; pp < np; pp++)
-            _mm512_storeu_ps(kil + (2 * j + pp) * 16,
-                             _mm512_permutexvar_ps(
-                                 il, two_rows(w.k[2 * pp] + j * DH,
+            _mm512_storeu_ps(
+                kil + (2 * j + pp) * 16,
+                _mm512_permutexvar_ps(
+                    il, mhsa_two_rows__avx512(w.k[2 * pp] + j * DH,
                                               w.k[2 * pp + 1] + j * DH)));
     if (np == 2)
         grads(a, &w, pt, dst, xst, dil, qil, kil, 2);

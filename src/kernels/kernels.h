@@ -311,6 +311,65 @@ static inline int mhsa_attn_small_bwd_fits(const mhsa_attn_small_bwd_args *g)
     return 1;
 }
 
+// The views a kernel for several heads of width dh takes (attn_small_heads,
+// the rule every ISA's applies): 1 to 4 heads, at most 16 rows and keys,
+// no additive mask, no window that cuts a row's first keys, k0 = 0.
+static inline int mhsa_attn_heads_fit(const mhsa_attn_heads_args *a,
+                                      size_t dh)
+{
+    const mhsa_mask_view *mv = &a->mv;
+    return a->nh >= 1 && a->nh <= 4 && a->tq >= 1 && a->tq <= 16 &&
+           a->n >= 1 && a->n <= 16 && a->dh == dh && !mv->mask &&
+           mhsa_window_first(mv->q0 + a->tq - 1, mv->window) == 0 &&
+           mv->k0 == 0;
+}
+
+// The tiles a backward kernel for several heads of width dh takes
+// (attn_small_heads_bwd), but for their lse, which the kernels check in
+// vectors: 1 to 4 heads, head 0's tile within mhsa_attn_small_bwd_sizes_fit
+// without a window cutting a row's first keys, and every head's tile head
+// 0's but for q, k, v, dout, lse, o, dq, dk and dv, with dout, o and the
+// gradients it computes side by side (kernels.h's mhsa_attn_heads_bwd_args).
+static inline int mhsa_attn_heads_bwd_fit(const mhsa_attn_heads_bwd_args *a,
+                                          size_t dh)
+{
+    size_t nh = a->nh;
+    if (nh == 0 || nh > 4)
+        return 0;
+    const mhsa_attn_small_bwd_args *g0 = a->h[0];
+    const mhsa_small_bwd_args *p0 = g0->p;
+    const mhsa_mask_view *mv = &g0->mv;
+    size_t tq = p0->tq;
+    if (!mhsa_attn_small_bwd_sizes_fit(g0) || p0->dh != dh ||
+        mv->k0 != 0 || mhsa_window_first(mv->q0 + tq - 1, mv->window) != 0)
+        return 0;
+    for (size_t hh = 1; hh < nh; hh++) {
+        const mhsa_attn_small_bwd_args *gh = a->h[hh];
+        const mhsa_small_bwd_args *ph = gh->p;
+        size_t o = hh * dh;
+        if (ph->tq != tq || ph->n != p0->n || ph->dh != dh ||
+            ph->lddo != p0->lddo || ph->scale != p0->scale ||
+            ph->ldg != p0->ldg || ph->do_dq != p0->do_dq ||
+            ph->do_dkv != p0->do_dkv || ph->dout != p0->dout + o ||
+            gh->o != g0->o + o || gh->ldo != g0->ldo ||
+            (p0->do_dq && ph->dq != p0->dq + o) ||
+            (p0->do_dkv && (ph->dk != p0->dk + o || ph->dv != p0->dv + o)) ||
+            gh->mv.mask || gh->mv.q0 != mv->q0 || gh->mv.k0 != 0 ||
+            gh->mv.causal != mv->causal || gh->mv.window != mv->window ||
+            gh->mv.klen != mv->klen)
+            return 0;
+        // (one array for every head, as small_bwd.c passes them, needs
+        // no look at its values)
+        for (size_t j = 0; p0->do_dkv && ph->r0 != p0->r0 && j < p0->n; j++)
+            if (ph->r0[j] != p0->r0[j])
+                return 0;
+        for (size_t r = 0; p0->do_dq && ph->kend != p0->kend && r < tq; r++)
+            if (ph->kend[r] != p0->kend[r])
+                return 0;
+    }
+    return 1;
+}
+
 // How many of the entries x[i..], at most `most`, equal x[i]: the small
 // backward's runs of keys sharing r0, or of rows sharing kend.
 static inline size_t mhsa_run_length(const size_t *x, size_t i, size_t n,

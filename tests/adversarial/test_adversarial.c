@@ -820,11 +820,7 @@ END_TEST
 // Copies n floats into a fresh guarded buffer and makes it read-only.
 static float *guarded_input(const float *src, size_t n, guard_side side)
 {
-    float *p = guard_alloc(n, side);
-    if (src)
-        memcpy(p, src, n * sizeof(float));
-    guard_readonly(p);
-    return p;
+    return guard_copy(n, side, src, 1);
 }
 
 // Every entry point with every caller buffer against a guard page (inputs

@@ -325,17 +325,6 @@ START_TEST(group_equals_one_by_one)
 }
 END_TEST
 
-// Guarded buffer of n floats holding x (or zeros), read-only when ro.
-static float *guarded(size_t n, guard_side side, const float *x, int ro)
-{
-    float *p = guard_alloc(n, side);
-    if (x)
-        memcpy(p, x, n * sizeof(float));
-    if (ro)
-        guard_readonly(p);
-    return p;
-}
-
 START_TEST(kernel_stays_in_bounds)
 {
     const mhsa_kernels *k = table_at(_i);
@@ -354,12 +343,12 @@ START_TEST(kernel_stays_in_bounds)
                     size_t tq = tqs[x], n = ns[y], w = nh * DH;
                     guard_side side = v & 1 ? GUARD_BEFORE : GUARD_AFTER;
                     int causal = (v >> 1) & 1;
-                    float *q = guarded(tq * w, side, src, 1);
-                    float *kk = guarded(n * w, side, src, 1);
-                    float *vv = guarded(n * w, side, src, 1);
-                    float *o = guarded(tq * w, side, NULL, 0);
-                    float *m = guarded(nh * tq, side, NULL, 0);
-                    float *l = guarded(nh * tq, side, NULL, 0);
+                    float *q = guard_copy(tq * w, side, src, 1);
+                    float *kk = guard_copy(n * w, side, src, 1);
+                    float *vv = guard_copy(n * w, side, src, 1);
+                    float *o = guard_copy(tq * w, side, NULL, 0);
+                    float *m = guard_copy(nh * tq, side, NULL, 0);
+                    float *l = guard_copy(nh * tq, side, NULL, 0);
                     mhsa_attn_heads_args a = {
                         .nh = nh, .tq = tq, .n = n, .dh = DH, .q = q,
                         .ldkv = w,

@@ -223,17 +223,6 @@ START_TEST(heads_match_one_by_one)
 }
 END_TEST
 
-// Guarded buffer of n floats holding x (or zeros), read-only when ro.
-static float *guarded(size_t n, guard_side side, const float *x, int ro)
-{
-    float *p = guard_alloc(n, side);
-    if (x)
-        memcpy(p, x, n * sizeof(float));
-    if (ro)
-        guard_readonly(p);
-    return p;
-}
-
 START_TEST(kernel_stays_in_bounds)
 {
     const mhsa_kernels *k = table_at(_i);
@@ -255,19 +244,19 @@ START_TEST(kernel_stays_in_bounds)
                     for (size_t i = 0; i < tq; i++)
                         kend[i] = n;
                     float *q[MAXH], *kk[MAXH], *vv[MAXH], *lse[MAXH];
-                    float *dout = guarded(tq * w, side, src, 1);
-                    float *o = guarded(tq * w, side, src, 1);
-                    float *dq = guarded(tq * w, side, NULL, 0);
-                    float *dk = guarded(n * w, side, NULL, 0);
-                    float *dv = guarded(n * w, side, NULL, 0);
+                    float *dout = guard_copy(tq * w, side, src, 1);
+                    float *o = guard_copy(tq * w, side, src, 1);
+                    float *dq = guard_copy(tq * w, side, NULL, 0);
+                    float *dk = guard_copy(n * w, side, NULL, 0);
+                    float *dv = guard_copy(n * w, side, NULL, 0);
                     mhsa_small_bwd_args p[MAXH];
                     mhsa_attn_small_bwd_args g[MAXH];
                     mhsa_attn_heads_bwd_args a = { nh, { NULL } };
                     for (size_t hh = 0; hh < nh; hh++) {
-                        q[hh] = guarded(tq * DH, side, src, 1);
-                        kk[hh] = guarded(n * DH, side, src, 1);
-                        vv[hh] = guarded(n * DH, side, src, 1);
-                        lse[hh] = guarded(tq, side, src, 1);
+                        q[hh] = guard_copy(tq * DH, side, src, 1);
+                        kk[hh] = guard_copy(n * DH, side, src, 1);
+                        vv[hh] = guard_copy(n * DH, side, src, 1);
+                        lse[hh] = guard_copy(tq, side, src, 1);
                         mhsa_small_bwd_args sb = {
                             tq, n, DH, q[hh], kk[hh], vv[hh], dout + hh * DH,
                             w, NULL, 16, NULL, 16, 0.35f, dq + hh * DH,

@@ -296,17 +296,6 @@ START_TEST(in_place_equals_packed)
 }
 END_TEST
 
-// Guarded buffer of n floats holding x (or zeros), read-only when ro.
-static float *guarded(size_t n, guard_side side, const float *x, int ro)
-{
-    float *p = guard_alloc(n, side);
-    if (x)
-        memcpy(p, x, n * sizeof(float));
-    if (ro)
-        guard_readonly(p);
-    return p;
-}
-
 START_TEST(kernel_stays_in_bounds)
 {
     const mhsa_kernels *k = table_at(_i);
@@ -326,14 +315,14 @@ START_TEST(kernel_stays_in_bounds)
                     size_t tq = tqs[a], n = ns[b], dh = dhs[c];
                     guard_side side = v & 1 ? GUARD_BEFORE : GUARD_AFTER;
                     int has_mask = (v >> 1) & 1, causal = (v >> 2) & 1;
-                    float *q = guarded(tq * dh, side, src, 1);
-                    float *kk = guarded(n * dh, side, src, 1);
-                    float *vv = guarded(n * dh, side, src, 1);
-                    float *mask = has_mask ? guarded(tq * n, side, src, 1)
+                    float *q = guard_copy(tq * dh, side, src, 1);
+                    float *kk = guard_copy(n * dh, side, src, 1);
+                    float *vv = guard_copy(n * dh, side, src, 1);
+                    float *mask = has_mask ? guard_copy(tq * n, side, src, 1)
                                            : NULL;
-                    float *o = guarded(tq * dh, side, NULL, 0);
-                    float *m = guarded(tq, side, NULL, 0);
-                    float *l = guarded(tq, side, NULL, 0);
+                    float *o = guard_copy(tq * dh, side, NULL, 0);
+                    float *m = guard_copy(tq, side, NULL, 0);
+                    float *l = guard_copy(tq, side, NULL, 0);
                     mhsa_attn_small_args sa = {
                         .tq = tq, .n = n, .dh = dh, .q = q, .k = kk,
                         .v = vv, .mv = { mask, n, n > tq ? n - tq : 0, 0,
