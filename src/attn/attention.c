@@ -644,17 +644,26 @@ void mhsa__attn_deltas(const head_args *a, float *delta)
     }
 }
 
+// Whether the block's K and V rows from its first tile to kend, its Q and
+// its dO are all finite (known, or checked here).
+static int block_finite(const mhsa_kernels *k, const head_args *a,
+                        size_t kend, size_t bc)
+{
+    size_t tq = a->tq, dh = a->dh;
+    size_t k0 = tile_start(a, bc) < kend ? tile_start(a, bc) : kend;
+    return a->inputs_finite ||
+           (k->rows_finite(kend - k0, dh, a->k + k0 * dh, dh) &&
+            k->rows_finite(kend - k0, dh, a->v + k0 * dh, dh) &&
+            k->rows_finite(tq, dh, a->q, dh) &&
+            k->rows_finite(tq, dh, a->dout, a->lddo));
+}
+
 void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
                          float *tiles)
 {
     size_t tq = a->tq, dh = a->dh, bc = mhsa__attn_bc(k);
     size_t kend = key_end(a);
-    size_t k0 = tile_start(a, bc) < kend ? tile_start(a, bc) : kend;
-    int safe = a->inputs_finite ||
-               (k->rows_finite(kend - k0, dh, a->k + k0 * dh, dh) &&
-                k->rows_finite(kend - k0, dh, a->v + k0 * dh, dh) &&
-                k->rows_finite(tq, dh, a->q, dh) &&
-                k->rows_finite(tq, dh, a->dout, a->lddo));
+    int safe = block_finite(k, a, kend, bc);
 
     for (size_t r = 0; r < tq && !a->skip_dq && !a->dq_zeroed; r++)
         memset(a->dq + r * a->ldg, 0, dh * sizeof(float));
@@ -738,10 +747,13 @@ void mhsa__heads_backward(const mhsa_kernels *k, const head_args *a,
     size_t bc = mhsa__attn_bc(k), kend = key_end(a);
     size_t jend = a->key1 && a->key1 < kend ? a->key1 : kend;
     size_t jstart = tile_start(a, bc) > a->key0 ? tile_start(a, bc) : a->key0;
-    for (size_t hh = 0; k->attn_small_heads_bwd && hh < nh; hh++)
+    int safe = k->attn_small_heads_bwd != NULL;
+    for (size_t hh = 0; safe && hh < nh; hh++) {
+        safe = block_finite(k, &a[hh], kend, bc);
         for (size_t r = 0; r < a->tq && !a->skip_dq && !a->dq_zeroed; r++)
             memset(a[hh].dq + r * a->ldg, 0, a->dh * sizeof(float));
-    if (mhsa__heads_backward_small(k, a, nh, jstart, jend, kend, bc))
+    }
+    if (safe && mhsa__heads_backward_small(k, a, nh, jstart, jend, kend, bc))
         return;
     for (size_t hh = 0; hh < nh; hh++)
         mhsa__head_backward(k, &a[hh], tiles);

@@ -111,7 +111,7 @@ int mhsa__heads_backward_small(const mhsa_kernels *k, const head_args *a,
     if (!k->attn_small_heads_bwd || nh < 2 || nh > 4)
         return 0;
     for (size_t hh = 0; hh < nh; hh++)
-        if (!small_tile(k, &a[hh], a[hh].inputs_finite, j0, jend, kend, bc))
+        if (!small_tile(k, &a[hh], 1, j0, jend, kend, bc))
             return 0;
     size_t n = kend - j0;
     // The heads share their rows' positions, so one set of ranges.

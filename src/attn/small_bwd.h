@@ -19,12 +19,12 @@ int mhsa__head_backward_small(const mhsa_kernels *k, const head_args *a,
                               size_t bc, float *tiles);
 
 // The same for the blocks a[0 .. nh) (2 <= nh <= 4) of one sequence's
-// heads at once, through k->attn_small_heads_bwd, when the table has it,
-// every block's inputs are known finite (head_args.inputs_finite) and the
-// kernel takes them (kernels.h: the heads side by side in dO, O and the
-// gradients); returns 0 having written nothing otherwise. The tile
-// [j0, jend, kend) and bc as above, the same for every head; dq must be
-// zeroed already where it is computed.
+// heads at once, through k->attn_small_heads_bwd, when the table has it
+// and the kernel takes them (kernels.h: the heads side by side in dO, O
+// and the gradients); returns 0 having written nothing otherwise. Every
+// block's K, V, Q and dO must be finite (safe above, checked by the
+// caller). The tile [j0, jend, kend) and bc as above, the same for every
+// head; dq must be zeroed already where it is computed.
 int mhsa__heads_backward_small(const mhsa_kernels *k, const head_args *a,
                                size_t nh, size_t j0, size_t jend,
                                size_t kend, size_t bc);
