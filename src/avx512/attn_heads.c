@@ -29,7 +29,6 @@
 // It declines (returns 0) what attn_small.c would decline and more:
 // sizes past 16 rows, 16 keys or dh != 8, a mask, a window that cuts a
 // row's first keys, non-finite scores or sums.
-#include <limits.h>
 #include <math.h>
 
 #include "avx512/avx512.h"
@@ -38,7 +37,7 @@
 #include "avx512/heads.h"
 #include "avx512/vtranspose.h"
 
-enum { MAX_ROWS = 16, MAX_KEYS = 16, DH = 8, HEADS = 4 };
+enum { MAX_KEYS = 16, DH = 8, HEADS = 4 };
 
 // One instance with the key count at run time in the builds that compile
 // slowly (attn_small.c's ONE_INSTANCE says which and why).
