@@ -225,6 +225,19 @@ void mhsa_sgemm(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
                   MHSA_F32, ldb, bp_prepacked, beta, c, ldc);
 }
 
+// Whether op(B) already is its packed panel: exactly nr fp32 columns,
+// rows nr floats apart, not transposed, not rounded. pack_b would copy it
+// unchanged (a panel is kc rows of nr floats), so the tiles read B where
+// it lies: the same values, the same bits. The tiny block's backward has
+// four such products at d_model 32 (AVX-512's nr), whose packs were about
+// 3% of its time, a copy of 40 KB through L2.
+static int b_is_one_panel(const mhsa_kernels *k, int trans_b, size_t n,
+                          mhsa_dtype bdt, size_t ldb, int rounding)
+{
+    return !trans_b && !rounding && bdt == MHSA_F32 && n == (size_t)k->nr &&
+           ldb == n;
+}
+
 // The KC loop of one call, run by each thread of the team (or by the
 // caller alone, team 0: no omp for then, so that a call from inside
 // another region never shares its loops with that region's threads):
@@ -245,6 +258,8 @@ static void kc_loop(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
         const float *bpk;
         if (bp_prepacked) {
             bpk = bp_prepacked + pc * npad;
+        } else if (b_is_one_panel(k, trans_b, n, bdt, ldb, rounding)) {
+            bpk = (const float *)b + pc * ldb;
         } else {
             pack_b_block(k, pc, kc, n, b, bdt, ldb, trans_b, s->b, team,
                          rounding);

@@ -13,6 +13,7 @@
 
 #include "gemm/gemm.h"
 #include "kernels/half.h"
+#include "guard.h"
 #include "util.h"
 
 #define LOOP(tc, fn) tcase_add_loop_test(tc, fn, 0, N_ISAS)
@@ -534,6 +535,60 @@ START_TEST(gemm_row_major_a_bitwise)
 END_TEST
 
 
+// op(B) of exactly nr columns, rows nr apart, is read in place as its own
+// packed panel (gemm.c: b_is_one_panel). B sits against a guard page, so
+// a read past its last row faults; the bits must equal prepacked B's (a
+// copy made by the packer) over KC edges, both A layouts, 1 and 2 threads,
+// and widths beside nr (ldb = n), which must still be packed.
+START_TEST(gemm_b_in_place)
+{
+    const mhsa_kernels *k = kernels_or_skip(_i);
+    if (!k)
+        return;
+    size_t mr = (size_t)k->mr, nr = (size_t)k->nr, kc = k->blocking.kc;
+    size_t ms[] = { 1, mr, 97 };
+    size_t ns[] = { nr - 1, nr, nr + 1 };
+    size_t ks[] = { 1, 7, kc - 1, kc, kc + 1, 2 * kc + 3 };
+    unsigned seed = 1300;
+    for (size_t mi = 0; mi < 3; mi++)
+        for (size_t ni = 0; ni < 3; ni++)
+            for (size_t ki = 0; ki < 6; ki++) {
+                gcase t = { (int)(ki & 1), 0, ms[mi], ns[ni], ks[ki],
+                            0, 0, 0, ki & 2 ? 0.5f : 1.0f,
+                            mi == 1 ? 1.0f : 0.0f, ++seed };
+                set_lds(&t);
+                t.ldb = t.n;
+                bufs x;
+                bufs_make(&x, &t);
+                float *b = guard_copy(t.kd * t.n, GUARD_AFTER, x.b, 1);
+                size_t pf = mhsa_gemm_prepacked_floats(k, t.kd, t.n);
+                float *bp = malloc(pf * sizeof(float));
+                mhsa_gemm_prepack_b(k, t.kd, t.n, b, t.ldb, 0, bp);
+                float *c1 = alloc_guarded(x.nc), *c2 = alloc_guarded(x.nc);
+                memcpy(c1, x.c0, x.nc * sizeof(float));
+                memcpy(c2, x.c0, x.nc * sizeof(float));
+                bufs in_place = x;
+                in_place.b = b;
+                omp_set_num_threads(1);
+                run(k, &t, &x, bp, x.c);
+                run(k, &t, &in_place, NULL, c1);
+                omp_set_num_threads(2);
+                run(k, &t, &in_place, NULL, c2);
+                omp_set_num_threads(1);
+                ck_assert_msg(guard_ok(c1, x.nc) && guard_ok(c2, x.nc) &&
+                              memcmp(x.c, c1, x.nc * sizeof(float)) == 0 &&
+                              memcmp(x.c, c2, x.nc * sizeof(float)) == 0,
+                              "B in place differs from prepacked: " GC_FMT,
+                              GC_ARGS(k, &t));
+                free(bp);
+                guard_free(b);
+                free_guarded(c1);
+                free_guarded(c2);
+                bufs_free(&x);
+            }
+}
+END_TEST
+
 // mhsa_tile_gemm_ra (attention's unpacked A) against mhsa_tile_pack_a +
 // mhsa_tile_gemm bit for bit: several tiles each way, alpha = a softmax
 // scale, beta 0 and 1, lda > k.
@@ -587,6 +642,7 @@ int main(void)
     LOOP(tc, gemm_transposes);
     LOOP(tc, gemm_random_shapes);
     LOOP(tc, gemm_prepacked_b_bitwise);
+    LOOP(tc, gemm_b_in_place);
     LOOP(tc, gemv_rows_16m_reference_and_bits);
     LOOP(tc, gemm_threads_bitwise);
     LOOP(tc, gemm_row_major_a_bitwise);
