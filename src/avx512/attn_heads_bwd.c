@@ -96,7 +96,8 @@ MHSA_AVX512_INLINE void group_columns(const heads_view *w, size_t g,
 }
 
 // S and dP of group g for key slots [0, nk), then P, dS and fl(scale dS)
-// for its keys < n into pt, dst, xst (key j's vector at [j * 16]), as
+// for its keys < n into pt, dst, xst (key j's vector at [j * HEADS * 16],
+// pair_at's layout), as
 // attn_small_bwd.c computes them lane by lane. Keys no row of the group
 // sees (from kg on) give +0, as they do there.
 MHSA_AVX512_INLINE void group_weights(const heads_view *w, size_t g,
@@ -154,14 +155,14 @@ MHSA_AVX512_INLINE void group_weights(const heads_view *w, size_t g,
         __mmask16 nonzero = _mm512_cmp_ps_mask(p, zero, _CMP_NEQ_UQ);
         __m512 ds = _mm512_maskz_mov_ps(
             nonzero, _mm512_mul_ps(p, _mm512_sub_ps(d[j], delta)));
-        _mm512_storeu_ps(pt + j * 16, p);
-        _mm512_storeu_ps(dst + j * 16, ds);
-        _mm512_storeu_ps(xst + j * 16, _mm512_mul_ps(vscale, ds));
+        _mm512_storeu_ps(pt + j * HEADS * 16, p);
+        _mm512_storeu_ps(dst + j * HEADS * 16, ds);
+        _mm512_storeu_ps(xst + j * HEADS * 16, _mm512_mul_ps(vscale, ds));
     }
     for (size_t j = kg; j < w->n; j++) {   // (kg <= nk)
-        _mm512_storeu_ps(pt + j * 16, zero);
-        _mm512_storeu_ps(dst + j * 16, zero);
-        _mm512_storeu_ps(xst + j * 16, _mm512_mul_ps(vscale, zero));
+        _mm512_storeu_ps(pt + j * HEADS * 16, zero);
+        _mm512_storeu_ps(dst + j * HEADS * 16, zero);
+        _mm512_storeu_ps(xst + j * HEADS * 16, _mm512_mul_ps(vscale, zero));
     }
 }
 
@@ -189,11 +190,16 @@ static void group_weights_any(const heads_view *w, size_t g, size_t nk,
 #endif
 }
 
-// Where the pair (head 2 pp, 2 pp + 1) of row r sits in a key's vector of
-// the (row, head) layout: lane 4 (r % 4) + 2 pp of group r / 4.
+// Where the pair (head 2 pp, 2 pp + 1) of row r sits among key j's
+// vectors of the (row, head) layout: lane 4 (r % 4) + 2 pp of group r / 4,
+// whose vector is at [(j * HEADS + r / 4) * 16]. Key-major, so that the
+// pairs of one key step 4 floats a row, and those of one row 64 a key:
+// the chains below address them with one add, where a group-major layout
+// cost a division and remainder by 4 each (a third of the kernel's
+// instructions were such address arithmetic).
 MHSA_AVX512_INLINE size_t pair_at(size_t r, size_t pp, size_t j)
 {
-    return (r / 4 * MAX + j) * 16 + 4 * (r % 4) + 2 * pp;
+    return j * HEADS * 16 + 4 * r + 2 * pp;
 }
 
 // dst[0..16) of the heads < nh in the pair += the interleaved sum.
@@ -348,16 +354,16 @@ int mhsa_attn_small_heads_bwd__avx512(const mhsa_attn_heads_bwd_args *a)
         mhsa_kv_columns__avx512(w.v, off, 0, vt + j * HEADS * DH);
     }
     // P, dS and fl(scale dS) of every group and key: group g's key j at
-    // [(g * MAX + j) * 16]. A group computes only the key slots up to its
-    // last row's last visible key (attn_heads.c; the keys past it are +0
-    // in all its lanes).
+    // [(j * HEADS + g) * 16] (pair_at). A group computes only the key
+    // slots up to its last row's last visible key (attn_heads.c; the keys
+    // past it are +0 in all its lanes).
     float pt[HEADS * MAX * 16], dst[HEADS * MAX * 16], xst[HEADS * MAX * 16];
     size_t e = (size_t)w.ef, c = w.cf > 0.0f ? (size_t)w.cf : 0;
     for (size_t g = 0; 4 * g < tq; g++) {
         size_t last = 4 * g + 3 < tq ? 4 * g + 3 : tq - 1;
         size_t kg = c + last < e ? c + last : e;
         size_t slots = (kg + 3) / 4 * 4;
-        size_t at = g * MAX * 16;
+        size_t at = g * 16;
         group_weights_any(&w, g, slots ? slots : 4, kg, kt, vt, pt + at,
                           dst + at, xst + at);
     }
