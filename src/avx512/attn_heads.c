@@ -168,13 +168,21 @@ MHSA_AVX512_INLINE int group_softmax(const __m512 *st, size_t nk, __m512 hif,
     return 1;
 }
 
-// Group g's rows 4 g .. 4 g + 3 of every head over key slots [0, nk),
-// written to o (rows < tq, heads < nh), its m and l returned. kt, vt: the
-// keys' columns (mhsa_kv_columns__avx512). Returns 0 on a non-finite
-// score or sum.
-MHSA_AVX512_INLINE int group(const mhsa_attn_heads_args *a, size_t g,
-                             size_t nk, const float *kt, const float *vt,
-                             __m512 *m_out, __m512 *l_out)
+// The first half of group g (rows 4 g .. 4 g + 3 of every head) over key
+// slots [0, nk): its scores and their softmax, p[j] for the nk slots
+// stored at pt + j * 16, its m and l returned. kt: the keys' columns
+// (mhsa_kv_columns__avx512). Returns 0 on a non-finite score.
+//
+// Why two halves: a group's work is one long chain of dependent steps
+// (the scores' FMA chains, the max tree, exp, P V's chain over the keys,
+// the transpose back). Scores and softmax of every group first, then every
+// P V, puts independent work (another group's) next to each chain in the
+// instruction stream. Measured on the Xeon (B8 T12 D32 H4): about 2% of
+// the kernel, 0.1 us of the tiny forward; the kernel stays bound by its
+// vector work more than by these chains. The same operations per lane.
+MHSA_AVX512_INLINE int group_weights(const mhsa_attn_heads_args *a, size_t g,
+                                     size_t nk, const float *kt, float *pt,
+                                     __m512 *m_out, __m512 *l_out)
 {
     const mhsa_mask_view *mv = &a->mv;
     size_t tq = a->tq, nh = a->nh, ldq = a->ldq ? a->ldq : nh * DH;
@@ -226,14 +234,27 @@ MHSA_AVX512_INLINE int group(const mhsa_attn_heads_args *a, size_t g,
     }
     if (_mm512_cmp_ps_mask(chk, chk, _CMP_UNORD_Q))
         return 0;
-    __m512 m, l;
-    if (!group_softmax(st, nk, hif, p, &m, &l))
+    if (!group_softmax(st, nk, hif, p, m_out, l_out))
         return 0;
-    *m_out = m;
-    *l_out = l;
+    #pragma GCC unroll 16
+    for (size_t j = 0; j < nk; j++)
+        _mm512_storeu_ps(pt + j * 16, p[j]);
+    return 1;
+}
+
+// The second half of group g: O = P V over key slots [0, nk) from
+// group_weights' p (at pt) and l, written to o (rows < tq, heads < nh).
+// vt: the values' columns. Returns 0 on a non-finite sum.
+MHSA_AVX512_INLINE int group_out(const mhsa_attn_heads_args *a, size_t g,
+                                 size_t nk, const float *vt, const float *pt,
+                                 __m512 l)
+{
+    size_t tq = a->tq, nh = a->nh;
+    const __m512 zero = _mm512_setzero_ps();
+    __mmask16 half[2] = { nh >= 2 ? 0xffff : 0x00ff,
+                          nh >= 4 ? 0xffff : nh == 3 ? 0x00ff : 0 };
     __m512 inv = _mm512_maskz_div_ps(_mm512_cmp_ps_mask(l, zero, _CMP_NEQ_UQ),
                                      _mm512_set1_ps(1.0f), l);
-
     __m512 acc[DH];
     #pragma GCC unroll 16
     for (size_t cc = 0; cc < DH; cc++)
@@ -241,12 +262,13 @@ MHSA_AVX512_INLINE int group(const mhsa_attn_heads_args *a, size_t g,
     // P V: each column's chain over the keys in order from +0.
     #pragma GCC unroll 16
     for (size_t j = 0; j < nk; j++) {
+        __m512 pj = _mm512_loadu_ps(pt + j * 16);
         #pragma GCC unroll 16
         for (size_t cc = 0; cc < DH; cc++)
             acc[cc] = _mm512_fmadd_ps(
-                p[j], mhsa_head_bcast__avx512(vt + j * 32, cc), acc[cc]);
+                pj, mhsa_head_bcast__avx512(vt + j * 32, cc), acc[cc]);
     }
-    chk = zero;
+    __m512 chk = zero;
     #pragma GCC unroll 16
     for (size_t cc = 0; cc < DH; cc++) {
         __m512 s = _mm512_add_ps(zero, acc[cc]);   // beta == 1 on +0
@@ -267,24 +289,31 @@ MHSA_AVX512_INLINE int group(const mhsa_attn_heads_args *a, size_t g,
     return 1;
 }
 
-// group() with its key slots nk (4, 8, 12 or 16) a constant, where the
-// compiler unrolls the loops over keys and keeps S and P in registers.
-static int group_any(const mhsa_attn_heads_args *a, size_t g, size_t nk,
-                     const float *kt, const float *vt, __m512 *m, __m512 *l)
+// Either half with its key slots nk (4, 8, 12 or 16) a constant, where
+// the compiler unrolls the loops over keys and keeps S and P in registers
+// (half 0: group_weights, 1: group_out).
+static int group_half(const mhsa_attn_heads_args *a, int half, size_t g,
+                      size_t nk, const float *kvt, float *pt, __m512 *m,
+                      __m512 *l)
 {
 #if ONE_INSTANCE
-    return group(a, g, nk, kt, vt, m, l);
+    return half ? group_out(a, g, nk, kvt, pt, *l)
+                : group_weights(a, g, nk, kvt, pt, m, l);
 #else
+#define HALF(NK)                                                          \
+    (half ? group_out(a, g, NK, kvt, pt, *l)                              \
+          : group_weights(a, g, NK, kvt, pt, m, l))
     switch (nk / 4) {
     case 1:
-        return group(a, g, 4, kt, vt, m, l);
+        return HALF(4);
     case 2:
-        return group(a, g, 8, kt, vt, m, l);
+        return HALF(8);
     case 3:
-        return group(a, g, 12, kt, vt, m, l);
+        return HALF(12);
     default:
-        return group(a, g, 16, kt, vt, m, l);
+        return HALF(16);
     }
+#undef HALF
 #endif
 }
 
@@ -321,14 +350,22 @@ int mhsa_attn_small_heads__avx512(const mhsa_attn_heads_args *a)
     size_t e = mv->klen && mv->klen < n ? mv->klen : n;
     size_t c = mv->causal ? mv->q0 + 1 : n;
     __m512 m[HEADS], l[HEADS];
+    size_t slots[HEADS] = { 0 };
+    float pt[HEADS * MAX_KEYS * 16];   // each group's p (group_weights)
     for (size_t g = 0; g < HEADS; g++)
         m[g] = l[g] = _mm512_setzero_ps();
     for (size_t g = 0; 4 * g < tq; g++) {
         size_t last = 4 * g + 3 < tq ? 4 * g + 3 : tq - 1;
         size_t hi = last + 1 == tq ? n : c + last < e ? c + last : e;
-        if (!group_any(a, g, (hi + 3) / 4 * 4, kt, vt, &m[g], &l[g]))
+        slots[g] = (hi + 3) / 4 * 4;
+        if (!group_half(a, 0, g, slots[g], kt, pt + g * MAX_KEYS * 16,
+                        &m[g], &l[g]))
             return 0;
     }
+    for (size_t g = 0; 4 * g < tq; g++)
+        if (!group_half(a, 1, g, slots[g], vt, pt + g * MAX_KEYS * 16,
+                        &m[g], &l[g]))
+            return 0;
     __mmask16 rows = mhsa_mask16__avx512(tq);
     store_heads(m, nh, rows, a->m, a->ldml);
     store_heads(l, nh, rows, a->l, a->ldml);
