@@ -5,7 +5,9 @@
 //
 // Loop nest for one call (jc over N in NC chunks is folded into the shared B
 // panel, which holds all n columns of one KC block):
-//   for pc in K by KC:                 pack op(B)[pc:pc+kc, :] (shared)
+//   for pc in K by KC:                 pack op(B)[pc:pc+kc, :] (shared;
+//                                      read in place when it already is
+//                                      one panel: b_is_one_panel)
 //     parallel for (ic, jc) tiles:     pack op(A)[ic:ic+mc, pc:pc+kc] (own)
 //       for jr in the chunk by NR:     B micro-panel stays in L1
 //         for ir in the block by MR:   A block stays in L2
