@@ -539,10 +539,11 @@ END_TEST
 // packed panel (gemm.c: b_is_one_panel). B sits against a guard page, so
 // a read past its last row faults; the bits must equal prepacked B's (a
 // copy made by the packer) over KC edges, both A layouts, 1 and 2 threads,
-// and widths beside nr (ldb = n), which must still be packed.
+// and widths beside nr (ldb = n), which must still be packed. Every table,
+// and the emulated AVX-512 one beside a native one.
 START_TEST(gemm_b_in_place)
 {
-    const mhsa_kernels *k = kernels_or_skip(_i);
+    const mhsa_kernels *k = table_or_emulated(_i);
     if (!k)
         return;
     size_t mr = (size_t)k->mr, nr = (size_t)k->nr, kc = k->blocking.kc;
@@ -642,7 +643,7 @@ int main(void)
     LOOP(tc, gemm_transposes);
     LOOP(tc, gemm_random_shapes);
     LOOP(tc, gemm_prepacked_b_bitwise);
-    LOOP(tc, gemm_b_in_place);
+    tcase_add_loop_test(tc, gemm_b_in_place, 0, N_ISAS + 1);
     LOOP(tc, gemv_rows_16m_reference_and_bits);
     LOOP(tc, gemm_threads_bitwise);
     LOOP(tc, gemm_row_major_a_bitwise);
