@@ -28,11 +28,7 @@ enum { MAX = MHSA_SMALL_BWD_MAX, DH = 8, HEADS = 4, KEYS_AT_ONCE = 4 };
 
 // The tiles' shared view (head 0's fields; kernels.h).
 typedef struct heads_view {
-    size_t nh, tq, n;
-    const float *q[HEADS], *k[HEADS], *v[HEADS];   // heads past nh repeat
-    const float *dout, *o;                         // head 0, side by side
-    size_t lddo, ldo;
-    float scale;
+    mhsa_heads_bwd_tiles t;   // sizes, dO, O, scale, each head's q, k, v
     float lse[MAX * HEADS];   // row r, head hh at [4 r + hh]
     float hi[MAX + 1];        // one past row r's last key (0 past tq)
 } heads_view;
@@ -45,7 +41,7 @@ INLINE void group_columns(const heads_view *w, size_t g, const float *x,
 {
     for (size_t L = 0; L < 8; L++) {
         size_t r = 2 * g + L / 4, hh = L & 3;
-        v[L] = r >= w->tq || hh >= w->nh ? _mm256_setzero_ps()
+        v[L] = r >= w->t.tq || hh >= w->t.nh ? _mm256_setzero_ps()
                : xs ? _mm256_loadu_ps(xs[hh] + r * DH)
                     : _mm256_loadu_ps(x + r * ld + hh * DH);
     }
@@ -67,11 +63,11 @@ static void group_weights(const heads_view *w, size_t g, size_t kg,
                           float *dst, float *xst)
 {
     const __m256 zero = _mm256_setzero_ps(), ninf = _mm256_set1_ps(-INFINITY);
-    const __m256 vscale = _mm256_set1_ps(w->scale);
+    const __m256 vscale = _mm256_set1_ps(w->t.scale);
     __m256 qt[DH], dot[DH], ot[DH];
-    group_columns(w, g, NULL, 0, w->q, qt);
-    group_columns(w, g, w->dout, w->lddo, NULL, dot);
-    group_columns(w, g, w->o, w->ldo, NULL, ot);
+    group_columns(w, g, NULL, 0, w->t.q, qt);
+    group_columns(w, g, w->t.dout, w->t.lddo, NULL, dot);
+    group_columns(w, g, w->t.o, w->t.ldo, NULL, ot);
     __m256 delta = zero;
     for (size_t c = 0; c < DH; c++)
         delta = _mm256_add_ps(delta, _mm256_mul_ps(dot[c], ot[c]));
@@ -100,7 +96,7 @@ static void group_weights(const heads_view *w, size_t g, size_t kg,
         _mm256_storeu_ps(dg + j * 8, ds);
         _mm256_storeu_ps(xg + j * 8, _mm256_mul_ps(vscale, ds));
     }
-    for (size_t j = kg; j < w->n; j++) {
+    for (size_t j = kg; j < w->t.n; j++) {
         _mm256_storeu_ps(pg + j * 8, zero);
         _mm256_storeu_ps(dg + j * 8, zero);
         _mm256_storeu_ps(xg + j * 8, _mm256_mul_ps(vscale, zero));
@@ -121,9 +117,9 @@ INLINE void keys_grad(const mhsa_small_bwd_args *p0, const heads_view *w,
     __m256 v[KEYS_AT_ONCE], k[KEYS_AT_ONCE];
     for (int i = 0; i < G; i++)
         v[i] = k[i] = _mm256_setzero_ps();
-    for (size_t r = r0; r < w->tq; r++) {
-        __m256 o = _mm256_loadu_ps(w->dout + r * w->lddo + hh * DH);
-        __m256 q = _mm256_loadu_ps(w->q[hh] + r * DH);
+    for (size_t r = r0; r < w->t.tq; r++) {
+        __m256 o = _mm256_loadu_ps(w->t.dout + r * w->t.lddo + hh * DH);
+        __m256 q = _mm256_loadu_ps(w->t.q[hh] + r * DH);
         for (int i = 0; i < G; i++) {
             size_t at = lane_at(r, hh, j + (size_t)i);
             v[i] = _mm256_fmadd_ps(_mm256_broadcast_ss(pt + at), o, v[i]);
@@ -145,7 +141,7 @@ INLINE void rows_dq(const mhsa_small_bwd_args *p0, const heads_view *w,
     for (int i = 0; i < G; i++)
         c[i] = _mm256_setzero_ps();
     for (size_t j = 0; j < ke; j++) {
-        __m256 kj = _mm256_loadu_ps(w->k[hh] + j * DH);
+        __m256 kj = _mm256_loadu_ps(w->t.k[hh] + j * DH);
         for (int i = 0; i < G; i++)
             c[i] = _mm256_fmadd_ps(
                 _mm256_broadcast_ss(xst + lane_at(r + (size_t)i, hh, j)), kj,
@@ -166,14 +162,9 @@ static int takes(const mhsa_attn_heads_bwd_args *a, heads_view *w)
     const mhsa_small_bwd_args *p0 = g0->p;
     const mhsa_mask_view *mv = &g0->mv;
     size_t tq = p0->tq;
-    w->nh = nh, w->tq = tq, w->n = p0->n;
-    w->dout = p0->dout, w->lddo = p0->lddo;
-    w->o = g0->o, w->ldo = g0->ldo, w->scale = p0->scale;
+    mhsa_heads_bwd_tiles_of(a, &w->t);
     for (size_t hh = 0; hh < HEADS; hh++) {
         const mhsa_attn_small_bwd_args *gh = a->h[hh < nh ? hh : nh - 1];
-        w->q[hh] = gh->p->q;
-        w->k[hh] = gh->p->k;
-        w->v[hh] = gh->p->v;
         for (size_t r = 0; r < MAX; r++) {
             float x = r < tq ? gh->lse[r] : 0.0f;
             // attn_small_bwd.c's test: no row's lse infinite
@@ -183,7 +174,7 @@ static int takes(const mhsa_attn_heads_bwd_args *a, heads_view *w)
         }
     }
     float ef, cf;
-    mhsa_mask_view_hi16(mv, w->n, &ef, &cf);
+    mhsa_mask_view_hi16(mv, w->t.n, &ef, &cf);
     for (size_t r = 0; r <= MAX; r++) {   // max(0, min(e, c + r))
         float h = cf + (float)r < ef ? cf + (float)r : ef;
         w->hi[r] = r < tq && h > 0.0f ? h : 0.0f;
@@ -197,11 +188,11 @@ int mhsa_attn_small_heads_bwd__avx2(const mhsa_attn_heads_bwd_args *a)
     if (!takes(a, &w))
         return 0;
     const mhsa_small_bwd_args *p0 = a->h[0]->p;
-    size_t tq = w.tq, n = w.n;
+    size_t tq = w.t.tq, n = w.t.n;
     float kt[MAX * HEADS * DH], vt[MAX * HEADS * DH];
     for (size_t j = 0; j < n; j++) {
-        mhsa_kv_columns__avx2(w.k, j * DH, kt + j * HEADS * DH);
-        mhsa_kv_columns__avx2(w.v, j * DH, vt + j * HEADS * DH);
+        mhsa_kv_columns__avx2(w.t.k, j * DH, kt + j * HEADS * DH);
+        mhsa_kv_columns__avx2(w.t.v, j * DH, vt + j * HEADS * DH);
     }
     // P, dS and fl(scale dS) of every group and key; group g computes the
     // keys up to its last row's last visible one.
@@ -214,7 +205,7 @@ int mhsa_attn_small_heads_bwd__avx2(const mhsa_attn_heads_bwd_args *a)
     }
     // attn_small_bwd.c's chains, head by head: keys sharing r0 and rows
     // sharing kend in groups of 4 and 1 (a group only shares loads).
-    for (size_t hh = 0; hh < w.nh; hh++) {
+    for (size_t hh = 0; hh < w.t.nh; hh++) {
         for (size_t j = 0; p0->do_dkv && j < n;) {
             size_t run = mhsa_run_length(p0->r0, j, n, KEYS_AT_ONCE);
             size_t r0 = p0->r0[j];

@@ -50,11 +50,7 @@ MHSA_AVX512_INLINE __m512 pair_bcast(const float *p)
 
 // The tiles' shared view (head 0's fields; kernels.h).
 typedef struct heads_view {
-    size_t nh, tq, n;
-    const float *q[HEADS], *k[HEADS], *v[HEADS];   // heads past nh repeat
-    const float *dout, *o;                         // head 0, side by side
-    size_t lddo, ldo;
-    float scale;
+    mhsa_heads_bwd_tiles t;   // sizes, dO, O, scale, each head's q, k, v
     __mmask16 half[2];    // the heads < nh of each pair's 16 lanes
     __m512 lse[HEADS];    // head hh's rows in the lanes
     float ef, cf;         // mhsa_mask_view_hi16
@@ -86,7 +82,7 @@ MHSA_AVX512_INLINE void group_columns(const heads_view *w, size_t g,
     __m512 v[8];
     for (size_t k = 0; k < 8; k++) {
         size_t r = 4 * g + k / 2, pp = k & 1;
-        v[k] = r >= w->tq ? _mm512_setzero_ps()
+        v[k] = r >= w->t.tq ? _mm512_setzero_ps()
                : xs       ? mhsa_two_rows__avx512(xs[2 * pp] + r * DH,
                                                   xs[2 * pp + 1] + r * DH)
                           : _mm512_maskz_loadu_ps(w->half[pp],
@@ -106,18 +102,18 @@ MHSA_AVX512_INLINE void group_weights(const heads_view *w, size_t g,
                                       float *xst)
 {
     const __m512 zero = _mm512_setzero_ps(), ninf = _mm512_set1_ps(-INFINITY);
-    const __m512 vscale = _mm512_set1_ps(w->scale);
+    const __m512 vscale = _mm512_set1_ps(w->t.scale);
     __m512 qt[DH], dot[DH], ot[DH];
-    group_columns(w, g, NULL, 0, w->q, qt);
-    group_columns(w, g, w->dout, w->lddo, NULL, dot);
-    group_columns(w, g, w->o, w->ldo, NULL, ot);
+    group_columns(w, g, NULL, 0, w->t.q, qt);
+    group_columns(w, g, w->t.dout, w->t.lddo, NULL, dot);
+    group_columns(w, g, w->t.o, w->t.ldo, NULL, ot);
     __m512 delta = zero;
     for (size_t c = 0; c < DH; c++)
         delta = _mm512_add_ps(delta, _mm512_mul_ps(dot[c], ot[c]));
     __m512 row = _mm512_add_ps(
         _mm512_set1_ps((float)(4 * g)),
         _mm512_set_ps(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0));
-    __mmask16 live = _mm512_cmp_ps_mask(row, _mm512_set1_ps((float)w->tq),
+    __mmask16 live = _mm512_cmp_ps_mask(row, _mm512_set1_ps((float)w->t.tq),
                                         _CMP_LT_OQ);
     __m512 hi = _mm512_maskz_mov_ps(
         live, _mm512_max_ps(zero, _mm512_min_ps(
@@ -144,7 +140,7 @@ MHSA_AVX512_INLINE void group_weights(const heads_view *w, size_t g,
     }
     #pragma GCC unroll 16
     for (size_t j = 0; j < nk; j++) {
-        if (j >= w->n)
+        if (j >= w->t.n)
             break;
         __mmask16 in = _mm512_cmp_ps_mask(_mm512_set1_ps((float)j), hi,
                                           _CMP_LT_OQ);
@@ -159,7 +155,7 @@ MHSA_AVX512_INLINE void group_weights(const heads_view *w, size_t g,
         _mm512_storeu_ps(dst + j * HEADS * 16, ds);
         _mm512_storeu_ps(xst + j * HEADS * 16, _mm512_mul_ps(vscale, ds));
     }
-    for (size_t j = kg; j < w->n; j++) {   // (kg <= nk)
+    for (size_t j = kg; j < w->t.n; j++) {   // (kg <= nk)
         _mm512_storeu_ps(pt + j * HEADS * 16, zero);
         _mm512_storeu_ps(dst + j * HEADS * 16, zero);
         _mm512_storeu_ps(xst + j * HEADS * 16, _mm512_mul_ps(vscale, zero));
@@ -224,7 +220,7 @@ MHSA_AVX512_INLINE void keys_grad(const mhsa_attn_heads_bwd_args *a,
     #pragma GCC unroll 4
     for (int i = 0; i < G; i++)
         v[i][0] = v[i][1] = k[i][0] = k[i][1] = _mm512_setzero_ps();
-    for (size_t r = r0; r < w->tq; r++)
+    for (size_t r = r0; r < w->t.tq; r++)
         #pragma GCC unroll 2
         for (size_t pp = 0; pp < np; pp++) {
             __m512 dor = _mm512_loadu_ps(dil + (2 * r + pp) * 16);
@@ -282,7 +278,7 @@ MHSA_AVX512_INLINE void grads(const mhsa_attn_heads_bwd_args *a,
                               const float *kil, size_t np)
 {
     const mhsa_small_bwd_args *p0 = a->h[0]->p;
-    size_t tq = w->tq, n = w->n;
+    size_t tq = w->t.tq, n = w->t.n;
     for (size_t j = 0; p0->do_dkv && j < n;) {
         size_t run = mhsa_run_length(p0->r0, j, n, KEYS_AT_ONCE);
         size_t r0 = p0->r0[j];
@@ -316,17 +312,12 @@ static int takes(const mhsa_attn_heads_bwd_args *a, heads_view *w)
     const mhsa_small_bwd_args *p0 = g0->p;
     const mhsa_mask_view *mv = &g0->mv;
     size_t tq = p0->tq;
-    w->nh = nh, w->tq = tq, w->n = p0->n;
-    w->dout = p0->dout, w->lddo = p0->lddo;
-    w->o = g0->o, w->ldo = g0->ldo, w->scale = p0->scale;
+    mhsa_heads_bwd_tiles_of(a, &w->t);
     w->half[0] = nh >= 2 ? 0xffff : 0x00ff;
     w->half[1] = nh >= 4 ? 0xffff : nh == 3 ? 0x00ff : 0;
     __mmask16 rows = mhsa_mask16__avx512(tq), bad = 0;
     for (size_t hh = 0; hh < HEADS; hh++) {
         const mhsa_attn_small_bwd_args *gh = a->h[hh < nh ? hh : nh - 1];
-        w->q[hh] = gh->p->q;
-        w->k[hh] = gh->p->k;
-        w->v[hh] = gh->p->v;
         w->lse[hh] = _mm512_maskz_loadu_ps(rows, gh->lse);
         // attn_small_bwd.c's test: no row's lse infinite
         bad |= _mm512_cmp_ps_mask(w->lse[hh], _mm512_set1_ps(INFINITY),
@@ -334,7 +325,7 @@ static int takes(const mhsa_attn_heads_bwd_args *a, heads_view *w)
                _mm512_cmp_ps_mask(w->lse[hh], _mm512_set1_ps(-INFINITY),
                                   _CMP_EQ_OQ);
     }
-    mhsa_mask_view_hi16(mv, w->n, &w->ef, &w->cf);
+    mhsa_mask_view_hi16(mv, w->t.n, &w->ef, &w->cf);
     return !bad;
 }
 
@@ -344,14 +335,14 @@ int mhsa_attn_small_heads_bwd__avx512(const mhsa_attn_heads_bwd_args *a)
     if (!takes(a, &w))
         return 0;
     const mhsa_small_bwd_args *p0 = a->h[0]->p;
-    size_t tq = w.tq, n = w.n, nk = (n + 3) / 4 * 4;
-    size_t np = w.nh > 2 ? 2 : 1;
+    size_t tq = w.t.tq, n = w.t.n, nk = (n + 3) / 4 * 4;
+    size_t np = w.t.nh > 2 ? 2 : 1;
     // K and V by columns for the scores (key slots past n: key n - 1).
     float kt[MAX * HEADS * DH], vt[MAX * HEADS * DH];
     for (size_t j = 0; j < nk; j++) {
         size_t off = (j < n ? j : n - 1) * DH;
-        mhsa_kv_columns__avx512(w.k, off, 0, kt + j * HEADS * DH);
-        mhsa_kv_columns__avx512(w.v, off, 0, vt + j * HEADS * DH);
+        mhsa_kv_columns__avx512(w.t.k, off, 0, kt + j * HEADS * DH);
+        mhsa_kv_columns__avx512(w.t.v, off, 0, vt + j * HEADS * DH);
     }
     // P, dS and fl(scale dS) of every group and key: group g's key j at
     // [(j * HEADS + g) * 16] (pair_at). A group computes only the key
@@ -373,9 +364,9 @@ int mhsa_attn_small_heads_bwd__avx512(const mhsa_attn_heads_bwd_args *a)
     for (size_t r = 0; p0->do_dkv && r < tq; r++)
         for (size_t pp = 0; pp < np; pp++) {
             __m512 dr = _mm512_maskz_loadu_ps(w.half[pp],
-                                              w.dout + r * w.lddo + 16 * pp);
-            __m512 qr = mhsa_two_rows__avx512(w.q[2 * pp] + r * DH,
-                                              w.q[2 * pp + 1] + r * DH);
+                                              w.t.dout + r * w.t.lddo + 16 * pp);
+            __m512 qr = mhsa_two_rows__avx512(w.t.q[2 * pp] + r * DH,
+                                              w.t.q[2 * pp + 1] + r * DH);
             _mm512_storeu_ps(dil + (2 * r + pp) * 16,
                              _mm512_permutexvar_ps(il, dr));
             _mm512_storeu_ps(qil + (2 * r + pp) * 16,
@@ -386,8 +377,8 @@ int mhsa_attn_small_heads_bwd__avx512(const mhsa_attn_heads_bwd_args *a)
             _mm512_storeu_ps(
                 kil + (2 * j + pp) * 16,
                 _mm512_permutexvar_ps(
-                    il, mhsa_two_rows__avx512(w.k[2 * pp] + j * DH,
-                                              w.k[2 * pp + 1] + j * DH)));
+                    il, mhsa_two_rows__avx512(w.t.k[2 * pp] + j * DH,
+                                              w.t.k[2 * pp + 1] + j * DH)));
     if (np == 2)
         grads(a, &w, pt, dst, xst, dil, qil, kil, 2);
     else

@@ -370,6 +370,34 @@ static inline int mhsa_attn_heads_bwd_fit(const mhsa_attn_heads_bwd_args *a,
     return 1;
 }
 
+// What every ISA's kernel for several heads' backward reads of the tiles
+// it took (mhsa_attn_heads_bwd_fit): head 0's sizes, dO and O (the heads
+// side by side) and scale, and each head's q, k and v (heads past nh
+// repeat head nh - 1's, so a kernel can load four without a branch).
+typedef struct mhsa_heads_bwd_tiles {
+    size_t nh, tq, n;
+    const float *q[4], *k[4], *v[4];
+    const float *dout, *o;
+    size_t lddo, ldo;
+    float scale;
+} mhsa_heads_bwd_tiles;
+
+static inline void mhsa_heads_bwd_tiles_of(const mhsa_attn_heads_bwd_args *a,
+                                           mhsa_heads_bwd_tiles *t)
+{
+    const mhsa_attn_small_bwd_args *g0 = a->h[0];
+    const mhsa_small_bwd_args *p0 = g0->p;
+    t->nh = a->nh, t->tq = p0->tq, t->n = p0->n;
+    t->dout = p0->dout, t->lddo = p0->lddo;
+    t->o = g0->o, t->ldo = g0->ldo, t->scale = p0->scale;
+    for (size_t hh = 0; hh < 4; hh++) {
+        const mhsa_small_bwd_args *ph = a->h[hh < a->nh ? hh : a->nh - 1]->p;
+        t->q[hh] = ph->q;
+        t->k[hh] = ph->k;
+        t->v[hh] = ph->v;
+    }
+}
+
 // How many of the entries x[i..], at most `most`, equal x[i]: the small
 // backward's runs of keys sharing r0, or of rows sharing kend.
 static inline size_t mhsa_run_length(const size_t *x, size_t i, size_t n,
