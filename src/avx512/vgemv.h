@@ -66,13 +66,90 @@ MHSA_AVX512_INLINE void dot_block(size_t nq, size_t nk, size_t d,
             s[r * lds + t] = mhsa_hsum__avx512(acc[r][t]);
 }
 
-// All n keys for nq query rows: 4 keys at a time, then one by one.
+// dot_block's products for nq (2 to 4) query rows and nk = 16 / nq keys
+// (8, 5 or 4), their 16 (or 15) sums reduced together: lane r nk + t of
+// mhsa_tree16_lanes__avx512 is hsum(acc[r][t]), bit for bit, in 45
+// instructions where separate sums take about 8 each and a scalar store.
+// Why: at a head width of 64 a key's 4 chunks make only 4 FMAs a row, and
+// the sums made dot_block compute-bound near DRAM speed: on the AMD Zen 4,
+// kv_dot at 3 rows (SmolLM2's GQA group) read K from L2 at 29 GB/s, this
+// at 47 (2 rows 48 -> 68, 4 rows 25 -> 39; kv_acc on the same bytes 52).
+// The chains are dot_block's, acc[r][t] = fma(K[t] chunk, q_r chunk, acc)
+// over the chunks in order from +0, the tail masked.
+MHSA_AVX512_INLINE void dot_block16(size_t nq, size_t d, const float *q,
+                                    size_t ldq, const void *k, size_t ldk,
+                                    mhsa_dtype dt, float *s, size_t lds)
+{
+    const size_t nk = 16 / nq;
+    size_t es = mhsa_dtype_size(dt);
+    const char *kr = (const char *)k;
+    __m512 acc[16];
+    #pragma GCC unroll 16
+    for (size_t a = 0; a < 16; a++)
+        acc[a] = _mm512_setzero_ps();
+    size_t i = 0;
+    for (; i + 16 <= d; i += 16) {
+        __m512 qv[4];
+        #pragma GCC unroll 4
+        for (size_t r = 0; r < nq; r++)
+            qv[r] = _mm512_loadu_ps(q + r * ldq + i);
+        #pragma GCC unroll 16
+        for (size_t t = 0; t < nk; t++) {
+            __m512 kv = mhsa_load16_as_f32__avx512(kr + t * ldk * es, i, dt);
+            #pragma GCC unroll 4
+            for (size_t r = 0; r < nq; r++)
+                acc[r * nk + t] = _mm512_fmadd_ps(kv, qv[r], acc[r * nk + t]);
+        }
+    }
+    if (i < d) {
+        __mmask16 mk = mhsa_mask16__avx512(d - i);
+        __m512 qv[4];
+        #pragma GCC unroll 4
+        for (size_t r = 0; r < nq; r++)
+            qv[r] = _mm512_maskz_loadu_ps(mk, q + r * ldq + i);
+        #pragma GCC unroll 16
+        for (size_t t = 0; t < nk; t++) {
+            __m512 kv = mhsa_load_as_f32__avx512(kr + t * ldk * es, i, dt, mk);
+            #pragma GCC unroll 4
+            for (size_t r = 0; r < nq; r++)
+                acc[r * nk + t] = _mm512_fmadd_ps(kv, qv[r], acc[r * nk + t]);
+        }
+    }
+    __m512 sums = mhsa_tree16_lanes__avx512(acc, 0);
+    const __m512i iota = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7,
+                                          6, 5, 4, 3, 2, 1, 0);
+    #pragma GCC unroll 4
+    for (size_t r = 0; r < nq; r++) {
+        __m512 row = r == 0 ? sums
+                            : _mm512_permutexvar_ps(
+                                  _mm512_add_epi32(
+                                      iota, _mm512_set1_epi32((int)(r * nk))),
+                                  sums);
+        _mm512_mask_storeu_ps(s + r * lds, mhsa_mask16__avx512(nk), row);
+    }
+}
+
+// All n keys for nq query rows: for 2 to 4 rows dot_block16's blocks,
+// the next block's rows prefetched into L1 (from DRAM on the Zen 4, 3
+// rows: 12 -> 16 GB/s against a plain read's 21; two or four blocks ahead
+// gained less); then 4 keys at a time, then one by one. One row keeps
+// 4-key blocks: 16 keys of 256 bytes read column by column ran at half
+// the speed from DRAM (Zen 4), where the 4-key blocks read at a plain
+// read's speed.
 MHSA_AVX512_INLINE void dot_rows(size_t nq, size_t n, size_t d,
                                  const float *q, size_t ldq, const void *k,
                                  size_t ldk, mhsa_dtype dt, float *s,
                                  size_t lds)
 {
-    size_t es = mhsa_dtype_size(dt), j = 0;
+    size_t es = mhsa_dtype_size(dt), j = 0, nk = 16 / nq;
+    for (; nq >= 2 && j + nk <= n; j += nk) {
+        for (size_t t = j + nk; t < j + 2 * nk && t < n; t++)
+            for (size_t b = 0; b < d * es; b += 64)
+                _mm_prefetch((const char *)k + t * ldk * es + b,
+                             _MM_HINT_T0);
+        dot_block16(nq, d, q, ldq, (const char *)k + j * ldk * es, ldk, dt,
+                    s + j, lds);
+    }
     for (; j + 4 <= n; j += 4)
         dot_block(nq, 4, d, q, ldq, (const char *)k + j * ldk * es, ldk, dt,
                   s + j, lds);
