@@ -453,6 +453,41 @@ double mhsa_bench_read_gbs_median(size_t bytes, int threads)
     return median;
 }
 
+enum { N_PASS_MEMO = 32 };
+static struct {
+    size_t bytes;
+    int threads;
+    double gbs;
+} pass_memo[N_PASS_MEMO];
+static int n_pass_memo;
+
+double mhsa_bench_read_pass_gbs(size_t bytes, int threads)
+{
+    if (threads < 1 || bytes < (size_t)threads * 256)
+        return 0.0;
+    for (int i = 0; i < n_pass_memo; i++)
+        if (pass_memo[i].bytes == bytes && pass_memo[i].threads == threads)
+            return pass_memo[i].gbs;
+    uint64_t *buf = read_buffer(bytes, threads);
+    if (!buf)
+        return 0.0;
+    double best = 0.0;
+    read_trial(buf, bytes, threads, 1);   // TLB (and caches, if it fits)
+    for (int t = 0; t < 3; t++) {
+        double g = read_trial(buf, bytes, threads, 1);
+        if (g > best)
+            best = g;
+    }
+    free(buf);
+    if (n_pass_memo < N_PASS_MEMO) {
+        pass_memo[n_pass_memo].bytes = bytes;
+        pass_memo[n_pass_memo].threads = threads;
+        pass_memo[n_pass_memo].gbs = best;
+        n_pass_memo++;
+    }
+    return best;
+}
+
 // ---- the roofline cases ---------------------------------------------------
 
 static const mhsa_isa isas[] = { MHSA_ISA_SCALAR, MHSA_ISA_AVX2,

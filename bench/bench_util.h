@@ -38,6 +38,14 @@ double mhsa_bench_read_gbs(size_t bytes, int threads);
 // low. The median is the like-for-like limit for a median time.
 double mhsa_bench_read_gbs_median(size_t bytes, int threads);
 
+// Read bandwidth of whole passes: `threads` threads read a buffer of
+// `bytes` once through, each its own contiguous part, best of 3 passes
+// after one that warms the TLB; remembered per (bytes, threads). For a
+// working set larger than the caches this is the speed one sustained
+// stream over that many bytes gets, which on a shared machine can sit
+// well under the best of short trials (AMD Zen 4 VM: 23 against 32 GB/s).
+double mhsa_bench_read_pass_gbs(size_t bytes, int threads);
+
 // The thread counts every case runs at: 1 and, if more, all of OpenMP's.
 // Returns how many (1 or 2).
 int mhsa_bench_thread_counts(int64_t counts[2]);
