@@ -473,7 +473,7 @@ double mhsa_bench_read_pass_gbs(size_t bytes, int threads)
         return 0.0;
     double best = 0.0;
     read_trial(buf, bytes, threads, 1);   // TLB (and caches, if it fits)
-    for (int t = 0; t < 3; t++) {
+    for (int t = 0; t < 5; t++) {
         double g = read_trial(buf, bytes, threads, 1);
         if (g > best)
             best = g;

@@ -39,7 +39,7 @@ double mhsa_bench_read_gbs(size_t bytes, int threads);
 double mhsa_bench_read_gbs_median(size_t bytes, int threads);
 
 // Read bandwidth of whole passes: `threads` threads read a buffer of
-// `bytes` once through, each its own contiguous part, best of 3 passes
+// `bytes` once through, each its own contiguous part, best of 5 passes
 // after one that warms the TLB; remembered per (bytes, threads). For a
 // working set larger than the caches this is the speed one sustained
 // stream over that many bytes gets, which on a shared machine can sit
