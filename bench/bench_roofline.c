@@ -382,6 +382,7 @@ static int read_passes(size_t bytes)
 
 enum { N_BW_MEMO = 128 };
 static struct {
+    int pass;   // 1: mhsa_bench_read_pass_gbs's whole passes (no median)
     size_t bytes;
     int threads;
     double gbs, median;
@@ -403,7 +404,8 @@ static void read_gbs(size_t bytes, int threads, double *best_out,
     if (threads < 1 || bytes < (size_t)threads * 256)
         return;
     for (int i = 0; i < n_bw_memo; i++)
-        if (bw_memo[i].bytes == bytes && bw_memo[i].threads == threads) {
+        if (!bw_memo[i].pass && bw_memo[i].bytes == bytes &&
+            bw_memo[i].threads == threads) {
             *best_out = bw_memo[i].gbs;
             *median_out = bw_memo[i].median;
             return;
@@ -431,6 +433,7 @@ static void read_gbs(size_t bytes, int threads, double *best_out,
     *best_out = g[TRIALS - 1];
     *median_out = (g[TRIALS / 2 - 1] + g[TRIALS / 2]) / 2;
     if (n_bw_memo < N_BW_MEMO) {
+        bw_memo[n_bw_memo].pass = 0;
         bw_memo[n_bw_memo].bytes = bytes;
         bw_memo[n_bw_memo].threads = threads;
         bw_memo[n_bw_memo].gbs = *best_out;
@@ -453,21 +456,14 @@ double mhsa_bench_read_gbs_median(size_t bytes, int threads)
     return median;
 }
 
-enum { N_PASS_MEMO = 32 };
-static struct {
-    size_t bytes;
-    int threads;
-    double gbs;
-} pass_memo[N_PASS_MEMO];
-static int n_pass_memo;
-
 double mhsa_bench_read_pass_gbs(size_t bytes, int threads)
 {
     if (threads < 1 || bytes < (size_t)threads * 256)
         return 0.0;
-    for (int i = 0; i < n_pass_memo; i++)
-        if (pass_memo[i].bytes == bytes && pass_memo[i].threads == threads)
-            return pass_memo[i].gbs;
+    for (int i = 0; i < n_bw_memo; i++)
+        if (bw_memo[i].pass && bw_memo[i].bytes == bytes &&
+            bw_memo[i].threads == threads)
+            return bw_memo[i].gbs;
     uint64_t *buf = read_buffer(bytes, threads);
     if (!buf)
         return 0.0;
@@ -479,11 +475,12 @@ double mhsa_bench_read_pass_gbs(size_t bytes, int threads)
             best = g;
     }
     free(buf);
-    if (n_pass_memo < N_PASS_MEMO) {
-        pass_memo[n_pass_memo].bytes = bytes;
-        pass_memo[n_pass_memo].threads = threads;
-        pass_memo[n_pass_memo].gbs = best;
-        n_pass_memo++;
+    if (n_bw_memo < N_BW_MEMO) {
+        bw_memo[n_bw_memo].pass = 1;
+        bw_memo[n_bw_memo].bytes = bytes;
+        bw_memo[n_bw_memo].threads = threads;
+        bw_memo[n_bw_memo].gbs = best;
+        n_bw_memo++;
     }
     return best;
 }
