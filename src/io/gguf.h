@@ -46,7 +46,10 @@ typedef enum mhsa_gguf_type {
 // may hold any other ggml type, which opens but cannot be read as fp32.
 enum {
     MHSA_GGML_F32 = 0, MHSA_GGML_F16 = 1, MHSA_GGML_Q4_0 = 2,
-    MHSA_GGML_Q4_1 = 3, MHSA_GGML_Q8_0 = 8, MHSA_GGML_BF16 = 30
+    MHSA_GGML_Q4_1 = 3, MHSA_GGML_Q5_0 = 6, MHSA_GGML_Q5_1 = 7,
+    MHSA_GGML_Q8_0 = 8, MHSA_GGML_Q2_K = 10, MHSA_GGML_Q3_K = 11,
+    MHSA_GGML_Q4_K = 12, MHSA_GGML_Q5_K = 13, MHSA_GGML_Q6_K = 14,
+    MHSA_GGML_IQ4_NL = 20, MHSA_GGML_IQ4_XS = 23, MHSA_GGML_BF16 = 30
 };
 
 enum { MHSA_GGUF_MAX_DIMS = 4, MHSA_GGUF_DEFAULT_ALIGNMENT = 32 };
@@ -150,10 +153,11 @@ uint64_t mhsa__gguf_data_offset(const mhsa_gguf_file *f);
 
 // Reads tensor `name`, which must have exactly the shape dims[0..n_dims)
 // (outermost first), as fp32 into dst (prod(dims) floats), row-major.
-// F32, F16, BF16, Q4_0, Q4_1 and Q8_0 are converted, bit for bit as ggml's
-// dequantize_row_* does; a missing tensor, another shape or any other type
-// is MHSA_ERR_FORMAT naming the tensor (and the expected and found shape,
-// or the type's name and number). dst may be partly written on failure.
+// F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K to Q6_K, IQ4_NL and
+// IQ4_XS are converted, bit for bit as ggml's dequantize_row_* does; a
+// missing tensor, another shape or any other type is MHSA_ERR_FORMAT
+// naming the tensor (and the expected and found shape, or the type's name
+// and number). dst may be partly written on failure.
 mhsa_status mhsa__gguf_read_f32(const mhsa_gguf_file *f, const char *name,
                                 int n_dims, const size_t *dims,
                                 float *dst);

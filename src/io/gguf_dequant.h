@@ -1,7 +1,8 @@
 // gguf_dequant.h — ggml's tensor types (name, block size, bytes per block)
-// and the dequantizers of the ones mhsa reads: F32, F16, BF16, Q4_0, Q4_1
-// and Q8_0. Used by the GGUF reader (gguf.c validates sizes with the table,
-// gguf_tensor.c converts data with the dequantizers).
+// and the dequantizers of the ones mhsa reads: F32, F16, BF16, Q4_0, Q4_1,
+// Q5_0, Q5_1, Q8_0, Q2_K to Q6_K, IQ4_NL and IQ4_XS. Used by the GGUF
+// reader (gguf.c validates sizes with the table, gguf_tensor.c converts
+// data with the dequantizers).
 #ifndef MHSA_GGUF_DEQUANT_H
 #define MHSA_GGUF_DEQUANT_H
 

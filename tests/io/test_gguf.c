@@ -68,9 +68,118 @@ static uint16_t rd16(const unsigned char *p)
     return (uint16_t)(p[0] | p[1] << 8);
 }
 
+static uint32_t rd32(const unsigned char *p)
+{
+    return (uint32_t)rd16(p) | (uint32_t)rd16(p + 2) << 16;
+}
+
+static int as_i8(unsigned char c)
+{
+    return c < 128 ? c : c - 256;
+}
+
+// The k-quants' sixteen 6-bit scales of Q3_K (offset 32 left on): scale s
+// is the 6-bit number whose low 4 bits are nibble s / 8 of byte s % 8 and
+// whose high 2 bits are bit pair s / 4 of byte 8 + s % 4.
+static int ref_q3k_scale(const unsigned char *sc, size_t s)
+{
+    int lo = (sc[s % 8] >> (4 * (s / 8))) & 15;
+    int hi = (sc[8 + s % 4] >> (2 * (s / 4))) & 3;
+    return 16 * hi + lo;
+}
+
+// Q4_K's and Q5_K's eight 6-bit (scale, min) pairs: for s < 4 the low 6
+// bits of bytes s and s + 4; else the nibbles of byte s + 4 (scale low,
+// min high) under the top bit pairs of bytes s - 4 (scale) and s (min).
+static void ref_k4_scale(const unsigned char *sc, size_t s, int *scale,
+                         int *min)
+{
+    if (s < 4) {
+        *scale = sc[s] % 64;
+        *min = sc[s + 4] % 64;
+    } else {
+        *scale = sc[s + 4] % 16 + 16 * (sc[s - 4] / 64);
+        *min = sc[s + 4] / 16 + 16 * (sc[s] / 64);
+    }
+}
+
+// IQ4_NL's 16 levels (ggml's kvalues_iq4nl, ggml-common.h): the
+// nonuniform grid its 4-bit indices pick from.
+static int ref_iq4_level(int k)
+{
+    static const int levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                   1,    13,   25,  38,  53,  69,  89,  113};
+    return levels[k];
+}
+
+// Element i of a k-quant or IQ4_XS tensor (256 a block): position j = i % 256 of
+// block i / 256, in sub-block j / 16 (Q2_K, Q3_K, Q6_K) or j / 32 (Q4_K,
+// Q5_K); 2-bit fields: bit pair (j % 128) / 32 of byte 32 (j / 128) +
+// j % 32.
+static float ref_kquant(uint32_t type, const unsigned char *p, size_t i)
+{
+    size_t b = i / 256, j = i % 256, l = j % 32, pair = (j % 128) / 32;
+    size_t half = j / 128;
+    switch (type) {
+    case MHSA_GGML_Q2_K: {
+        const unsigned char *blk = p + 84 * b;
+        int sc = blk[j / 16], q = (blk[16 + 32 * half + l] >> (2 * pair)) & 3;
+        float dl = ref_f16(rd16(blk + 80)) * (float)(sc % 16);
+        float ml = ref_f16(rd16(blk + 82)) * (float)(sc / 16);
+        float prod = dl * (float)q;
+        return prod - ml;
+    }
+    case MHSA_GGML_Q3_K: {
+        const unsigned char *blk = p + 110 * b;
+        int q = (blk[32 + 32 * half + l] >> (2 * pair)) & 3;
+        if (!((blk[l] >> (j / 32)) & 1))   // hmask bit j / 32 clear: -4
+            q -= 4;
+        float dl = ref_f16(rd16(blk + 108)) *
+                   (float)(ref_q3k_scale(blk + 96, j / 16) - 32);
+        return dl * (float)q;
+    }
+    case MHSA_GGML_Q4_K:
+    case MHSA_GGML_Q5_K: {
+        int five = type == MHSA_GGML_Q5_K;
+        const unsigned char *blk = p + (five ? 176 : 144) * b;
+        size_t s = j / 32;
+        int byte = blk[(five ? 48 : 16) + 32 * (s / 2) + l];
+        int q = s % 2 ? byte >> 4 : byte & 15;
+        if (five && ((blk[16 + l] >> s) & 1))
+            q += 16;
+        int sc, mn;
+        ref_k4_scale(blk + 4, s, &sc, &mn);
+        float dl = ref_f16(rd16(blk)) * (float)sc;
+        float ml = ref_f16(rd16(blk + 2)) * (float)mn;
+        float prod = dl * (float)q;
+        return prod - ml;
+    }
+    case MHSA_GGML_IQ4_XS: {
+        const unsigned char *blk = p + 136 * b;
+        size_t s = j / 32;   // sub-blocks of 32 in IQ4_NL's nibble order
+        int byte = blk[8 + 16 * s + j % 16];
+        int scale = (blk[4 + s / 2] >> (4 * (s % 2))) % 16 +
+                    16 * ((rd16(blk + 2) >> (2 * s)) % 4);
+        float dl = ref_f16(rd16(blk)) * (float)(scale - 32);
+        return dl * (float)ref_iq4_level(l < 16 ? byte % 16 : byte / 16);
+    }
+    case MHSA_GGML_Q6_K: {
+        const unsigned char *blk = p + 210 * b;
+        int byte = blk[64 * half + 32 * (pair % 2) + l];
+        int lo = pair < 2 ? byte & 15 : byte >> 4;
+        int hi = (blk[128 + 32 * half + l] >> (2 * pair)) & 3;
+        float dl = ref_f16(rd16(blk + 208)) * (float)as_i8(blk[192 + j / 16]);
+        return dl * (float)(lo + 16 * hi - 32);
+    }
+    }
+    ck_abort_msg("no k-quant reference for type %u", type);
+    return 0;
+}
+
 // Element i of a tensor of `type` whose bytes are at p, as ggml defines
 // it: block i / 32, position j = i % 32 within it; in the 4-bit types the
-// first 16 positions are the low nibbles of the 16 bytes.
+// first 16 positions are the low nibbles of the 16 bytes, and in the
+// 5-bit ones bit j of qh is position j's fifth bit.
 static float ref_elem(uint32_t type, const unsigned char *p, size_t i)
 {
     size_t b = i / 32, j = i % 32;
@@ -98,35 +207,83 @@ static float ref_elem(uint32_t type, const unsigned char *p, size_t i)
         float prod = (float)q * ref_f16(rd16(blk));
         return prod + ref_f16(rd16(blk + 2));
     }
+    case MHSA_GGML_Q5_0:
+    case MHSA_GGML_Q5_1: {
+        int one = type == MHSA_GGML_Q5_1;
+        const unsigned char *blk = p + (one ? 24 : 22) * b;
+        const unsigned char *qs = blk + (one ? 8 : 6);
+        int q = (j < 16 ? qs[j] & 15 : qs[j - 16] >> 4) +
+                16 * (int)((rd32(blk + (one ? 4 : 2)) >> j) & 1);
+        if (!one)
+            return (float)(q - 16) * ref_f16(rd16(blk));
+        float prod = (float)q * ref_f16(rd16(blk));
+        return prod + ref_f16(rd16(blk + 2));
+    }
     case MHSA_GGML_Q8_0: {
         const unsigned char *blk = p + 34 * b;
         signed char q;
         memcpy(&q, blk + 2 + j, 1);
         return (float)q * ref_f16(rd16(blk));
     }
+    case MHSA_GGML_IQ4_NL: {
+        const unsigned char *blk = p + 18 * b;
+        int byte = blk[2 + j % 16];
+        return ref_f16(rd16(blk)) * (float)ref_iq4_level(j < 16 ? byte % 16
+                                                               : byte / 16);
+    }
+    case MHSA_GGML_Q2_K:
+    case MHSA_GGML_Q3_K:
+    case MHSA_GGML_Q4_K:
+    case MHSA_GGML_Q5_K:
+    case MHSA_GGML_Q6_K:
+    case MHSA_GGML_IQ4_XS:
+        return ref_kquant(type, p, i);
     }
     ck_abort_msg("no reference for type %u", type);
     return 0;
+}
+
+// The block size in elements and bytes of `type`, and where its f16
+// scales sit in a block (up to two; -1: none).
+typedef struct ref_block {
+    uint32_t type;
+    size_t elems, bytes;
+    int scale[2];
+} ref_block;
+
+static const ref_block ref_blocks[] = {
+    {MHSA_GGML_F32, 1, 4, {-1, -1}},     {MHSA_GGML_F16, 1, 2, {-1, -1}},
+    {MHSA_GGML_BF16, 1, 2, {-1, -1}},    {MHSA_GGML_Q4_0, 32, 18, {0, -1}},
+    {MHSA_GGML_Q4_1, 32, 20, {0, 2}},    {MHSA_GGML_Q5_0, 32, 22, {0, -1}},
+    {MHSA_GGML_Q5_1, 32, 24, {0, 2}},    {MHSA_GGML_Q8_0, 32, 34, {0, -1}},
+    {MHSA_GGML_Q2_K, 256, 84, {80, 82}}, {MHSA_GGML_Q3_K, 256, 110, {108, -1}},
+    {MHSA_GGML_Q4_K, 256, 144, {0, 2}},  {MHSA_GGML_Q5_K, 256, 176, {0, 2}},
+    {MHSA_GGML_Q6_K, 256, 210, {208, -1}},
+    {MHSA_GGML_IQ4_NL, 32, 18, {0, -1}}, {MHSA_GGML_IQ4_XS, 256, 136, {0, -1}},
+};
+
+static const ref_block *ref_block_of(uint32_t type)
+{
+    for (size_t k = 0; k < sizeof ref_blocks / sizeof ref_blocks[0]; k++)
+        if (ref_blocks[k].type == type)
+            return &ref_blocks[k];
+    ck_abort_msg("no block size for type %u", type);
+    return NULL;
 }
 
 // Random bytes for n elements of `type`, with finite f16 scales (random
 // sign, exponent 0..30, mantissa) so results compare bit for bit.
 static size_t fill_tensor(rng *r, uint32_t type, size_t n, unsigned char *p)
 {
-    size_t bytes = type == MHSA_GGML_F32 ? 4 * n
-                 : type == MHSA_GGML_F16 || type == MHSA_GGML_BF16 ? 2 * n
-                 : type == MHSA_GGML_Q4_0 ? n / 32 * 18
-                 : type == MHSA_GGML_Q4_1 ? n / 32 * 20 : n / 32 * 34;
+    const ref_block *rb = ref_block_of(type);
+    size_t bytes = n / rb->elems * rb->bytes;
     for (size_t i = 0; i < bytes; i++)
         p[i] = (unsigned char)rng_u64(r);
-    size_t bs = type == MHSA_GGML_Q4_0 ? 18 : type == MHSA_GGML_Q4_1 ? 20
-              : type == MHSA_GGML_Q8_0 ? 34 : 0;
-    int scales = type == MHSA_GGML_Q4_1 ? 2 : 1;
-    for (size_t b = 0; bs && b < n / 32; b++)
-        for (int k = 0; k < scales; k++)
-            p[b * bs + 2 * k + 1] = (unsigned char)((p[b * bs + 2 * k + 1] &
-                                                     0x83) |
-                                                    (rng_u64(r) % 31) << 2);
+    for (size_t b = 0; rb->elems > 1 && b < n / rb->elems; b++)
+        for (int k = 0; k < 2 && rb->scale[k] >= 0; k++) {
+            unsigned char *hi = p + b * rb->bytes + rb->scale[k] + 1;
+            *hi = (unsigned char)((*hi & 0x83) | (rng_u64(r) % 31) << 2);
+        }
     if (type == MHSA_GGML_F32)   // no NaN/inf: exponent below 255
         for (size_t i = 0; i < n; i++)
             p[4 * i + 3] &= 0xbf;
@@ -353,13 +510,16 @@ END_TEST
 // ---- tensors --------------------------------------------------------------
 
 static const uint32_t readable[] = {
-    MHSA_GGML_F32, MHSA_GGML_F16, MHSA_GGML_BF16, MHSA_GGML_Q4_0,
-    MHSA_GGML_Q4_1, MHSA_GGML_Q8_0,
+    MHSA_GGML_F32,  MHSA_GGML_F16,  MHSA_GGML_BF16, MHSA_GGML_Q4_0,
+    MHSA_GGML_Q4_1, MHSA_GGML_Q8_0, MHSA_GGML_Q5_0, MHSA_GGML_Q5_1,
+    MHSA_GGML_Q2_K, MHSA_GGML_Q3_K, MHSA_GGML_Q4_K, MHSA_GGML_Q5_K,
+    MHSA_GGML_Q6_K, MHSA_GGML_IQ4_NL, MHSA_GGML_IQ4_XS,
 };
 enum { N_READABLE = sizeof readable / sizeof readable[0] };
 
 // A file with one tensor of each readable type (random bytes; ne as given)
-// plus a q6_K one, at alignment `align`; the data copies stay in bytes[].
+// plus a q8_K one (a type that opens but is not read), at alignment
+// `align`; the data copies stay in bytes[].
 typedef struct tfile {
     gw w;
     unsigned char bytes[N_READABLE][4096];
@@ -370,13 +530,15 @@ typedef struct tfile {
 
 static const char *const tnames[N_READABLE] = {
     "t.f32", "t.f16", "t.bf16", "blk.0.q4_0", "blk.0.q4_1", "token_embd.q8",
+    "t.q5_0", "t.q5_1", "t.q2_k", "t.q3_k", "t.q4_k", "t.q5_k", "t.q6_k",
+    "t.iq4_nl", "t.iq4_xs",
 };
 
 static void write_tensors(tfile *tf, uint32_t align, uint64_t seed)
 {
     rng r = {seed};
     gw_tensor t[N_READABLE + 1];
-    static unsigned char q6[210];
+    static unsigned char q8k[292];
     gw_header(&tf->w, 3, N_READABLE + 1, align == 32 ? 1 : 2);
     gw_key(&tf->w, "general.name", T_STR);
     gw_str(&tf->w, "tensors");
@@ -385,12 +547,15 @@ static void write_tensors(tfile *tf, uint32_t align, uint64_t seed)
         gw_u32(&tf->w, align);
     }
     for (int k = 0; k < N_READABLE; k++) {
-        // Shapes of 1 to 4 dims, rows a multiple of 32 for every type.
+        // Shapes of 1 to 4 dims, rows a multiple of the type's block.
         static const uint64_t shapes[N_READABLE][4] = {
-            {3, 1, 1, 1}, {32, 3, 1, 1}, {5, 2, 3, 1}, {64, 3, 1, 1},
-            {32, 2, 2, 2}, {96, 4, 1, 1},
+            {3, 1, 1, 1},   {32, 3, 1, 1},  {5, 2, 3, 1},   {64, 3, 1, 1},
+            {32, 2, 2, 2},  {96, 4, 1, 1},  {32, 5, 1, 1},  {64, 1, 3, 1},
+            {256, 2, 1, 1}, {512, 1, 1, 1}, {256, 3, 1, 1}, {256, 1, 2, 1},
+            {768, 2, 1, 1}, {32, 7, 1, 1},  {256, 1, 1, 3},
         };
-        static const uint32_t nds[N_READABLE] = {1, 2, 3, 2, 4, 2};
+        static const uint32_t nds[N_READABLE] = {1, 2, 3, 2, 4, 2, 2, 3,
+                                                 2, 1, 2, 3, 2, 2, 4};
         tf->nd[k] = nds[k];
         uint64_t numel = 1;
         for (uint32_t d = 0; d < nds[k]; d++) {
@@ -403,7 +568,7 @@ static void write_tensors(tfile *tf, uint32_t align, uint64_t seed)
                            tf->bytes[k], tf->nbytes[k]};
         memcpy(t[k].ne, tf->ne[k], sizeof t[k].ne);
     }
-    t[N_READABLE] = (gw_tensor){"t.q6_k", 1, {256}, 14, q6, sizeof q6};
+    t[N_READABLE] = (gw_tensor){"t.q8_k", 1, {256}, 15, q8k, sizeof q8k};
     gw_tensors(&tf->w, t, N_READABLE + 1, align);
 }
 
@@ -447,16 +612,17 @@ START_TEST(tensors_match_reference)
                           "%s element %zu: %a, expected %a", tnames[k], i,
                           (double)got[i], (double)want[i]);
     }
-    // q6_K is a valid tensor that cannot be read as fp32.
-    const mhsa_gguf_tensor *q6 = mhsa__gguf_tensor(f, "t.q6_k");
-    ck_assert_ptr_nonnull(q6);
-    ck_assert_str_eq(q6->type_name, "q6_K");
+    // q8_K (ggml's intermediate for its dot products, never a model's
+    // weights) is a valid tensor that cannot be read as fp32.
+    const mhsa_gguf_tensor *q8k = mhsa__gguf_tensor(f, "t.q8_k");
+    ck_assert_ptr_nonnull(q8k);
+    ck_assert_str_eq(q8k->type_name, "q8_K");
     size_t d256 = 256;
     float out[256];
-    ck_assert_int_eq(mhsa__gguf_read_f32(f, "t.q6_k", 1, &d256, out),
+    ck_assert_int_eq(mhsa__gguf_read_f32(f, "t.q8_k", 1, &d256, out),
                      MHSA_ERR_FORMAT);
-    ck_assert_ptr_nonnull(strstr(mhsa_last_error(), "tensor 't.q6_k': type "
-                                 "q6_K (14) cannot be read as fp32"));
+    ck_assert_ptr_nonnull(strstr(mhsa_last_error(), "tensor 't.q8_k': type "
+                                 "q8_K (15) cannot be read as fp32"));
     // Shape and name errors.
     size_t wrong[2] = {32, 3};   // t.f16's ne order; its dims are {3, 32}
     ck_assert_int_eq(mhsa__gguf_read_f32(f, "t.f16", 2, wrong, out),
@@ -488,6 +654,34 @@ START_TEST(dequant_hand_values)
     // or its C) makes quiet: 0x7c01 -> 0x7fc02000.
     unsigned char f16[6] = {0x55, 0x35, 0x01, 0x80, 0x01, 0x7c};
     unsigned char bf16[4] = {0x80, 0x3f, 0x40, 0xc0};   // 1, -3
+    // q5_0: d = 0.5, x0 = (3 + 16 - 16) * .5 (bit 0 of qh), x16 = (4 -
+    // 16) * .5 (bit 16 clear), x17 = (15 + 16 - 16) * .5 (bit 17).
+    unsigned char q50[22] = {0x00, 0x38, 0x01, 0x00, 0x02, 0x00};
+    q50[6] = 0x43;
+    q50[7] = 0xf0;
+    // q4_K: d = 1, dmin = .5. Sub-block 0: scale 3 (byte 0), min 2 (byte
+    // 4); x0 = 3 * 5 - .5 * 2 = 14. Sub-block 5: scale 1 | 3 << 4 = 49
+    // (nibble of byte 9, top bits of byte 1), min 2 | 1 << 4 = 18 (byte
+    // 9's high nibble, top bits of byte 5); x160 = 49 * 7 - .5 * 18 = 334
+    // (the high nibble of qs[64]).
+    unsigned char q4k[144] = {0x00, 0x3c, 0x00, 0x38};
+    q4k[4 + 0] = 3;
+    q4k[4 + 4] = 2;
+    q4k[4 + 9] = 0x21;
+    q4k[4 + 1] = 0xc0;
+    q4k[4 + 5] = 0x40;
+    q4k[16 + 0] = 0x05;
+    q4k[16 + 64] = 0x70;
+    // q6_K: d = .5 (bytes 208-209). x0: low nibble of ql[0] = 15, bits 0-1
+    // of qh[0] = 1: q = 31 - 32 = -1, scale sc[0] = 2: (.5 * 2) * -1. x64:
+    // high nibble of ql[0] = 0, bits 4-5 of qh[0] = 3: q = 48 - 32 = 16,
+    // scale sc[4] = -3: (.5 * -3) * 16 = -24.
+    unsigned char q6k[210] = {0};
+    q6k[0] = 0x0f;
+    q6k[128] = 0x31;
+    q6k[192] = 2;
+    q6k[192 + 4] = 0xfd;
+    q6k[209] = 0x38;
     gw w = {0};
     gw_tensor t[] = {
         {"q40", 1, {32}, MHSA_GGML_Q4_0, q40, sizeof q40},
@@ -495,9 +689,12 @@ START_TEST(dequant_hand_values)
         {"q80", 1, {32}, MHSA_GGML_Q8_0, q80, sizeof q80},
         {"f16", 1, {3}, MHSA_GGML_F16, f16, sizeof f16},
         {"bf16", 1, {2}, MHSA_GGML_BF16, bf16, sizeof bf16},
+        {"q50", 1, {32}, MHSA_GGML_Q5_0, q50, sizeof q50},
+        {"q4k", 1, {256}, MHSA_GGML_Q4_K, q4k, sizeof q4k},
+        {"q6k", 1, {256}, MHSA_GGML_Q6_K, q6k, sizeof q6k},
     };
-    gw_header(&w, 3, 5, 0);
-    gw_tensors(&w, t, 5, 32);
+    gw_header(&w, 3, 8, 0);
+    gw_tensors(&w, t, 8, 32);
     mhsa_gguf_file *f;
     ck_assert_int_eq(open_gw(&w, &f), MHSA_OK);
     float x[32];
@@ -516,6 +713,16 @@ START_TEST(dequant_hand_values)
     ck_assert_uint_eq(nan_bits, 0x7fc02000u);
     ck_assert_int_eq(mhsa__gguf_read_f32(f, "bf16", 1, &d2, x), MHSA_OK);
     ck_assert(x[0] == 1.0f && x[1] == -3.0f);
+    ck_assert_int_eq(mhsa__gguf_read_f32(f, "q50", 1, &d32, x), MHSA_OK);
+    ck_assert(x[0] == 1.5f && x[16] == -6.0f && x[17] == 7.5f &&
+              x[1] == -8.0f);
+    float k[256];
+    size_t d256 = 256;
+    ck_assert_int_eq(mhsa__gguf_read_f32(f, "q4k", 1, &d256, k), MHSA_OK);
+    ck_assert(k[0] == 14.0f && k[160] == 334.0f && k[1] == -1.0f &&
+              k[161] == -9.0f);
+    ck_assert_int_eq(mhsa__gguf_read_f32(f, "q6k", 1, &d256, k), MHSA_OK);
+    ck_assert(k[0] == -1.0f && k[64] == -24.0f && k[1] == -32.0f);
     mhsa__gguf_close(f);
     gw_free(&w);
     tpath_remove();

@@ -7,13 +7,14 @@
 #
 # The script writes small Llama GGUF files with random weights (GQA, full
 # and partial rotary RoPE, two RoPE bases and RMSNorm epsilons, tied and
-# untied heads, every tensor type mhsa dequantizes: F32, F16, BF16, Q8_0,
-# Q4_0, Q4_1) and a byte-level BPE vocabulary. It then reads each file
-# back with its own GGUF reader and dequantizer and runs the forward in
-# float64. llama_logits (tests/models/llama_logits.c) runs the same tokens through
-# mhsa__llama_forward on every ISA this machine has and on 1 and 2 threads,
-# in one call and as a prefill followed by one token at a time. Each
-# position's logits must satisfy
+# untied heads, the tensor types F32, F16, BF16, Q8_0, Q4_0, Q4_1; the
+# other types mhsa dequantizes take the same loader and are checked bit
+# for bit in tests/io/test_gguf.c) and a byte-level BPE vocabulary. It
+# then reads each file back with its own GGUF reader and dequantizer and
+# runs the forward in float64. llama_logits (tests/models/llama_logits.c)
+# runs the same tokens through mhsa__llama_forward on every ISA this
+# machine has and on 1 and 2 threads, in one call and as a prefill
+# followed by one token at a time. Each position's logits must satisfy
 #   max |mhsa - ref| / max(1, max |ref|) <= 1e-4,
 # which fp32 arithmetic meets with room to spare (about 1e-6 here) while a
 # wrong RoPE pairing, epsilon or head grouping misses it by orders of

@@ -16,7 +16,7 @@
 #include "llama/llama.h"
 #include "util.h"
 
-// D = 16, 2 heads of 8 sharing 1 KV head, F = 256 (so that a q4_K
+// D = 16, 2 heads of 8 sharing 1 KV head, F = 256 (so that an iq2_xxs
 // ffn_down, 256 values a block, has whole rows), vocab 8, 2 layers.
 enum { D = 16, H = 2, KV = 1, DH = 8, F = 256, V = 8, L = 2, CTX = 16 };
 
@@ -34,7 +34,8 @@ typedef struct opts {
     int no_block_count;       // leave llama.block_count out
     const char *drop;         // a tensor left out
     const char *misshape;     // a tensor written with one row too many
-    const char *q4k;          // a tensor written as q4_K (ggml type 12)
+    const char *iq2;          // a tensor written as iq2_xxs (ggml type 16),
+                              // a type mhsa does not read
 } opts;
 
 static opts std_opts(void)
@@ -90,9 +91,9 @@ static void write_model(opts o)
                 x.ne[1]++;
                 x.bytes += (size_t)mats[i].cols * 4;
             }
-            if (o.q4k && !strcmp(o.q4k, n)) {
-                x.type = 12;   // 144 bytes per 256 values
-                x.bytes = (size_t)mats[i].rows * (mats[i].cols / 256) * 144;
+            if (o.iq2 && !strcmp(o.iq2, n)) {
+                x.type = 16;   // 66 bytes per 256 values
+                x.bytes = (size_t)mats[i].rows * (mats[i].cols / 256) * 66;
             }
             if (!(o.drop && !strcmp(o.drop, n)))
                 t[nt++] = x;
@@ -176,9 +177,9 @@ START_TEST(refuses_what_is_not_a_llama)
     o.misshape = "blk.0.attn_k.weight";
     check_refused(o, "blk.0.attn_k.weight");
     o = std_opts();
-    o.q4k = "blk.1.ffn_down.weight";
+    o.iq2 = "blk.1.ffn_down.weight";
     check_refused(o, "blk.1.ffn_down.weight");
-    ck_assert_ptr_nonnull(strstr(mhsa_last_error(), "q4_K"));
+    ck_assert_ptr_nonnull(strstr(mhsa_last_error(), "iq2_xxs"));
     // A capacity past the context length is the caller's error.
     mhsa_llama *m;
     ck_assert_int_eq(load(std_opts(), CTX + 1, &m), MHSA_ERR_INVALID_ARG);
