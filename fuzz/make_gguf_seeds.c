@@ -1,6 +1,7 @@
 // make_gguf_seeds.c — writes fuzz_gguf's seeds: small valid GGUF files made
 // with the tests' writer (tests/gguf_writer.c): every metadata type, one
-// tensor of each readable type and an unreadable one, version 2 with
+// tensor of each readable type (in two files) and an unreadable one,
+// version 2 with
 // general.alignment 64, a tokenizer-like vocabulary with a Llama-like
 // tensor set, a whole byte-level vocabulary, and an empty file.
 // Deterministic. Built with -Dfuzz=true:
@@ -65,7 +66,7 @@ static void metadata(gw *w)
 }
 
 // f32 [3], f16 [2, 32], bf16 [4], q4_0 [32], q4_1 [2, 32], q8_0 [32],
-// q6_K [256] (opens, is not readable).
+// q6_K [256] (not readable when this seed was made, readable since).
 static void tensors(gw *w, uint32_t version, uint32_t align)
 {
     static unsigned char d[7][256];
@@ -86,6 +87,30 @@ static void tensors(gw *w, uint32_t version, uint32_t align)
         gw_u32(w, align);
     }
     gw_tensors(w, proto, 7, align);
+}
+
+// The other readable block types: q5_0 [32], q5_1 [2, 32], q2_K to q6_K
+// [256], iq4_nl [32], iq4_xs [256]; and iq2_xxs [256], which opens but is
+// not readable. Scales as random as the rest (NaN and infinite ones too).
+static void more_types(gw *w)
+{
+    static unsigned char d[10][512];
+    static const gw_tensor proto[10] = {
+        {"q5_0", 1, {32}, MHSA_GGML_Q5_0, d[0], 22},
+        {"q5_1", 2, {32, 2}, MHSA_GGML_Q5_1, d[1], 48},
+        {"q2_k", 1, {256}, MHSA_GGML_Q2_K, d[2], 84},
+        {"q3_k", 1, {256}, MHSA_GGML_Q3_K, d[3], 110},
+        {"q4_k", 1, {256}, MHSA_GGML_Q4_K, d[4], 144},
+        {"q5_k", 1, {256}, MHSA_GGML_Q5_K, d[5], 176},
+        {"q6_k", 2, {256, 2}, MHSA_GGML_Q6_K, d[6], 420},
+        {"iq4_nl", 1, {32}, MHSA_GGML_IQ4_NL, d[7], 18},
+        {"iq4_xs", 1, {256}, MHSA_GGML_IQ4_XS, d[8], 136},
+        {"iq2_xxs", 1, {256}, 16, d[9], 66},
+    };
+    for (int i = 0; i < 10; i++)
+        bytes(d[i], sizeof d[i], (unsigned)i + 20);
+    gw_header(w, 3, 10, 0);
+    gw_tensors(w, proto, 10, 32);
 }
 
 // What a Llama file's loader and tokenizer read, in miniature.
@@ -174,6 +199,9 @@ int main(int argc, char **argv)
     gw_free(&w);
     tensors(&w, 2, 64);
     save(&w, argv[1], "tensors_v2_align64");
+    gw_free(&w);
+    more_types(&w);
+    save(&w, argv[1], "tensors_more_types");
     gw_free(&w);
     llama_like(&w);
     save(&w, argv[1], "llama_like");
