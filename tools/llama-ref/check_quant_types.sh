@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # check_quant_types.sh LLAMA_CPP MODEL.gguf [TYPE ...] — the real model in
 # other GGUF weight types, end to end, against llama.cpp: for each TYPE
-# (default Q4_K_M Q5_K_M Q6_K Q3_K_M Q2_K Q5_0 Q5_1 Q8_0 F16), llama-quantize
-# --allow-requantize makes MODEL in that type (SmolLM2's 576-wide rows are
-# no multiple of 256, so a k-quant file mixes q5_0/q5_1/q8_0 with the
-# k-quants, as the files people download do), then for every prompt of
+# (default Q4_K_M Q5_K_M Q6_K Q3_K_M Q3_K_S Q2_K IQ4_NL IQ4_XS Q5_0 Q5_1
+# Q8_0 F16), llama-quantize --allow-requantize makes MODEL in that type
+# (SmolLM2's 576-wide rows are no multiple of 256, so a k-quant file
+# mixes q5_0, q5_1, q8_0 or iq4_nl with the k-quants, as the files people
+# download do), then for every prompt of
 # tests/data/llama/smollm2_prompts.txt
 #   mhsa-generate --model FILE --temperature 0 -n 24 --ids
 # must give exactly the ids llama.cpp gives on that file dequantized to F32
@@ -18,21 +19,20 @@ model=$2
 shift 2
 types=("$@")
 [[ ${#types[@]} -gt 0 ]] ||
-    types=(Q4_K_M Q5_K_M Q6_K Q3_K_M Q2_K Q5_0 Q5_1 Q8_0 F16)
+    types=(Q4_K_M Q5_K_M Q6_K Q3_K_M Q3_K_S Q2_K IQ4_NL IQ4_XS Q5_0 Q5_1
+           Q8_0 F16)
 n=24
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-gcc -O2 tools/llama-ref/greedy_ids.c -I"$llama/include" \
-    -I"$llama/ggml/include" -L"$llama/build/bin" -lllama \
-    -Wl,-rpath,"$llama/build/bin" -o "$work/greedy_ids"
+source tools/llama-ref/llama_cpp.sh
+build_greedy_ids "$llama" "$work/greedy_ids"
 meson compile -C build mhsa-generate >/dev/null
 fails=0
 for type in "${types[@]}"; do
     q=$work/$type.gguf
     "$llama/build/bin/llama-quantize" --allow-requantize "$model" "$q" \
         "$type" >"$work/quantize.log" 2>&1
-    "$llama/build/bin/llama-quantize" --allow-requantize "$q" \
-        "$work/f32.gguf" F32 >/dev/null 2>&1
+    as_f32 "$llama" "$q" "$work/f32.gguf"
     kinds=$(grep -o 'converting to [a-z0-9_A-Z]*' "$work/quantize.log" |
             awk '{print $NF}' | sort | uniq -c |
             awk '{printf "%s%s x%s", sep, $2, $1; sep=", "}')

@@ -19,11 +19,9 @@ model=$2
 n=24
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-gcc -O2 tools/llama-ref/greedy_ids.c -I"$llama/include" \
-    -I"$llama/ggml/include" -L"$llama/build/bin" -lllama \
-    -Wl,-rpath,"$llama/build/bin" -o "$work/greedy_ids"
-"$llama/build/bin/llama-quantize" --allow-requantize "$model" \
-    "$work/f32.gguf" F32 >/dev/null 2>&1
+source tools/llama-ref/llama_cpp.sh
+build_greedy_ids "$llama" "$work/greedy_ids"
+as_f32 "$llama" "$model" "$work/f32.gguf"
 out=tests/data/llama/smollm2_greedy.txt
 {
     commit=${LLAMA_CPP_COMMIT:-$(git -C "$llama" rev-parse --short HEAD \
