@@ -20,17 +20,15 @@
 // without FMA on x86-64, in ggml-base). The f16 scales convert exactly
 // (half.h), and NaNs are made quiet as ggml's conversion does, so every
 // result is bit for bit ggml's, NaN included (checked against
-// ggml-quants.c's functions at llama.cpp c392e50 on random blocks of each
-// type, 800k for the 32-element types, all 65536 halves; see
+// ggml-quants.c's functions at llama.cpp c392e50 on 800k random blocks of
+// each type, NaN and infinite scales among them, and all 65536 halves:
 // tools/llama-ref/dequant_check.c).
 #include "gguf_dequant.h"
 
 #include "kernels/half.h"
 
-enum {
-    QK = 32,     // elements per block of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0
-    QK_K = 256,  // elements per block of the k-quants
-};
+enum { QK = 32 };   // elements per block of Q4_0, Q4_1, Q5_0, Q5_1, Q8_0
+                    // and IQ4_NL, and per sub-block of IQ4_XS
 
 // Indexed by ggml_type (ggml.h); gaps are numbers ggml no longer defines.
 static const mhsa_ggml_type_info types[] = {
@@ -233,7 +231,8 @@ static void dequant_q3_k(const unsigned char *src, size_t n, float *dst)
                     const float dl = d * (float)q3_k_scale(scales, s);
                     int bit = 4 * h + k;
                     for (int l = 16 * half; l < 16 * half + 16; l++) {
-                        int v = (q[l] >> 2 * k & 3) - (hm[l] >> bit & 1 ? 0 : 4);
+                        int v = (q[l] >> 2 * k & 3) -
+                                (hm[l] >> bit & 1 ? 0 : 4);
                         *dst++ = dl * (float)v;
                     }
                 }

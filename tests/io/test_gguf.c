@@ -112,10 +112,10 @@ static int ref_iq4_level(int k)
     return levels[k];
 }
 
-// Element i of a k-quant or IQ4_XS tensor (256 a block): position j = i % 256 of
-// block i / 256, in sub-block j / 16 (Q2_K, Q3_K, Q6_K) or j / 32 (Q4_K,
-// Q5_K); 2-bit fields: bit pair (j % 128) / 32 of byte 32 (j / 128) +
-// j % 32.
+// Element i of a k-quant or IQ4_XS tensor (256 a block): position
+// j = i % 256 of block i / 256, in sub-block j / 16 (Q2_K, Q3_K, Q6_K) or
+// j / 32 (Q4_K, Q5_K, IQ4_XS); 2-bit fields: bit pair (j % 128) / 32 of
+// byte 32 (j / 128) + j % 32.
 static float ref_kquant(uint32_t type, const unsigned char *p, size_t i)
 {
     size_t b = i / 256, j = i % 256, l = j % 32, pair = (j % 128) / 32;
