@@ -381,13 +381,37 @@ static int read_passes(size_t bytes)
 }
 
 enum { N_BW_MEMO = 128 };
-static struct {
+typedef struct bw_kept {
     int pass;   // 1: mhsa_bench_read_pass_gbs's whole passes (no median)
     size_t bytes;
     int threads;
     double gbs, median;
-} bw_memo[N_BW_MEMO];
+} bw_kept;
+static bw_kept bw_memo[N_BW_MEMO];
 static int n_bw_memo;
+
+// The remembered figures of (pass, bytes, threads), or NULL.
+static const bw_kept *bw_memo_find(int pass, size_t bytes, int threads)
+{
+    for (int i = 0; i < n_bw_memo; i++)
+        if (bw_memo[i].pass == pass && bw_memo[i].bytes == bytes &&
+            bw_memo[i].threads == threads)
+            return &bw_memo[i];
+    return NULL;
+}
+
+static void bw_memo_keep(int pass, size_t bytes, int threads, double gbs,
+                         double median)
+{
+    if (n_bw_memo < N_BW_MEMO) {
+        bw_memo[n_bw_memo].pass = pass;
+        bw_memo[n_bw_memo].bytes = bytes;
+        bw_memo[n_bw_memo].threads = threads;
+        bw_memo[n_bw_memo].gbs = gbs;
+        bw_memo[n_bw_memo].median = median;
+        n_bw_memo++;
+    }
+}
 
 static int cmp_double(const void *x, const void *y)
 {
@@ -403,13 +427,12 @@ static void read_gbs(size_t bytes, int threads, double *best_out,
     *best_out = *median_out = 0.0;
     if (threads < 1 || bytes < (size_t)threads * 256)
         return;
-    for (int i = 0; i < n_bw_memo; i++)
-        if (!bw_memo[i].pass && bw_memo[i].bytes == bytes &&
-            bw_memo[i].threads == threads) {
-            *best_out = bw_memo[i].gbs;
-            *median_out = bw_memo[i].median;
-            return;
-        }
+    const bw_kept *kept = bw_memo_find(0, bytes, threads);
+    if (kept) {
+        *best_out = kept->gbs;
+        *median_out = kept->median;
+        return;
+    }
     uint64_t *buf = read_buffer(bytes, threads);
     if (!buf)
         return;
@@ -432,14 +455,7 @@ static void read_gbs(size_t bytes, int threads, double *best_out,
     qsort(g, TRIALS, sizeof g[0], cmp_double);
     *best_out = g[TRIALS - 1];
     *median_out = (g[TRIALS / 2 - 1] + g[TRIALS / 2]) / 2;
-    if (n_bw_memo < N_BW_MEMO) {
-        bw_memo[n_bw_memo].pass = 0;
-        bw_memo[n_bw_memo].bytes = bytes;
-        bw_memo[n_bw_memo].threads = threads;
-        bw_memo[n_bw_memo].gbs = *best_out;
-        bw_memo[n_bw_memo].median = *median_out;
-        n_bw_memo++;
-    }
+    bw_memo_keep(0, bytes, threads, *best_out, *median_out);
 }
 
 double mhsa_bench_read_gbs(size_t bytes, int threads)
@@ -460,10 +476,9 @@ double mhsa_bench_read_pass_gbs(size_t bytes, int threads)
 {
     if (threads < 1 || bytes < (size_t)threads * 256)
         return 0.0;
-    for (int i = 0; i < n_bw_memo; i++)
-        if (bw_memo[i].pass && bw_memo[i].bytes == bytes &&
-            bw_memo[i].threads == threads)
-            return bw_memo[i].gbs;
+    const bw_kept *kept = bw_memo_find(1, bytes, threads);
+    if (kept)
+        return kept->gbs;
     uint64_t *buf = read_buffer(bytes, threads);
     if (!buf)
         return 0.0;
@@ -475,13 +490,7 @@ double mhsa_bench_read_pass_gbs(size_t bytes, int threads)
             best = g;
     }
     free(buf);
-    if (n_bw_memo < N_BW_MEMO) {
-        bw_memo[n_bw_memo].pass = 1;
-        bw_memo[n_bw_memo].bytes = bytes;
-        bw_memo[n_bw_memo].threads = threads;
-        bw_memo[n_bw_memo].gbs = best;
-        n_bw_memo++;
-    }
+    bw_memo_keep(1, bytes, threads, best, 0.0);
     return best;
 }
 
