@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "core/cpu_features.h"
+#include "gemm/gemm.h"
 #include "gemm/gemm_bf16.h"
 #include "kernels/kernels.h"
 #include "shim.h"

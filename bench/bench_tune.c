@@ -14,7 +14,7 @@
 // more in wall-clock time (judge those on a quiet machine only). Default shapes: SGEMM
 // 1024^3 and the block's QKV projection at B*T = 4096 (4096x1536x512);
 // default points: kc, mc and nc each varied around the rule's numbers
-// (gemm/blocking.c), then the table's fixed numbers and the rule's.
+// (kernels/blocking.c), then the table's fixed numbers and the rule's.
 //
 // Register tiles: each table has one tile (AVX2 6x16, AVX-512 12x32, NEON
 // 8x12, scalar 4x8), tried with its own; a second tile for one ISA would
@@ -26,7 +26,7 @@
 #include <time.h>
 
 #include "bench_util.h"
-#include "gemm/blocking.h"
+#include "kernels/blocking.h"
 #include "gemm/gemm.h"
 #include "kernels/kernels.h"
 #include "shim.h"

@@ -24,125 +24,13 @@
 #include <string.h>
 
 #include "attention.h"
+#include "tiles.h"
 #include "gemm/gemm.h"
 #include "gemm/round_bf16.h"
 #include "kernels/log_f32.h"
 #include "small_bwd.h"
 #include "small_view.h"
 
-// Measured (bench attention/fused, dh = 64, AVX2): 72 x 128 beats 48 x 64
-// by 5-7% at T = 512 and 2048: each K/V tile packed per query block is
-// reused by more rows, and the online rescale of O runs half as often. The
-// tiles (Q 18 KiB, K^T and V 32 KiB each, S 36 KiB) stay in L2.
-enum { BR_ROWS = 72, BC_KEYS = 128 };
-
-// x rounded up to a multiple of `to`, a tile size. The tables' tiles are
-// 4x8 (scalar), 6x16 (AVX2), 12x32 (AVX-512) and 8x12 (NEON): for these
-// each case divides by a constant, which the compiler makes a multiply.
-// These run for every block (carve's ~7, br and bc), and a division by a
-// run-time size takes tens of cycles: ~10 of them were several percent of
-// a tiny backward, whose blocks are ~2000 cycles.
-static size_t up(size_t x, size_t to)
-{
-#define UP_CASE(c)                                                            \
-    case c:                                                                   \
-        return (x + (c) - 1) / (c) * (c)
-    switch (to) {
-    UP_CASE(4);
-    UP_CASE(6);
-    UP_CASE(8);
-    UP_CASE(12);
-    UP_CASE(16);
-    UP_CASE(32);
-    default:
-        return (x + to - 1) / to * to;
-    }
-#undef UP_CASE
-}
-
-size_t mhsa__attn_br(const mhsa_kernels *k)
-{
-    return up(BR_ROWS, (size_t)k->mr);
-}
-
-size_t mhsa__attn_bc(const mhsa_kernels *k)
-{
-    return up(BC_KEYS, (size_t)k->nr);
-}
-
-// The views one thread carves from its tile memory.
-typedef struct tile_views {
-    float *qa;    // Q block as A       (br x dh)
-    float *da;    // dO block as A      (br x dh)
-    float *qb;    // Q block as B       (br x dh)
-    float *db;    // dO block as B      (br x dh)
-    float *kb;    // K tile as B        (K^T: dh x bc, or K: bc x dh)
-    float *vb;    // V tile as B        (V: bc x dh, or V^T: dh x bc)
-    float *pa;    // P / dS (or transposed) as A (max(br, bc) x max(br, bc))
-    float *s;     // scores / P         (br x bc)
-    float *dp;    // dP / dS            (br x bc)
-    float *m, *l, *delta;   // (br); forward: delta flags non-finite q rows
-    float *infw;  // (br) backward: weight of a +inf score, see kernels.h
-    float *kc, *vc;   // K and V tile rows converted from 16-bit (bc x dh)
-} tile_views;
-
-// Sizes of the views, in the order carve() lays them out.
-enum { N_VIEWS = 15 };
-static void view_sizes(const mhsa_kernels *k, size_t dh, size_t sz[N_VIEWS])
-{
-    size_t br = mhsa__attn_br(k), bc = mhsa__attn_bc(k);
-    size_t mr = (size_t)k->mr, nr = (size_t)k->nr;
-    size_t qa = up(br, mr) * dh, qb = up(dh, nr) * br;
-    size_t kt = up(bc, nr) * dh, kn = up(dh, nr) * bc;
-    size_t big = br > bc ? br : bc;
-    size_t i = 0;
-    sz[i++] = qa;                  // qa
-    sz[i++] = qa;                  // da
-    sz[i++] = qb;                  // qb
-    sz[i++] = qb;                  // db
-    sz[i++] = kt > kn ? kt : kn;   // kb
-    sz[i++] = kt > kn ? kt : kn;   // vb
-    sz[i++] = up(big, mr) * big;   // pa
-    sz[i++] = br * bc;             // s
-    sz[i++] = br * bc;             // dp
-    sz[i++] = br;                  // m
-    sz[i++] = br;                  // l
-    sz[i++] = br;                  // delta
-    sz[i++] = br;                  // infw
-    sz[i++] = bc * dh;             // kc
-    sz[i++] = bc * dh;             // vc
-}
-
-static tile_views carve(const mhsa_kernels *k, size_t dh, float *t)
-{
-    size_t sz[N_VIEWS];
-    view_sizes(k, dh, sz);
-    tile_views v;
-    float **order[N_VIEWS] = { &v.qa, &v.da, &v.qb, &v.db, &v.kb, &v.vb,
-                               &v.pa, &v.s, &v.dp, &v.m, &v.l, &v.delta,
-                               &v.infw, &v.kc, &v.vc };
-    for (int i = 0; i < N_VIEWS; i++) {
-        *order[i] = t;
-        t += sz[i];
-    }
-    return v;
-}
-
-void mhsa__attn_bwd_rows(const mhsa_kernels *k, size_t dh, float *tiles,
-                         float **s, float **dp, float **delta)
-{
-    tile_views t = carve(k, dh, tiles);
-    *s = t.s, *dp = t.dp, *delta = t.delta;
-}
-
-size_t mhsa__attn_tile_floats(const mhsa_kernels *k, size_t dh)
-{
-    size_t sz[N_VIEWS], total = 0;
-    view_sizes(k, dh, sz);
-    for (int i = 0; i < N_VIEWS; i++)
-        total += sz[i];
-    return total;
-}
 
 static mhsa_mask_view mask_view(const head_args *a, size_t j0)
 {
@@ -364,12 +252,12 @@ static void diag_keys(const mhsa_kernels *k, const head_args *a, size_t j0,
 
 size_t mhsa__head_kpack_floats(const mhsa_kernels *k, size_t tk, size_t dh)
 {
-    return up(tk, (size_t)k->nr) * dh;   // bc is a multiple of nr
+    return mhsa__attn_up(tk, (size_t)k->nr) * dh;   // bc is a multiple of nr
 }
 
 size_t mhsa__head_vpack_floats(const mhsa_kernels *k, size_t tk, size_t dh)
 {
-    return tk * up(dh, (size_t)k->nr);
+    return tk * mhsa__attn_up(dh, (size_t)k->nr);
 }
 
 void mhsa__head_pack_kv(const mhsa_kernels *k, size_t tk, size_t dh,
@@ -379,14 +267,14 @@ void mhsa__head_pack_kv(const mhsa_kernels *k, size_t tk, size_t dh,
 {
     size_t bc = mhsa__attn_bc(k), j0 = tile * bc;
     size_t n = tk - j0 < bc ? tk - j0 : bc;
-    tile_views t = carve(k, dh, tiles);
+    tile_views t = mhsa__attn_carve(k, dh, tiles);
     head_args a = { .dh = dh, .kv_dtype = dt, .k = kd, .v = vd,
                     .k16 = kd, .v16 = vd };
     const float *kt = kv_rows(k, &a, 0, j0, n, t.kc);
     const float *vt = kv_rows(k, &a, 1, j0, n, t.vc);
     mhsa_tile_pack_b(k, dh, n, kt, dh, 1, cdt, kpack + j0 * dh);
     mhsa_tile_pack_b(k, n, dh, vt, dh, 0, cdt,
-                     vpack + j0 * up(dh, (size_t)k->nr));
+                     vpack + j0 * mhsa__attn_up(dh, (size_t)k->nr));
     *vbad = (float)first_bad_row(k, vt, n, dh, dh);
     *kbad = (float)first_bad_row(k, kt, n, dh, dh);
 }
@@ -398,7 +286,7 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
         return;
     size_t tq = a->tq, dh = a->dh, bc = mhsa__attn_bc(k);
     size_t kend = key_end(a);
-    tile_views t = carve(k, dh, tiles);
+    tile_views t = mhsa__attn_carve(k, dh, tiles);
 
     a_side qa = a_rows(k, a, tq, dh, a->q, dh, 1.0f, t.qa);
     int q_ok = a->inputs_finite ||
@@ -459,7 +347,7 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
             const float *vb = t.vb;
             size_t vdepth = n;
             if (a->vpack) {   // packed with all the tile's keys
-                vb = a->vpack + j0 * up(dh, (size_t)k->nr);
+                vb = a->vpack + j0 * mhsa__attn_up(dh, (size_t)k->nr);
                 vdepth = a->tk - j0 < bc ? a->tk - j0 : bc;
             } else {
                 mhsa_tile_pack_b(k, n, dh, vt, dh, 0, a->compute, t.vb);
@@ -516,7 +404,7 @@ void mhsa__head_weights(const mhsa_kernels *k, const head_args *a,
                         float *tiles)
 {
     size_t tq = a->tq, dh = a->dh, bc = mhsa__attn_bc(k);
-    tile_views t = carve(k, dh, tiles);
+    tile_views t = mhsa__attn_carve(k, dh, tiles);
     mhsa_tile_pack_a(k, tq, dh, a->q, dh, 0, 1.0f, a->compute, t.qa);
     for (size_t r = 0; r < tq; r++)
         t.delta[r] = !k->rows_finite(1, dh, a->q + r * dh, dh);
@@ -633,17 +521,6 @@ static int inf_weights(const mhsa_kernels *k, const head_args *a,
     return 1;
 }
 
-void mhsa__attn_deltas(const head_args *a, float *delta)
-{
-    for (size_t r = 0; r < a->tq; r++) {
-        const float *o = a->o + r * a->ldo, *dout = a->dout + r * a->lddo;
-        float sum = 0.0f;
-        for (size_t d = 0; d < a->dh; d++)
-            sum += dout[d] * o[d];
-        delta[r] = sum;
-    }
-}
-
 // Whether the block's K and V rows from its first tile to kend, its Q and
 // its dO are all finite (known, or checked here).
 static int block_finite(const mhsa_kernels *k, const head_args *a,
@@ -674,7 +551,7 @@ void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
     if (mhsa__head_backward_small(k, a, safe, jstart, jend, kend, bc,
                                   tiles))
         return;
-    tile_views t = carve(k, dh, tiles);
+    tile_views t = mhsa__attn_carve(k, dh, tiles);
     mhsa__attn_deltas(a, t.delta);
     a_side qa = a_rows(k, a, tq, dh, a->q, dh, 1.0f, t.qa);
     a_side da = a_rows(k, a, tq, dh, a->dout, a->lddo, 1.0f, t.da);

@@ -3,7 +3,7 @@
 #ifndef MHSA_ATTN_SMALL_BWD_H
 #define MHSA_ATTN_SMALL_BWD_H
 
-#include "attention.h"
+#include "tiles.h"
 
 // Runs the backward of the block a over its key tile [j0, kend) through
 // k->small_bwd_scores / small_bwd_grads and returns 1, when the table has

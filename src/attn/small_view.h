@@ -2,7 +2,7 @@
 #ifndef MHSA_ATTN_SMALL_VIEW_H
 #define MHSA_ATTN_SMALL_VIEW_H
 
-#include "attention.h"
+#include "tiles.h"
 
 // The most query rows a view sent to the fused kernel may have (the
 // kernels decline more anyway; this sizes the per-row statistics).

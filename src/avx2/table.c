@@ -5,7 +5,7 @@
 // micro-panel at nr 16), 128 rows of A per block rounded up to the tile's
 // 6 (132), 8 panels (128 columns) per parallel column chunk. These fixed
 // numbers run under MHSA_BLOCKING=table; otherwise dispatch derives them
-// from the CPU's caches (gemm/blocking.c), which on the Zen 3 they were
+// from the CPU's caches (kernels/blocking.c), which on the Zen 3 they were
 // measured on gives the same three.
 #include "avx2/avx2.h"
 

@@ -16,7 +16,7 @@
 // as fine as AVX2's. These are reasoned, not measured: no AVX-512 CPU was
 // at hand (README). Fixed numbers for MHSA_BLOCKING=table and the emulated
 // test table; otherwise dispatch derives them from the CPU's caches
-// (gemm/blocking.c).
+// (kernels/blocking.c).
 #include "avx512/avx512.h"
 #include "avx512/bf16.h"
 

@@ -31,20 +31,6 @@
 
 static size_t round_up(size_t x, size_t to) { return (x + to - 1) / to * to; }
 
-size_t mhsa_gemm_a_floats(const mhsa_kernels *k)
-{
-    return k->blocking.mc * k->blocking.kc;
-}
-
-size_t mhsa_gemm_b_floats(const mhsa_kernels *k, size_t n)
-{
-    size_t f;
-    if (n > ((size_t)-1) / 2 ||
-        !mhsa__mul(k->blocking.kc, round_up(n, (size_t)k->nr), &f))
-        return 0;
-    return f;
-}
-
 size_t mhsa_gemm_prepacked_floats(const mhsa_kernels *k, size_t kdim, size_t n)
 {
     size_t f;

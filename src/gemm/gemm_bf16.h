@@ -18,7 +18,7 @@
 #ifndef MHSA_GEMM_BF16_H
 #define MHSA_GEMM_BF16_H
 
-#include "gemm/gemm.h"
+#include "gemm/gemm_scratch.h"
 
 // The tile set table k runs bf16 products with in this process, or NULL:
 // the first of k->bf16 that the CPU and OS allow (AVX512_BF16; AMX-BF16

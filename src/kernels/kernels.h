@@ -416,7 +416,7 @@ static inline size_t mhsa_run_length(const size_t *x, size_t i, size_t n,
 // CPU, so it lives in the table and no driver tests an ISA. Each
 // src/<isa>/table.c holds fixed numbers; the tables dispatch hands out
 // (mhsa__kernels, mhsa_kernels_for) carry numbers derived from this CPU's
-// caches instead (gemm/blocking.c), unless MHSA_BLOCKING=table
+// caches instead (kernels/blocking.c), unless MHSA_BLOCKING=table
 // (dispatch.c).
 typedef struct mhsa_gemm_blocking {
     // Depth of one packed block: the kc x nr B micro-panel stays in L1
@@ -719,8 +719,14 @@ extern const mhsa_kernels mhsa_kernels_avx512;
 // The last value of mhsa_isa: loops over every ISA run SCALAR..LAST.
 #define MHSA_ISA_LAST MHSA_ISA_AVX512
 
-// The active table (chosen once, see dispatch.c). Never NULL.
+// The active table (chosen once, see kernels/dispatch.c). Never NULL.
 const mhsa_kernels *mhsa__kernels(void);
+// The best table this CPU runs (scalar when nothing else), what
+// MHSA_ISA unset and mhsa_select_isa(MHSA_ISA_AUTO) take.
+const mhsa_kernels *mhsa__best_table(void);
+// Installs k (from mhsa_kernels_for or mhsa__best_table, never NULL) as
+// the active table: mhsa_select_isa's step once it has validated k.
+void mhsa__set_active(const mhsa_kernels *k);
 // The table for one ISA if this build has it and the CPU supports it, else
 // NULL. Used by tests and benchmarks to run every ISA side by side.
 const mhsa_kernels *mhsa_kernels_for(mhsa_isa isa);
@@ -737,7 +743,7 @@ const mhsa_kernels *mhsa__stand_in(void);
 // (dispatch.c, MHSA_BLOCKING).
 const mhsa_kernels *mhsa__fixed_table(mhsa_isa isa);
 // Where the blocking of the tables dispatch hands out came from, for
-// mhsa-info: "cpu caches (gemm/blocking.c)", "table (MHSA_BLOCKING=table)"
+// mhsa-info: "cpu caches (kernels/blocking.c)", "table (MHSA_BLOCKING=table)"
 // or "MHSA_BLOCKING".
 const char *mhsa__blocking_source(void);
 

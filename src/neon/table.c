@@ -6,7 +6,7 @@
 // rows of A per block, 8 panels per column chunk), not measured on Arm: no
 // Arm hardware was at hand, only qemu. Fixed numbers for
 // MHSA_BLOCKING=table; otherwise dispatch derives them from the CPU's
-// caches (gemm/blocking.c).
+// caches (kernels/blocking.c).
 #include "neon/neon.h"
 
 // No row-major-A micro-kernel yet (kernels.h: sgemm_ukr_ra): the GEMM packs A.

@@ -5,7 +5,7 @@
 // panels per column chunk, the numbers measured for AVX2 in 0.1 and kept
 // for every 0.1 ISA (none was measured for the scalar tile itself). Fixed
 // numbers for MHSA_BLOCKING=table; otherwise dispatch derives them from the
-// CPU's caches (gemm/blocking.c).
+// CPU's caches (kernels/blocking.c).
 #include "scalar/scalar.h"
 
 // The row-major-A kernel (kernels.h: sgemm_ukr_ra) stages A through a

@@ -1,5 +1,5 @@
 // test_blocking.c — the GEMM block sizes derived from the caches
-// (gemm/blocking.c) and what dispatch hands out (dispatch.c,
+// (kernels/blocking.c) and what dispatch hands out (dispatch.c,
 // MHSA_BLOCKING): the rule's promises on many cache shapes, the tables
 // dispatch gives under the MHSA_BLOCKING this process was started with
 // (meson runs this test three times: unset, "table", and "64,7,20"), and
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gemm/blocking.h"
+#include "kernels/blocking.h"
 #include "gemm/gemm.h"
 #include "util.h"
 
@@ -120,7 +120,7 @@ START_TEST(dispatch_applies_the_choice)
     } else {
         want = mhsa__blocking_for_caches(k->mr, k->nr, mhsa__cpu_caches());
         ck_assert_str_eq(mhsa__blocking_source(),
-                         "cpu caches (gemm/blocking.c)");
+                         "cpu caches (kernels/blocking.c)");
     }
     printf("%s: kc %zu mc %zu nc %zu (%s)\n", k->name, k->blocking.kc,
            k->blocking.mc, k->blocking.nc, mhsa__blocking_source());

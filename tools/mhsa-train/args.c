@@ -4,9 +4,7 @@
 // strictly (the whole string must be a number in range), and every problem
 // is reported as exactly one line naming the flag and the value, with exit
 // code 2, so scripts and tests can rely on it.
-#include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -94,62 +92,8 @@ static void set_defaults(train_args *a)
     dp_args_defaults(&a->dp);
 }
 
-const char *args_prog = "mhsa-train";
-
-int args_usage(FILE *err, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(err, "%s: ", args_prog);
-    vfprintf(err, fmt, ap);
-    fputc('\n', err);
-    va_end(ap);
-    return CLI_USAGE;
-}
-
 // The short name this file's many messages use.
 #define bad args_usage
-
-static int parse_int(FILE *err, const char *flag, const char *s, long lo,
-                     long hi, int *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || errno == ERANGE)
-        return bad(err, "%s: '%s' is not an integer", flag, s);
-    if (v < lo || v > hi)
-        return bad(err, "%s %s is out of range (%ld..%ld)", flag, s, lo, hi);
-    *out = (int)v;
-    return CLI_OK;
-}
-
-static int parse_float(FILE *err, const char *flag, const char *s, int zero_ok,
-                       float *out)
-{
-    char *end;
-    errno = 0;
-    float v = strtof(s, &end);
-    if (*s == '\0' || *end != '\0' || errno == ERANGE || !isfinite(v))
-        return bad(err, "%s: '%s' is not a finite number", flag, s);
-    if (v < 0.0f || (!zero_ok && v == 0.0f))
-        return bad(err, "%s %s must be %s 0", flag, s, zero_ok ? ">=" : ">");
-    *out = v;
-    return CLI_OK;
-}
-
-static int parse_u64(FILE *err, const char *flag, const char *s, uint64_t *out)
-{
-    char *end;
-    errno = 0;
-    if (*s == '-' || *s == '\0')
-        return bad(err, "%s: '%s' is not a non-negative integer", flag, s);
-    unsigned long long v = strtoull(s, &end, 0);
-    if (*end != '\0' || errno == ERANGE)
-        return bad(err, "%s: '%s' is not a non-negative integer", flag, s);
-    *out = (uint64_t)v;
-    return CLI_OK;
-}
 
 // ---- the attention-variant flags (mhsa_config's n_kv_heads, rope_*,
 // window), kept together here; --rope-interleaved takes no value.
@@ -169,12 +113,12 @@ static int parse_attention_flag(FILE *err, const char *flag, const char *val,
                                 train_args *a)
 {
     if (strcmp(flag, "--kv-heads") == 0)
-        return parse_int(err, flag, val, 1, 256, &a->kv_heads);
+        return args_int(err, flag, val, 1, 256, &a->kv_heads);
     if (strcmp(flag, "--rope") == 0)
-        return parse_int(err, flag, val, 2, 4096, &a->rope_dim);
+        return args_int(err, flag, val, 2, 4096, &a->rope_dim);
     if (strcmp(flag, "--rope-theta") == 0)
-        return parse_float(err, flag, val, 0, &a->rope_theta);
-    return parse_int(err, flag, val, 1, 1 << 20, &a->window);
+        return args_float(err, flag, val, 0, &a->rope_theta);
+    return args_int(err, flag, val, 1, 1 << 20, &a->window);
 }
 
 // The rules between flags, once all are read (values as the user typed
@@ -256,21 +200,21 @@ int parse_args(int argc, char **argv, train_args *a, FILE *err)
                 rc = bad(err, "%s: unknown task '%s' (repeat, induction "
                          "or text)", flag, val);
         } else if (strcmp(flag, "--heads") == 0) {
-            rc = parse_int(err, flag, val, 1, 256, &a->heads);
+            rc = args_int(err, flag, val, 1, 256, &a->heads);
         } else if (strcmp(flag, "--d-model") == 0) {
-            rc = parse_int(err, flag, val, 1, 4096, &a->d_model);
+            rc = args_int(err, flag, val, 1, 4096, &a->d_model);
         } else if (strcmp(flag, "--seq-len") == 0) {
-            rc = parse_int(err, flag, val, 1, 1024, &a->seq_len);
+            rc = args_int(err, flag, val, 1, 1024, &a->seq_len);
         } else if (strcmp(flag, "--vocab") == 0) {
-            rc = parse_int(err, flag, val, 2, 65536, &a->vocab);
+            rc = args_int(err, flag, val, 2, 65536, &a->vocab);
         } else if (strcmp(flag, "--epochs") == 0) {
-            rc = parse_int(err, flag, val, 1, 100000, &a->epochs);
+            rc = args_int(err, flag, val, 1, 100000, &a->epochs);
         } else if (strcmp(flag, "--steps-per-epoch") == 0) {
-            rc = parse_int(err, flag, val, 1, 1000000, &a->steps);
+            rc = args_int(err, flag, val, 1, 1000000, &a->steps);
         } else if (strcmp(flag, "--batch") == 0) {
-            rc = parse_int(err, flag, val, 1, 4096, &a->batch);
+            rc = args_int(err, flag, val, 1, 4096, &a->batch);
         } else if (strcmp(flag, "--threads") == 0) {
-            rc = parse_int(err, flag, val, 1, 1024, &a->threads);
+            rc = args_int(err, flag, val, 1, 1024, &a->threads);
         } else if (strcmp(flag, "--optim") == 0) {
             if (strcmp(val, "adamw") == 0)
                 a->optim = MHSA_OPTIM_ADAMW;
@@ -280,13 +224,13 @@ int parse_args(int argc, char **argv, train_args *a, FILE *err)
                 rc = bad(err, "%s: unknown optimiser '%s' (adamw or sgd)",
                          flag, val);
         } else if (strcmp(flag, "--lr") == 0) {
-            rc = parse_float(err, flag, val, 0, &a->lr);
+            rc = args_float(err, flag, val, 0, &a->lr);
         } else if (strcmp(flag, "--weight-decay") == 0) {
-            rc = parse_float(err, flag, val, 1, &a->weight_decay);
+            rc = args_float(err, flag, val, 1, &a->weight_decay);
         } else if (strcmp(flag, "--clip") == 0) {
-            rc = parse_float(err, flag, val, 1, &a->clip);
+            rc = args_float(err, flag, val, 1, &a->clip);
         } else if (strcmp(flag, "--seed") == 0) {
-            rc = parse_u64(err, flag, val, &a->seed);
+            rc = args_u64(err, flag, val, &a->seed);
         } else if (is_attention_flag(flag)) {
             rc = parse_attention_flag(err, flag, val, a);
         } else if (strcmp(flag, "--isa") == 0) {
@@ -321,36 +265,4 @@ int parse_args(int argc, char **argv, train_args *a, FILE *err)
                    "(need >= 2)", a->seq_len);
     int rc = check_attention_flags(err, a);
     return rc != CLI_OK ? rc : dp_args_check(&a->dp, a->batch, err);
-}
-
-// The value parsers above for the other commands' parsers (text_args.c,
-// the mhsa-generate command), so that every flag is checked the same way.
-int args_isa(FILE *err, const char *flag, const char *s, mhsa_isa *out)
-{
-    static const mhsa_isa isas[] = { MHSA_ISA_AUTO, MHSA_ISA_SCALAR,
-                                     MHSA_ISA_AVX2, MHSA_ISA_AVX512,
-                                     MHSA_ISA_NEON };
-    for (size_t k = 0; k < sizeof isas / sizeof isas[0]; k++)
-        if (strcmp(s, mhsa_isa_name(isas[k])) == 0) {
-            *out = isas[k];
-            return CLI_OK;
-        }
-    return bad(err, "%s: unknown ISA '%s' (" ARGS_ISA_NAMES ")", flag, s);
-}
-
-int args_int(FILE *err, const char *flag, const char *s, long lo, long hi,
-             int *out)
-{
-    return parse_int(err, flag, s, lo, hi, out);
-}
-
-int args_float(FILE *err, const char *flag, const char *s, int zero_ok,
-               float *out)
-{
-    return parse_float(err, flag, s, zero_ok, out);
-}
-
-int args_u64(FILE *err, const char *flag, const char *s, uint64_t *out)
-{
-    return parse_u64(err, flag, s, out);
 }

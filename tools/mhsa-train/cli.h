@@ -7,11 +7,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "args_util.h"
 #include "dp_cli.h"
 #include "mhsa_train.h"
-
-// Exit codes of the command.
-enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 
 typedef struct train_args {
     mhsa_task task;
@@ -34,21 +32,6 @@ typedef struct train_args {
 // a->help and returns CLI_OK.
 int  parse_args(int argc, char **argv, train_args *a, FILE *err);
 void print_help(FILE *f);
-// One value of a flag, parsed strictly as parse_args does; CLI_OK, or
-// CLI_USAGE after one line "<args_prog>: ..." naming flag and value on err.
-extern const char *args_prog;   // "mhsa-train" unless a command sets it
-// Writes "<args_prog>: <message>" as one line; returns CLI_USAGE.
-int args_usage(FILE *err, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-// An ISA name as mhsa_isa_name gives it (the list: ARGS_ISA_NAMES).
-#define ARGS_ISA_NAMES "auto, scalar, avx2, avx512 or neon"
-int args_isa(FILE *err, const char *flag, const char *s, mhsa_isa *out);
-int args_int(FILE *err, const char *flag, const char *s, long lo, long hi,
-             int *out);
-int args_float(FILE *err, const char *flag, const char *s, int zero_ok,
-               float *out);
-int args_u64(FILE *err, const char *flag, const char *s, uint64_t *out);
-
 // ---- terminal output (term.c) ----------------------------------------------
 
 // 1 when the locale says UTF-8 (LC_ALL, LC_CTYPE, LANG): shaded blocks,

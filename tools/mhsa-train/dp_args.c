@@ -1,11 +1,9 @@
 // dp_args.c — the data-parallel options of mhsa-train (dp_cli.h), parsed
 // with the same rules as args.c: one line naming the flag and value, exit 2.
-#include <errno.h>
-#include <stdarg.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "args_util.h"
+#include "dp_cli.h"
 
 void dp_args_defaults(dp_args *d)
 {
