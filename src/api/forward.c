@@ -66,6 +66,10 @@ static mhsa_status check_forward(const char *fn, const mhsa_block *blk,
         return mhsa__fail(MHSA_ERR_SHAPE,
                           "%s: T = %d exceeds max_seq_len = %d", fn, a->T,
                           blk->cfg.max_seq_len);
+    if ((size_t)a->T > ws->max_t)
+        return mhsa__fail(MHSA_ERR_SHAPE,
+                          "%s: T = %d exceeds the workspace's max_t = %zu",
+                          fn, a->T, ws->max_t);
     for (int b = 0; a->seq_len && b < a->B; b++)
         if (a->seq_len[b] < 1 || a->seq_len[b] > a->T)
             return mhsa__fail(MHSA_ERR_INVALID_ARG,

@@ -1,6 +1,7 @@
 // workspace.c — one allocation per workspace, carved into named views.
 //
-// Memory (floats), for Bm = max_batch, Tm = max_seq_len, D, H, Hkv kv
+// Memory (floats), for Bm = max_batch, Tm = max_seq_len (or the max_t of
+// mhsa__workspace_create_sized), D, H, Hkv kv
 // heads of dh, nqkv = (H + 2 Hkv) dh, threads n:
 //   qkv Bm*Tm*nqkv, q Bm*Tm*D, k/v 2*Bm*Tm*Hkv*dh, ctx and dctx 2*Bm*Tm*D,
 //   lse Bm*H*Tm, decode partials, plus per-thread attention tiles (dh x
@@ -80,10 +81,11 @@ static size_t gemm_b_need(const mhsa_kernels *k, size_t n)
     return mhsa_gemm_b_floats(k, n);
 }
 
-mhsa_status mhsa_workspace_create(const mhsa_block *blk, int max_batch,
-                                  mhsa_workspace **out)
+// A workspace for max_batch sequences of up to max_t tokens: every view is
+// sized as for a block whose max_seq_len were max_t.
+static mhsa_status create(const char *fn, const mhsa_block *blk,
+                          int max_batch, int max_t, mhsa_workspace **out)
 {
-    static const char fn[] = "mhsa_workspace_create";
     if (!blk)
         return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: blk is NULL", fn);
     if (!out)
@@ -91,9 +93,13 @@ mhsa_status mhsa_workspace_create(const mhsa_block *blk, int max_batch,
     if (max_batch < 1)
         return mhsa__fail(MHSA_ERR_INVALID_ARG,
                           "%s: max_batch = %d must be >= 1", fn, max_batch);
+    if (max_t < 1 || max_t > blk->cfg.max_seq_len)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG,
+                          "%s: max_t = %d must be in 1..max_seq_len = %d",
+                          fn, max_t, blk->cfg.max_seq_len);
 
     size_t D = blk->D, H = blk->H, dh = blk->dh, kvd = blk->Hkv * dh;
-    size_t tm = (size_t)blk->cfg.max_seq_len, bm = (size_t)max_batch;
+    size_t tm = (size_t)max_t, bm = (size_t)max_batch;
     int nt = omp_get_max_threads();
     if (nt < 1)
         nt = 1;
@@ -119,9 +125,11 @@ mhsa_status mhsa_workspace_create(const mhsa_block *blk, int max_batch,
              total <= SIZE_MAX / sizeof(float) - 64;
     if (!ok)
         return mhsa__fail(MHSA_ERR_NO_MEMORY,
-                          "%s: max_batch = %d x max_seq_len = %d x d_model = "
-                          "%d overflows size_t", fn, max_batch,
-                          blk->cfg.max_seq_len, blk->cfg.d_model);
+                          "%s: max_batch = %d x %s = %d x d_model = %d "
+                          "overflows size_t", fn, max_batch,
+                          max_t == blk->cfg.max_seq_len ? "max_seq_len"
+                                                         : "max_t",
+                          max_t, blk->cfg.d_model);
 
     size_t plan_n = mhsa__plan_entries(bm);
     mhsa_workspace *ws = mhsa__alloc(sizeof *ws);
@@ -167,6 +175,20 @@ mhsa_status mhsa_workspace_create(const mhsa_block *blk, int max_batch,
     ws->gemm.max_threads = nt;
     *out = ws;
     return MHSA_OK;
+}
+
+mhsa_status mhsa_workspace_create(const mhsa_block *blk, int max_batch,
+                                  mhsa_workspace **out)
+{
+    return create("mhsa_workspace_create", blk, max_batch,
+                  blk ? blk->cfg.max_seq_len : 1, out);
+}
+
+mhsa_status mhsa__workspace_create_sized(const mhsa_block *blk,
+                                         int max_batch, int max_t,
+                                         mhsa_workspace **out)
+{
+    return create("mhsa__workspace_create_sized", blk, max_batch, max_t, out);
 }
 
 void mhsa_workspace_destroy(mhsa_workspace *ws)
