@@ -32,6 +32,7 @@ typedef struct {
     mhsa_workspace *ws;
     mhsa_grads *grads;
     int max_batch;
+    int max_t;           // rows a sequence (<= the block's max_seq_len)
     int recorded;        // a forward is recorded (backward may follow)
     int B, T;            // its shape
     Py_buffer saved[3];  // x, mask, seq_len of that forward

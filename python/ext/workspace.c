@@ -5,6 +5,8 @@
 
 #include <string.h>
 
+#include "api/objects.h"   // mhsa__workspace_create_sized
+
 static void forget_forward(MhsaPyWorkspace *self)
 {
     for (int i = 0; i < 3; i++)
@@ -14,23 +16,28 @@ static void forget_forward(MhsaPyWorkspace *self)
 
 static int ws_init(MhsaPyWorkspace *self, PyObject *args, PyObject *kw)
 {
-    static char *names[] = {"block", "max_batch", NULL};
+    static char *names[] = {"block", "max_batch", "max_t", NULL};
     MhsaPyBlock *block;
-    int max_batch;
+    int max_batch, max_t = 0;
     if (self->block) {
         PyErr_SetString(PyExc_RuntimeError, "Workspace is already initialised");
         return -1;
     }
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!i", names,
-                                     &MhsaPyBlock_Type, &block, &max_batch))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O!i|i", names,
+                                     &MhsaPyBlock_Type, &block, &max_batch,
+                                     &max_t))
         return -1;
     if (!block->blk) {
         PyErr_SetString(PyExc_RuntimeError, "Block is not initialised");
         return -1;
     }
+    // max_t 0: the block's max_seq_len (mhsa_workspace_create's size).
+    if (max_t == 0)
+        max_t = block->cfg.max_seq_len;
     mhsa_status s;
-    MHSA_PY_LOCKED(block, s, mhsa_workspace_create(block->blk, max_batch,
-                                                   &self->ws));
+    MHSA_PY_LOCKED(block, s, mhsa__workspace_create_sized(block->blk,
+                                                          max_batch, max_t,
+                                                          &self->ws));
     if (s != MHSA_OK) {
         self->ws = NULL;
         mhsa_py_raise(s);
@@ -39,6 +46,7 @@ static int ws_init(MhsaPyWorkspace *self, PyObject *args, PyObject *kw)
     Py_INCREF(block);
     self->block = block;
     self->max_batch = max_batch;
+    self->max_t = max_t;
     return 0;
 }
 
@@ -202,6 +210,15 @@ static PyObject *ws_forward_cached(MhsaPyWorkspace *self, PyObject *args)
                      "B=%d, t_new=%d)", B, t_new);
         return NULL;
     }
+    // The workspace's views hold max_t rows a sequence: what the library
+    // checks against max_seq_len only (mhsa__workspace_create_sized).
+    if (t_new > self->max_t || cache->cache->capacity >
+                                   (size_t)self->max_t) {
+        PyErr_Format(PyExc_ValueError, "forward_cached: t_new = %d or the "
+                     "cache's capacity is beyond the workspace's max_t = %d",
+                     t_new, self->max_t);
+        return NULL;
+    }
     Py_ssize_t nx = (Py_ssize_t)B * t_new * self->block->cfg.d_model;
     Py_buffer x, nn, y;
     if (mhsa_py_f32(ox, &x, nx, 0, 0, "x_new") != 0)
@@ -243,6 +260,12 @@ static PyObject *ws_max_batch(MhsaPyWorkspace *self, void *closure)
     return PyLong_FromLong(self->max_batch);
 }
 
+static PyObject *ws_max_t(MhsaPyWorkspace *self, void *closure)
+{
+    (void)closure;
+    return PyLong_FromLong(self->max_t);
+}
+
 static PyObject *ws_recorded(MhsaPyWorkspace *self, void *closure)
 {
     (void)closure;
@@ -264,6 +287,8 @@ static PyMethodDef ws_methods[] = {
 static PyGetSetDef ws_getset[] = {
     {"nbytes", (getter)ws_nbytes, NULL, "mhsa_workspace_bytes", NULL},
     {"max_batch", (getter)ws_max_batch, NULL, "largest B", NULL},
+    {"max_t", (getter)ws_max_t, NULL, "largest T (and KV-cache capacity)",
+     NULL},
     {"recorded", (getter)ws_recorded, NULL,
      "(B, T) of the forward backward would use, or None", NULL},
     {NULL, NULL, NULL, NULL, NULL},

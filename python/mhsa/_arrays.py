@@ -5,7 +5,11 @@ becomes a C-contiguous float32 (or int32) NumPy array, copied only when it
 is not one already. PyTorch tensors are recognised by duck typing so that
 importing mhsa never imports torch.
 """
+import operator
+
 import numpy as np
+
+INT_MIN, INT_MAX = -2**31, 2**31 - 1   # the C library's int arguments
 
 
 def _is_torch_tensor(x):
@@ -30,19 +34,40 @@ def is_bool(x):
     return np.asarray(x).dtype == np.bool_
 
 
-def f32(x, name):
-    """x as a C-contiguous float32 array (the same memory when it is one)."""
+def _missing(x, name, expected):
+    """ValueError for None (or, when `expected` is given, anything NumPy
+    makes 0-d, while an array of len(expected) dimensions is expected)."""
+    if expected is not None:
+        what = f"a {len(expected)}-d array {_shown(expected)}"
+    else:
+        what = "an array"
+    got = "None" if x is None else "a 0-d array"
+    raise ValueError(f"{name}: expected {what}, got {got}")
+
+
+def f32(x, name, shape=None):
+    """x as a C-contiguous float32 array (the same memory when it is one);
+    with `shape`, also checked against it (check_shape)."""
+    if x is None:
+        _missing(x, name, shape)
     if _is_torch_tensor(x):
         x = _from_torch(x, name)
     try:
-        return np.ascontiguousarray(x, dtype=np.float32)
+        # order="C" copies what is not C-contiguous and, unlike
+        # np.ascontiguousarray, keeps a 0-d input 0-d (not shape (1,)).
+        a = np.asarray(x, dtype=np.float32, order="C")
     except (TypeError, ValueError) as e:
         raise ValueError(f"{name}: cannot be converted to a float32 "
                          f"array ({e})") from None
+    if shape is not None:
+        check_shape(a, name, shape)
+    return a
 
 
-def i32(x, name):
+def i32(x, name, shape=None):
     """x as a C-contiguous int32 array; its elements must be integers."""
+    if x is None:
+        _missing(x, name, shape)
     if _is_torch_tensor(x):
         x = _from_torch(x, name)
     a = np.asarray(x)
@@ -51,17 +76,54 @@ def i32(x, name):
     if a.size and (a.min() < np.iinfo(np.int32).min
                    or a.max() > np.iinfo(np.int32).max):
         raise ValueError(f"{name}: values beyond the int32 range")
-    return np.ascontiguousarray(a, dtype=np.int32)
+    a = np.asarray(a, dtype=np.int32, order="C")
+    if shape is not None:
+        check_shape(a, name, shape)
+    return a
+
+
+def _shown(expected):
+    parts = ["*" if e is None else str(e) for e in expected]
+    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
 
 
 def check_shape(a, name, expected):
-    """ValueError naming `name` unless a.shape matches `expected` (a tuple;
-    None matches any size)."""
+    """ValueError naming `name` unless a.shape matches `expected` (a tuple
+    of sizes; None, or a letter such as "B", matches any size)."""
+    if a.ndim == 0 and expected:
+        _missing(a, name, expected)
     ok = a.ndim == len(expected) and all(
-        e is None or e == s for e, s in zip(expected, a.shape))
+        not isinstance(e, int) or e == s for e, s in zip(expected, a.shape))
     if not ok:
-        shown = "(" + ", ".join("*" if e is None else str(e)
-                                for e in expected) + ")"
-        if len(expected) == 1:
-            shown = shown[:-1] + ",)"
-        raise ValueError(f"{name}: shape {tuple(a.shape)}, expected {shown}")
+        raise ValueError(f"{name}: shape {tuple(a.shape)}, expected "
+                         f"{_shown(expected)}")
+
+
+def integer(value, name, low=None):
+    """value as a Python int: ints and NumPy integers, not bools, not
+    floats (64.0 included, as NumPy's and Python's own indices refuse
+    them), within the C int range (and >= low when given); TypeError or
+    ValueError naming `name`."""
+    if isinstance(value, (bool, np.bool_)) or not hasattr(value,
+                                                          "__index__"):
+        raise TypeError(f"{name}: expected an integer, got "
+                        f"{type(value).__name__} {value!r}")
+    v = operator.index(value)
+    if not INT_MIN <= v <= INT_MAX:
+        raise ValueError(f"{name}: {v} is beyond the int32 range of the C "
+                         "library")
+    if low is not None and v < low:
+        raise ValueError(f"{name}: {v} must be >= {low}")
+    return v
+
+
+def flag(value, name):
+    """value as a bool: True, False, NumPy bools, and the integers 0 and
+    1; anything else (2, 0.5, "no", None) is a TypeError naming `name`."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if (not isinstance(value, float) and hasattr(value, "__index__")
+            and operator.index(value) in (0, 1)):
+        return bool(operator.index(value))
+    raise TypeError(f"{name}: expected a bool, got {type(value).__name__} "
+                    f"{value!r}")

@@ -3,6 +3,7 @@ behind NumPy in, NumPy out. Every shape is checked here, before the library
 is called, so a mistake is a ValueError naming the argument and nothing has
 changed; what the library refuses is an mhsa.Error with its message."""
 import os
+import threading
 
 import numpy as np
 
@@ -39,11 +40,13 @@ class KVCache:
         if dtype not in _DTYPES:
             raise ValueError(f"dtype: unknown {dtype!r} (expected 'f32', "
                              "'f16' or 'bf16')")
-        self._c = _mhsa.KVCache(block._c, int(max_batch), int(capacity),
+        max_batch = _arrays.integer(max_batch, "max_batch")
+        capacity = _arrays.integer(capacity, "capacity")
+        self._c = _mhsa.KVCache(block._c, max_batch, capacity,
                                 _DTYPES[dtype])
         self.block = block
-        self.max_batch = int(max_batch)
-        self.capacity = int(capacity)
+        self.max_batch = max_batch
+        self.capacity = capacity
         self.dtype = dtype
 
     def __len__(self):
@@ -51,13 +54,13 @@ class KVCache:
         return len(self._c)
 
     def seq_len(self, b):
-        return self._c.seq_len(int(b))
+        return self._c.seq_len(_arrays.integer(b, "b"))
 
     def reset(self):
         self._c.reset()
 
     def reset_seq(self, b):
-        self._c.reset_seq(int(b))
+        self._c.reset_seq(_arrays.integer(b, "b"))
 
     @property
     def nbytes(self):
@@ -69,8 +72,17 @@ class Block:
     """One multi-head self-attention block of the mhsa C library, with the
     layout of torch.nn.MultiheadAttention (batch_first=True).
 
-    Calls on one Block take turns (a lock, taken with the GIL released);
-    calls on different Blocks run at once in different threads."""
+    Threads: calls on one Block take turns (a lock, taken with the GIL
+    released); calls on different Blocks run at once in different threads.
+    Each thread has its own workspace on the Block, so backward
+    differentiates the last forward made by the calling thread (another
+    thread's forward in between does not change it); backward in a thread
+    that made no forward on this Block is an mhsa.Error (status "STATE").
+
+    Memory: a thread's workspace is sized by the largest batch and sequence
+    length it has been given so far (growing on demand, by doubling T, up
+    to max_seq_len), not by max_seq_len; a KV cache's forward_cached needs
+    one sized for the cache's capacity."""
 
     def __init__(self, d_model, n_heads, max_seq_len, causal=False, bias=True,
                  n_kv_heads=0, rope_dim=0, rope_theta=0.0,
@@ -78,23 +90,35 @@ class Block:
                  compute_dtype="f32"):
         wd = _dtype_code(weight_dtype, _mhsa.weight_dtypes, "weight_dtype")
         cd = _dtype_code(compute_dtype, _mhsa.compute_dtypes, "compute_dtype")
-        self._c = _mhsa.Block(int(d_model), int(n_heads), int(max_seq_len),
-                              int(bool(causal)), int(bool(bias)),
-                              int(n_kv_heads), int(rope_dim),
-                              float(rope_theta), int(bool(rope_interleaved)),
-                              int(window), wd, cd)
-        self.d_model = int(d_model)
-        self.n_heads = int(n_heads)
-        self.n_kv_heads = int(n_kv_heads) or self.n_heads
+        d_model = _arrays.integer(d_model, "d_model")
+        n_heads = _arrays.integer(n_heads, "n_heads")
+        max_seq_len = _arrays.integer(max_seq_len, "max_seq_len")
+        n_kv_heads = _arrays.integer(n_kv_heads, "n_kv_heads")
+        rope_dim = _arrays.integer(rope_dim, "rope_dim")
+        window = _arrays.integer(window, "window")
+        causal = _arrays.flag(causal, "causal")
+        bias = _arrays.flag(bias, "bias")
+        rope_interleaved = _arrays.flag(rope_interleaved, "rope_interleaved")
+        if (isinstance(rope_theta, (bool, np.bool_, str))
+                or rope_theta is None):
+            raise TypeError(f"rope_theta: expected a number, got "
+                            f"{type(rope_theta).__name__} {rope_theta!r}")
+        self._c = _mhsa.Block(d_model, n_heads, max_seq_len, int(causal),
+                              int(bias), n_kv_heads, rope_dim,
+                              float(rope_theta), int(rope_interleaved),
+                              window, wd, cd)
+        self.d_model = d_model
+        self.n_heads = n_heads
+        self.n_kv_heads = n_kv_heads or self.n_heads
         self.head_dim = self.d_model // self.n_heads
-        self.max_seq_len = int(max_seq_len)
-        self.causal = bool(causal)
-        self.bias = bool(bias)
-        self.rope_dim = int(rope_dim)
-        self.window = int(window)
+        self.max_seq_len = max_seq_len
+        self.causal = causal
+        self.bias = bias
+        self.rope_dim = rope_dim
+        self.window = window
         self.weight_dtype = weight_dtype
         self.compute_dtype = compute_dtype
-        self._ws = None
+        self._local = threading.local()   # .ws: the thread's workspace
 
     def __repr__(self):
         return (f"mhsa.Block(d_model={self.d_model}, n_heads={self.n_heads}, "
@@ -124,11 +148,9 @@ class Block:
                                      "(bias=False): pass None")
                 arrays.append(None)
                 continue
-            if a is None:
+            if a is None and name.startswith("b_"):
                 raise ValueError(f"{name}: required (the block has biases)")
-            a = _arrays.f32(a, name)
-            _arrays.check_shape(a, name, shape)
-            arrays.append(a)
+            arrays.append(_arrays.f32(a, name, shape))
         self._c.set_weights(*arrays)
 
     def get_weights(self):
@@ -164,17 +186,42 @@ class Block:
 
     def init_random(self, seed):
         """Xavier-uniform weights, zero biases, the same on every platform."""
+        if isinstance(seed, (bool, np.bool_)) or not hasattr(seed,
+                                                             "__index__"):
+            raise TypeError(f"seed: expected an integer, got "
+                            f"{type(seed).__name__} {seed!r}")
+        if not 0 <= int(seed) < 2**64:
+            raise ValueError(f"seed: {int(seed)} is beyond 0..2**64-1")
         self._c.init_random(int(seed))
 
     # ---- computing -------------------------------------------------------
-    def _workspace(self, B):
-        if self._ws is None or self._ws.max_batch < B:
-            self._ws = _mhsa.Workspace(self._c, B)
-        return self._ws
+    def _workspace(self, B, T):
+        """The calling thread's workspace, grown to hold B sequences of T
+        rows: T doubles (up to max_seq_len) so that slowly growing inputs
+        reallocate only O(log T) times. The old one is freed first: a
+        recorded forward is given up only for a new forward anyway."""
+        ws = getattr(self._local, "ws", None)
+        if ws is not None and ws.max_batch >= B and ws.max_t >= T:
+            return ws
+        if ws is not None:
+            B = max(B, ws.max_batch)
+            if T > ws.max_t:
+                T = min(self.max_seq_len, max(T, 2 * ws.max_t))
+            else:
+                T = ws.max_t
+            self._local.ws = ws = None
+        self._local.ws = _mhsa.Workspace(self._c, B, T)
+        return self._local.ws
+
+    @property
+    def workspace_nbytes(self):
+        """Bytes of the calling thread's workspace (0 before its first
+        forward)."""
+        ws = getattr(self._local, "ws", None)
+        return 0 if ws is None else ws.nbytes
 
     def _input(self, x, name):
-        x = _arrays.f32(x, name)
-        _arrays.check_shape(x, name, (None, None, self.d_model))
+        x = _arrays.f32(x, name, ("B", "T", self.d_model))
         B, T, _ = x.shape
         if B < 1 or T < 1:
             raise ValueError(f"{name}: shape {x.shape}: B and T must be >= 1")
@@ -194,29 +241,34 @@ class Block:
                 raise ValueError("mask: a boolean mask; Block.forward takes "
                                  "an additive float mask (-inf blocks), e.g. "
                                  "numpy.where(m, -numpy.inf, 0)")
-            mask = _arrays.f32(mask, "mask")
-            _arrays.check_shape(mask, "mask", (T, T))
+            mask = _arrays.f32(mask, "mask", (T, T))
         if seq_len is not None:
-            seq_len = _arrays.i32(seq_len, "seq_len")
-            _arrays.check_shape(seq_len, "seq_len", (B,))
+            seq_len = _arrays.i32(seq_len, "seq_len", (B,))
         y = np.empty((B, T, D), np.float32)
         attn = (np.empty((B, self.n_heads, T, T), np.float32)
                 if need_weights else None)
-        self._workspace(B).forward(x, B, T, mask, seq_len, y, attn)
+        self._workspace(B, T).forward(x, B, T, mask, seq_len, y, attn)
         return (y, attn) if need_weights else y
 
     __call__ = forward
 
     def backward(self, dy):
-        """(dx, grads) of the last forward: dx (B, T, D), grads a dict in
-        PyTorch's names (in_proj_weight, in_proj_bias, out_proj.weight,
-        out_proj.bias; no biases when bias=False). The arrays of that
-        forward (x, mask, seq_len) must not have been changed since."""
-        ws = self._workspace(1)
-        rec = ws.recorded
-        dy = _arrays.f32(dy, "dy")
-        if rec is not None:
-            _arrays.check_shape(dy, "dy", (rec[0], rec[1], self.d_model))
+        """(dx, grads) of the calling thread's last forward on this block:
+        dx (B, T, D), grads a dict in PyTorch's names (in_proj_weight,
+        in_proj_bias, out_proj.weight, out_proj.bias; no biases when
+        bias=False). The arrays of that forward (x, mask, seq_len) must not
+        have been changed since. No forward of this thread (or a
+        forward_cached since): mhsa.Error, status "STATE"."""
+        ws = getattr(self._local, "ws", None)
+        rec = None if ws is None else ws.recorded
+        dy = _arrays.f32(dy, "dy", ("B", "T", self.d_model) if rec is None
+                         else (rec[0], rec[1], self.d_model))
+        if ws is None:
+            e = _mhsa.Error("backward: this thread has made no forward on "
+                            "this block (backward differentiates the calling "
+                            "thread's last forward)")
+            e.status = "STATE"
+            raise e
         dx = np.empty(dy.shape, np.float32)
         grads = [np.empty(s, np.float32) for s in self._weight_shapes()]
         if not self.bias:
@@ -234,8 +286,7 @@ class Block:
         if not isinstance(cache, KVCache):
             raise ValueError("cache: expected an mhsa.KVCache "
                              f"(Block.kv_cache), got {type(cache).__name__}")
-        x_new = _arrays.f32(x_new, "x_new")
-        _arrays.check_shape(x_new, "x_new", (None, None, self.d_model))
+        x_new = _arrays.f32(x_new, "x_new", ("B", "t_new", self.d_model))
         B, t, D = x_new.shape
         if B < 1 or t < 1:
             raise ValueError(f"x_new: shape {x_new.shape}: B and t_new must "
@@ -244,8 +295,14 @@ class Block:
             raise ValueError(f"x_new: shape {x_new.shape}: B = {B} is beyond "
                              f"the cache's max_batch {cache.max_batch}")
         if n_new is not None:
-            n_new = _arrays.i32(n_new, "n_new")
-            _arrays.check_shape(n_new, "n_new", (B,))
+            n_new = _arrays.i32(n_new, "n_new", (B,))
         y = np.empty((B, t, D), np.float32)
-        self._workspace(B).forward_cached(cache._c, x_new, B, t, n_new, y)
+        if t > self.max_seq_len:
+            raise ValueError(f"x_new: shape {x_new.shape}: t_new = {t} is "
+                             f"beyond the block's max_seq_len "
+                             f"{self.max_seq_len}")
+        # The workspace holds the cache's rows too (mhsa's decode reads
+        # them through its views): sized for max(t_new, capacity).
+        ws = self._workspace(B, max(t, cache.capacity))
+        ws.forward_cached(cache._c, x_new, B, t, n_new, y)
         return y

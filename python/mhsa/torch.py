@@ -26,6 +26,14 @@ def _np(t):
     return _arrays.f32(t, "tensor")
 
 
+def _same_bits(a, b):
+    """a and b (float32 arrays of one shape, or None) hold the same bits
+    (NaNs and -0.0 included)."""
+    if a is None or b is None:
+        return a is None and b is None
+    return np.array_equal(a.view(np.uint32), b.view(np.uint32))
+
+
 class _Attention(torch.autograd.Function):
     """y = attention(x) with weights w; backward through mhsa_backward.
     Each call has its own workspace, which keeps that forward's activations
@@ -36,7 +44,7 @@ class _Attention(torch.autograd.Function):
                 need_weights):
         xn = _np(x)
         B, T, D = xn.shape
-        ws = _mhsa.Workspace(blk._c, B)
+        ws = _mhsa.Workspace(blk._c, B, T)   # sized by this input
         y = np.empty((B, T, D), np.float32)
         attn = (np.empty((B, blk.n_heads, T, T), np.float32)
                 if need_weights else None)
@@ -125,14 +133,19 @@ class MultiheadAttention(nn.Module):
         if unknown:
             raise TypeError(f"MultiheadAttention: unknown arguments "
                             f"{sorted(unknown)} (known: {list(_VARIANTS)})")
+        embed_dim = _arrays.integer(embed_dim, "embed_dim", low=1)
+        num_heads = _arrays.integer(num_heads, "num_heads", low=1)
         self.embed_dim, self.num_heads = embed_dim, num_heads
-        self.batch_first = batch_first
+        self.batch_first = _arrays.flag(batch_first, "batch_first")
         self.head_dim = embed_dim // num_heads
         self._fields = dict(variant_fields)
-        self._causal = bool(self._fields.pop("causal", False)) or bool(
-            self._fields.get("window", 0))
-        self._max_seq_len = int(self._fields.pop("max_seq_len", 0))
-        hkv = int(self._fields.get("n_kv_heads", 0)) or num_heads
+        self._causal = _arrays.flag(self._fields.pop("causal", False),
+                                    "causal") or bool(
+            _arrays.integer(self._fields.get("window", 0), "window"))
+        self._max_seq_len = _arrays.integer(
+            self._fields.pop("max_seq_len", 0), "max_seq_len", low=0)
+        hkv = _arrays.integer(self._fields.get("n_kv_heads", 0),
+                              "n_kv_heads") or num_heads
         rows = (num_heads + 2 * hkv) * self.head_dim
         self.in_proj_weight = nn.Parameter(torch.empty(rows, embed_dim))
         if bias:
@@ -140,7 +153,7 @@ class MultiheadAttention(nn.Module):
         else:
             self.register_parameter("in_proj_bias", None)
         self.out_proj = nn.Linear(embed_dim, embed_dim, bias=bias)
-        self._blocks = {}   # causal -> [Block, weights key]
+        self._blocks = {}   # causal -> [Block, the weights it holds]
         self.reset_parameters()
         self._block(False, 1)   # config errors now, not at the first call
 
@@ -157,8 +170,11 @@ class MultiheadAttention(nn.Module):
 
     def _block(self, causal, T):
         """The C block for causal or not, big enough for T, holding the
-        current parameter values (copied only when they changed: PyTorch's
-        version counters)."""
+        current parameter values. They are compared bit for bit with a copy
+        of what the block was given (not PyTorch's version counters, which
+        changes through .data or .data assignment do not bump) and copied
+        in only when they differ, so that two forwards before one backward
+        keep the first forward's recorded weights valid."""
         entry = self._blocks.get(causal)
         if entry is None or entry[0].max_seq_len < T:
             cap = max(T, self._max_seq_len, entry[0].max_seq_len if entry
@@ -166,17 +182,17 @@ class MultiheadAttention(nn.Module):
             blk = Block(self.embed_dim, self.num_heads, cap, causal=causal,
                         bias=self.in_proj_bias is not None, **self._fields)
             entry = self._blocks[causal] = [blk, None]
-        key = tuple((p.data_ptr(), p._version, p.dtype, p.device)
-                    for p in self._params() if p is not None)
-        if entry[1] != key:
-            for p in self._params():
-                if p is not None and p.device.type != "cpu":
-                    raise ValueError("MultiheadAttention: mhsa computes on "
-                                     "the CPU; the parameters are on "
-                                     f"{p.device}")
-            entry[0].set_weights(*(None if p is None else _np(p)
-                                   for p in self._params()))
-            entry[1] = key
+        for p in self._params():
+            if p is not None and p.device.type != "cpu":
+                raise ValueError("MultiheadAttention: mhsa computes on "
+                                 "the CPU; the parameters are on "
+                                 f"{p.device}")
+        now = [None if p is None else _np(p) for p in self._params()]
+        held = entry[1]
+        if held is None or not all(_same_bits(a, b)
+                                   for a, b in zip(now, held)):
+            entry[0].set_weights(*now)
+            entry[1] = [None if a is None else a.copy() for a in now]
         return entry[0]
 
     def forward(self, query, key, value, key_padding_mask=None,

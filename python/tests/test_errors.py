@@ -12,7 +12,7 @@ def test_shape_mistakes_name_the_argument(rng):
     x = np.zeros((2, 9, 32), np.float32)
     cases = [
         (lambda: blk.forward(np.zeros((9, 32))), r"x: shape \(9, 32\), "
-         r"expected \(\*, \*, 32\)"),
+         r"expected \(B, T, 32\)"),
         (lambda: blk.forward(np.zeros((2, 9, 16))), r"x: shape \(2, 9, 16\)"),
         (lambda: blk.forward(np.zeros((1, 10, 32))), "max_seq_len 9"),
         (lambda: blk.forward(x, mask=np.zeros((9, 8))),

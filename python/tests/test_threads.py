@@ -93,3 +93,64 @@ def test_one_block_shared_by_two_threads_takes_turns():
         t.join()
     for a, b in zip(out, alone):
         assert a.tobytes() == b.tobytes()
+
+
+def test_backward_differentiates_the_calling_threads_forward():
+    # Two threads share one block, each running forward then backward on
+    # its own input; each thread's gradients must be those of its own
+    # forward (bitwise the single-threaded ones), never the other's.
+    blk = mhsa.Block(64, 4, 64, causal=True)
+    blk.init_random(5)
+    rng = np.random.default_rng(3)
+    xs = [rng.standard_normal((2, 48, 64)).astype(np.float32)
+          for _ in range(2)]
+    dys = [rng.standard_normal((2, 48, 64)).astype(np.float32)
+           for _ in range(2)]
+    alone = []
+    for x, dy in zip(xs, dys):
+        blk.forward(x)
+        alone.append(blk.backward(dy))
+    mismatches = [0, 0]
+    errors = []
+    start = threading.Barrier(2)
+
+    def run(i):
+        try:
+            start.wait()
+            for _ in range(60):
+                blk.forward(xs[i])
+                dx, grads = blk.backward(dys[i])
+                same = dx.tobytes() == alone[i][0].tobytes() and all(
+                    g.tobytes() == alone[i][1][k].tobytes()
+                    for k, g in grads.items())
+                mismatches[i] += not same
+        except Exception as e:   # noqa: BLE001 — reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert mismatches == [0, 0]
+
+
+def test_backward_in_another_thread_than_the_forward_is_refused():
+    blk = mhsa.Block(32, 4, 8)
+    blk.init_random(0)
+    x = np.ones((1, 8, 32), np.float32)
+    blk.forward(x)
+    caught = []
+
+    def other():
+        try:
+            blk.backward(np.ones((1, 8, 32), np.float32))
+        except mhsa.Error as e:
+            caught.append(e)
+
+    t = threading.Thread(target=other)
+    t.start()
+    t.join()
+    assert len(caught) == 1 and caught[0].status == "STATE"
+    blk.backward(np.ones((1, 8, 32), np.float32))   # this thread's forward

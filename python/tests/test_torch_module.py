@@ -157,3 +157,57 @@ def test_scaled_dot_product_attention_gqa():
     ctx = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     yr = ours.out_proj(ctx.transpose(1, 2).reshape(B, T, E))
     assert rel_err(y.detach(), yr.detach()) < TOL
+
+
+def test_parameter_changes_of_every_kind_reach_the_computation():
+    # Each way of changing a parameter without autograd (.data, in-place
+    # under no_grad, copy_, .data assignment) must be what the next forward
+    # computes with, as torch.nn.MultiheadAttention's does.
+    ref, ours = pair(seed=3)
+    x = torch.randn(B, T, E)
+    changes = [
+        lambda m: m.in_proj_weight.data.mul_(0.5),
+        lambda m: m.out_proj.weight.data.add_(0.25),
+        lambda m: m.in_proj_bias.data.fill_(0.125),
+        lambda m: m.out_proj.bias.data.copy_(torch.linspace(-1, 1, E)),
+    ]
+
+    def no_grad(f):
+        def g(m):
+            with torch.no_grad():
+                f(m)
+        return g
+
+    changes += [
+        no_grad(lambda m: m.in_proj_weight.mul_(1.5)),
+        no_grad(lambda m: m.out_proj.weight.copy_(
+            torch.eye(E) + 0.01 * torch.arange(E * E).reshape(E, E) / E)),
+        no_grad(lambda m: m.in_proj_bias.zero_()),
+    ]
+
+    def assign(m):
+        m.in_proj_weight.data = m.in_proj_weight.data.flip(0).clone()
+    changes.append(assign)
+    for i, change in enumerate(changes):
+        ours(x, x, x)   # computes (and caches) with the weights before
+        change(ref)
+        change(ours)
+        with torch.no_grad():
+            yr, _ = ref(x, x, x)
+            yo, _ = ours(x, x, x)
+        assert rel_err(yo, yr) < TOL, i
+        # and the autograd path the same
+        yo, _ = ours(x, x, x)
+        assert rel_err(yo.detach(), yr) < TOL, i
+
+
+def test_two_forwards_then_one_backward():
+    # Two calls before one backward (the weights unchanged between them):
+    # both forwards' gradients, as torch's.
+    ref, ours = pair(seed=4)
+    x1, x2 = torch.randn(B, T, E), torch.randn(B, T, E)
+    for m in (ref, ours):
+        (m(x1, x1, x1)[0].sum() + 2 * m(x2, x2, x2)[0].sum()).backward()
+    for (n, p), (_, p2) in zip(ref.named_parameters(),
+                               ours.named_parameters()):
+        assert rel_err(p2.grad, p.grad) < TOL, n
