@@ -79,6 +79,29 @@ static inline float tanh_of(float x)
 // Elements per parallel chunk: whole cache lines, fixed (not by threads).
 enum { CHUNK = 4096 };
 
+// range(args..., i0, i1) over the elements [0, n) in CHUNK pieces: on the
+// calling thread below the threshold (rows.c: no parallel region), else
+// split over a team. Each element is computed on its own, so the bits do
+// not depend on the split.
+#define OVER_CHUNKS(n, range, ...)                                            \
+    do {                                                                      \
+        size_t n_ = (n), chunks_ = (n_ + CHUNK - 1) / CHUNK;                  \
+        int nt_ = mhsa__layer_threads(chunks_, CHUNK);                        \
+        if (nt_ <= 1) {                                                       \
+            range(__VA_ARGS__, 0, n_);                                        \
+            break;                                                            \
+        }                                                                     \
+        _Pragma("omp parallel num_threads(nt_)")                              \
+        {                                                                     \
+            mhsa_fpstate fp_ = mhsa__fp_enter_team();                         \
+            _Pragma("omp for schedule(static)")                               \
+            for (size_t c_ = 0; c_ < chunks_; c_++)                           \
+                range(__VA_ARGS__, c_ * CHUNK,                                \
+                      (c_ + 1) * CHUNK < n_ ? (c_ + 1) * CHUNK : n_);         \
+            mhsa__fp_leave_team(fp_);                                         \
+        }                                                                     \
+    } while (0)
+
 // Elements [i0, i1): y, and with dydx the derivative too.
 MHSA_CLONES static void gelu_range(float *y, float *dydx, const float *x,
                                    size_t i0, size_t i1)
@@ -114,41 +137,13 @@ void mhsa__gelu_forward_range(float *y, const float *x, size_t i0,
 
 void mhsa__gelu_forward(float *y, float *dydx, const float *x, size_t n)
 {
-    size_t chunks = (n + CHUNK - 1) / CHUNK;
-    int nt = mhsa__layer_threads(chunks, CHUNK);
-    if (nt <= 1) {   // no parallel region below the threshold (rows.c)
-        gelu_range(y, dydx, x, 0, n);
-        return;
-    }
-#pragma omp parallel num_threads(nt)
-    {
-        mhsa_fpstate fp = mhsa__fp_enter_team();
-#pragma omp for schedule(static)
-        for (size_t c = 0; c < chunks; c++)
-            gelu_range(y, dydx, x, c * CHUNK,
-                       (c + 1) * CHUNK < n ? (c + 1) * CHUNK : n);
-        mhsa__fp_leave_team(fp);
-    }
+    OVER_CHUNKS(n, gelu_range, y, dydx, x);
 }
 
 void mhsa__gelu_backward(float *dx, const float *dydx, const float *dy,
                          size_t n)
 {
-    size_t chunks = (n + CHUNK - 1) / CHUNK;
-    int nt = mhsa__layer_threads(chunks, CHUNK);
-    if (nt <= 1) {   // no parallel region below the threshold (rows.c)
-        mul_range(dx, dydx, dy, 0, n);
-        return;
-    }
-#pragma omp parallel num_threads(nt)
-    {
-        mhsa_fpstate fp = mhsa__fp_enter_team();
-#pragma omp for schedule(static)
-        for (size_t c = 0; c < chunks; c++)
-            mul_range(dx, dydx, dy, c * CHUNK,
-                      (c + 1) * CHUNK < n ? (c + 1) * CHUNK : n);
-        mhsa__fp_leave_team(fp);
-    }
+    OVER_CHUNKS(n, mul_range, dx, dydx, dy);
 }
 
 MHSA_CLONES static void swiglu_range(float *h, const float *g,
@@ -163,21 +158,7 @@ MHSA_CLONES static void swiglu_range(float *h, const float *g,
 
 void mhsa__swiglu_forward(float *h, const float *g, const float *u, size_t n)
 {
-    size_t chunks = (n + CHUNK - 1) / CHUNK;
-    int nt = mhsa__layer_threads(chunks, CHUNK);
-    if (nt <= 1) {   // no parallel region below the threshold (rows.c)
-        swiglu_range(h, g, u, 0, n);
-        return;
-    }
-#pragma omp parallel num_threads(nt)
-    {
-        mhsa_fpstate fp = mhsa__fp_enter_team();
-#pragma omp for schedule(static)
-        for (size_t c = 0; c < chunks; c++)
-            swiglu_range(h, g, u, c * CHUNK,
-                         (c + 1) * CHUNK < n ? (c + 1) * CHUNK : n);
-        mhsa__fp_leave_team(fp);
-    }
+    OVER_CHUNKS(n, swiglu_range, h, g, u);
 }
 
 void mhsa__swiglu_forward_range(float *h, const float *g, const float *u,

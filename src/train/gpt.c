@@ -836,9 +836,7 @@ static mhsa_status gpt_step(mhsa_gpt *g, const mhsa_optim_config *cfg,
     if (g->wdt != MHSA_F32)
         return training_refused(g, "mhsa_gpt_step");
     double norm = sqrt(sum_squares(g->grad, g->n_params));
-    float scale = 1.0f;
-    if (cfg->clip_norm > 0.0f && norm > (double)cfg->clip_norm)
-        scale = (float)((double)cfg->clip_norm / (norm + 1e-6));
+    float scale = mhsa__clip_scale(cfg, norm);
     g->step++;
     for (int k = 0; k < g->n_tensors; k++) {
         const gpt_tensor_info *t = &g->tensors[k];

@@ -478,9 +478,7 @@ static mhsa_status lm_step(mhsa_lm *lm, const mhsa_optim_config *cfg,
     for (size_t i = 0; i < lm->n_params; i++)
         ss += (double)lm->grad[i] * (double)lm->grad[i];
     double norm = sqrt(ss);
-    float scale = 1.0f;
-    if (cfg->clip_norm > 0.0f && norm > (double)cfg->clip_norm)
-        scale = (float)((double)cfg->clip_norm / (norm + 1e-6));
+    float scale = mhsa__clip_scale(cfg, norm);
     lm->step++;
     for (int t = 0; t < N_TENSORS; t++) {
         size_t o = lm->off[t], n = lm->off[t + 1] - o;

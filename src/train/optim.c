@@ -79,6 +79,13 @@ MHSA_CLONES static void adamw(size_t n, float *p, const float *g, float *m,
     }
 }
 
+float mhsa__clip_scale(const mhsa_optim_config *cfg, double norm)
+{
+    if (cfg->clip_norm > 0.0f && norm > (double)cfg->clip_norm)
+        return (float)((double)cfg->clip_norm / (norm + 1e-6));
+    return 1.0f;
+}
+
 static mhsa_status optim_update(const mhsa_optim_config *cfg, int64_t step,
                                 size_t n, float *p, const float *g, float *m,
                                 float *v, float grad_scale, int decay)

@@ -6,6 +6,10 @@
 
 // Validates an optimiser config; fn names the public caller in the error.
 mhsa_status mhsa__optim_check(const mhsa_optim_config *c, const char *fn);
+// The factor on every gradient of a step whose global gradient norm is
+// norm: clip_norm / (norm + 1e-6) when a positive clip_norm is exceeded
+// (torch's clip_grad_norm_), else 1.
+float mhsa__clip_scale(const mhsa_optim_config *cfg, double norm);
 
 // splitmix64: the next 64 random bits of the stream *s (rng.c).
 uint64_t mhsa__splitmix64(uint64_t *s);

@@ -29,6 +29,47 @@ void dp_destroy(dp_trainer *dp)
     mhsa__free(dp);
 }
 
+void dp_batch_set(dp_batch *b, const int32_t *tokens, const int32_t *targets,
+                  int B, int T)
+{
+    b->tokens = tokens;
+    b->targets = targets;
+    b->B = B;
+    b->T = T;
+    size_t n = (size_t)B * (size_t)T, c = 0;
+    for (size_t i = 0; i < n; i++)
+        c += targets[i] >= 0;
+    b->count = c;
+}
+
+mhsa_status dp_batch_group(const dp_batch *b, int k, int G, const char *who,
+                           int *rows, size_t *at)
+{
+    if (G < 1 || b->B % G != 0 || k < 0 || k >= G)
+        return mhsa__fail(MHSA_ERR_SHAPE, "%s: group %d of %d of a batch of "
+                          "%d rows (the groups must divide the batch)", who,
+                          k, G, b->B);
+    *rows = b->B / G;
+    *at = (size_t)k * (size_t)*rows * (size_t)b->T;
+    return MHSA_OK;
+}
+
+void dp_model_set(dp_model *m, float *param, float *grad, size_t n_params,
+                  const dp_tensor *tensors, int n_tensors,
+                  mhsa_status (*group_grad)(void *, int, int, float *),
+                  void *ctx, int norm_lanes)
+{
+    memset(m, 0, sizeof *m);
+    m->param = param;
+    m->grad = grad;
+    m->n_params = n_params;
+    m->tensors = tensors;
+    m->n_tensors = n_tensors;
+    m->group_grad = group_grad;
+    m->ctx = ctx;
+    m->norm_lanes = norm_lanes;
+}
+
 // Shard boundaries: P nearly equal slices of [0, n), inner boundaries on
 // 16-float (64-byte) multiples. Only elementwise work ever sees them.
 static void plan_shards(size_t n, int P, size_t *off)

@@ -74,6 +74,29 @@ typedef struct dp_model {
     int norm_lanes;
 } dp_model;
 
+// The step's whole batch (B, T), as on every rank, for a model's
+// group_grad; group k of G is rows [k B/G, (k+1) B/G).
+typedef struct dp_batch {
+    const int32_t *tokens, *targets;
+    int B, T;
+    size_t count;   // counted targets (>= 0) of the whole batch
+} dp_batch;
+
+// Sets *b to the arrays (read by the step, not copied) and counts their
+// targets.
+void dp_batch_set(dp_batch *b, const int32_t *tokens, const int32_t *targets,
+                  int B, int T);
+// Group k of G of *b: its rows (*rows) and the index of its first token
+// (*at). MHSA_ERR_SHAPE naming `who` unless 0 <= k < G and G divides B.
+mhsa_status dp_batch_group(const dp_batch *b, int k, int G, const char *who,
+                           int *rows, size_t *at);
+// *m with the given buffers and tensors, group_grad(ctx, ...) and
+// norm_lanes, everything else 0.
+void dp_model_set(dp_model *m, float *param, float *grad, size_t n_params,
+                  const dp_tensor *tensors, int n_tensors,
+                  mhsa_status (*group_grad)(void *, int, int, float *),
+                  void *ctx, int norm_lanes);
+
 // Seconds spent in each part of the steps so far (this rank).
 typedef struct dp_stats {
     double compute;   // group forward+backward

@@ -12,16 +12,15 @@
 static mhsa_status group_grad(void *ctx, int k, int G, float *loss)
 {
     dp_gpt *a = ctx;
-    if (G < 1 || a->B % G != 0 || k < 0 || k >= G)
-        return mhsa__fail(MHSA_ERR_SHAPE, "dp_gpt: group %d of %d of a "
-                          "batch of %d rows (the groups must divide the "
-                          "batch)", k, G, a->B);
-    int rows = a->B / G;
-    size_t at = (size_t)k * (size_t)rows * (size_t)a->T;
+    const dp_batch *b = &a->batch;
+    int rows;
+    size_t at;
+    mhsa_status st = dp_batch_group(b, k, G, "dp_gpt", &rows, &at);
     // No counted position at all: 0 keeps the model's own rule (loss 0,
     // no gradient).
-    mhsa_status st = mhsa_gpt_forward(a->g, a->tokens + at, a->targets + at,
-                                      rows, a->T, (double)a->count, loss);
+    if (st == MHSA_OK)
+        st = mhsa_gpt_forward(a->g, b->tokens + at, b->targets + at, rows,
+                              b->T, (double)b->count, loss);
     return st == MHSA_OK ? mhsa_gpt_backward(a->g) : st;
 }
 
@@ -51,15 +50,9 @@ mhsa_status dp_gpt_bind(dp_gpt *a, mhsa_gpt *g, dp_model *m)
         x->numel = t.numel;
         x->decay = t.decay;   // mhsa_gpt_step decays exactly these
     }
-    memset(m, 0, sizeof *m);
-    m->norm_lanes = 8;   // mhsa_gpt_step's eight interleaved lanes
-    m->param = mhsa_gpt_params(g);
-    m->grad = mhsa_gpt_grads(g);
-    m->n_params = mhsa_gpt_n_params(g);
-    m->tensors = a->tensors;
-    m->n_tensors = nt;
-    m->group_grad = group_grad;
-    m->ctx = a;
+    // norm_lanes 8: mhsa_gpt_step's eight interleaved lanes
+    dp_model_set(m, mhsa_gpt_params(g), mhsa_gpt_grads(g),
+                 mhsa_gpt_n_params(g), a->tensors, nt, group_grad, a, 8);
     return MHSA_OK;
 }
 
@@ -74,12 +67,5 @@ void dp_gpt_unbind(dp_gpt *a)
 void dp_gpt_set_batch(dp_gpt *a, const int32_t *tokens,
                       const int32_t *targets, int B, int T)
 {
-    a->tokens = tokens;
-    a->targets = targets;
-    a->B = B;
-    a->T = T;
-    size_t n = (size_t)B * (size_t)T, c = 0;
-    for (size_t i = 0; i < n; i++)
-        c += targets[i] >= 0;
-    a->count = c;
+    dp_batch_set(&a->batch, tokens, targets, B, T);
 }

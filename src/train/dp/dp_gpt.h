@@ -9,11 +9,7 @@
 typedef struct dp_gpt {
     mhsa_gpt *g;
     dp_tensor *tensors;   // (mhsa_gpt_n_tensors) malloc'd by dp_gpt_bind
-    // The step's whole batch (B, T), as on every rank; group k of G is rows
-    // [k B/G, (k+1) B/G).
-    const int32_t *tokens, *targets;
-    int B, T;
-    size_t count;   // counted targets (>= 0) of the whole batch
+    dp_batch batch;   // the step's whole batch
 } dp_gpt;
 
 // Fills *a and *m for g (a must stay where it is: m->ctx points to it).

@@ -11,17 +11,15 @@
 static mhsa_status group_grad(void *ctx, int g, int G, float *loss)
 {
     dp_lm *a = ctx;
-    if (G < 1 || a->B % G != 0 || g < 0 || g >= G)
-        return mhsa__fail(MHSA_ERR_SHAPE, "dp_lm: group %d of %d of a batch "
-                          "of %d rows (the groups must divide the batch)",
-                          g, G, a->B);
-    int rows = a->B / G;
-    size_t at = (size_t)g * (size_t)rows * (size_t)a->T;
+    const dp_batch *b = &a->batch;
+    int rows;
+    size_t at;
+    mhsa_status st = dp_batch_group(b, g, G, "dp_lm", &rows, &at);
     // A batch with no counted position: 0 keeps the model's own rule (loss
     // 0, no gradient) instead of asking for a count of 0.
-    mhsa_status st = mhsa__lm_forward_over(a->lm, a->tokens + at,
-                                           a->targets + at, rows, a->T,
-                                           a->count, loss, NULL);
+    if (st == MHSA_OK)
+        st = mhsa__lm_forward_over(a->lm, b->tokens + at, b->targets + at,
+                                   rows, b->T, b->count, loss, NULL);
     return st == MHSA_OK ? mhsa_lm_backward(a->lm) : st;
 }
 
@@ -48,27 +46,14 @@ mhsa_status dp_lm_bind(dp_lm *a, mhsa_lm *lm, dp_model *m)
         x->numel = t.numel;
         x->decay = t.rank == 2;   // mhsa_lm_step decays exactly these
     }
-    memset(m, 0, sizeof *m);
-    m->norm_lanes = 1;   // mhsa_lm_step's one running sum
-    m->param = param;
-    m->grad = grad;
-    m->n_params = mhsa_lm_n_params(lm);
-    m->tensors = a->tensors;
-    m->n_tensors = nt;
-    m->group_grad = group_grad;
-    m->ctx = a;
+    // norm_lanes 1: mhsa_lm_step's one running sum
+    dp_model_set(m, param, grad, mhsa_lm_n_params(lm), a->tensors, nt,
+                 group_grad, a, 1);
     return MHSA_OK;
 }
 
 void dp_lm_set_batch(dp_lm *a, const int32_t *tokens, const int32_t *targets,
                      int B, int T)
 {
-    a->tokens = tokens;
-    a->targets = targets;
-    a->B = B;
-    a->T = T;
-    size_t n = (size_t)B * (size_t)T, c = 0;
-    for (size_t i = 0; i < n; i++)
-        c += targets[i] >= 0;
-    a->count = c;
+    dp_batch_set(&a->batch, tokens, targets, B, T);
 }

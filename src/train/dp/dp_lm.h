@@ -10,11 +10,7 @@ enum { DP_LM_MAX_TENSORS = 16 };
 typedef struct dp_lm {
     mhsa_lm *lm;
     dp_tensor tensors[DP_LM_MAX_TENSORS];
-    // The step's whole batch (B, T), as on every rank; group g of G is rows
-    // [g B/G, (g+1) B/G).
-    const int32_t *tokens, *targets;
-    int B, T;
-    size_t count;   // counted targets (>= 0) of the whole batch
+    dp_batch batch;   // the step's whole batch
 } dp_lm;
 
 // Fills *a and *m for lm (a must stay where it is: m->ctx points to it).
