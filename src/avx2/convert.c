@@ -57,94 +57,79 @@ MHSA_AVX2_INLINE __m256 f16x8_to_ps_exact(__m128i h)
         _mm256_andnot_si256(quiet, _mm256_castps_si256(f)));
 }
 
-void mhsa_cvt_from_f32__avx2(size_t n, const float *src, void *dst,
-                             mhsa_dtype dt)
+// 16 values a step, then 8 once.
+MHSA_AVX2_INLINE size_t cvt_f16_from_f32(size_t n, const float *src,
+                                         uint16_t *h)
 {
-    uint16_t *h = dst;
     size_t i = 0;
-    switch (dt) {
-    case MHSA_F16:
-        for (; i + 16 <= n; i += 16) {
-            __m128i a = _mm256_cvtps_ph(_mm256_loadu_ps(src + i),
-                                        _MM_FROUND_TO_NEAREST_INT |
-                                        _MM_FROUND_NO_EXC);
-            __m128i b = _mm256_cvtps_ph(_mm256_loadu_ps(src + i + 8),
-                                        _MM_FROUND_TO_NEAREST_INT |
-                                        _MM_FROUND_NO_EXC);
-            _mm_storeu_si128((__m128i *)(h + i), a);
-            _mm_storeu_si128((__m128i *)(h + i + 8), b);
-        }
-        if (i + 8 <= n) {
-            _mm_storeu_si128((__m128i *)(h + i),
-                             _mm256_cvtps_ph(_mm256_loadu_ps(src + i),
-                                             _MM_FROUND_TO_NEAREST_INT |
-                                             _MM_FROUND_NO_EXC));
-            i += 8;
-        }
-        for (; i < n; i++)
-            h[i] = mhsa_f32_to_f16(src[i]);
-        return;
-    case MHSA_BF16:
-        for (; i + 16 <= n; i += 16) {
-            _mm_storeu_si128((__m128i *)(h + i),
-                             ps_to_bf16x8(_mm256_loadu_ps(src + i)));
-            _mm_storeu_si128((__m128i *)(h + i + 8),
-                             ps_to_bf16x8(_mm256_loadu_ps(src + i + 8)));
-        }
-        if (i + 8 <= n) {
-            _mm_storeu_si128((__m128i *)(h + i),
-                             ps_to_bf16x8(_mm256_loadu_ps(src + i)));
-            i += 8;
-        }
-        for (; i < n; i++)
-            h[i] = mhsa_f32_to_bf16(src[i]);
-        return;
-    case MHSA_F32:
-        break;
+    for (; i + 16 <= n; i += 16) {
+        __m128i a = _mm256_cvtps_ph(_mm256_loadu_ps(src + i),
+                                    _MM_FROUND_TO_NEAREST_INT |
+                                    _MM_FROUND_NO_EXC);
+        __m128i b = _mm256_cvtps_ph(_mm256_loadu_ps(src + i + 8),
+                                    _MM_FROUND_TO_NEAREST_INT |
+                                    _MM_FROUND_NO_EXC);
+        _mm_storeu_si128((__m128i *)(h + i), a);
+        _mm_storeu_si128((__m128i *)(h + i + 8), b);
     }
-    memcpy(dst, src, n * sizeof(float));
+    if (i + 8 <= n) {
+        _mm_storeu_si128((__m128i *)(h + i),
+                         _mm256_cvtps_ph(_mm256_loadu_ps(src + i),
+                                         _MM_FROUND_TO_NEAREST_INT |
+                                         _MM_FROUND_NO_EXC));
+        i += 8;
+    }
+    return i;
 }
 
-void mhsa_cvt_to_f32__avx2(size_t n, const void *src, mhsa_dtype dt,
-                           float *dst)
+MHSA_AVX2_INLINE size_t cvt_bf16_from_f32(size_t n, const float *src,
+                                          uint16_t *h)
 {
-    const uint16_t *h = src;
     size_t i = 0;
-    switch (dt) {
-    case MHSA_F16:
-        for (; i + 16 <= n; i += 16) {
-            __m128i a = _mm_loadu_si128((const __m128i *)(h + i));
-            __m128i b = _mm_loadu_si128((const __m128i *)(h + i + 8));
-            _mm256_storeu_ps(dst + i, f16x8_to_ps_exact(a));
-            _mm256_storeu_ps(dst + i + 8, f16x8_to_ps_exact(b));
-        }
-        if (i + 8 <= n) {
-            _mm256_storeu_ps(dst + i, f16x8_to_ps_exact(
-                                          _mm_loadu_si128((const __m128i *)(
-                                              h + i))));
-            i += 8;
-        }
-        for (; i < n; i++)
-            dst[i] = mhsa_f16_to_f32(h[i]);
-        return;
-    case MHSA_BF16:
-        for (; i + 16 <= n; i += 16) {
-            __m128i a = _mm_loadu_si128((const __m128i *)(h + i));
-            __m128i b = _mm_loadu_si128((const __m128i *)(h + i + 8));
-            _mm256_storeu_ps(dst + i, mhsa_bf16x8_to_ps__avx2(a));
-            _mm256_storeu_ps(dst + i + 8, mhsa_bf16x8_to_ps__avx2(b));
-        }
-        if (i + 8 <= n) {
-            _mm256_storeu_ps(dst + i, mhsa_bf16x8_to_ps__avx2(
-                                          _mm_loadu_si128((const __m128i *)(
-                                              h + i))));
-            i += 8;
-        }
-        for (; i < n; i++)
-            dst[i] = mhsa_bf16_to_f32(h[i]);
-        return;
-    case MHSA_F32:
-        break;
+    for (; i + 16 <= n; i += 16) {
+        _mm_storeu_si128((__m128i *)(h + i),
+                         ps_to_bf16x8(_mm256_loadu_ps(src + i)));
+        _mm_storeu_si128((__m128i *)(h + i + 8),
+                         ps_to_bf16x8(_mm256_loadu_ps(src + i + 8)));
     }
-    memcpy(dst, src, n * sizeof(float));
+    if (i + 8 <= n) {
+        _mm_storeu_si128((__m128i *)(h + i),
+                         ps_to_bf16x8(_mm256_loadu_ps(src + i)));
+        i += 8;
+    }
+    return i;
 }
+
+// Eight 16-bit values at h to fp32 at dst by cvt8, 16 a step, then 8 once.
+#define CVT_TO_F32(n, h, dst, cvt8)                                           \
+    do {                                                                      \
+        size_t i_ = 0;                                                        \
+        for (; i_ + 16 <= (n); i_ += 16) {                                    \
+            __m128i a_ = _mm_loadu_si128((const __m128i *)((h) + i_));        \
+            __m128i b_ = _mm_loadu_si128((const __m128i *)((h) + i_ + 8));    \
+            _mm256_storeu_ps((dst) + i_, cvt8(a_));                           \
+            _mm256_storeu_ps((dst) + i_ + 8, cvt8(b_));                       \
+        }                                                                     \
+        if (i_ + 8 <= (n)) {                                                  \
+            _mm256_storeu_ps((dst) + i_, cvt8(_mm_loadu_si128(                \
+                                             (const __m128i *)((h) + i_))));  \
+            i_ += 8;                                                          \
+        }                                                                     \
+        return i_;                                                            \
+    } while (0)
+
+MHSA_AVX2_INLINE size_t cvt_f16_to_f32(size_t n, const uint16_t *h,
+                                       float *dst)
+{
+    CVT_TO_F32(n, h, dst, f16x8_to_ps_exact);
+}
+
+MHSA_AVX2_INLINE size_t cvt_bf16_to_f32(size_t n, const uint16_t *h,
+                                        float *dst)
+{
+    CVT_TO_F32(n, h, dst, mhsa_bf16x8_to_ps__avx2);
+}
+
+#include "kernels/convert_body.h"
+
+MHSA_CVT_DEFINE(avx2)

@@ -59,60 +59,52 @@ MHSA_NEON_INLINE void f16x8_to_f32_exact(uint16x8_t h, float *dst)
     vst1q_f32(dst + 4, hi);
 }
 
-void mhsa_cvt_from_f32__neon(size_t n, const float *src, void *dst,
-                             mhsa_dtype dt)
+MHSA_NEON_INLINE size_t cvt_f16_from_f32(size_t n, const float *src,
+                                         uint16_t *h)
 {
-    uint16_t *h = dst;
     size_t i = 0;
-    switch (dt) {
-    case MHSA_F16:
-        for (; i + 8 <= n; i += 8) {
-            float16x4_t lo = vcvt_f16_f32(vld1q_f32(src + i));
-            float16x8_t f = vcvt_high_f16_f32(lo, vld1q_f32(src + i + 4));
-            vst1q_u16(h + i, vreinterpretq_u16_f16(f));
-        }
-        for (; i < n; i++)
-            h[i] = mhsa_f32_to_f16(src[i]);
-        return;
-    case MHSA_BF16:
-        for (; i + 8 <= n; i += 8) {
-            uint16x4_t lo = f32x4_to_bf16(vld1q_f32(src + i));
-            uint16x4_t hi = f32x4_to_bf16(vld1q_f32(src + i + 4));
-            vst1q_u16(h + i, vcombine_u16(lo, hi));
-        }
-        for (; i < n; i++)
-            h[i] = mhsa_f32_to_bf16(src[i]);
-        return;
-    case MHSA_F32:
-        break;
+    for (; i + 8 <= n; i += 8) {
+        float16x4_t lo = vcvt_f16_f32(vld1q_f32(src + i));
+        float16x8_t f = vcvt_high_f16_f32(lo, vld1q_f32(src + i + 4));
+        vst1q_u16(h + i, vreinterpretq_u16_f16(f));
     }
-    memcpy(dst, src, n * sizeof(float));
+    return i;
 }
 
-void mhsa_cvt_to_f32__neon(size_t n, const void *src, mhsa_dtype dt,
-                           float *dst)
+MHSA_NEON_INLINE size_t cvt_bf16_from_f32(size_t n, const float *src,
+                                          uint16_t *h)
 {
-    const uint16_t *h = src;
     size_t i = 0;
-    switch (dt) {
-    case MHSA_F16:
-        for (; i + 8 <= n; i += 8)
-            f16x8_to_f32_exact(vld1q_u16(h + i), dst + i);
-        for (; i < n; i++)
-            dst[i] = mhsa_f16_to_f32(h[i]);
-        return;
-    case MHSA_BF16:
-        for (; i + 8 <= n; i += 8) {
-            uint16x8_t v = vld1q_u16(h + i);
-            vst1q_f32(dst + i, mhsa_neon_bf16x4_to_f32(vget_low_u16(v)));
-            vst1q_f32(dst + i + 4,
-                      vreinterpretq_f32_u32(vshll_high_n_u16(v, 16)));
-        }
-        for (; i < n; i++)
-            dst[i] = mhsa_bf16_to_f32(h[i]);
-        return;
-    case MHSA_F32:
-        break;
+    for (; i + 8 <= n; i += 8) {
+        uint16x4_t lo = f32x4_to_bf16(vld1q_f32(src + i));
+        uint16x4_t hi = f32x4_to_bf16(vld1q_f32(src + i + 4));
+        vst1q_u16(h + i, vcombine_u16(lo, hi));
     }
-    memcpy(dst, src, n * sizeof(float));
+    return i;
 }
+
+MHSA_NEON_INLINE size_t cvt_f16_to_f32(size_t n, const uint16_t *h,
+                                       float *dst)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        f16x8_to_f32_exact(vld1q_u16(h + i), dst + i);
+    return i;
+}
+
+MHSA_NEON_INLINE size_t cvt_bf16_to_f32(size_t n, const uint16_t *h,
+                                        float *dst)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint16x8_t v = vld1q_u16(h + i);
+        vst1q_f32(dst + i, mhsa_neon_bf16x4_to_f32(vget_low_u16(v)));
+        vst1q_f32(dst + i + 4,
+                  vreinterpretq_f32_u32(vshll_high_n_u16(v, 16)));
+    }
+    return i;
+}
+
+#include "kernels/convert_body.h"
+
+MHSA_CVT_DEFINE(neon)
