@@ -46,6 +46,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* MHSA_API marks the functions the shared library exports: it is built
+ * with hidden symbol visibility, so these declarations (here and in
+ * mhsa_train.h) are its whole interface and nothing internal leaks out. */
+#ifndef MHSA_API
+#if defined(__GNUC__) || defined(__clang__)
+#define MHSA_API __attribute__((visibility("default")))
+#else
+#define MHSA_API
+#endif
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -65,12 +76,12 @@ typedef enum mhsa_status {
 
 /* A static name for a status ("MHSA_OK", ...); never NULL, also for values
  * outside the enum. */
-const char *mhsa_status_str(mhsa_status s);
+MHSA_API const char *mhsa_status_str(mhsa_status s);
 /* The calling thread's last error message, one line; "" when none. Like
  * errno, a successful call does not clear it. */
-const char *mhsa_last_error(void);
+MHSA_API const char *mhsa_last_error(void);
 /* The library version, "MAJOR.MINOR.PATCH". */
-const char *mhsa_version(void);
+MHSA_API const char *mhsa_version(void);
 
 /* ---- Kernel dispatch --------------------------------------------------- */
 
@@ -89,12 +100,12 @@ typedef enum mhsa_isa {
  * choice at first use; an unknown or unavailable value falls back to auto.
  * AVX-512 needs CPUID AVX-512 F, BW, VL and DQ and the OS saving opmask and
  * ZMM state (XGETBV bits 1, 2, 5, 6, 7); auto prefers it where available. */
-mhsa_status mhsa_select_isa(mhsa_isa isa);
+MHSA_API mhsa_status mhsa_select_isa(mhsa_isa isa);
 /* The ISA in use; never MHSA_ISA_AUTO. */
-mhsa_isa    mhsa_active_isa(void);
+MHSA_API mhsa_isa    mhsa_active_isa(void);
 /* "auto", "scalar", "avx2", "neon", "avx512"; "unknown" for a value outside
  * the enum. */
-const char *mhsa_isa_name(mhsa_isa isa);
+MHSA_API const char *mhsa_isa_name(mhsa_isa isa);
 
 /* ---- The attention block ----------------------------------------------- */
 
@@ -163,29 +174,29 @@ typedef struct mhsa_block mhsa_block;
  * copied. Memory: the weights (the shapes of Conventions: 4*D*D + 4*D floats
  * when Hkv = H and bias = 1), one packed copy of w_qkv and w_out, and with
  * RoPE two tables of max_seq_len * rope_dim/2 floats (cos and sin). */
-mhsa_status mhsa_block_create(const mhsa_config *cfg, mhsa_block **out);
+MHSA_API mhsa_status mhsa_block_create(const mhsa_config *cfg, mhsa_block **out);
 /* Frees the block. Workspaces, caches and gradients made for it must not be
  * used with it afterwards (destroy them too). NULL is a no-op. */
-void        mhsa_block_destroy(mhsa_block *blk);
+MHSA_API void        mhsa_block_destroy(mhsa_block *blk);
 /* Copies the weights in (shapes above; the caller keeps ownership) and packs
  * them for the GEMM once. b_qkv and b_out are required when bias == 1 and
  * ignored (may be NULL) when bias == 0. Errors: blk or a required pointer
  * NULL: MHSA_ERR_INVALID_ARG. Not thread-safe against concurrent use of the
  * same block; a workspace's recorded forward no longer matches afterwards
  * (mhsa_backward then returns MHSA_ERR_STATE). */
-mhsa_status mhsa_block_set_weights(mhsa_block *blk,
-                                   const float *w_qkv, const float *b_qkv,
-                                   const float *w_out, const float *b_out);
+MHSA_API mhsa_status mhsa_block_set_weights(mhsa_block *blk,
+                                            const float *w_qkv, const float *b_qkv,
+                                            const float *w_out, const float *b_out);
 /* Copies the weights out into caller buffers of the shapes above; the same
  * pointer rules as mhsa_block_set_weights. Safe to call concurrently with
  * forwards on the same block. */
-mhsa_status mhsa_block_get_weights(const mhsa_block *blk,
-                                   float *w_qkv, float *b_qkv,
-                                   float *w_out, float *b_out);
+MHSA_API mhsa_status mhsa_block_get_weights(const mhsa_block *blk,
+                                            float *w_qkv, float *b_qkv,
+                                            float *w_out, float *b_out);
 /* w_qkv (as one matrix of its whole shape) and w_out Xavier-uniform, biases
  * zero, as torch.nn.MultiheadAttention initialises; the same bits from the
  * same seed on every platform. blk NULL: MHSA_ERR_INVALID_ARG. */
-mhsa_status mhsa_block_init_random(mhsa_block *blk, uint64_t seed);
+MHSA_API mhsa_status mhsa_block_init_random(mhsa_block *blk, uint64_t seed);
 
 /* ---- Workspace, forward and backward ------------------------------------ */
 
@@ -199,11 +210,11 @@ typedef struct mhsa_workspace mhsa_workspace;
 /* Errors: blk or out NULL, max_batch < 1: MHSA_ERR_INVALID_ARG; a size
  * that overflows, or memory that cannot be had: MHSA_ERR_NO_MEMORY (up
  * front; nothing is allocated later). *out is owned by the caller. */
-mhsa_status mhsa_workspace_create(const mhsa_block *blk, int max_batch,
-                                  mhsa_workspace **out);
-void        mhsa_workspace_destroy(mhsa_workspace *ws);     /* NULL: no-op */
+MHSA_API mhsa_status mhsa_workspace_create(const mhsa_block *blk, int max_batch,
+                                           mhsa_workspace **out);
+MHSA_API void        mhsa_workspace_destroy(mhsa_workspace *ws);     /* NULL: no-op */
 /* The memory the workspace holds, in bytes; 0 for NULL. */
-size_t      mhsa_workspace_bytes(const mhsa_workspace *ws);
+MHSA_API size_t      mhsa_workspace_bytes(const mhsa_workspace *ws);
 
 /* y = MultiHeadSelfAttention(x), x and y (B, T, D): the shorthand of
  * mhsa_forward_ex without key padding (seq_len = NULL; the same bits).
@@ -222,9 +233,9 @@ size_t      mhsa_workspace_bytes(const mhsa_workspace *ws);
  * max_seq_len or B > the workspace's max_batch: MHSA_ERR_SHAPE. No
  * allocation; uses OpenMP threads (OMP_NUM_THREADS) for large enough work.
  * Thread-safe for concurrent calls with different workspaces. */
-mhsa_status mhsa_forward(const mhsa_block *blk, mhsa_workspace *ws,
-                         const float *x, int B, int T,
-                         const float *mask, float *y, float *attn);
+MHSA_API mhsa_status mhsa_forward(const mhsa_block *blk, mhsa_workspace *ws,
+                                  const float *x, int B, int T,
+                                  const float *mask, float *y, float *attn);
 
 typedef struct mhsa_grads {   /* same shapes as the weights; made only by */
     float *w_qkv, *b_qkv, *w_out, *b_out;   /* mhsa_grads_create; the bias */
@@ -234,9 +245,9 @@ typedef struct mhsa_grads {   /* same shapes as the weights; made only by */
  * (the pointers inside belong to the mhsa_grads; free with
  * mhsa_grads_destroy). Errors: NULL arguments: MHSA_ERR_INVALID_ARG; out
  * of memory: MHSA_ERR_NO_MEMORY. */
-mhsa_status mhsa_grads_create(const mhsa_block *blk, mhsa_grads **out);
-void        mhsa_grads_zero(mhsa_grads *g);       /* sets all to 0; NULL ok */
-void        mhsa_grads_destroy(mhsa_grads *g);    /* NULL is a no-op */
+MHSA_API mhsa_status mhsa_grads_create(const mhsa_block *blk, mhsa_grads **out);
+MHSA_API void        mhsa_grads_zero(mhsa_grads *g);       /* sets all to 0; NULL ok */
+MHSA_API void        mhsa_grads_destroy(mhsa_grads *g);    /* NULL is a no-op */
 
 /* Backward of the last mhsa_forward or mhsa_forward_ex made with this
  * workspace. dy (B, T, D) in; dx (B, T, D) out (may be NULL); gradients
@@ -248,8 +259,8 @@ void        mhsa_grads_destroy(mhsa_grads *g);    /* NULL is a no-op */
  * forward. Other errors: blk, ws, dy or g NULL, ws or g made for a block
  * of another shape: MHSA_ERR_INVALID_ARG. Deterministic: the same bits
  * whatever the thread count. */
-mhsa_status mhsa_backward(const mhsa_block *blk, mhsa_workspace *ws,
-                          const float *dy, float *dx, mhsa_grads *g);
+MHSA_API mhsa_status mhsa_backward(const mhsa_block *blk, mhsa_workspace *ws,
+                                   const float *dy, float *dx, mhsa_grads *g);
 
 /* ---- KV cache (incremental decoding) ------------------------------------ */
 
@@ -264,19 +275,19 @@ typedef struct mhsa_kv_cache mhsa_kv_cache;
  * and owned by the caller, plus one length per sequence (mhsa_kv_cache_bytes
  * counts it all). One cache per sequence batch; not to be shared between
  * threads running at once. */
-mhsa_status mhsa_kv_cache_create(const mhsa_block *blk, int max_batch,
-                                 int capacity, mhsa_kv_cache **out);
-void        mhsa_kv_cache_destroy(mhsa_kv_cache *c);        /* NULL: no-op */
+MHSA_API mhsa_status mhsa_kv_cache_create(const mhsa_block *blk, int max_batch,
+                                          int capacity, mhsa_kv_cache **out);
+MHSA_API void        mhsa_kv_cache_destroy(mhsa_kv_cache *c);        /* NULL: no-op */
 /* Forgets every cached position of every sequence (and the batch size of
  * mhsa_forward_cached); the cache then behaves bit for bit like a fresh
  * one. NULL is a no-op. */
-void        mhsa_kv_cache_reset(mhsa_kv_cache *c);
+MHSA_API void        mhsa_kv_cache_reset(mhsa_kv_cache *c);
 /* Positions cached so far: the longest sequence's length (under
  * mhsa_forward_cached alone every sequence of the batch has it; in ragged
  * batches ask mhsa_kv_cache_seq_len); 0 for NULL. */
-int         mhsa_kv_cache_len(const mhsa_kv_cache *c);
+MHSA_API int         mhsa_kv_cache_len(const mhsa_kv_cache *c);
 /* The memory the cache holds, in bytes; 0 for NULL. */
-size_t      mhsa_kv_cache_bytes(const mhsa_kv_cache *c);
+MHSA_API size_t      mhsa_kv_cache_bytes(const mhsa_kv_cache *c);
 
 /* Appends the keys/values of x_new (B, t_new, D) after the cached ones and
  * attends causally over all cached plus new positions; y (B, t_new, D): the
@@ -290,9 +301,9 @@ size_t      mhsa_kv_cache_bytes(const mhsa_kv_cache *c);
  * B > max_batch (workspace or cache), t_new > max_seq_len, or B unlike the
  * earlier calls since the last reset: MHSA_ERR_SHAPE. One token at a time
  * streams K and V once, split over the threads in fixed key chunks. */
-mhsa_status mhsa_forward_cached(const mhsa_block *blk, mhsa_workspace *ws,
-                                mhsa_kv_cache *cache,
-                                const float *x_new, int B, int t_new, float *y);
+MHSA_API mhsa_status mhsa_forward_cached(const mhsa_block *blk, mhsa_workspace *ws,
+                                         mhsa_kv_cache *cache,
+                                         const float *x_new, int B, int t_new, float *y);
 
 /* ---- Weight files (safetensors) ----------------------------------------- */
 
@@ -315,16 +326,16 @@ mhsa_status mhsa_forward_cached(const mhsa_block *blk, mhsa_workspace *ws,
  * set lacks; a path that cannot be opened or is a directory: MHSA_ERR_IO;
  * malformed bytes: MHSA_ERR_FORMAT; built without safetensors support:
  * MHSA_ERR_UNSUPPORTED. On failure the block's weights are unchanged. */
-mhsa_status mhsa_block_load_safetensors(mhsa_block *blk, const char *path,
-                                        const char *prefix);
+MHSA_API mhsa_status mhsa_block_load_safetensors(mhsa_block *blk, const char *path,
+                                                 const char *prefix);
 /* Writes the block's tensors (F32; the weights of a block with a 16-bit
  * weight_dtype as F16 / BF16) under PyTorch's names (the biases only when
  * bias == 1), replacing path only once the new file is complete: the
  * shorthand of mhsa_block_save_safetensors_ex with MHSA_NAMES_TORCH.
  * Errors: NULL arguments: MHSA_ERR_INVALID_ARG; cannot write:
  * MHSA_ERR_IO; built without safetensors support: MHSA_ERR_UNSUPPORTED. */
-mhsa_status mhsa_block_save_safetensors(const mhsa_block *blk, const char *path,
-                                        const char *prefix);
+MHSA_API mhsa_status mhsa_block_save_safetensors(const mhsa_block *blk, const char *path,
+                                                 const char *prefix);
 
 /* ---- Additions for 0.2: ragged batches ------------------------------------ */
 
@@ -347,8 +358,8 @@ typedef struct mhsa_forward_args {
  * depend on what the other sequences hold. Errors as mhsa_forward, and
  * a NULL a, or seq_len[b] outside 1..T: MHSA_ERR_INVALID_ARG naming b and
  * the value. */
-mhsa_status mhsa_forward_ex(const mhsa_block *blk, mhsa_workspace *ws,
-                            const mhsa_forward_args *a);
+MHSA_API mhsa_status mhsa_forward_ex(const mhsa_block *blk, mhsa_workspace *ws,
+                                     const mhsa_forward_args *a);
 
 typedef struct mhsa_cached_args {
     const float *x_new;    /* (B, t_new, D) */
@@ -370,15 +381,15 @@ typedef struct mhsa_cached_args {
  * outside 0..t_new: MHSA_ERR_INVALID_ARG naming b and the value, nothing
  * changed. Other errors as mhsa_forward_cached. One sequence's results
  * never depend on what the other sequences of the batch hold. */
-mhsa_status mhsa_forward_cached_ex(const mhsa_block *blk, mhsa_workspace *ws,
-                                   mhsa_kv_cache *cache,
-                                   const mhsa_cached_args *a);
+MHSA_API mhsa_status mhsa_forward_cached_ex(const mhsa_block *blk, mhsa_workspace *ws,
+                                            mhsa_kv_cache *cache,
+                                            const mhsa_cached_args *a);
 /* Positions cached for sequence b (slot b); 0 for NULL or b out of range. */
-int         mhsa_kv_cache_seq_len(const mhsa_kv_cache *c, int b);
+MHSA_API int         mhsa_kv_cache_seq_len(const mhsa_kv_cache *c, int b);
 /* Empties slot b only: it then behaves bit for bit like a fresh one (for
  * continuous batching); the other sequences keep their positions. b out of
  * range or c NULL: MHSA_ERR_INVALID_ARG. */
-mhsa_status mhsa_kv_cache_reset_seq(mhsa_kv_cache *c, int b);
+MHSA_API mhsa_status mhsa_kv_cache_reset_seq(mhsa_kv_cache *c, int b);
 
 /* ---- Additions for 0.2: KV cache storage type ----------------------------- */
 
@@ -397,9 +408,9 @@ typedef struct mhsa_kv_config {
  * mhsa_kv_cache_bytes reflects the smaller storage. cfg NULL, an unknown
  * dtype: MHSA_ERR_INVALID_ARG; other errors as mhsa_kv_cache_create, which
  * is this call with MHSA_F32. */
-mhsa_status mhsa_kv_cache_create_ex(const mhsa_block *blk,
-                                    const mhsa_kv_config *cfg,
-                                    mhsa_kv_cache **out);
+MHSA_API mhsa_status mhsa_kv_cache_create_ex(const mhsa_block *blk,
+                                             const mhsa_kv_config *cfg,
+                                             mhsa_kv_cache **out);
 
 /* ---- Additions for 0.2: weight names ------------------------------------- */
 
@@ -412,10 +423,10 @@ typedef enum mhsa_names {
 /* mhsa_block_save_safetensors with the chosen set of names (with their
  * shapes, as mhsa_block_load_safetensors lists them); an unknown names
  * value: MHSA_ERR_INVALID_ARG. */
-mhsa_status mhsa_block_save_safetensors_ex(const mhsa_block *blk,
-                                           const char *path,
-                                           const char *prefix,
-                                           mhsa_names names);
+MHSA_API mhsa_status mhsa_block_save_safetensors_ex(const mhsa_block *blk,
+                                                    const char *path,
+                                                    const char *prefix,
+                                                    mhsa_names names);
 
 /* ---- Additions for 0.3: 16-bit weights ---------------------------------- *
  *
@@ -436,12 +447,12 @@ mhsa_status mhsa_block_save_safetensors_ex(const mhsa_block *blk,
 /* The bytes the stored weights and biases take (the weights once, in their
  * stored type: about half of MHSA_F32's for MHSA_F16 / MHSA_BF16; an F32
  * block's packed copy is not counted). 0 for NULL. */
-size_t mhsa_block_weight_bytes(const mhsa_block *blk);
+MHSA_API size_t mhsa_block_weight_bytes(const mhsa_block *blk);
 
 /* ---- Additions beyond the contract -------------------------------------- */
 
 /* The configuration the block was created with; NULL for NULL. */
-const mhsa_config *mhsa_block_config(const mhsa_block *blk);
+MHSA_API const mhsa_config *mhsa_block_config(const mhsa_block *blk);
 
 #ifdef __cplusplus
 }

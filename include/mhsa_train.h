@@ -50,9 +50,9 @@ extern "C" {
  *           counted, 0 rows for uncounted rows.
  * Errors: NULL logits/targets/loss, n < 1 or V < 1, a target outside
  * [-1, V): MHSA_ERR_INVALID_ARG. */
-mhsa_status mhsa_cross_entropy(int n, int V, const float *logits,
-                               const int32_t *targets, float *loss,
-                               float *row_loss, float *dlogits);
+MHSA_API mhsa_status mhsa_cross_entropy(int n, int V, const float *logits,
+                                        const int32_t *targets, float *loss,
+                                        float *row_loss, float *dlogits);
 
 /* ---- Optimisers --------------------------------------------------------- */
 
@@ -73,7 +73,7 @@ typedef struct mhsa_optim_config {
 
 /* The defaults for a kind: lr 1e-3 (AdamW) or 1e-1 (SGD), beta1 0.9,
  * beta2 0.999, eps 1e-8, weight_decay 0, clip_norm 0. */
-mhsa_optim_config mhsa_optim_defaults(mhsa_optim_kind kind);
+MHSA_API mhsa_optim_config mhsa_optim_defaults(mhsa_optim_kind kind);
 
 /* One update of one tensor of n parameters, the building block of
  * mhsa_lm_step. step is the 1-based number of this update (AdamW bias
@@ -87,9 +87,9 @@ mhsa_optim_config mhsa_optim_defaults(mhsa_optim_kind kind);
  *   p -= lr * (m / (1 - beta1^step)) / (sqrt(v / (1 - beta2^step)) + eps)
  * Errors: NULL cfg/p/g (or m/v for AdamW), step < 1, a config value out of
  * range: MHSA_ERR_INVALID_ARG. */
-mhsa_status mhsa_optim_update(const mhsa_optim_config *cfg, int64_t step,
-                              size_t n, float *p, const float *g, float *m,
-                              float *v, float grad_scale, int decay);
+MHSA_API mhsa_status mhsa_optim_update(const mhsa_optim_config *cfg, int64_t step,
+                                       size_t n, float *p, const float *g, float *m,
+                                       float *v, float grad_scale, int decay);
 
 /* ---- The model ---------------------------------------------------------- */
 
@@ -120,15 +120,15 @@ typedef struct mhsa_lm mhsa_lm;
  * n_kv_heads < 0: MHSA_ERR_INVALID_ARG; D % H != 0 or H % n_kv_heads != 0:
  * MHSA_ERR_SHAPE; the other attention fields as mhsa_block_create checks
  * them; out of memory: MHSA_ERR_NO_MEMORY. */
-mhsa_status mhsa_lm_create(const mhsa_lm_config *cfg, mhsa_lm **out);
-void        mhsa_lm_destroy(mhsa_lm *lm);   /* NULL is a no-op */
+MHSA_API mhsa_status mhsa_lm_create(const mhsa_lm_config *cfg, mhsa_lm **out);
+MHSA_API void        mhsa_lm_destroy(mhsa_lm *lm);   /* NULL is a no-op */
 
 /* Initialises every parameter deterministically from seed (the same bits on
  * every platform) and resets the optimiser state: embeddings uniform in
  * [-1, 1), the block Xavier-uniform with zero biases
  * (mhsa_block_init_random), lm_head.weight uniform in [-1/sqrt(D),
  * 1/sqrt(D)) as PyTorch's nn.Linear, lm_head.bias zero. */
-mhsa_status mhsa_lm_init_random(mhsa_lm *lm, uint64_t seed);
+MHSA_API mhsa_status mhsa_lm_init_random(mhsa_lm *lm, uint64_t seed);
 
 /* Forward and loss. tokens (B, T) in [0, V); targets (B, T) in [-1, V)
  * (-1: not counted). loss: out, mean over counted positions. pos_loss:
@@ -138,15 +138,15 @@ mhsa_status mhsa_lm_init_random(mhsa_lm *lm, uint64_t seed);
  * [1, max_batch], T outside [1, max_seq_len], a token or target out of
  * range: MHSA_ERR_INVALID_ARG or MHSA_ERR_SHAPE; errors of mhsa_forward
  * pass through. */
-mhsa_status mhsa_lm_forward(mhsa_lm *lm, const int32_t *tokens,
-                            const int32_t *targets, int B, int T,
-                            float *loss, float *pos_loss);
+MHSA_API mhsa_status mhsa_lm_forward(mhsa_lm *lm, const int32_t *tokens,
+                                     const int32_t *targets, int B, int T,
+                                     float *loss, float *pos_loss);
 
 /* Backward of the last mhsa_lm_forward: OVERWRITES every gradient with
  * d loss / d parameter (no accumulation across calls). MHSA_ERR_STATE if
  * there is no forward to differentiate (none yet, or mhsa_lm_attention ran
  * since). */
-mhsa_status mhsa_lm_backward(mhsa_lm *lm);
+MHSA_API mhsa_status mhsa_lm_backward(mhsa_lm *lm);
 
 /* One optimiser step over all parameters with the current gradients:
  * optional clipping by global norm (factor clip_norm / (norm + 1e-6) when
@@ -155,18 +155,18 @@ mhsa_status mhsa_lm_backward(mhsa_lm *lm);
  * rank-2 tensors (embeddings and weight matrices) only. grad_norm: optional
  * out, the global L2 norm before clipping. Errors: NULL lm/cfg or a bad
  * config: MHSA_ERR_INVALID_ARG (nothing updated). */
-mhsa_status mhsa_lm_step(mhsa_lm *lm, const mhsa_optim_config *cfg,
-                         float *grad_norm);
+MHSA_API mhsa_status mhsa_lm_step(mhsa_lm *lm, const mhsa_optim_config *cfg,
+                                  float *grad_norm);
 
 /* Per-head attention weights of one sequence: tokens (T) -> attn (H, T, T),
  * attn[(h*T + i)*T + j] = weight of key j for query i in head h (0 above
  * the diagonal: the model is causal). It reuses the forward buffers, so a
  * following mhsa_lm_backward returns MHSA_ERR_STATE. */
-mhsa_status mhsa_lm_attention(mhsa_lm *lm, const int32_t *tokens, int T,
-                              float *attn);
+MHSA_API mhsa_status mhsa_lm_attention(mhsa_lm *lm, const int32_t *tokens, int T,
+                                       float *attn);
 
 /* The configuration the model was created with; NULL for NULL. */
-const mhsa_lm_config *mhsa_lm_get_config(const mhsa_lm *lm);
+MHSA_API const mhsa_lm_config *mhsa_lm_get_config(const mhsa_lm *lm);
 
 /* ---- Parameter tensors (for saving, loading, inspection, tests) --------- */
 
@@ -185,11 +185,11 @@ typedef struct mhsa_lm_tensor {
 
 /* Number of parameter tensors (8), and the i-th of them in the fixed order
  * above. MHSA_ERR_INVALID_ARG for NULL or i outside [0, n). */
-int         mhsa_lm_n_tensors(const mhsa_lm *lm);
-mhsa_status mhsa_lm_get_tensor(const mhsa_lm *lm, int i,
-                               mhsa_lm_tensor *out);
+MHSA_API int         mhsa_lm_n_tensors(const mhsa_lm *lm);
+MHSA_API mhsa_status mhsa_lm_get_tensor(const mhsa_lm *lm, int i,
+                                        mhsa_lm_tensor *out);
 /* Total number of parameters. 0 for NULL. */
-size_t      mhsa_lm_n_params(const mhsa_lm *lm);
+MHSA_API size_t      mhsa_lm_n_params(const mhsa_lm *lm);
 
 /* ---- Toy tasks ---------------------------------------------------------- */
 
@@ -210,11 +210,11 @@ typedef enum mhsa_task {
  * the token that follows tokens[b, t] (or -1 where not counted). Errors:
  * NULL pointers, B/T/V < 1, T < 2 for induction, an unknown task:
  * MHSA_ERR_INVALID_ARG. */
-mhsa_status mhsa_task_batch(mhsa_task task, uint64_t *rng_state, int B, int T,
-                            int V, int32_t *tokens, int32_t *targets);
+MHSA_API mhsa_status mhsa_task_batch(mhsa_task task, uint64_t *rng_state, int B, int T,
+                                     int V, int32_t *tokens, int32_t *targets);
 
 /* "repeat", "induction"; "unknown" for other values. */
-const char *mhsa_task_name(mhsa_task task);
+MHSA_API const char *mhsa_task_name(mhsa_task task);
 
 /* ---- GPT: transformer blocks on the attention block -------------------- */
 
@@ -288,22 +288,22 @@ typedef struct mhsa_gpt mhsa_gpt;
  * or 1, compute_dtype or weight_dtype not one of their values:
  * MHSA_ERR_INVALID_ARG naming the field; D % H != 0: MHSA_ERR_SHAPE;
  * out of memory or sizes overflowing: MHSA_ERR_NO_MEMORY. */
-mhsa_status mhsa_gpt_create(const mhsa_gpt_config *cfg, mhsa_gpt **out);
-void        mhsa_gpt_destroy(mhsa_gpt *g);   /* NULL is a no-op */
-const mhsa_gpt_config *mhsa_gpt_get_config(const mhsa_gpt *g); /* NULL: NULL */
+MHSA_API mhsa_status mhsa_gpt_create(const mhsa_gpt_config *cfg, mhsa_gpt **out);
+MHSA_API void        mhsa_gpt_destroy(mhsa_gpt *g);   /* NULL is a no-op */
+MHSA_API const mhsa_gpt_config *mhsa_gpt_get_config(const mhsa_gpt *g); /* NULL: NULL */
 /* Bytes of the weights a forward reads: the blocks' (mhsa_block_weight_bytes)
  * and the model's other matrices in weight_dtype, its LayerNorms and biases
  * in fp32; about half of MHSA_F32's with F16 or BF16. (The fp32 parameters
  * are held besides, and an MHSA_F32 model's gradients and moments; a 16-bit
  * model has none.) 0 for NULL. */
-size_t mhsa_gpt_weight_bytes(const mhsa_gpt *g);
+MHSA_API size_t mhsa_gpt_weight_bytes(const mhsa_gpt *g);
 
 /* GPT-2's initialisation, deterministic from seed and the same bits on
  * every platform (uniform draws with GPT-2's standard deviations, so no
  * libm is involved): matrices and embeddings std 0.02, the residual
  * projections (attn.c_proj, mlp.c_proj) 0.02 / sqrt(2 n_layer), biases 0,
  * LayerNorm weights 1. Resets the optimiser (moments 0, step 0). */
-mhsa_status mhsa_gpt_init_random(mhsa_gpt *g, uint64_t seed);
+MHSA_API mhsa_status mhsa_gpt_init_random(mhsa_gpt *g, uint64_t seed);
 
 /* Forward and loss. tokens (B, T) in [0, V). targets (B, T) in [-1, V)
  * (-1: not counted) or NULL for logits only (then loss may be NULL and
@@ -315,18 +315,18 @@ mhsa_status mhsa_gpt_init_random(mhsa_gpt *g, uint64_t seed);
  * are copied. Errors: NULL g/tokens, B outside [1, max_batch], T outside
  * [1, block_size], a token or target out of range: MHSA_ERR_INVALID_ARG or
  * MHSA_ERR_SHAPE; errors of mhsa_forward pass through. */
-mhsa_status mhsa_gpt_forward(mhsa_gpt *g, const int32_t *tokens,
-                             const int32_t *targets, int B, int T,
-                             double norm, float *loss);
+MHSA_API mhsa_status mhsa_gpt_forward(mhsa_gpt *g, const int32_t *tokens,
+                                      const int32_t *targets, int B, int T,
+                                      double norm, float *loss);
 /* The logits (B, T, V) of the last forward, row-major; valid until the next
  * forward or backward (the backward overwrites them). NULL for NULL. */
-const float *mhsa_gpt_logits(const mhsa_gpt *g);
+MHSA_API const float *mhsa_gpt_logits(const mhsa_gpt *g);
 
 /* Backward of the last mhsa_gpt_forward with targets: OVERWRITES every
  * gradient with d loss / d parameter. MHSA_ERR_STATE when there is no such
  * forward (none yet, targets NULL, or another call used the buffers since);
  * MHSA_ERR_UNSUPPORTED for a model with a 16-bit weight_dtype. */
-mhsa_status mhsa_gpt_backward(mhsa_gpt *g);
+MHSA_API mhsa_status mhsa_gpt_backward(mhsa_gpt *g);
 
 /* One optimiser step over the flat parameters with the flat gradients, as
  * mhsa_lm_step: optional clipping by the global L2 norm (summed in double
@@ -335,14 +335,14 @@ mhsa_status mhsa_gpt_backward(mhsa_gpt *g);
  * step count advances by one. grad_norm: optional out, the norm before
  * clipping. Errors: NULL g, a bad cfg: MHSA_ERR_INVALID_ARG; a 16-bit
  * weight_dtype: MHSA_ERR_UNSUPPORTED (nothing updated). */
-mhsa_status mhsa_gpt_step(mhsa_gpt *g, const mhsa_optim_config *cfg,
-                          float *grad_norm);
+MHSA_API mhsa_status mhsa_gpt_step(mhsa_gpt *g, const mhsa_optim_config *cfg,
+                                   float *grad_norm);
 
 /* Learning rate of a warm-up then cosine schedule at 0-based step s:
  * lr_max * (s + 1) / warmup for s < warmup, then a cosine from lr_max down
  * to lr_min reached at step total - 1 (and kept after it). */
-float mhsa_lr_cosine(int64_t s, int64_t warmup, int64_t total, float lr_max,
-                     float lr_min);
+MHSA_API float mhsa_lr_cosine(int64_t s, int64_t warmup, int64_t total, float lr_max,
+                              float lr_min);
 
 /* ---- flat state (for data parallelism, checkpoints, tests) ---- */
 
@@ -351,15 +351,15 @@ float mhsa_lr_cosine(int64_t s, int64_t warmup, int64_t total, float lr_max,
  * caller combining gradients of several models writes the sum into
  * mhsa_gpt_grads before mhsa_gpt_step). NULL/0 for NULL; the last three
  * NULL for a model with a 16-bit weight_dtype. */
-size_t mhsa_gpt_n_params(const mhsa_gpt *g);
-float *mhsa_gpt_params(mhsa_gpt *g);
-float *mhsa_gpt_grads(mhsa_gpt *g);
-float *mhsa_gpt_moment1(mhsa_gpt *g);
-float *mhsa_gpt_moment2(mhsa_gpt *g);
+MHSA_API size_t mhsa_gpt_n_params(const mhsa_gpt *g);
+MHSA_API float *mhsa_gpt_params(mhsa_gpt *g);
+MHSA_API float *mhsa_gpt_grads(mhsa_gpt *g);
+MHSA_API float *mhsa_gpt_moment1(mhsa_gpt *g);
+MHSA_API float *mhsa_gpt_moment2(mhsa_gpt *g);
 /* Optimiser steps taken so far (the AdamW bias correction); set by a
  * checkpoint loader. -1 for NULL; set: MHSA_ERR_INVALID_ARG for step < 0. */
-int64_t     mhsa_gpt_get_step(const mhsa_gpt *g);
-mhsa_status mhsa_gpt_set_step(mhsa_gpt *g, int64_t step);
+MHSA_API int64_t     mhsa_gpt_get_step(const mhsa_gpt *g);
+MHSA_API mhsa_status mhsa_gpt_set_step(mhsa_gpt *g, int64_t step);
 
 typedef struct mhsa_gpt_tensor {
     const char *name;   /* "wte.weight", "wpe.weight", "h.0.ln_1.weight",
@@ -384,15 +384,15 @@ typedef struct mhsa_gpt_tensor {
 
 /* Number of parameter tensors and the i-th of them, in flat order.
  * MHSA_ERR_INVALID_ARG for NULL or i outside [0, n). */
-int         mhsa_gpt_n_tensors(const mhsa_gpt *g);
-mhsa_status mhsa_gpt_get_tensor(const mhsa_gpt *g, int i,
-                                mhsa_gpt_tensor *out);
+MHSA_API int         mhsa_gpt_n_tensors(const mhsa_gpt *g);
+MHSA_API mhsa_status mhsa_gpt_get_tensor(const mhsa_gpt *g, int i,
+                                         mhsa_gpt_tensor *out);
 
 /* Per-head attention weights of layer `layer` on one sequence: tokens (T)
  * -> attn (H, T, T) as in mhsa_lm_attention. It reuses the forward buffers
  * (a following mhsa_gpt_backward returns MHSA_ERR_STATE). */
-mhsa_status mhsa_gpt_attention(mhsa_gpt *g, int layer, const int32_t *tokens,
-                               int T, float *attn);
+MHSA_API mhsa_status mhsa_gpt_attention(mhsa_gpt *g, int layer, const int32_t *tokens,
+                                        int T, float *attn);
 
 /* ---- checkpoints (safetensors) ---- */
 
@@ -409,14 +409,14 @@ typedef struct mhsa_meta {
  * fsync'd and renamed over it: path holds the old file or the complete new
  * one, never a part. Errors: MHSA_ERR_INVALID_ARG, MHSA_ERR_IO,
  * MHSA_ERR_UNSUPPORTED (built without safetensors). */
-mhsa_status mhsa_gpt_save(const mhsa_gpt *g, const char *path, int with_optim,
-                          const mhsa_meta *meta, size_t n_meta);
+MHSA_API mhsa_status mhsa_gpt_save(const mhsa_gpt *g, const char *path, int with_optim,
+                                   const mhsa_meta *meta, size_t n_meta);
 
 /* Reads a checkpoint's configuration (vocab, n_layer, n_embd, n_head,
  * block_size, rope_dim, tie_embeddings, no_proj; max_batch is set to 1).
  * Errors: MHSA_ERR_IO (cannot open), MHSA_ERR_FORMAT (not a valid file, or
  * no GPT configuration in it, naming the missing key). */
-mhsa_status mhsa_gpt_read_config(const char *path, mhsa_gpt_config *cfg);
+MHSA_API mhsa_status mhsa_gpt_read_config(const char *path, mhsa_gpt_config *cfg);
 
 /* Loads a checkpoint into g: every parameter tensor (F32, F16 or BF16) and,
  * with with_optim, the moments and step (a file without them: FORMAT).
@@ -424,7 +424,7 @@ mhsa_status mhsa_gpt_read_config(const char *path, mhsa_gpt_config *cfg);
  * MHSA_ERR_FORMAT naming the first field that differs; a missing tensor or
  * one of another shape: MHSA_ERR_FORMAT naming it. On any failure g is
  * unchanged. */
-mhsa_status mhsa_gpt_load(mhsa_gpt *g, const char *path, int with_optim);
+MHSA_API mhsa_status mhsa_gpt_load(mhsa_gpt *g, const char *path, int with_optim);
 
 /* ---- generation with the KV cache ---- */
 
@@ -433,11 +433,11 @@ typedef struct mhsa_gpt_cache mhsa_gpt_cache;
 /* A KV cache per layer for one sequence of up to capacity positions
  * (1 <= capacity <= block_size, else MHSA_ERR_INVALID_ARG / SHAPE). It
  * belongs to g. */
-mhsa_status mhsa_gpt_cache_create(const mhsa_gpt *g, int capacity,
-                                  mhsa_gpt_cache **out);
-void        mhsa_gpt_cache_destroy(mhsa_gpt_cache *c);  /* NULL: no-op */
-void        mhsa_gpt_cache_reset(mhsa_gpt_cache *c);    /* NULL: no-op */
-int         mhsa_gpt_cache_len(const mhsa_gpt_cache *c); /* 0 for NULL */
+MHSA_API mhsa_status mhsa_gpt_cache_create(const mhsa_gpt *g, int capacity,
+                                           mhsa_gpt_cache **out);
+MHSA_API void        mhsa_gpt_cache_destroy(mhsa_gpt_cache *c);  /* NULL: no-op */
+MHSA_API void        mhsa_gpt_cache_reset(mhsa_gpt_cache *c);    /* NULL: no-op */
+MHSA_API int         mhsa_gpt_cache_len(const mhsa_gpt_cache *c); /* 0 for NULL */
 
 /* Appends tokens (n) at positions len .. len+n-1 and writes the logits (V)
  * of the last one: a prefill (n > 1, matrix products in the packed SGEMM)
@@ -450,9 +450,9 @@ int         mhsa_gpt_cache_len(const mhsa_gpt_cache *c); /* 0 for NULL */
  * reset and the next call, not in between.
  * len + n > capacity: MHSA_ERR_SHAPE and nothing changes. It reuses g's
  * forward buffers (a following mhsa_gpt_backward returns MHSA_ERR_STATE). */
-mhsa_status mhsa_gpt_forward_cached(mhsa_gpt *g, mhsa_gpt_cache *c,
-                                    const int32_t *tokens, int n,
-                                    float *logits);
+MHSA_API mhsa_status mhsa_gpt_forward_cached(mhsa_gpt *g, mhsa_gpt_cache *c,
+                                             const int32_t *tokens, int n,
+                                             float *logits);
 
 /* ---- byte-level text -------------------------------------------------- */
 
@@ -467,32 +467,32 @@ typedef struct mhsa_text mhsa_text;
  * validation split. Errors: NULL arguments or val_fraction outside [0, 1):
  * MHSA_ERR_INVALID_ARG; a path that cannot be opened or read:
  * MHSA_ERR_IO naming it; no bytes at all: MHSA_ERR_FORMAT ("empty"). */
-mhsa_status mhsa_text_load(const char *path, double val_fraction,
-                           mhsa_text **out);
-void        mhsa_text_destroy(mhsa_text *t);   /* NULL is a no-op */
+MHSA_API mhsa_status mhsa_text_load(const char *path, double val_fraction,
+                                    mhsa_text **out);
+MHSA_API void        mhsa_text_destroy(mhsa_text *t);   /* NULL is a no-op */
 /* Bytes of the training (split 0) or validation (split 1) part; the
  * pointer to all bytes (training part first). 0 / NULL for NULL. */
-size_t         mhsa_text_len(const mhsa_text *t, int split);
-const uint8_t *mhsa_text_bytes(const mhsa_text *t);
+MHSA_API size_t         mhsa_text_len(const mhsa_text *t, int split);
+MHSA_API const uint8_t *mhsa_text_bytes(const mhsa_text *t);
 
 /* A random training batch: for each of the B rows, in order, an offset
  * o = splitmix64(rng) % (n_train - T) (splitmix64 as in mhsa_task_batch,
  * advancing *rng once per row); tokens[b] = bytes[o .. o+T), targets[b] =
  * bytes[o+1 .. o+T]. Errors: NULL arguments, B or T < 1: INVALID_ARG; a
  * training part shorter than T + 1 bytes: MHSA_ERR_SHAPE. */
-mhsa_status mhsa_text_batch(const mhsa_text *t, uint64_t *rng, int B, int T,
-                            int32_t *tokens, int32_t *targets);
+MHSA_API mhsa_status mhsa_text_batch(const mhsa_text *t, uint64_t *rng, int B, int T,
+                                     int32_t *tokens, int32_t *targets);
 
 /* The validation windows of length T: window i holds validation bytes
  * [i*T, i*T + T] (tokens the first T, targets the last T), for i <
  * (n_val - 1) / T; every window is used once, no randomness. */
-size_t      mhsa_text_val_windows(const mhsa_text *t, int T);
+MHSA_API size_t      mhsa_text_val_windows(const mhsa_text *t, int T);
 /* Windows first .. first+B-1 (fewer at the end) into tokens/targets (B, T);
  * *rows gets how many. Errors: NULL arguments, B or T < 1, first past the
  * last window: MHSA_ERR_INVALID_ARG. */
-mhsa_status mhsa_text_val_batch(const mhsa_text *t, size_t first, int B,
-                                int T, int32_t *tokens, int32_t *targets,
-                                int *rows);
+MHSA_API mhsa_status mhsa_text_val_batch(const mhsa_text *t, size_t first, int B,
+                                         int T, int32_t *tokens, int32_t *targets,
+                                         int *rows);
 
 #ifdef __cplusplus
 }
