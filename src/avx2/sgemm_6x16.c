@@ -20,6 +20,7 @@
 
 #include "kernels/kernels.h"
 #include "avx2/avx2.h"
+#include "kernels/sgemm_entries.h"
 
 enum { MR = 6, NR = 16 };
 
@@ -122,18 +123,6 @@ INLINE void store_row(float *c, const float *cin, __m256 lo, __m256 hi,
 #define A_AT(row) (scale ? _mm256_mul_ps(va, _mm256_broadcast_ss(row + o)) \
                          : _mm256_broadcast_ss(row + o))
 
-// acc<i>_lo/hi += A[i][kk] * (b_lo, b_hi), for the rows the tile computes
-// (rows is 2, 4 or MR, so rows 0 and 1 always), through fma_acc's fixed
-// operand order (the comment above fma_acc says why).
-#define ROW_FMA(i)                                                            \
-    do {                                                                      \
-        if (rows <= i)                                                        \
-            break;                                                            \
-        __m256 ai = A_AT(a##i);                                               \
-        acc##i##_lo = fma_acc(acc##i##_lo, b_lo, ai);                         \
-        if (halves == 2)                                                      \
-            acc##i##_hi = fma_acc(acc##i##_hi, b_hi, ai);                     \
-    } while (0)
 
 // The tile. A[i][kk] is at a[i*rs + kk*cs] for i < m (rows >= m read row
 // m - 1 when rs is a row stride: never past the matrix; a packed panel's
@@ -178,12 +167,12 @@ INLINE void tile(size_t k, const float *a, size_t rs, size_t cs, int clamp,
         _mm_prefetch((const char *)(b + 8 * NR), _MM_HINT_T0);
         __m256 b_lo = _mm256_loadu_ps(b);
         __m256 b_hi = halves == 2 ? _mm256_loadu_ps(b + 8) : b_lo;
-        ROW_FMA(0);
-        ROW_FMA(1);
-        ROW_FMA(2);
-        ROW_FMA(3);
-        ROW_FMA(4);
-        ROW_FMA(5);
+        MHSA_SGEMM_ROW_FMA(0);
+        MHSA_SGEMM_ROW_FMA(1);
+        MHSA_SGEMM_ROW_FMA(2);
+        MHSA_SGEMM_ROW_FMA(3);
+        MHSA_SGEMM_ROW_FMA(4);
+        MHSA_SGEMM_ROW_FMA(5);
     }
 
     size_t nn = n < NR ? n : NR;
@@ -227,65 +216,4 @@ INLINE void tile(size_t k, const float *a, size_t rs, size_t cs, int clamp,
             tile(__VA_ARGS__, MR);                                            \
     } while (0)
 
-void mhsa_sgemm_6x16__avx2(size_t k, const float *ap, const float *bp,
-                           float *c, size_t ldc, size_t m, size_t n,
-                           float beta, const float *bias)
-{
-    if (m == 0 || n == 0)
-        return;
-    if (n <= 8)
-        TILE_ROWS(m, k, ap, 1, MR, 0, 0, 1.0f, bp, c, ldc, m, n, beta, bias,
-                  1);
-    else
-        TILE_ROWS(m, k, ap, 1, MR, 0, 0, 1.0f, bp, c, ldc, m, n, beta, bias,
-                  2);
-}
-
-// The in-place tiles (kernels.h: sgemm_ukr_ra, sgemm_ukr_ta), A[i][kk]
-// at a[i*rs + kk*cs], rows past m clamped to row m - 1. A macro, so that
-// each kernel compiles its instances with its own stride a constant: an
-// inline function holding them made GCC keep two row pointers on the
-// stack in the row-major tile's depth loop (+4k instructions on the tiny
-// forward).
-// alpha == 1: fl(1 a) is a itself (a NaN only comes out quiet, as the
-// FMA makes it anyway), so the multiply is skipped.
-#define IN_PLACE_TILES(rs, cs)                                                \
-    do {                                                                      \
-        if (m == 0 || n == 0)                                                 \
-            return;                                                           \
-        int scale_ = alpha != 1.0f;                                           \
-        if (n <= 8) {                                                         \
-            if (scale_)                                                       \
-                TILE_ROWS(m, k, a, rs, cs, 1, 1, alpha, bp, c, ldc, m, n,     \
-                          beta, bias, 1);                                     \
-            else                                                              \
-                TILE_ROWS(m, k, a, rs, cs, 1, 0, alpha, bp, c, ldc, m, n,     \
-                          beta, bias, 1);                                     \
-        } else {                                                              \
-            if (scale_)                                                       \
-                TILE_ROWS(m, k, a, rs, cs, 1, 1, alpha, bp, c, ldc, m, n,     \
-                          beta, bias, 2);                                     \
-            else                                                              \
-                TILE_ROWS(m, k, a, rs, cs, 1, 0, alpha, bp, c, ldc, m, n,     \
-                          beta, bias, 2);                                     \
-        }                                                                     \
-    } while (0)
-
-void mhsa_sgemm_ra_6x16__avx2(size_t k, const float *a, size_t lda,
-                              float alpha, const float *bp, float *c,
-                              size_t ldc, size_t m, size_t n, float beta,
-                              const float *bias)
-{
-    IN_PLACE_TILES(lda, 1);
-}
-
-// A transposed in place (kernels.h: sgemm_ukr_ta): A[i][kk] at a[kk*lda +
-// i], the packed panel's walk with the row stride lda for its mr; the
-// columns past m repeat column m - 1 (clamp), never past the matrix.
-void mhsa_sgemm_ta_6x16__avx2(size_t k, const float *a, size_t lda,
-                              float alpha, const float *bp, float *c,
-                              size_t ldc, size_t m, size_t n, float beta,
-                              const float *bias)
-{
-    IN_PLACE_TILES(1, lda);
-}
+MHSA_SGEMM_ENTRIES(avx2, 6, 16, 0)

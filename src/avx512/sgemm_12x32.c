@@ -43,6 +43,7 @@
 // cannot leak in.
 #include "avx512/avx512.h"
 #include "avx512/vmath.h"
+#include "kernels/sgemm_entries.h"
 
 enum { MR = MHSA_AVX512_MR, NR = MHSA_AVX512_NR };
 
@@ -125,16 +126,6 @@ MHSA_AVX512_INLINE void store_row(float *c, const float *cin, __m512 lo,
     (scale ? _mm512_mul_ps(va, _mm512_set1_ps(row[o]))                        \
            : _mm512_set1_ps(row[o]))
 
-// acc<i>_lo/hi += A[i][kk] * (b_lo, b_hi), for the rows the tile computes
-#define ROW_FMA(i)                                                            \
-    do {                                                                      \
-        if (rows <= i)                                                        \
-            break;                                                            \
-        __m512 ai = A_AT(a##i);                                               \
-        acc##i##_lo = fma_acc(acc##i##_lo, b_lo, ai);                         \
-        if (halves == 2)                                                      \
-            acc##i##_hi = fma_acc(acc##i##_hi, b_hi, ai);                     \
-    } while (0)
 
 #define ROW_STORE(i)                                                          \
     do {                                                                      \
@@ -198,18 +189,18 @@ MHSA_AVX512_INLINE void tile(size_t k, const float *a, size_t rs, size_t cs,
             _mm_prefetch((const char *)(b + 4 * NR + 16), _MM_HINT_T0);
         __m512 b_lo = _mm512_loadu_ps(b);
         __m512 b_hi = halves == 2 ? _mm512_loadu_ps(b + 16) : b_lo;
-        ROW_FMA(0);
-        ROW_FMA(1);
-        ROW_FMA(2);
-        ROW_FMA(3);
-        ROW_FMA(4);
-        ROW_FMA(5);
-        ROW_FMA(6);
-        ROW_FMA(7);
-        ROW_FMA(8);
-        ROW_FMA(9);
-        ROW_FMA(10);
-        ROW_FMA(11);
+        MHSA_SGEMM_ROW_FMA(0);
+        MHSA_SGEMM_ROW_FMA(1);
+        MHSA_SGEMM_ROW_FMA(2);
+        MHSA_SGEMM_ROW_FMA(3);
+        MHSA_SGEMM_ROW_FMA(4);
+        MHSA_SGEMM_ROW_FMA(5);
+        MHSA_SGEMM_ROW_FMA(6);
+        MHSA_SGEMM_ROW_FMA(7);
+        MHSA_SGEMM_ROW_FMA(8);
+        MHSA_SGEMM_ROW_FMA(9);
+        MHSA_SGEMM_ROW_FMA(10);
+        MHSA_SGEMM_ROW_FMA(11);
     }
 
     size_t nn = n < NR ? n : NR;
@@ -245,77 +236,13 @@ MHSA_AVX512_INLINE void tile(size_t k, const float *a, size_t rs, size_t cs,
             tile(__VA_ARGS__, MR);                                            \
     } while (0)
 
-void mhsa_sgemm_12x32__avx512(size_t k, const float *ap, const float *bp,
-                              float *c, size_t ldc, size_t m, size_t n,
-                              float beta, const float *bias)
-{
-    if (m == 0 || n == 0)
-        return;
-    if (n <= 16)
-        TILE_ROWS(m, k, ap, 1, MR, 0, 0, 1.0f, bp, c, ldc, m, n, beta, bias,
-                  1);
-    else
-        TILE_ROWS(m, k, ap, 1, MR, 0, 0, 1.0f, bp, c, ldc, m, n, beta, bias,
-                  2);
-}
-
-// The in-place tiles' multiply by alpha also at alpha == 1 (see ra below):
-// in the test-only SIMDe build.
+// The in-place tiles multiply by alpha also at alpha == 1 in the
+// test-only SIMDe build: the same bits from half the instances to compile
+// (its compile time doubled with both).
 #if MHSA_AVX512_EMULATED
 enum { ALWAYS_SCALE = 1 };
 #else
 enum { ALWAYS_SCALE = 0 };
 #endif
 
-// The in-place tiles (kernels.h: sgemm_ukr_ra, sgemm_ukr_ta), A[i][kk]
-// at a[i*rs + kk*cs], rows past m clamped to row m - 1. A macro, so that
-// each kernel compiles its instances with its own stride a constant: an
-// inline function holding them made GCC keep two row pointers on the
-// stack in the row-major tile's depth loop (+4k instructions on the tiny
-// forward).
-// alpha == 1: fl(1 a) is a itself (a NaN only comes out quiet, as the
-// FMA makes it anyway; under DAZ a subnormal a is a zero of its sign
-// both ways), so the multiply is skipped. The test-only SIMDe build
-// multiplies anyway, the same bits from half the instances to compile
-// (this file took 28 s there with both, 14 s before the transposed
-// tile).
-#define IN_PLACE_TILES(rs, cs)                                                \
-    do {                                                                      \
-        if (m == 0 || n == 0)                                                 \
-            return;                                                           \
-        int scale_ = ALWAYS_SCALE || alpha != 1.0f;                           \
-        if (n <= 16) {                                                        \
-            if (scale_)                                                       \
-                TILE_ROWS(m, k, a, rs, cs, 1, 1, alpha, bp, c, ldc, m, n,     \
-                          beta, bias, 1);                                     \
-            else                                                              \
-                TILE_ROWS(m, k, a, rs, cs, 1, 0, alpha, bp, c, ldc, m, n,     \
-                          beta, bias, 1);                                     \
-        } else {                                                              \
-            if (scale_)                                                       \
-                TILE_ROWS(m, k, a, rs, cs, 1, 1, alpha, bp, c, ldc, m, n,     \
-                          beta, bias, 2);                                     \
-            else                                                              \
-                TILE_ROWS(m, k, a, rs, cs, 1, 0, alpha, bp, c, ldc, m, n,     \
-                          beta, bias, 2);                                     \
-        }                                                                     \
-    } while (0)
-
-void mhsa_sgemm_ra_12x32__avx512(size_t k, const float *a, size_t lda,
-                                 float alpha, const float *bp, float *c,
-                                 size_t ldc, size_t m, size_t n, float beta,
-                                 const float *bias)
-{
-    IN_PLACE_TILES(lda, 1);
-}
-
-// A transposed in place (kernels.h: sgemm_ukr_ta): A[i][kk] at a[kk*lda +
-// i], the packed panel's walk with the row stride lda for its mr; the
-// columns past m repeat column m - 1 (clamp), never past the matrix.
-void mhsa_sgemm_ta_12x32__avx512(size_t k, const float *a, size_t lda,
-                                 float alpha, const float *bp, float *c,
-                                 size_t ldc, size_t m, size_t n, float beta,
-                                 const float *bias)
-{
-    IN_PLACE_TILES(1, lda);
-}
+MHSA_SGEMM_ENTRIES(avx512, MHSA_AVX512_MR, MHSA_AVX512_NR, ALWAYS_SCALE)
