@@ -16,6 +16,7 @@
 #include <immintrin.h>
 
 #include "kernels/kernels.h"
+#include "kernels/softmax_row.h"
 #include "avx2/avx2.h"
 #include "avx2/vmath.h"
 #include "avx2/vtranspose.h"
@@ -423,11 +424,7 @@ void mhsa_softmax_row__avx2(size_t n, const float *x, float *y)
         vmax = _mm256_max_ps(load_ninf(x + j, min8(n - j)), vmax);
     float m = mhsa_hmax_ps__avx2(vmax);
     if (m == -INFINITY) {   // all blocked (zeros), or NaN: all NaN
-        int nan_seen = 0;
-        for (size_t j = 0; j < n; j++)
-            nan_seen |= x[j] != x[j];
-        for (size_t j = 0; j < n; j++)
-            y[j] = nan_seen ? NAN : 0.0f;
+        mhsa_softmax_row_no_max(n, x, y);
         return;
     }
     __m256 vm = _mm256_set1_ps(m), vsum = _mm256_setzero_ps();

@@ -9,6 +9,7 @@
 #include <math.h>
 
 #include "scalar/scalar.h"
+#include "kernels/softmax_row.h"
 
 // Score plus mask for (r, j), or -INFINITY when the key is blocked by the
 // mask (NaN for a +INFINITY entry: see kernels.h); keys outside [lo, hi)
@@ -109,11 +110,7 @@ void mhsa_softmax_row__scalar(size_t n, const float *x, float *y)
         if (x[j] > m)
             m = x[j];
     if (m == -INFINITY) {   // all blocked (zeros), or NaN: all NaN
-        int nan_seen = 0;
-        for (size_t j = 0; j < n; j++)
-            nan_seen |= x[j] != x[j];
-        for (size_t j = 0; j < n; j++)
-            y[j] = nan_seen ? NAN : 0.0f;
+        mhsa_softmax_row_no_max(n, x, y);
         return;
     }
     float sum = 0.0f;
