@@ -12,41 +12,12 @@
 #include "core/fpenv.h"
 #include "attn/split.h"
 
-enum { COLSUM_W = 32 };   // columns summed in registers at a time
-
-// acc[c] += x[r*ld + c] for rows r in order, for the w <= COLSUM_W columns
-// at x, acc. The running sums stay in a local array the compiler keeps in
-// registers when w is the constant COLSUM_W: written as acc[c] += ... over
-// whole rows, every add waited on the store of the row before (acc may
-// alias x), and the bias sums of the tiny backward (96 x 96) were 4% of
-// its time (perf, Zen 4). The same adds in the same order: the same bits.
-static inline __attribute__((always_inline)) void
-colsum_cols(size_t rows, size_t w, const float *x, size_t ld, float *acc)
-{
-    float s[COLSUM_W];
-    for (size_t c = 0; c < w; c++)
-        s[c] = acc[c];
-    for (size_t r = 0; r < rows; r++)
-        for (size_t c = 0; c < w; c++)
-            s[c] += x[r * ld + c];
-    for (size_t c = 0; c < w; c++)
-        acc[c] = s[c];
-}
-
-// acc[c] += sum over rows r of x[r*ld + c], rows in order: the table's
-// vector kernel where it has one (the same adds: the same bits).
+// acc[c] += sum over rows r of x[r*ld + c], rows in order (kernels.h:
+// colsum_add, the same adds on every ISA: the same bits).
 static void add_colsum(const mhsa_kernels *k, size_t rows, size_t cols,
                        const float *x, size_t ld, float *acc)
 {
-    if (k->colsum_add) {
-        k->colsum_add(rows, cols, x, ld, acc);
-        return;
-    }
-    size_t c0 = 0;
-    for (; c0 + COLSUM_W <= cols; c0 += COLSUM_W)
-        colsum_cols(rows, COLSUM_W, x + c0, ld, acc + c0);
-    if (c0 < cols)
-        colsum_cols(rows, cols - c0, x + c0, ld, acc + c0);
+    k->colsum_add(rows, cols, x, ld, acc);
 }
 
 static mhsa_status check_backward(const mhsa_block *blk,

@@ -12,7 +12,6 @@
 #include "attention.h"
 #include "core/threads.h"
 #include "decode.h"
-#include "kernels/log_f32.h"
 #include "small_view.h"
 
 // Where one kv head's packed K^T and V tiles go, when they are packed
@@ -32,12 +31,7 @@ static size_t seq_blocks(const attn_seq *v, size_t br)
 void mhsa__attn_finish_lse(const mhsa_kernels *k, size_t rows, float *lse,
                            const float *lsum)
 {
-    if (k->lse_add_log) {
-        k->lse_add_log(rows, lse, lsum);
-        return;
-    }
-    for (size_t i = 0; i < rows; i++)
-        lse[i] = lse[i] + mhsa_log_f32(lsum[i]);
+    k->lse_add_log(rows, lse, lsum);
 }
 
 // The team's share of one call (mhsa__team_run): the kv heads' tiles

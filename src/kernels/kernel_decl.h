@@ -102,12 +102,19 @@
 // unless its table.c redefines this as MHSA_KSGEMM_TA(sfx, mr_, nr_)
 // (avx2, avx512; the others pack op(A) of a trans_a GEMM).
 #define MHSA_KERNEL_TABLE_SGEMM_TA(sfx, mr_, nr_) NULL
-// A table's vector log-sum-exp finish (kernels.h: lse_add_log): none
-// unless its table.c redefines this as MHSA_KNAME(lse_add_log, sfx)
-// (avx2, avx512).
-#define MHSA_KERNEL_TABLE_LSE_ADD_LOG(sfx) NULL
+// The scalar references (src/scalar/) of the slots a table may leave to
+// them, plain C that runs on any CPU: declared here so that every table
+// can name them.
+void mhsa_lse_add_log__scalar(size_t n, float *lse, const float *lsum);
+void mhsa_colsum_add__scalar(size_t rows, size_t cols, const float *x,
+                             size_t ld, float *acc);
+
+// A table's log-sum-exp finish (kernels.h: lse_add_log): the scalar
+// reference unless its table.c redefines this as MHSA_KNAME(lse_add_log,
+// sfx) (avx2, avx512), so the slot is never empty.
+#define MHSA_KERNEL_TABLE_LSE_ADD_LOG(sfx) mhsa_lse_add_log__scalar
 // ... and column sums (kernels.h: colsum_add), likewise.
-#define MHSA_KERNEL_TABLE_COLSUM_ADD(sfx) NULL
+#define MHSA_KERNEL_TABLE_COLSUM_ADD(sfx) mhsa_colsum_add__scalar
 // ... and the most nr-column panels of B for which the GEMM uses them
 // (kernels.h: ra_max_panels; 0 unless table.c redefines this).
 #define MHSA_KERNEL_TABLE_RA_PANELS 0

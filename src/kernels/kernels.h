@@ -604,16 +604,16 @@ typedef struct mhsa_kernels {
 
     // lse[i] = lse[i] + mhsa_log_f32(lsum[i]) for i < n, bit for bit
     // (kernels/log_f32.h: the same double operations in each lane): the
-    // log-sum-exp of rows whose max and sum a forward kept. NULL in tables
-    // without one (scalar, neon): the caller loops over mhsa_log_f32.
+    // log-sum-exp of rows whose max and sum a forward kept. Never NULL:
+    // tables without a vector one (neon) take the scalar reference.
     // (When lse[i] and the log are both NaN, either payload: C adds in
     // either order.)
     void (*lse_add_log)(size_t n, float *lse, const float *lsum);
 
     // acc[c] = acc[c] + x[0*ld + c] + x[1*ld + c] + ... + x[(rows-1)*ld + c]
     // for c < cols, added in that order (the bits of the scalar loop), x
-    // not read past a row's cols: the bias gradients' column sums. NULL in
-    // tables without one (scalar, neon): the caller's loop.
+    // not read past a row's cols: the bias gradients' column sums. Never
+    // NULL: tables without a vector one (neon) take the scalar reference.
     void (*colsum_add)(size_t rows, size_t cols, const float *x, size_t ld,
                        float *acc);
 
