@@ -3,7 +3,11 @@
 // tensor of each readable type (in two files) and an unreadable one,
 // version 2 with
 // general.alignment 64, a tokenizer-like vocabulary with a Llama-like
-// tensor set, a whole byte-level vocabulary, and an empty file.
+// tensor set, a whole byte-level vocabulary, a tiny whole Llama with
+// tokenizer and its mutations that the loader must refuse (layers the
+// metadata leaves unused or lacks, a vocabulary the embedding does not
+// match, a special id out of range, a wrongly typed key, a subnormal
+// epsilon, control bytes in a string), and an empty file.
 // Deterministic. Built with -Dfuzz=true:
 //   build-fuzz/fuzz/make_gguf_seeds fuzz/corpus/fuzz_gguf
 // The seeds are committed; this program documents how they were made.
@@ -151,6 +155,85 @@ static void llama_like(gw *w)
     gw_tensors(w, t, 2, 32);
 }
 
+// A whole small Llama (width 4, MLP 4, one head, 5 tokens, `layers`
+// layers of f32 tensors) with its tokenizer, changed by one mutation: the
+// headers the loader's tests refuse (tests/models/test_llama.c).
+typedef struct llama_mut {
+    const char *name;        // the seed's file name
+    int layers;              // layers of tensors in the file
+    uint32_t block_count, d_ff, n_tokens;
+    float eps;
+    const char *arch;
+    int scaling_u32;         // llama.rope.scaling.type as a u32
+    uint32_t pad_id;         // tokenizer.ggml.padding_token_id
+} llama_mut;
+
+static void llama_mutant(gw *w, llama_mut m)
+{
+    enum { D = 4, V = 5 };
+    static const char *const what[] = {
+        "attn_norm", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down",
+        "attn_q", "attn_k", "attn_v", "attn_output",
+    };
+    static char names[2][9][32];
+    static float data[D * D];
+    for (int i = 0; i < D * D; i++)
+        data[i] = (float)(i % 7) * 0.125f - 0.375f;
+    gw_tensor t[2 + 2 * 9];
+    size_t nt = 0;
+    t[nt++] = (gw_tensor){"token_embd.weight", 2, {D, V}, MHSA_GGML_F32,
+                          data, V * D * 4};
+    t[nt++] = (gw_tensor){"output_norm.weight", 1, {D}, MHSA_GGML_F32, data,
+                          D * 4};
+    for (int l = 0; l < m.layers; l++)
+        for (int i = 0; i < 9; i++) {
+            snprintf(names[l][i], 32, "blk.%d.%s.weight", l, what[i]);
+            t[nt++] = (gw_tensor){names[l][i], i < 2 ? 1 : 2, {D, D},
+                                  MHSA_GGML_F32, data,
+                                  i < 2 ? D * 4 : D * D * 4};
+            if (i < 2)
+                t[nt - 1].ne[1] = 0;
+        }
+    gw_header(w, 3, nt, 14 + (m.scaling_u32 != 0));
+    gw_key(w, "general.architecture", MHSA_GGUF_STRING);
+    gw_str(w, m.arch);
+    gw_key(w, "llama.block_count", MHSA_GGUF_UINT32);
+    gw_u32(w, m.block_count);
+    gw_key(w, "llama.context_length", MHSA_GGUF_UINT32);
+    gw_u32(w, 16);
+    gw_key(w, "llama.embedding_length", MHSA_GGUF_UINT32);
+    gw_u32(w, D);
+    gw_key(w, "llama.feed_forward_length", MHSA_GGUF_UINT32);
+    gw_u32(w, m.d_ff);
+    gw_key(w, "llama.attention.head_count", MHSA_GGUF_UINT32);
+    gw_u32(w, 1);
+    gw_key(w, "llama.attention.layer_norm_rms_epsilon", MHSA_GGUF_FLOAT32);
+    gw_f32(w, m.eps);
+    if (m.scaling_u32) {
+        gw_key(w, "llama.rope.scaling.type", MHSA_GGUF_UINT32);
+        gw_u32(w, 1);
+    }
+    gw_key(w, "tokenizer.ggml.model", MHSA_GGUF_STRING);
+    gw_str(w, "gpt2");
+    gw_key(w, "tokenizer.ggml.pre", MHSA_GGUF_STRING);
+    gw_str(w, "gpt-2");
+    gw_key(w, "tokenizer.ggml.tokens", MHSA_GGUF_ARRAY);
+    gw_arr(w, MHSA_GGUF_STRING, m.n_tokens);
+    for (uint32_t i = 0; i < m.n_tokens; i++)
+        gw_str(w, (const char *[]){"a", "b", "ab", "\xc4\xa0", "<s>",
+                                   "c"}[i % 6]);
+    gw_key(w, "tokenizer.ggml.merges", MHSA_GGUF_ARRAY);
+    gw_arr(w, MHSA_GGUF_STRING, 1);
+    gw_str(w, "a b");
+    gw_key(w, "tokenizer.ggml.bos_token_id", MHSA_GGUF_UINT32);
+    gw_u32(w, 4);
+    gw_key(w, "tokenizer.ggml.padding_token_id", MHSA_GGUF_UINT32);
+    gw_u32(w, m.pad_id);
+    gw_key(w, "tokenizer.ggml.add_bos_token", MHSA_GGUF_BOOL);
+    gw_u8(w, 0);
+    gw_tensors(w, t, nt, 32);
+}
+
 // A whole byte-level vocabulary (the 256 byte tokens, a few merges and a
 // control token), so that fuzz_gguf's tokenizer check has one that loads.
 static void byte_vocab(gw *w)
@@ -209,6 +292,23 @@ int main(int argc, char **argv)
     byte_vocab(&w);
     save(&w, argv[1], "byte_vocab");
     gw_free(&w);
+    static const llama_mut muts[] = {
+        // name, layers, block_count, d_ff, tokens, eps, arch, u32, pad
+        {"llama_tiny", 1, 1, 4, 5, 1e-5f, "llama", 0, 0},
+        {"llama_unused_layer", 2, 1, 4, 5, 1e-5f, "llama", 0, 0},
+        {"llama_missing_layers", 1, 100000, 4, 5, 1e-5f, "llama", 0, 0},
+        {"llama_wide_mlp", 1, 1, 1000000, 5, 1e-5f, "llama", 0, 0},
+        {"llama_vocab_mismatch", 1, 1, 4, 6, 1e-5f, "llama", 0, 0},
+        {"llama_pad_id_range", 1, 1, 4, 5, 1e-5f, "llama", 0, 1000000000},
+        {"llama_scaling_u32", 1, 1, 4, 5, 1e-5f, "llama", 1, 0},
+        {"llama_eps_subnormal", 1, 1, 4, 5, 1.4e-45f, "llama", 0, 0},
+        {"llama_arch_escapes", 1, 1, 4, 5, 1e-5f, "lla\x1b[2J\x07ma", 0, 0},
+    };
+    for (size_t i = 0; i < sizeof muts / sizeof muts[0]; i++) {
+        llama_mutant(&w, muts[i]);
+        save(&w, argv[1], muts[i].name);
+        gw_free(&w);
+    }
     gw_header(&w, 3, 0, 0);
     save(&w, argv[1], "empty");
     gw_free(&w);

@@ -11,8 +11,18 @@
 
 // Opens `path` read-only; *fd and its size in *size. A path that cannot be
 // opened or stat'ed, a directory or anything but a regular file:
-// MHSA_ERR_IO naming the path (nothing left open).
+// MHSA_ERR_IO naming the path and what it is ("is a FIFO (named pipe)"),
+// nothing left open. Never blocks: a FIFO without a writer is refused at
+// once, not waited on.
 mhsa_status mhsa__open_regular(const char *path, int *fd, uint64_t *size);
+
+// The n bytes of s (a name or value read from an untrusted file) as they
+// may appear in a message, into buf (cap bytes, NUL-terminated): printable
+// ASCII and well-formed UTF-8 as they are, every other byte (control
+// bytes such as ESC, malformed UTF-8, C1 controls, bidirectional
+// overrides) as "\xNN", so that a message never carries the file's escape
+// sequences to a terminal. What does not fit ends in "...". Returns buf.
+const char *mhsa__esc(char *buf, size_t cap, const char *s, size_t n);
 
 // A shape as "[3, 4]" into buf (truncated to cap), for messages.
 const char *mhsa__fmt_shape(char *buf, size_t cap, int n, const size_t *d);

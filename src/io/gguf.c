@@ -302,8 +302,10 @@ static mhsa_status rd_kvs(cursor *c)
         mhsa_status s = rd_str(c, &kv->key_off, &kv->key_len, "key name");
         if (s != MHSA_OK)
             return s;
-        snprintf(c->where, sizeof c->where, "key '%.80s'",
-                 (const char *)f->buf + kv->key_off);
+        char q[88];
+        snprintf(c->where, sizeof c->where, "key '%s'",
+                 mhsa__esc(q, sizeof q, (const char *)f->buf + kv->key_off,
+                           (size_t)kv->key_len));
         uint32_t type;
         kv->val.f = f;
         kv->val.key = kv->key_off;
@@ -325,7 +327,9 @@ static mhsa_status rd_tensor(cursor *c, size_t i)
     if (s != MHSA_OK)
         return s;
     const char *name = (const char *)f->buf + f->t_name_off[i];
-    snprintf(c->where, sizeof c->where, "tensor '%.80s'", name);
+    char q[88];
+    snprintf(c->where, sizeof c->where, "tensor '%s'",
+             mhsa__esc(q, sizeof q, name, (size_t)len));
     if (strlen(name) != len)
         return bad(c, "name holds a NUL byte");
     uint32_t nd, type;
@@ -389,8 +393,10 @@ static mhsa_status check_keys(cursor *c)
     qsort(f->kv_sorted, f->n_kv, sizeof *f->kv_sorted, mhsa__gguf_cmp_kv);
     for (size_t i = 1; i < f->n_kv; i++)
         if (!mhsa__gguf_cmp_kv(&f->kv_sorted[i - 1], &f->kv_sorted[i])) {
-            snprintf(c->where, sizeof c->where, "key '%.80s'",
-                     f->kv_sorted[i]->key);
+            char q[88];
+            snprintf(c->where, sizeof c->where, "key '%s'",
+                     mhsa__esc(q, sizeof q, f->kv_sorted[i]->key,
+                               (size_t)f->kv_sorted[i]->key_len));
             return bad(c, "appears twice");
         }
     f->alignment = MHSA_GGUF_DEFAULT_ALIGNMENT;
@@ -417,7 +423,9 @@ static mhsa_status check_tensors(cursor *c)
         mhsa_gguf_tensor *t = &f->t[i];
         t->name = (const char *)f->buf + f->t_name_off[i];
         f->t_sorted[i] = t;
-        snprintf(c->where, sizeof c->where, "tensor '%.80s'", t->name);
+        char q[88];
+        snprintf(c->where, sizeof c->where, "tensor '%s'",
+                 mhsa__esc(q, sizeof q, t->name, strlen(t->name)));
         if (t->offset % a)
             return bad(c, "data offset %llu is not a multiple of the "
                        "alignment %u", (ull)t->offset, f->alignment);
@@ -432,18 +440,23 @@ static mhsa_status check_tensors(cursor *c)
     for (size_t i = 1; i < f->n_tensors; i++) {
         const mhsa_gguf_tensor *p = f->t_sorted[i - 1], *t = f->t_sorted[i];
         if (p->offset + p->bytes > t->offset) {
-            snprintf(c->where, sizeof c->where, "tensor '%.80s'", t->name);
-            return bad(c, "data at %llu overlaps tensor '%.60s' [%llu, "
-                       "+%llu)", (ull)t->offset, p->name, (ull)p->offset,
-                       (ull)p->bytes);
+            char q[88], qp[64];
+            snprintf(c->where, sizeof c->where, "tensor '%s'",
+                     mhsa__esc(q, sizeof q, t->name, strlen(t->name)));
+            return bad(c, "data at %llu overlaps tensor '%s' [%llu, +%llu)",
+                       (ull)t->offset,
+                       mhsa__esc(qp, sizeof qp, p->name, strlen(p->name)),
+                       (ull)p->offset, (ull)p->bytes);
         }
     }
     qsort(f->t_sorted, f->n_tensors, sizeof *f->t_sorted,
           mhsa__gguf_cmp_tensor_name);
     for (size_t i = 1; i < f->n_tensors; i++)
         if (!strcmp(f->t_sorted[i - 1]->name, f->t_sorted[i]->name)) {
-            snprintf(c->where, sizeof c->where, "tensor '%.80s'",
-                     f->t_sorted[i]->name);
+            char q[88];
+            snprintf(c->where, sizeof c->where, "tensor '%s'",
+                     mhsa__esc(q, sizeof q, f->t_sorted[i]->name,
+                               strlen(f->t_sorted[i]->name)));
             return bad(c, "name appears twice");
         }
     return MHSA_OK;

@@ -161,5 +161,10 @@ uint64_t mhsa__gguf_data_offset(const mhsa_gguf_file *f);
 mhsa_status mhsa__gguf_read_f32(const mhsa_gguf_file *f, const char *name,
                                 int n_dims, const size_t *dims,
                                 float *dst);
+// The checks of mhsa__gguf_read_f32 without reading anything (present,
+// that shape, a type it converts), with the same errors: lets a loader
+// check every tensor against the metadata before it allocates for them.
+mhsa_status mhsa__gguf_check_f32(const mhsa_gguf_file *f, const char *name,
+                                 int n_dims, const size_t *dims);
 
 #endif

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "file_read.h"
 #include "gguf_impl.h"
 #include "core/status.h"
 
@@ -34,10 +35,14 @@ mhsa_gguf_type mhsa__gguf_val_type(const mhsa_gguf_val *v)
     return (mhsa_gguf_type)v->type;
 }
 
-static const char *key_of(const mhsa_gguf_val *v)
+// The owning key of v, escaped for a message (file_read.h) into buf.
+static const char *key_of(const mhsa_gguf_val *v, char (*buf)[96])
 {
-    return (const char *)v->f->buf + v->key;
+    const char *k = (const char *)v->f->buf + v->key;
+    return mhsa__esc(*buf, sizeof *buf, k, strlen(k));
 }
+// A buffer for it living to the end of the enclosing block.
+#define KEY_OF(v) key_of((v), &(char[96]){0})
 
 // The number of `type` at p (validated bytes), exactly.
 static mhsa_gguf_num decode(uint32_t type, const unsigned char *p)
@@ -63,6 +68,13 @@ static mhsa_gguf_num decode(uint32_t type, const unsigned char *p)
         float x;
         memcpy(&x, &b, sizeof x);
         n.as.f = x;
+        // A subnormal by integer arithmetic: under the library's
+        // flush-to-zero mode (core/fpenv.h) the conversion above gives 0,
+        // and a message would show 0 instead of the value in the file.
+        if ((b & 0x7f800000u) == 0 && (b & 0x7fffffu)) {
+            n.as.f = (double)(b & 0x7fffffu) * 0x1p-149;
+            n.as.f = b >> 31 ? -n.as.f : n.as.f;
+        }
         break;
     }
     case MHSA_GGUF_FLOAT64: memcpy(&n.as.f, &u, sizeof u); break;
@@ -75,7 +87,7 @@ mhsa_status mhsa__gguf_val_num(const mhsa_gguf_val *v, mhsa_gguf_num *out)
 {
     if (!mhsa__gguf_fixed_size(v->type))
         return mhsa__fail(MHSA_ERR_FORMAT, "key '%s' is %s, not a number",
-                          key_of(v), mhsa__gguf_type_name(v->type));
+                          KEY_OF(v), mhsa__gguf_type_name(v->type));
     *out = decode(v->type, v->f->buf + v->off);
     return MHSA_OK;
 }
@@ -85,7 +97,7 @@ mhsa_status mhsa__gguf_val_str(const mhsa_gguf_val *v, const char **s,
 {
     if (v->type != MHSA_GGUF_STRING)
         return mhsa__fail(MHSA_ERR_FORMAT, "key '%s' is %s, not a string",
-                          key_of(v), mhsa__gguf_type_name(v->type));
+                          KEY_OF(v), mhsa__gguf_type_name(v->type));
     *s = (const char *)v->f->buf + v->off;
     if (len)
         *len = (size_t)v->n;
@@ -110,13 +122,13 @@ static mhsa_status check_elem(const mhsa_gguf_val *v, uint64_t i,
              (want ? v->elem == want : mhsa__gguf_fixed_size(v->elem) > 0);
     if (!ok)
         return mhsa__fail(MHSA_ERR_FORMAT, "key '%s': %s %s, not an array "
-                          "of %s", key_of(v),
+                          "of %s", KEY_OF(v),
                           v->type == MHSA_GGUF_ARRAY ? "array of" : "is",
                           mhsa__gguf_type_name(v->type == MHSA_GGUF_ARRAY
                                                ? v->elem : v->type), what);
     if (i >= v->n)
         return mhsa__fail(MHSA_ERR_FORMAT, "key '%s': element %llu of an "
-                          "array of %llu", key_of(v), (ull)i, (ull)v->n);
+                          "array of %llu", KEY_OF(v), (ull)i, (ull)v->n);
     return MHSA_OK;
 }
 
@@ -162,10 +174,12 @@ static mhsa_status get(const mhsa_gguf_file *f, const char *key,
                           !f ? "f" : "key");
     *v = mhsa__gguf_find(f, key);
     if (!*v)
-        return mhsa__fail(MHSA_ERR_FORMAT, "key '%s' not found", key);
+        return mhsa__fail(MHSA_ERR_FORMAT, "key '%s' not found",
+                          mhsa__esc((char[96]){0}, 96, key, strlen(key)));
     if ((*v)->type != type)
         return mhsa__fail(MHSA_ERR_FORMAT, "key '%s' is %s, expected %s",
-                          key, mhsa__gguf_type_name((*v)->type),
+                          mhsa__esc((char[96]){0}, 96, key, strlen(key)),
+                          mhsa__gguf_type_name((*v)->type),
                           mhsa__gguf_type_name(type));
     return MHSA_OK;
 }

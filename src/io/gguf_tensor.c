@@ -44,29 +44,46 @@ uint64_t mhsa__gguf_data_offset(const mhsa_gguf_file *f)
     return f->data_offset;
 }
 
-mhsa_status mhsa__gguf_read_f32(const mhsa_gguf_file *f, const char *name,
-                                int n_dims, const size_t *dims,
-                                float *dst)
+mhsa_status mhsa__gguf_check_f32(const mhsa_gguf_file *f, const char *name,
+                                 int n_dims, const size_t *dims)
 {
-    if (!f || !name || n_dims < 1 || n_dims > MHSA_GGUF_MAX_DIMS ||
-        !dims || !dst)
+    if (!f || !name || n_dims < 1 || n_dims > MHSA_GGUF_MAX_DIMS || !dims)
         return mhsa__fail(MHSA_ERR_INVALID_ARG,
-                          "mhsa__gguf_read_f32: bad argument");
+                          "mhsa__gguf_check_f32: bad argument");
+    char q[96];
+    mhsa__esc(q, sizeof q, name, strlen(name));
     const mhsa_gguf_tensor *t = mhsa__gguf_tensor(f, name);
     if (!t)
-        return mhsa__fail(MHSA_ERR_FORMAT, "tensor '%s' not found", name);
-    mhsa_status s = mhsa__check_shape(name, n_dims, dims, t->n_dims,
-                                      t->dims);
+        return mhsa__fail(MHSA_ERR_FORMAT, "tensor '%s' not found", q);
+    mhsa_status s = mhsa__check_shape(q, n_dims, dims, t->n_dims, t->dims);
     if (s != MHSA_OK)
         return s;
     const mhsa_ggml_type_info *info = mhsa__ggml_type(t->type);
     if (!info->dequant)
         return mhsa__fail(MHSA_ERR_FORMAT, "tensor '%s': type %s (%u) cannot "
-                          "be read as fp32 (f32, f16, bf16, q4_0, q4_1 and "
-                          "q8_0 only)", name, info->name, t->type);
+                          "be read as fp32 (f32, f16, bf16, q4_0, q4_1, "
+                          "q5_0, q5_1, q8_0, q2_K to q6_K, iq4_nl and iq4_xs "
+                          "only)", q, info->name, t->type);
+    return MHSA_OK;
+}
+
+mhsa_status mhsa__gguf_read_f32(const mhsa_gguf_file *f, const char *name,
+                                int n_dims, const size_t *dims,
+                                float *dst)
+{
+    if (!dst)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG,
+                          "mhsa__gguf_read_f32: bad argument");
+    mhsa_status s = mhsa__gguf_check_f32(f, name, n_dims, dims);
+    if (s != MHSA_OK)
+        return s;
+    const mhsa_gguf_tensor *t = mhsa__gguf_tensor(f, name);
+    const mhsa_ggml_type_info *info = mhsa__ggml_type(t->type);
+    char q[96];   // the name for messages
+    mhsa__esc(q, sizeof q, name, strlen(name));
     unsigned char *buf = mhsa__alloc(GGUF_READ_CHUNK);
     if (!buf)
-        return mhsa__fail(MHSA_ERR_NO_MEMORY, "tensor '%s': no memory", name);
+        return mhsa__fail(MHSA_ERR_NO_MEMORY, "tensor '%s': no memory", q);
     // Validated at open: bytes = blocks * info->bytes, inside the file.
     size_t blocks = (size_t)(t->numel / info->block);
     size_t per = GGUF_READ_CHUNK / info->bytes;
@@ -74,7 +91,7 @@ mhsa_status mhsa__gguf_read_f32(const mhsa_gguf_file *f, const char *name,
     for (size_t done = 0; done < blocks;) {
         size_t k = blocks - done < per ? blocks - done : per;
         s = mhsa__pread_tensor(f->fd, buf, k * info->bytes,
-                               off + (uint64_t)done * info->bytes, name);
+                               off + (uint64_t)done * info->bytes, q);
         if (s != MHSA_OK)
             break;
         mhsa__ggml_dequant(t->type, buf, k, dst + done * info->block);

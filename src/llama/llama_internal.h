@@ -47,4 +47,13 @@ struct mhsa_llama_cache {
 // Frees everything a (partly) loaded model holds.
 void mhsa__llama_free(mhsa_llama *m);
 
+// MHSA_OK when a load of the model c describes for cap positions with
+// weights stored as wdt fits in avail bytes (the loader passes the
+// machine's physical memory); else MHSA_ERR_NO_MEMORY naming path, the
+// keys, the bytes needed and the bytes there are. Sizes past 2^64 are
+// refused too.
+mhsa_status mhsa__llama_check_memory(const mhsa_llama_config *c, size_t cap,
+                                     mhsa_dtype wdt, const char *path,
+                                     uint64_t avail);
+
 #endif

@@ -2,12 +2,16 @@
 // hyper-parameters from the llama.* metadata, every tensor checked for its
 // shape and dequantized to fp32, the attention weights into one mhsa_block
 // per layer, the buffers of the forward sized once for the capacity.
+#include <float.h>
 #include <limits.h>
 #include <omp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/fpenv.h"
+#include "io/file_read.h"
 #include "io/gguf.h"
 #include "llama/llama_internal.h"
 
@@ -64,8 +68,11 @@ static mhsa_status meta_int(const mhsa_gguf_file *f, const char *path,
     return MHSA_OK;
 }
 
-// A float value of `key` (f32 or f64), finite and > 0; absent: dflt, or an
-// error when dflt <= 0 (required).
+// A float value of `key` (f32 or f64), a normal float: finite and at
+// least FLT_MIN (a subnormal epsilon would be flushed to 0 by the
+// library's float mode, core/fpenv.h); absent: dflt, or an error when
+// dflt <= 0 (required). The message shows the value read, to the digits
+// that tell it apart.
 static mhsa_status meta_float(const mhsa_gguf_file *f, const char *path,
                               const char *key, float dflt, float *out)
 {
@@ -85,26 +92,144 @@ static mhsa_status meta_float(const mhsa_gguf_file *f, const char *path,
     if (num.type != MHSA_GGUF_FLOAT32 && num.type != MHSA_GGUF_FLOAT64)
         return mhsa__fail(MHSA_ERR_FORMAT, "%s: %s is a %s, not a float",
                           path, key, mhsa__gguf_type_name(num.type));
-    if (!(num.as.f > 0.0 && num.as.f < 3.4e38))
-        return mhsa__fail(MHSA_ERR_FORMAT, "%s: %s = %g must be finite and "
-                          "> 0", path, key, num.as.f);
+    if (!(num.as.f >= FLT_MIN && num.as.f <= FLT_MAX))
+        return mhsa__fail(MHSA_ERR_FORMAT, "%s: %s = %.*g must be a normal "
+                          "float: finite and at least %.9g", path, key,
+                          num.type == MHSA_GGUF_FLOAT32 ? 9 : 17, num.as.f,
+                          (double)FLT_MIN);
     *out = (float)num.as.f;
     return MHSA_OK;
 }
 
-// The config from the metadata, checked for what the model can run.
+// ---- the tensors the config implies --------------------------------------
+
+// A layer's tensors: "blk.<l>.<what>.weight".
+static const char *const layer_what[] = {
+    "attn_norm", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down",
+    "attn_q", "attn_k", "attn_v", "attn_output",
+};
+enum { N_LAYER_TENSORS = sizeof layer_what / sizeof layer_what[0] };
+
+// "blk.<l>.<what>.weight"
+static const char *layer_name(char *buf, size_t n, size_t l, const char *what)
+{
+    snprintf(buf, n, "blk.%zu.%s.weight", l, what);
+    return buf;
+}
+
+// The shape (outermost first) of layer tensor layer_what[i].
+static int layer_shape(const mhsa_llama_config *c, int i, size_t dims[2])
+{
+    size_t D = (size_t)c->d_model, F = (size_t)c->d_ff;
+    size_t kvd = (size_t)c->n_kv_head * (D / (size_t)c->n_head);
+    static const int rows_cols[N_LAYER_TENSORS][2] = {
+        // 'D' = d_model, 'F' = d_ff, 'K' = kv width, 0 = none
+        {'D', 0}, {'D', 0}, {'F', 'D'}, {'F', 'D'}, {'D', 'F'},
+        {'D', 'D'}, {'K', 'D'}, {'K', 'D'}, {'D', 'D'},
+    };
+    for (int k = 0; k < 2; k++) {
+        int x = rows_cols[i][k];
+        dims[k] = x == 'D' ? D : x == 'F' ? F : kvd;
+    }
+    return rows_cols[i][1] ? 2 : 1;
+}
+
+// Whether tensor `name` is one the model of c reads.
+static int used_tensor(const mhsa_llama_config *c, const char *name)
+{
+    if (!strcmp(name, "token_embd.weight") ||
+        !strcmp(name, "output_norm.weight") ||
+        (!c->tied && !strcmp(name, "output.weight")))
+        return 1;
+    if (strncmp(name, "blk.", 4) || name[4] < '0' || name[4] > '9')
+        return 0;
+    unsigned long long l = strtoull(name + 4, NULL, 10);
+    if (l >= (unsigned long long)c->n_layer)
+        return 0;
+    char buf[64];
+    for (int i = 0; i < N_LAYER_TENSORS; i++)   // exact: no "blk.01."
+        if (!strcmp(name, layer_name(buf, sizeof buf, (size_t)l,
+                                     layer_what[i])))
+            return 1;
+    return 0;
+}
+
+// The error of a tensor check again, with what the metadata says.
+static mhsa_status with_sizes(mhsa_status st, const char *path,
+                              const mhsa_llama_config *c)
+{
+    char msg[400];
+    snprintf(msg, sizeof msg, "%s", mhsa_last_error());
+    return mhsa__fail(st, "%s: %s (the metadata says llama.block_count = "
+                      "%d, llama.embedding_length = %d, "
+                      "llama.feed_forward_length = %d)", path, msg,
+                      c->n_layer, c->d_model, c->d_ff);
+}
+
+// Every tensor the model reads present, of its shape and of a type that
+// converts, and no other tensor in the file (llama.cpp refuses those too:
+// a block_count below the file's layers would leave layers unread). Only
+// the tensor infos are looked at: this runs before anything is allocated
+// for the model, so metadata that imply a model far bigger than the file
+// fail here, on the first tensor missing or misshapen.
+static mhsa_status check_tensors(const mhsa_gguf_file *f, const char *path,
+                                 const mhsa_llama_config *c)
+{
+    size_t D = (size_t)c->d_model, V = (size_t)c->vocab;
+    size_t vd[2] = { V, D }, dims[2];
+    mhsa_status st = mhsa__gguf_check_f32(f, "token_embd.weight", 2, vd);
+    if (st == MHSA_OK && !c->tied)
+        st = mhsa__gguf_check_f32(f, "output.weight", 2, vd);
+    if (st == MHSA_OK)
+        st = mhsa__gguf_check_f32(f, "output_norm.weight", 1, &D);
+    char name[64];
+    for (size_t l = 0; st == MHSA_OK && l < (size_t)c->n_layer; l++)
+        for (int i = 0; st == MHSA_OK && i < N_LAYER_TENSORS; i++) {
+            int nd = layer_shape(c, i, dims);
+            st = mhsa__gguf_check_f32(f, layer_name(name, sizeof name, l,
+                                                    layer_what[i]),
+                                      nd, dims);
+        }
+    if (st != MHSA_OK)
+        return with_sizes(st, path, c);
+    // All present, names unique: any more in the file are unused.
+    size_t used = 2 + !c->tied + (size_t)c->n_layer * N_LAYER_TENSORS;
+    size_t n = mhsa__gguf_tensor_count(f);
+    if (n == used)
+        return MHSA_OK;
+    const char *extra = "?";
+    for (size_t i = 0; i < n; i++) {
+        const mhsa_gguf_tensor *t = mhsa__gguf_tensor_at(f, i);
+        if (!used_tensor(c, t->name)) {
+            extra = t->name;
+            break;
+        }
+    }
+    char q[96];
+    return mhsa__fail(MHSA_ERR_FORMAT, "%s: wrong number of tensors: "
+                      "expected %zu, got %zu; tensor '%s' is not used by a "
+                      "llama model of llama.block_count = %d", path, used, n,
+                      mhsa__esc(q, sizeof q, extra, strlen(extra)),
+                      c->n_layer);
+}
+
+// The config from the metadata, checked for what the model can run, and
+// the tensors against it (check_tensors).
 static mhsa_status read_config(const mhsa_gguf_file *f, const char *path,
                                mhsa_llama_config *c)
 {
     const char *arch;
+    size_t arch_len = 0;
     mhsa_status st = mhsa__gguf_get_str(f, "general.architecture", &arch,
-                                        NULL);
+                                        &arch_len);
     if (st != MHSA_OK)
         return st;
-    if (strcmp(arch, "llama") != 0)
+    if (strcmp(arch, "llama") != 0 || arch_len != 5) {
+        char q[48];
         return mhsa__fail(MHSA_ERR_FORMAT, "%s: general.architecture is "
-                          "\"%.40s\"; only \"llama\" is supported", path,
-                          arch);
+                          "\"%s\"; only \"llama\" is supported", path,
+                          mhsa__esc(q, sizeof q, arch, arch_len));
+    }
     memset(c, 0, sizeof *c);
     if ((st = meta_int(f, path, "llama.block_count", -1, 1, &c->n_layer)) ||
         (st = meta_int(f, path, "llama.embedding_length", -1, 1,
@@ -136,12 +261,21 @@ static mhsa_status read_config(const mhsa_gguf_file *f, const char *path,
                           "= %d must be even and at most the head size %d",
                           path, c->rope_dim, dh);
     // What this model does not implement, refused rather than ignored.
+    // (Of another type it is malformed, not a value to pass over.)
     const mhsa_gguf_val *sc = mhsa__gguf_find(f, "llama.rope.scaling.type");
     const char *scaling = NULL;
-    if (sc && mhsa__gguf_val_str(sc, &scaling, NULL) == MHSA_OK &&
-        strcmp(scaling, "none") != 0)
+    size_t sc_len = 0;
+    if (sc && mhsa__gguf_val_type(sc) != MHSA_GGUF_STRING)
+        return mhsa__fail(MHSA_ERR_FORMAT, "%s: llama.rope.scaling.type is "
+                          "a %s, not a string", path,
+                          mhsa__gguf_type_name(mhsa__gguf_val_type(sc)));
+    if (sc && mhsa__gguf_val_str(sc, &scaling, &sc_len) == MHSA_OK &&
+        (strcmp(scaling, "none") != 0 || sc_len != 4)) {
+        char q[48];
         return mhsa__fail(MHSA_ERR_FORMAT, "%s: llama.rope.scaling.type = "
-                          "\"%.40s\" is not supported", path, scaling);
+                          "\"%s\" is not supported", path,
+                          mhsa__esc(q, sizeof q, scaling, sc_len));
+    }
     static const char *const unsupported[] = {
         "rope_freqs.weight", "blk.0.attn_q.bias", "blk.0.attn_output.bias",
         "blk.0.ffn_gate_inp.weight",
@@ -159,7 +293,7 @@ static mhsa_status read_config(const mhsa_gguf_file *f, const char *path,
                           "is missing", c->d_model);
     c->vocab = (int)emb->dims[0];
     c->tied = mhsa__gguf_tensor(f, "output.weight") == NULL;
-    return MHSA_OK;
+    return check_tensors(f, path, c);
 }
 
 // ---- tensors ---------------------------------------------------------------
@@ -176,13 +310,6 @@ static mhsa_status read1(const mhsa_gguf_file *f, const char *name,
 {
     size_t dims[1] = { n };
     return mhsa__gguf_read_f32(f, name, 1, dims, dst);
-}
-
-// "blk.<l>.<what>.weight"
-static const char *layer_name(char *buf, size_t n, size_t l, const char *what)
-{
-    snprintf(buf, n, "blk.%zu.%s.weight", l, what);
-    return buf;
 }
 
 // Layer l's tensors: norms and MLP into the model's weights at *off, the
@@ -322,6 +449,62 @@ static int alloc_buffers(mhsa_llama *m)
     return 1;
 }
 
+// Bytes a load of c for cap positions holds at its peak, roughly: the
+// fp32 weights as read, their 16-bit copy while narrowing, the blocks'
+// attention weights and the load's scratch for one layer's, the
+// activations. A double: metadata may imply more than 2^64.
+static double bytes_needed(const mhsa_llama_config *c, size_t cap,
+                           mhsa_dtype wdt)
+{
+    double V = c->vocab, D = c->d_model, F = c->d_ff, L = c->n_layer;
+    double kvd = (double)c->n_kv_head * (double)(c->d_model / c->n_head);
+    double mats = V * D * (c->tied ? 1 : 2) + L * 3 * F * D;
+    double norms = D + L * 2 * D, one_attn = (D + 2 * kvd) * D + D * D;
+    double es = (double)mhsa_dtype_size(wdt);
+    return 4 * (mats + norms) + (wdt != MHSA_F32 ? es * mats : 0) +
+           es * L * one_attn + 4 * one_attn +
+           4 * (double)cap * (3 * D + 2 * F);
+}
+
+mhsa_status mhsa__llama_check_memory(const mhsa_llama_config *c, size_t cap,
+                                     mhsa_dtype wdt, const char *path,
+                                     uint64_t avail)
+{
+    double need = bytes_needed(c, cap, wdt);
+    if (need <= (double)avail && need < (double)SIZE_MAX)
+        return MHSA_OK;
+    return mhsa__fail(MHSA_ERR_NO_MEMORY, "%s: the model needs %.1f GB "
+                      "(llama.block_count = %d, llama.embedding_length = "
+                      "%d, llama.feed_forward_length = %d, %d tokens, %zu "
+                      "positions), more than the %.1f GB of memory there "
+                      "is", path, need / 1e9, c->n_layer, c->d_model,
+                      c->d_ff, c->vocab, cap, (double)avail / 1e9);
+}
+
+// MHSA_ERR_NO_MEMORY naming what the metadata asked for.
+static mhsa_status no_memory(const char *path, const mhsa_llama_config *c,
+                             size_t cap, mhsa_dtype wdt)
+{
+    return mhsa__fail(MHSA_ERR_NO_MEMORY, "%s: no memory for the model's "
+                      "%.1f GB (llama.block_count = %d, "
+                      "llama.embedding_length = %d, llama.feed_forward_length"
+                      " = %d, %d tokens, %zu positions)", path,
+                      bytes_needed(c, cap, wdt) / 1e9, c->n_layer,
+                      c->d_model, c->d_ff, c->vocab, cap);
+}
+
+// The machine's physical memory in bytes (UINT64_MAX when unknown).
+static uint64_t physical_memory(void)
+{
+#ifdef _SC_PHYS_PAGES
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+    if (pages > 0 && size > 0 &&
+        (uint64_t)pages <= UINT64_MAX / (uint64_t)size)
+        return (uint64_t)pages * (uint64_t)size;
+#endif
+    return UINT64_MAX;
+}
+
 static mhsa_status load(const char *path, int capacity, int weight_dtype,
                         mhsa_llama **out)
 {
@@ -349,6 +532,16 @@ static mhsa_status load(const char *path, int capacity, int weight_dtype,
                           "in 0..%d (the model's context length)", fn,
                           capacity, cfg.context);
     }
+    size_t cap = capacity ? (size_t)capacity
+               : (size_t)(cfg.context < 4096 ? cfg.context : 4096);
+    // Every tensor was checked against the metadata (read_config): what
+    // is left to refuse before allocating is a model the machine cannot
+    // hold.
+    if ((st = mhsa__llama_check_memory(&cfg, cap, (mhsa_dtype)weight_dtype,
+                                       path, physical_memory()))) {
+        mhsa__gguf_close(f);
+        return st;
+    }
     mhsa_llama *m = mhsa__alloc(sizeof *m);
     if (!m) {
         mhsa__gguf_close(f);
@@ -362,8 +555,7 @@ static mhsa_status load(const char *path, int capacity, int weight_dtype,
     m->L = (size_t)cfg.n_layer;
     m->D = (size_t)cfg.d_model;
     m->F = (size_t)cfg.d_ff;
-    m->cap = capacity ? (size_t)capacity
-           : (size_t)(cfg.context < 4096 ? cfg.context : 4096);
+    m->cap = cap;
     size_t D = m->D, F = m->F, V = m->V, dh = D / (size_t)cfg.n_head;
     size_t kvd = (size_t)cfg.n_kv_head * dh;
     // tok_emb, out_norm, head (untied), and per layer 2 norms + 3 MLP
@@ -381,8 +573,7 @@ static mhsa_status load(const char *path, int capacity, int weight_dtype,
         mhsa__free(qkv);
         mhsa__llama_free(m);
         mhsa__gguf_close(f);
-        return mhsa__fail(MHSA_ERR_NO_MEMORY, "%s: no memory for %s", fn,
-                          path);
+        return no_memory(path, &cfg, cap, (mhsa_dtype)weight_dtype);
     }
     memset(m->layer, 0, m->L * sizeof *m->layer);
     size_t off = 0;
@@ -406,8 +597,7 @@ static mhsa_status load(const char *path, int capacity, int weight_dtype,
     mhsa__free(qkv);
     mhsa__gguf_close(f);
     if (st == MHSA_OK && m->wdt != MHSA_F32 && !narrow_weights(m))
-        st = mhsa__fail(MHSA_ERR_NO_MEMORY, "%s: no memory for %s", fn,
-                        path);
+        st = no_memory(path, &cfg, cap, m->wdt);
     if (st == MHSA_OK) {
         size_t es = mhsa_dtype_size(m->wdt);
         size_t mats = V * D * (cfg.tied ? 1 : 2) + m->L * 3 * F * D;

@@ -11,6 +11,7 @@
 
 #include "core/alloc.h"
 #include "core/status.h"
+#include "io/file_read.h"
 #include "pretok.h"
 #include "tok_internal.h"
 #include "unicode.h"
@@ -83,7 +84,9 @@ static mhsa_status token_id(const mhsa_gguf_file *f, const char *key,
     mhsa_status s = mhsa__gguf_get_u32(f, key, &v);
     if (s == MHSA_OK && v >= n_vocab)
         s = mhsa__fail(MHSA_ERR_FORMAT, "key '%s': token %u is past the "
-                       "vocabulary (%zu tokens)", key, v, n_vocab);
+                       "vocabulary (%zu tokens)",
+                       mhsa__esc((char[96]){0}, 96, key, strlen(key)), v,
+                       n_vocab);
     if (s == MHSA_OK)
         *id = (int32_t)v;
     return s;
@@ -102,8 +105,10 @@ static mhsa_status kind(const mhsa_gguf_file *f, mhsa_tok_kind *k,
                         mhsa_pretok *pre)
 {
     const char *model, *name;
+    size_t len = 0;
+    char q[48];
     mhsa_status s = mhsa__gguf_get_str(f, "tokenizer.ggml.model", &model,
-                                       NULL);
+                                       &len);
     if (s != MHSA_OK)
         return s;
     if (!strcmp(model, "llama")) {   // SPM has no pre-tokenizer
@@ -112,10 +117,11 @@ static mhsa_status kind(const mhsa_gguf_file *f, mhsa_tok_kind *k,
     }
     if (strcmp(model, "gpt2"))
         return mhsa__fail(MHSA_ERR_UNSUPPORTED, "tokenizer.ggml.model is "
-                          "'%.40s': only 'gpt2' (byte-level BPE) and 'llama' "
-                          "(SentencePiece) are supported", model);
+                          "'%s': only 'gpt2' (byte-level BPE) and 'llama' "
+                          "(SentencePiece) are supported",
+                          mhsa__esc(q, sizeof q, model, len));
     *k = MHSA_TOK_BPE;
-    if ((s = mhsa__gguf_get_str(f, "tokenizer.ggml.pre", &name, NULL)))
+    if ((s = mhsa__gguf_get_str(f, "tokenizer.ggml.pre", &name, &len)))
         return s;
     if (!strcmp(name, "smollm"))
         *pre = MHSA_PRETOK_SMOLLM;
@@ -123,8 +129,8 @@ static mhsa_status kind(const mhsa_gguf_file *f, mhsa_tok_kind *k,
         *pre = MHSA_PRETOK_GPT2;
     else
         return mhsa__fail(MHSA_ERR_UNSUPPORTED, "tokenizer.ggml.pre is "
-                          "'%.40s': only 'gpt-2' and 'smollm' are "
-                          "supported", name);
+                          "'%s': only 'gpt-2' and 'smollm' are supported",
+                          mhsa__esc(q, sizeof q, name, len));
     return MHSA_OK;
 }
 
@@ -212,8 +218,10 @@ static mhsa_status index_vocab(mhsa_tokenizer *t)
         if (t->type[id] == MHSA_TOKEN_BYTE && t->kind == MHSA_TOK_SPM &&
             mhsa__tok_byte_of(t->text[id], t->text_len[id]) < 0)
             return mhsa__fail(MHSA_ERR_FORMAT, "key 'tokenizer.ggml.tokens':"
-                              " token %zu ('%.40s') is of type byte but not "
-                              "'<0xXX>'", id, t->text[id]);
+                              " token %zu ('%s') is of type byte but not "
+                              "'<0xXX>'", id,
+                              mhsa__esc((char[48]){0}, 48, t->text[id],
+                                        t->text_len[id]));
         if (mhsa__tok_find(t, t->text[id], t->text_len[id]) >= 0)
             continue;   // a repeated text keeps its first id
         size_t i = mhsa__fnv(MHSA_FNV_BASIS, t->text[id], t->text_len[id]) &
@@ -230,8 +238,9 @@ static mhsa_status index_vocab(mhsa_tokenizer *t)
                          ? memchr(m + 1, ' ', t->merge_len[r] - 1) : NULL;
         if (!sp)
             return mhsa__fail(MHSA_ERR_FORMAT, "key 'tokenizer.ggml.merges':"
-                              " merge %zu ('%.40s') is not 'left right'", r,
-                              m);
+                              " merge %zu ('%s') is not 'left right'", r,
+                              mhsa__esc((char[48]){0}, 48, m,
+                                        t->merge_len[r]));
         size_t an = (size_t)(sp - m);
         if (mhsa__tok_find_merge(t, m, an, sp + 1,
                                  t->merge_len[r] - an - 1) >= 0)
@@ -372,6 +381,20 @@ static mhsa_status special_ids(const mhsa_gguf_file *f, mhsa_tokenizer *t)
                           &t->add_space_prefix);
     if (s != MHSA_OK)
         return s;
+    // Every other special token id the file names (padding, cls, mask,
+    // separator, the fill-in-the-middle ones, ...), though none is used
+    // here: an id past the vocabulary is a malformed file whichever it is.
+    static const char pre[] = "tokenizer.ggml.", suf[] = "_token_id";
+    for (size_t i = 0; i < mhsa__gguf_kv_count(f); i++) {
+        const char *key = mhsa__gguf_kv_key(f, i);
+        size_t n = strlen(key);
+        int32_t id;
+        if (n > sizeof pre + sizeof suf - 2 &&
+            !strncmp(key, pre, sizeof pre - 1) &&
+            !strcmp(key + n - (sizeof suf - 1), suf) &&
+            (s = token_id(f, key, t->n_vocab, &id)) != MHSA_OK)
+            return s;
+    }
     if (spm && !mhsa__gguf_find(f, "tokenizer.ggml.bos_token_id") &&
         t->n_vocab > 1)
         t->bos = 1;
@@ -385,6 +408,24 @@ static mhsa_status special_ids(const mhsa_gguf_file *f, mhsa_tokenizer *t)
                           "set but the file has no %s_token_id",
                           t->bos < 0 ? "bos" : "eos",
                           t->bos < 0 ? "bos" : "eos");
+    return MHSA_OK;
+}
+
+// A model file's tokenizer has a token for every row of the model's
+// embedding and head (when the file has them), and no more: the model
+// and the ids it samples would otherwise disagree with the tokenizer
+// only at run time, on the seeds that reach such an id.
+static mhsa_status fits_the_model(const mhsa_gguf_file *f, uint64_t n_vocab)
+{
+    static const char *const names[] = {"token_embd.weight",
+                                        "output.weight"};
+    for (size_t i = 0; i < 2; i++) {
+        const mhsa_gguf_tensor *w = mhsa__gguf_tensor(f, names[i]);
+        if (w && w->n_dims == 2 && w->dims[0] != n_vocab)
+            return mhsa__fail(MHSA_ERR_FORMAT, "key 'tokenizer.ggml.tokens'"
+                              ": %llu tokens, but %s has %zu rows (one per "
+                              "token)", (ull)n_vocab, names[i], w->dims[0]);
+    }
     return MHSA_OK;
 }
 
@@ -403,6 +444,8 @@ mhsa_status mhsa__tok_load(const mhsa_gguf_file *f, mhsa_tokenizer **out)
     if (s == MHSA_OK && k == MHSA_TOK_BPE)
         s = string_array(f, "tokenizer.ggml.merges", &merges, &bytes);
     if (s != MHSA_OK)
+        return s;
+    if ((s = fits_the_model(f, mhsa__gguf_arr_count(toks))) != MHSA_OK)
         return s;
     mhsa_tokenizer *t = mhsa__alloc(sizeof *t);
     if (!t)

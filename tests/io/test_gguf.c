@@ -7,13 +7,16 @@
 // built by tests/gguf_writer.c.
 #include <dirent.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/alloc.h"
 #include "io/gguf.h"
+#include "io/safetensors.h"
 #include "gguf_writer.h"
 #include "util.h"
 #include "tmpdir.h"
@@ -974,7 +977,7 @@ START_TEST(bad_tensor_infos)
     gw_strn(&w, "a\0b", 3);
     static const unsigned char rest[40];   // so that the counts fit
     gw_bytes(&w, rest, sizeof rest);
-    expect_format(&w, "tensor 'a': name holds a NUL byte", NULL);
+    expect_format(&w, "tensor 'a\\x00b': name holds a NUL byte", NULL);
     tpath_remove();
 }
 END_TEST
@@ -1011,6 +1014,71 @@ START_TEST(io_errors)
     ck_assert_ptr_nonnull(strstr(mhsa_last_error(), "is a directory"));
     ck_assert_int_eq(mhsa__gguf_open(NULL, &f), MHSA_ERR_INVALID_ARG);
     ck_assert_ptr_null(f);
+    tpath_remove();
+}
+END_TEST
+
+// SIGALRM while an open blocks: the test fails (in a forked run the
+// child ends; without fork the whole run ends, which fails it too).
+static void open_blocked(int sig)
+{
+    (void)sig;
+    static const char msg[] = "opening a FIFO blocked for 10 s\n";
+    ssize_t r = write(2, msg, sizeof msg - 1);
+    (void)r;
+    _exit(3);
+}
+
+// A FIFO with no writer: open(2) without O_NONBLOCK would wait for one
+// for ever. Both readers refuse it at once, naming the path and what it
+// is; an alarm turns a regression into a failure instead of a hang.
+START_TEST(fifo_refused_without_blocking)
+{
+    const char *p = tpath("fifo.gguf");
+    ck_assert_int_eq(mkfifo(p, 0600), 0);
+    void (*old)(int) = signal(SIGALRM, open_blocked);
+    alarm(10);
+    mhsa_gguf_file *f = NULL;
+    mhsa_status s = mhsa__gguf_open(p, &f);
+    ck_assert_msg(s == MHSA_ERR_IO && !f, "gguf: %s", mhsa_status_str(s));
+    ck_assert_msg(strstr(mhsa_last_error(), p) &&
+                  strstr(mhsa_last_error(), "is a FIFO"), "%s",
+                  mhsa_last_error());
+    mhsa_st_file *st = NULL;
+    s = mhsa__st_open(p, &st);
+    if (s != MHSA_ERR_UNSUPPORTED) {   // built without safetensors
+        ck_assert_msg(s == MHSA_ERR_IO && !st, "safetensors: %s",
+                      mhsa_status_str(s));
+        ck_assert_msg(strstr(mhsa_last_error(), p) &&
+                      strstr(mhsa_last_error(), "is a FIFO"), "%s",
+                      mhsa_last_error());
+    }
+    alarm(0);
+    signal(SIGALRM, old);
+    tpath_remove();
+}
+END_TEST
+
+// Names and keys are the file's bytes: a control byte in one (an escape
+// sequence that would drive the terminal) is shown as \xNN in the
+// message, never raw.
+START_TEST(file_strings_escaped_in_messages)
+{
+    gw w = {0};
+    gw_header(&w, 3, 0, 2);
+    gw_key(&w, "evil\x1b[2J\x07key", T_U8);
+    gw_u8(&w, 1);
+    gw_key(&w, "evil\x1b[2J\x07key", T_U8);
+    gw_u8(&w, 1);
+    expect_format(&w, "key 'evil\\x1b[2J\\x07key': appears twice", NULL);
+    knobs k = base();
+    // A carriage return, a lone continuation byte (the 8-bit CSI), a byte
+    // never in UTF-8, and a C1 control spelled in UTF-8; the é stays.
+    k.name_w = "w\r\x9b\xff\xc2\x9b\xc3\xa9";
+    k.type_w = 99;
+    write_small(&w, k);
+    expect_format(&w, "tensor 'w\\x0d\\x9b\\xff\\xc2\\x9b\xc3\xa9': "
+                  "unknown ggml type 99", NULL);
     tpath_remove();
 }
 END_TEST
@@ -1071,6 +1139,8 @@ static Suite *suite(void)
     tcase_add_test(tb, bad_tensor_infos);
     tcase_add_test(tb, bad_tensor_data);
     tcase_add_test(tb, io_errors);
+    tcase_add_test(tb, fifo_refused_without_blocking);
+    tcase_add_test(tb, file_strings_escaped_in_messages);
     tcase_add_test(tb, alloc_failures);
     suite_add_tcase(s, tb);
     return s;

@@ -9,11 +9,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "io/gguf.h"
 #include "gguf_writer.h"
 #include "llama/llama.h"
+#include "llama/llama_internal.h"
+#include "llama/tokenizer.h"
 #include "util.h"
 
 // D = 16, 2 heads of 8 sharing 1 KV head, F = 256 (so that an iq2_xxs
@@ -36,11 +40,21 @@ typedef struct opts {
     const char *misshape;     // a tensor written with one row too many
     const char *iq2;          // a tensor written as iq2_xxs (ggml type 16),
                               // a type mhsa does not read
+    uint32_t block_count;     // llama.block_count; 0: L (the tensors are
+                              // always L layers')
+    uint32_t d_ff;            // llama.feed_forward_length; 0: F
+    float eps;                // the rms epsilon; 0: 1e-5
+    const char *extra;        // one more tensor (D floats) of this name
+    int scaling_u32;          // llama.rope.scaling.type as the u32 1
+    int tok_vocab;            // > 0: tokenizer keys, this many tokens
+    const char *tok_key;      // with tok_vocab: one more u32 key ...
+    uint32_t tok_val;         // ... of this value
 } opts;
 
 static opts std_opts(void)
 {
-    return (opts){NULL, "llama", 0, NULL, NULL, NULL};
+    return (opts){NULL, "llama", 0, NULL, NULL, NULL, 0, 0, 0.0f, NULL, 0,
+                  0, NULL, 0};
 }
 
 static char model_path[512];
@@ -63,7 +77,7 @@ static void write_model(opts o)
     };
     enum { N_MATS = sizeof mats / sizeof mats[0] };
     static char names[L][N_MATS + 2][48];
-    gw_tensor t[3 + L * (N_MATS + 2)];
+    gw_tensor t[4 + L * (N_MATS + 2)];
     size_t nt = 0;
     // One buffer big enough for the largest tensor (plus the extra row),
     // shared by all: the values do not matter here.
@@ -99,6 +113,8 @@ static void write_model(opts o)
                 t[nt++] = x;
         }
     }
+    if (o.extra)
+        t[nt++] = (gw_tensor){o.extra, 1, {D}, MHSA_GGML_F32, data, D * 4};
     gw w = {0};
     gw_header(&w, 3, nt, 0);
     uint64_t nkv = 0;
@@ -106,17 +122,42 @@ static void write_model(opts o)
     gw_str(&w, o.arch);
     nkv++;
     if (!o.no_block_count) {
-        key_u32(&w, "llama.block_count", L);
+        key_u32(&w, "llama.block_count", o.block_count ? o.block_count : L);
         nkv++;
     }
     key_u32(&w, "llama.context_length", (uint32_t)dm.CTX);
     key_u32(&w, "llama.embedding_length", (uint32_t)D);
-    key_u32(&w, "llama.feed_forward_length", (uint32_t)F);
+    key_u32(&w, "llama.feed_forward_length", o.d_ff ? o.d_ff : (uint32_t)F);
     key_u32(&w, "llama.attention.head_count", (uint32_t)dm.H);
     key_u32(&w, "llama.attention.head_count_kv", (uint32_t)KV);
     gw_key(&w, "llama.attention.layer_norm_rms_epsilon", MHSA_GGUF_FLOAT32);
-    gw_f32(&w, 1e-5f);
+    gw_f32(&w, o.eps != 0.0f ? o.eps : 1e-5f);
     nkv += 6;
+    if (o.scaling_u32) {
+        key_u32(&w, "llama.rope.scaling.type", 1);
+        nkv++;
+    }
+    if (o.tok_vocab > 0) {   // a byte-level BPE vocabulary "t0", "t1", ...
+        gw_key(&w, "tokenizer.ggml.model", MHSA_GGUF_STRING);
+        gw_str(&w, "gpt2");
+        gw_key(&w, "tokenizer.ggml.pre", MHSA_GGUF_STRING);
+        gw_str(&w, "gpt-2");
+        gw_key(&w, "tokenizer.ggml.tokens", MHSA_GGUF_ARRAY);
+        gw_arr(&w, MHSA_GGUF_STRING, (uint64_t)o.tok_vocab);
+        for (int i = 0; i < o.tok_vocab; i++) {
+            char tok[16];
+            snprintf(tok, sizeof tok, "t%d", i);
+            gw_str(&w, tok);
+        }
+        gw_key(&w, "tokenizer.ggml.merges", MHSA_GGUF_ARRAY);
+        gw_arr(&w, MHSA_GGUF_STRING, 1);
+        gw_str(&w, "t 0");
+        nkv += 4;
+        if (o.tok_key) {
+            key_u32(&w, o.tok_key, o.tok_val);
+            nkv++;
+        }
+    }
     gw_put_u64(&w, 16, nkv);   // after "GGUF", version, tensor count
     gw_tensors(&w, t, nt, 32);
     const char *d = getenv("TMPDIR");
@@ -184,6 +225,187 @@ START_TEST(refuses_what_is_not_a_llama)
     mhsa_llama *m;
     ck_assert_int_eq(load(std_opts(), CTX + 1, &m), MHSA_ERR_INVALID_ARG);
     ck_assert_ptr_null(m);
+}
+END_TEST
+
+// The tokenizer of the model file o describes: its status; *t on success.
+static mhsa_status load_tokenizer(opts o, mhsa_tokenizer **t)
+{
+    write_model(o);
+    mhsa_gguf_file *f = NULL;
+    *t = NULL;
+    mhsa_status st = mhsa__gguf_open(model_path, &f);
+    ck_assert_msg(st == MHSA_OK, "%s", mhsa_last_error());
+    st = mhsa__tok_load(f, t);
+    mhsa__gguf_close(f);
+    unlink(model_path);
+    return st;
+}
+
+// A model file whose metadata and tensors disagree: fewer layers in the
+// metadata than in the tensors (the rest would be ignored), a tensor no
+// llama layer has, a wrong value type, a subnormal epsilon, a string from
+// the file with control bytes.
+START_TEST(refuses_what_it_would_ignore)
+{
+    opts o = std_opts();
+    o.block_count = 1;   // the file has 2 layers
+    check_refused(o, "tensor 'blk.1.attn_norm.weight' is not used");
+    ck_assert_ptr_nonnull(strstr(mhsa_last_error(), "llama.block_count = 1"));
+    ck_assert_ptr_nonnull(strstr(mhsa_last_error(), "expected 11, got 20"));
+    // Also read_config, which the CLI calls before it loads.
+    write_model(o);
+    mhsa_llama_config c;
+    ck_assert_int_eq(mhsa__llama_read_config(model_path, &c),
+                     MHSA_ERR_FORMAT);
+    unlink(model_path);
+    o = std_opts();
+    o.extra = "blk.0.attn_k.bias";
+    check_refused(o, "tensor 'blk.0.attn_k.bias' is not used");
+    o = std_opts();
+    o.scaling_u32 = 1;
+    check_refused(o, "llama.rope.scaling.type is a u32, not a string");
+    o = std_opts();
+    o.eps = 1.4e-45f;   // the smallest subnormal
+    check_refused(o, "llama.attention.layer_norm_rms_epsilon = "
+                  "1.40129846e-45");
+    o = std_opts();
+    o.arch = "lla\x1b]0;pwned\x07ma";
+    check_refused(o, "\"lla\\x1b]0;pwned\\x07ma\"");
+}
+END_TEST
+
+// The tokenizer and the model agree on the vocabulary: as many tokens as
+// token_embd has rows, every special token id inside it.
+START_TEST(tokenizer_fits_the_model)
+{
+    mhsa_tokenizer *t;
+    opts o = std_opts();
+    o.tok_vocab = V;
+    ck_assert_int_eq(load_tokenizer(o, &t), MHSA_OK);
+    ck_assert_uint_eq(mhsa__tok_vocab_size(t), V);
+    mhsa__tok_free(t);
+    o.tok_vocab = V + 1;
+    ck_assert_int_eq(load_tokenizer(o, &t), MHSA_ERR_FORMAT);
+    ck_assert_ptr_null(t);
+    ck_assert_msg(strstr(mhsa_last_error(), "tokenizer.ggml.tokens") &&
+                  strstr(mhsa_last_error(), "9 tokens") &&
+                  strstr(mhsa_last_error(), "token_embd.weight has 8 rows"),
+                  "%s", mhsa_last_error());
+    o.tok_vocab = V - 1;
+    ck_assert_int_eq(load_tokenizer(o, &t), MHSA_ERR_FORMAT);
+    static const char *const ids[] = {
+        "tokenizer.ggml.padding_token_id", "tokenizer.ggml.cls_token_id",
+        "tokenizer.ggml.seperator_token_id", "tokenizer.ggml.mask_token_id",
+        "tokenizer.ggml.fim_pre_token_id", "tokenizer.ggml.bos_token_id",
+    };
+    for (size_t i = 0; i < sizeof ids / sizeof ids[0]; i++) {
+        o = std_opts();
+        o.tok_vocab = V;
+        o.tok_key = ids[i];
+        o.tok_val = V - 1;
+        ck_assert_int_eq(load_tokenizer(o, &t), MHSA_OK);
+        mhsa__tok_free(t);
+        o.tok_val = 1000000000;
+        ck_assert_int_eq(load_tokenizer(o, &t), MHSA_ERR_FORMAT);
+        ck_assert_msg(strstr(mhsa_last_error(), ids[i]) &&
+                      strstr(mhsa_last_error(), "1000000000"), "%s",
+                      mhsa_last_error());
+    }
+}
+END_TEST
+
+// Metadata that implies a model far bigger than its tensors fails on the
+// first tensor that is missing or misshapen, before the model's memory is
+// allocated: run in a child whose address space is capped a little above
+// what it uses now, where a loader that allocates first runs out of
+// memory instead. (Not under ASan or valgrind, whose reservations a cap
+// breaks; there the load runs uncapped.)
+static void load_capped(opts o, mhsa_status want, const char *names)
+{
+    write_model(o);
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int capped = !under_valgrind();
+#if defined(__SANITIZE_ADDRESS__)
+        capped = 0;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer)
+        capped = 0;
+#endif
+#endif
+        long pages = 0;
+        FILE *fp = fopen("/proc/self/statm", "r");
+        if (capped && fp && fscanf(fp, "%ld", &pages) == 1 && pages > 0) {
+            rlim_t cap = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) +
+                         ((rlim_t)256 << 20);
+            struct rlimit rl = {cap, cap};
+            if (setrlimit(RLIMIT_AS, &rl) != 0)
+                _exit(10);
+        }
+        if (fp)
+            fclose(fp);
+        mhsa_llama *m = NULL;
+        mhsa_status st = mhsa__llama_load(model_path, 0, &m);
+        if (st != want || m || !strstr(mhsa_last_error(), names)) {
+            fprintf(stderr, "want %s naming %s, got %s: %s\n",
+                    mhsa_status_str(want), names, mhsa_status_str(st),
+                    mhsa_last_error());
+            _exit(1);
+        }
+        _exit(0);
+    }
+    int ws = 0;
+    ck_assert_int_eq(waitpid(pid, &ws, 0), pid);
+    unlink(model_path);
+    ck_assert_msg(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "%s: the child "
+                  "failed (status %d; its stderr says why)", names, ws);
+}
+
+START_TEST(checks_tensors_before_allocating)
+{
+    opts o = std_opts();
+    o.block_count = 100000;   // 4.9 GB of layers; the file has 2
+    load_capped(o, MHSA_ERR_FORMAT, "blk.2.attn_norm.weight");
+    o.block_count = 2147483647;
+    load_capped(o, MHSA_ERR_FORMAT, "blk.2.attn_norm.weight");
+    o = std_opts();
+    o.d_ff = 4000000;         // 1.5 GB of MLP; the file's is 256 wide
+    load_capped(o, MHSA_ERR_FORMAT, "blk.0.ffn_gate.weight");
+}
+END_TEST
+
+// A model bigger than the machine's memory is refused before anything is
+// allocated, naming the keys, the size they imply and the size there is.
+START_TEST(too_big_for_the_machine)
+{
+    mhsa_llama_config c = {.vocab = 32000, .n_layer = 1000, .d_model = 4096,
+                           .n_head = 32, .n_kv_head = 8, .d_ff = 14336,
+                           .context = 4096, .rope_dim = 128,
+                           .rope_theta = 1e4f, .rms_eps = 1e-5f, .tied = 0};
+    // 1000 layers of 2 * 4096 + 3 * 14336 * 4096 floats and the
+    // attention's (4096 + 2 * 1024 + 4096) * 4096, 2 * 32000 * 4096 for
+    // the embedding and head, the activations: 874.3 GB in fp32.
+    ck_assert_int_eq(mhsa__llama_check_memory(&c, 4096, MHSA_F32, "m.gguf",
+                                              (uint64_t)64 << 30),
+                     MHSA_ERR_NO_MEMORY);
+    const char *e = mhsa_last_error();
+    ck_assert_msg(strstr(e, "llama.block_count = 1000") &&
+                  strstr(e, "llama.feed_forward_length = 14336") &&
+                  strstr(e, "needs 874.3 GB") && strstr(e, "68.7 GB"), "%s",
+                  e);
+    c.n_layer = 2;
+    ck_assert_int_eq(mhsa__llama_check_memory(&c, 4096, MHSA_F32, "m.gguf",
+                                              (uint64_t)64 << 30), MHSA_OK);
+    // Sizes that overflow 64 bits are refused too.
+    c.n_layer = 2147483647;
+    c.d_ff = 2147483647;
+    c.d_model = 2147483647;
+    ck_assert_int_eq(mhsa__llama_check_memory(&c, 4096, MHSA_F32, "m.gguf",
+                                              (uint64_t)64 << 30),
+                     MHSA_ERR_NO_MEMORY);
 }
 END_TEST
 
@@ -272,6 +494,10 @@ static Suite *suite(void)
     TCase *tc = tcase_create("llama");
     tcase_add_test(tc, loads_the_test_model);
     tcase_add_test(tc, refuses_what_is_not_a_llama);
+    tcase_add_test(tc, refuses_what_it_would_ignore);
+    tcase_add_test(tc, tokenizer_fits_the_model);
+    tcase_add_test(tc, checks_tensors_before_allocating);
+    tcase_add_test(tc, too_big_for_the_machine);
     tcase_add_test(tc, forward_errors_leave_the_cache);
     tcase_add_test(tc, decode_same_bits_on_1_2_3_threads);
     suite_add_tcase(s, tc);
