@@ -111,8 +111,9 @@ static void getters(const mhsa_gguf_file *f)
 
 // The file's tokenizer, if it has one that loads: a text with a bit of
 // everything (digits, contractions, emoji, a combining mark, invalid
-// bytes, a special token's text) encodes, with and without parsing special
-// tokens, within mhsa__tok_max_ids; a BPE one decodes back to the text,
+// bytes, a special token's text) is refused as not UTF-8, and encodes with
+// MHSA_TOK_ALLOW_INVALID_UTF8, with and without parsing special tokens,
+// within mhsa__tok_max_ids; a BPE one decodes back to the text,
 // less the bytes its vocabulary has no token for (an SPM one may give unk
 // tokens' text instead, so only its bounds are checked).
 static void tokenizer(const mhsa_gguf_file *f)
@@ -129,10 +130,16 @@ static void tokenizer(const mhsa_gguf_file *f)
     char back[sizeof text];
     size_t n, len, cap = mhsa__tok_max_ids(t, sizeof text - 1);
     CHECK(cap <= sizeof ids / sizeof ids[0]);
-    CHECK(mhsa__tok_encode(t, text, sizeof text - 1, MHSA_TOK_ADD_SPECIAL |
-                           MHSA_TOK_PARSE_SPECIAL, ids, cap, &n) == MHSA_OK);
-    CHECK(n <= cap);
+    // The text is not valid UTF-8 (0xff, 0xc0): refused unless allowed.
     CHECK(mhsa__tok_encode(t, text, sizeof text - 1, 0, ids, cap, &n) ==
+          MHSA_ERR_INVALID_ARG);
+    CHECK(mhsa__tok_encode(t, text, sizeof text - 1, MHSA_TOK_ADD_SPECIAL |
+                           MHSA_TOK_PARSE_SPECIAL |
+                           MHSA_TOK_ALLOW_INVALID_UTF8, ids, cap, &n) ==
+          MHSA_OK);
+    CHECK(n <= cap);
+    CHECK(mhsa__tok_encode(t, text, sizeof text - 1,
+                           MHSA_TOK_ALLOW_INVALID_UTF8, ids, cap, &n) ==
           MHSA_OK);
     CHECK(n <= cap);
     if (mhsa__tok_is_spm(t)) {

@@ -559,6 +559,20 @@ mhsa_status mhsa__tok_encode(const mhsa_tokenizer *t, const char *text,
         return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa__tok_encode: NULL "
                           "argument, or cap %zu < %zu (mhsa__tok_max_ids)",
                           cap, need);
+    // Invalid UTF-8 is refused before anything is written: a byte-level
+    // vocabulary has no tokens for bytes UTF-8 never uses (such as 0xff),
+    // which would be left out without a word.
+    for (size_t i = 0; i < len && !(flags & MHSA_TOK_ALLOW_INVALID_UTF8);) {
+        uint32_t cp;
+        size_t step = mhsa__utf8_next((const unsigned char *)text + i,
+                                      len - i, &cp);
+        if (cp == MHSA_CP_INVALID)
+            return mhsa__fail(MHSA_ERR_INVALID_ARG, "the text is not valid "
+                              "UTF-8: byte offset %zu (0x%02x) starts no "
+                              "well-formed sequence", i,
+                              (unsigned)(unsigned char)text[i]);
+        i += step;
+    }
     size_t k = 0;
     if ((flags & MHSA_TOK_ADD_SPECIAL) && t->add_bos)
         ids[k++] = t->bos;

@@ -32,8 +32,9 @@
 // tokens as their byte; user-defined tokens as their text; control and
 // unknown ones only with MHSA_TOK_DECODE_SPECIAL; unused ones never. So
 // decoding an encoding gives the text back byte for byte (invalid UTF-8
-// included), but for bytes without a token, and, for SPM, with the space
-// prefix, which MHSA_TOK_STRIP_SPACE drops as llama_detokenize does.
+// too, where MHSA_TOK_ALLOW_INVALID_UTF8 let it be encoded), but for bytes
+// without a token, and, for SPM, with the space prefix, which
+// MHSA_TOK_STRIP_SPACE drops as llama_detokenize does.
 //
 // Errors: a tokenizer of another kind ("bert", "t5", ...; an unknown
 // pre-tokenizer): MHSA_ERR_UNSUPPORTED naming it; missing or malformed
@@ -82,6 +83,9 @@ int         mhsa__tok_type(const mhsa_tokenizer *t, int32_t id);
 enum {
     MHSA_TOK_ADD_SPECIAL = 1,     // encode: BOS / EOS as the file says
     MHSA_TOK_PARSE_SPECIAL = 2,   // encode: control tokens in the text
+    MHSA_TOK_ALLOW_INVALID_UTF8 = 4,   // encode: invalid UTF-8 taken
+                                  // byte by byte (as llama.cpp's ids of
+                                  // tests/data/llama were), not refused
     MHSA_TOK_DECODE_SPECIAL = 1,  // decode: control tokens' text
     MHSA_TOK_STRIP_SPACE = 2,     // decode: drop the space prefix
 };
@@ -93,7 +97,11 @@ size_t mhsa__tok_max_ids(const mhsa_tokenizer *t, size_t len);
 // Encodes text[0..len) into ids[0..*n); flags MHSA_TOK_ADD_SPECIAL (BOS
 // first and EOS last as add_bos_token / add_eos_token say) and
 // MHSA_TOK_PARSE_SPECIAL. cap must be at least mhsa__tok_max_ids, else
-// MHSA_ERR_INVALID_ARG.
+// MHSA_ERR_INVALID_ARG. Text that is not valid UTF-8 (a stray continuation
+// byte, 0xc0, 0xc1, 0xf5-0xff, an overlong or truncated sequence, a
+// surrogate, past U+10FFFF) is MHSA_ERR_INVALID_ARG naming the byte offset
+// and value of the first bad byte, with nothing written, unless
+// MHSA_TOK_ALLOW_INVALID_UTF8.
 mhsa_status mhsa__tok_encode(const mhsa_tokenizer *t, const char *text,
                              size_t len, unsigned flags, int32_t *ids,
                              size_t cap, size_t *n);

@@ -2,7 +2,8 @@
 // byte alphabet, the pre-tokenizer's pieces (GPT-2 and SmolLM, ASCII and
 // beyond), BPE merges against results worked out by hand on a small
 // vocabulary, BOS/EOS, exact round trips on awkward UTF-8 (emoji,
-// combining marks, invalid and truncated sequences, random bytes), and the
+// combining marks, random bytes; invalid and truncated sequences refused
+// at their first bad byte, or taken with MHSA_TOK_ALLOW_INVALID_UTF8), and the
 // errors for unsupported or malformed tokenizers. The vocabularies are
 // written as GGUF files with tests/gguf_writer.c.
 //
@@ -279,7 +280,8 @@ START_TEST(bpe_merges_by_rank)
     check_ids(t, "it's", (int32_t[]){'i', 't', M + 9}, 3);
     check_ids(t, "a 12", (int32_t[]){'a', ' ', '1', '2'}, 4);
     // Bytes outside ASCII: one byte token each (byte b is token b here).
-    check_ids(t, "\xc3\xa9\xff", (int32_t[]){0xc3, 0xa9, 0xff}, 3);
+    check_ids(t, "\xc3\xa9\xc3\xbf", (int32_t[]){0xc3, 0xa9, 0xc3, 0xbf},
+              4);
     // BOS first when add_special and add_bos_token say so; no EOS.
     int32_t ids[16];
     size_t k;
@@ -315,13 +317,58 @@ START_TEST(bpe_gpt2_pre)
 }
 END_TEST
 
-// decode(encode(x)) == x, byte for byte, for both pre-tokenizers.
+// The offset of the first byte of x[0..n) that starts no well-formed
+// UTF-8 sequence (the Unicode standard's table 3-7, written out here
+// apart from unicode.c), or n when x is valid.
+static size_t first_invalid_utf8(const unsigned char *x, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        unsigned char b = x[i];
+        size_t len = b <= 0x7f ? 1 : b >= 0xc2 && b <= 0xdf ? 2
+                   : b >= 0xe0 && b <= 0xef ? 3 : b >= 0xf0 && b <= 0xf4 ? 4
+                   : 0;
+        if (len == 0 || i + len > n)
+            return i;
+        // The second byte's range depends on the first; the rest are
+        // 80..BF.
+        unsigned char lo = b == 0xe0 ? 0xa0 : b == 0xf0 ? 0x90 : 0x80;
+        unsigned char hi = b == 0xed ? 0x9f : b == 0xf4 ? 0x8f : 0xbf;
+        if (len > 1 && (x[i + 1] < lo || x[i + 1] > hi))
+            return i;
+        for (size_t j = 2; j < len; j++)
+            if (x[i + j] < 0x80 || x[i + j] > 0xbf)
+                return i;
+        i += len;
+    }
+    return n;
+}
+
+// decode(encode(x)) == x, byte for byte, for both pre-tokenizers, when x
+// is valid UTF-8; else the encoding is refused (MHSA_ERR_INVALID_ARG
+// naming the first bad byte's offset and value, nothing written), and
+// round-trips with MHSA_TOK_ALLOW_INVALID_UTF8.
 static void round_trip(const mhsa_tokenizer *t, const char *x, size_t n)
 {
     int32_t *ids = malloc((n + 2) * sizeof *ids);
     char *back = malloc(n + 1);
-    size_t k, len;
-    ck_assert_int_eq(mhsa__tok_encode(t, x, n, 1, ids, n + 2, &k), MHSA_OK);
+    size_t k = 12345, len;
+    size_t bad = first_invalid_utf8((const unsigned char *)x, n);
+    unsigned flags = 1;
+    if (bad < n) {
+        ids[0] = -7;
+        ck_assert_int_eq(mhsa__tok_encode(t, x, n, 1, ids, n + 2, &k),
+                         MHSA_ERR_INVALID_ARG);
+        ck_assert(k == 12345 && ids[0] == -7);
+        char want[64];
+        snprintf(want, sizeof want, "byte offset %zu (0x%02x)", bad,
+                 (unsigned char)x[bad]);
+        ck_assert_msg(strstr(mhsa_last_error(), want) &&
+                      strstr(mhsa_last_error(), "not valid UTF-8"),
+                      "'%s' not in: %s", want, mhsa_last_error());
+        flags |= MHSA_TOK_ALLOW_INVALID_UTF8;
+    }
+    ck_assert_int_eq(mhsa__tok_encode(t, x, n, flags, ids, n + 2, &k),
+                     MHSA_OK);
     ck_assert_int_eq(mhsa__tok_decode(t, ids, k, 0, back, n + 1, &len),
                      MHSA_OK);
     ck_assert_msg(len == n && !memcmp(back, x, n),
@@ -352,6 +399,19 @@ START_TEST(round_trips_awkward_utf8)
         for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
             round_trip(t, texts[i], strlen(texts[i]));
         round_trip(t, "nul\0inside", 10);
+        // Each kind of bad byte alone: refused at its offset.
+        static const char *const bad[] = {
+            "\x80", "x\xbf", "\xc0\xaf", "\xc1\x81", "\xe0\x80\xaf",
+            "\xed\xa0\x80", "\xed\xbf\xbf", "\xf0\x8f\xbf\xbf",
+            "\xf4\x90\x80\x80", "\xf5\x80\x80\x80", "\xfe", "\xff",
+            "ab\xe2\x82", "\xf0\x9f\x98", "\xc3(",
+        };
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            size_t n = strlen(bad[i]);
+            ck_assert_uint_lt(first_invalid_utf8((const unsigned char *)
+                                                 bad[i], n), n);
+            round_trip(t, bad[i], n);
+        }
         rng r = {99};
         char buf[300];
         for (int i = 0; i < 500; i++) {
@@ -364,6 +424,25 @@ START_TEST(round_trips_awkward_utf8)
                                       : (char)(v >> 8));
             }
             round_trip(t, buf, n);
+            // The same, valid: each byte of a broken sequence replaced by
+            // U+FFFD (so both outcomes are exercised at every length).
+            char ok[900];
+            size_t m = 0;
+            for (size_t j = 0; j < n;) {
+                size_t at = first_invalid_utf8((const unsigned char *)buf +
+                                               j, n - j);
+                memcpy(ok + m, buf + j, at);
+                m += at;
+                j += at;
+                if (j < n) {
+                    memcpy(ok + m, "\xef\xbf\xbd", 3);
+                    m += 3;
+                    j++;
+                }
+            }
+            ck_assert_uint_eq(first_invalid_utf8((const unsigned char *)ok,
+                                                 m), m);
+            round_trip(t, ok, m);
         }
         mhsa__tok_free(t);
     }
@@ -614,12 +693,15 @@ START_TEST(spm_matches_llama_cpp)
                   !strncmp(spec, "special:", 8));
         size_t k;
         ck_assert_uint_le(mhsa__tok_max_ids(t, n), 4096);
+        // The reference has invalid UTF-8 too, as llama.cpp encodes it.
         ck_assert_int_eq(mhsa__tok_encode(t, text, n, MHSA_TOK_ADD_SPECIAL |
-                                          MHSA_TOK_PARSE_SPECIAL, got,
+                                          MHSA_TOK_PARSE_SPECIAL |
+                                          MHSA_TOK_ALLOW_INVALID_UTF8, got,
                                           mhsa__tok_max_ids(t, n), &k),
                          MHSA_OK);
         expect_ids("ids", esc, got, k, want, nw);
-        ck_assert_int_eq(mhsa__tok_encode(t, text, n, 0, got,
+        ck_assert_int_eq(mhsa__tok_encode(t, text, n,
+                                          MHSA_TOK_ALLOW_INVALID_UTF8, got,
                                           mhsa__tok_max_ids(t, n), &k),
                          MHSA_OK);
         expect_ids("plain", esc, got, k, want_plain, np);
