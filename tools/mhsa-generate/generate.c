@@ -4,8 +4,9 @@
 // (mhsa_gpt_forward_cached -> mhsa_forward_cached), sampling with a
 // temperature and top-k from a seeded splitmix64 stream.
 //
-// The text goes to stdout as it is made; the timings (prefill and decode
-// tokens/s, model time only) to stderr. The logits are the same bits on any
+// The text goes to stdout as it is made; the timings (prefill tokens/s,
+// model time; decode tokens/s, each step's model time and sampling) to
+// stderr. The logits are the same bits on any
 // thread count, so the same seed gives the same text.
 //
 // A context longer than the model's block: when the cache is full, the
@@ -14,226 +15,15 @@
 // refill counts as decoding time.
 //
 // Exit status: 0 done, 1 a failure while running, 2 bad flags or model.
-#include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "cli.h"
+#include "gen_util.h"
 #include "generate.h"
-#include "train/train_internal.h"
-
-static void print_gen_help(FILE *f)
-{
-    fprintf(f,
-"usage: mhsa-generate --model FILE [options]\n"
-"Samples text from a GPT checkpoint (mhsa-train --task text --save) or a\n"
-"Llama-architecture GGUF model (llama.cpp's format): prefills the prompt,\n"
-"then decodes token by token through the KV cache.\n"
-"\n"
-"  --model FILE        a checkpoint (.safetensors) or a GGUF model\n"
-"  --prompt TEXT       text to continue (default: a newline)\n"
-"  -n N                bytes to generate (200)\n"
-"  --temperature T     0: always the likeliest byte; higher: more varied\n"
-"                      (0.8)\n"
-"  --top-k K           sample among the K likeliest bytes; 0: all (40)\n"
-"  --seed S            seed of the sampling; same seed, same text (1)\n"
-"  --threads N         OpenMP threads (default: OMP_NUM_THREADS or all)\n"
-"  --isa auto|scalar|avx2|avx512|neon  kernels to use (auto)\n"
-"  --weight-dtype f32|f16|bf16  storage of the weight matrices (f32): the\n"
-"                      file's weights (a GGUF's dequantized) rounded to 16\n"
-"                      bits, half the bytes read per token; the norms and\n"
-"                      biases stay f32\n"
-"GGUF models only:\n"
-"  --kv-dtype f32|f16|bf16  storage of the KV cache (f32)\n"
-"  --ctx N             cache positions (default: prompt + -n tokens)\n"
-"  --ids               print the prompt's and the new token ids\n"
-"                      (prompt_ids: ... / new_ids: ...) instead of text\n"
-"  --bench             time a 512-token prefill and 64 decoded tokens\n"
-"                      (as llama-bench's pp512 and tg64) and the time to\n"
-"                      first token of a 16-token prompt\n"
-"  --no-parse-special  special tokens' text in the prompt (such as\n"
-"                      <|im_start|>) is plain text, not the token\n"
-"  --special           print control tokens' text (as llama-cli --special)\n"
-"  --help              this text\n"
-"\n"
-"The prompt and the text go to stdout; prefill and decode tokens/s to\n"
-"stderr. Exit status: 0 done, 1 runtime failure, 2 bad option or model.\n");
-}
-
-static int usage(FILE *err, const char *msg, const char *what)
-{
-    fprintf(err, "mhsa-generate: %s%s\n", msg, what);
-    return CLI_USAGE;
-}
-
-static int parse_gen_args_as(int argc, char **argv, gen_args *a, FILE *err)
-{
-    memset(a, 0, sizeof *a);
-    a->prompt = "\n";
-    a->n = 200;
-    a->top_k = 40;
-    a->temperature = 0.8f;
-    a->seed = 1;
-    a->isa = MHSA_ISA_AUTO;
-    a->kv_dtype = MHSA_F32;
-    a->weight_dtype = MHSA_F32;
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (!strcmp(arg, "--help") || !strcmp(arg, "-h")) {
-            a->help = 1;
-            return CLI_OK;
-        }
-        static const char *const flags[] = {
-            "--ids", "--bench", "--no-parse-special", "--special",
-        };
-        int *const flag_of[] = {
-            &a->ids, &a->bench, &a->no_parse_special, &a->special,
-        };
-        int is_flag = 0;
-        for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++)
-            if (!strcmp(arg, flags[k]))
-                *flag_of[k] = is_flag = 1;
-        if (is_flag) {
-            a->gguf_only = 1;
-            continue;
-        }
-        char flag[32];
-        const char *eq = strncmp(arg, "--", 2) ? NULL : strchr(arg, '=');
-        size_t len = eq ? (size_t)(eq - arg) : strlen(arg);
-        if (len >= sizeof flag || arg[0] != '-')
-            return usage(err, arg, ": unexpected argument (see --help)");
-        memcpy(flag, arg, len);
-        flag[len] = '\0';
-        static const char *const known[] = {
-            "--model", "--prompt", "-n", "--temperature", "--top-k",
-            "--seed", "--threads", "--isa", "--kv-dtype", "--weight-dtype",
-            "--ctx",
-        };
-        int found = 0;
-        for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
-            found |= !strcmp(flag, known[k]);
-        if (!found)
-            return usage(err, flag, ": unknown option (see --help)");
-        const char *val;
-        if (eq)
-            val = eq + 1;
-        else if (i + 1 < argc)
-            val = argv[++i];
-        else
-            return usage(err, flag, " needs a value");
-        int rc = CLI_OK;
-        if (!strcmp(flag, "--model")) {
-            if (!*val)
-                return usage(err, flag, " needs a file name");
-            a->model = val;
-        } else if (!strcmp(flag, "--prompt")) {
-            a->prompt = val;
-        } else if (!strcmp(flag, "-n")) {
-            rc = args_int(err, flag, val, 0, 1 << 30, &a->n);
-        } else if (!strcmp(flag, "--temperature")) {
-            rc = args_float(err, flag, val, 1, &a->temperature);
-        } else if (!strcmp(flag, "--top-k")) {
-            rc = args_int(err, flag, val, 0, 1 << 24, &a->top_k);
-        } else if (!strcmp(flag, "--seed")) {
-            rc = args_u64(err, flag, val, &a->seed);
-        } else if (!strcmp(flag, "--threads")) {
-            rc = args_int(err, flag, val, 1, 1024, &a->threads);
-        } else if (!strcmp(flag, "--ctx")) {
-            rc = args_int(err, flag, val, 1, 1 << 24, &a->ctx);
-            a->gguf_only = 1;
-        } else if (!strcmp(flag, "--kv-dtype") ||
-                   !strcmp(flag, "--weight-dtype")) {
-            a->gguf_only |= flag[2] == 'k';
-            mhsa_dtype *dt = flag[2] == 'k' ? &a->kv_dtype : &a->weight_dtype;
-            if (!strcmp(val, "f32"))
-                *dt = MHSA_F32;
-            else if (!strcmp(val, "f16"))
-                *dt = MHSA_F16;
-            else if (!strcmp(val, "bf16"))
-                *dt = MHSA_BF16;
-            else
-                return usage(err, flag[2] == 'k'
-                             ? "--kv-dtype must be f32, f16 or bf16, not "
-                             : "--weight-dtype must be f32, f16 or bf16, "
-                               "not ", val);
-        } else {
-            rc = args_isa(err, flag, val, &a->isa);
-        }
-        if (rc != CLI_OK)
-            return rc;
-    }
-    if (!a->model)
-        return usage(err, "--model FILE is required", "");
-    return CLI_OK;
-}
-
-// ---- sampling ---------------------------------------------------------------
-
-int parse_gen_args(int argc, char **argv, gen_args *a, FILE *err)
-{
-    // The shared value parsers name the program in their messages; a test
-    // may run mhsa-train in the same process afterwards.
-    const char *prog = args_prog;
-    args_prog = "mhsa-generate";
-    int rc = parse_gen_args_as(argc, argv, a, err);
-    args_prog = prog;
-    return rc;
-}
-
-int sample_token(const float *logits, int V, float temperature, int top_k,
-                 uint64_t *rng, int *order)
-{
-    if (temperature <= 0.0f) {
-        int best = 0;
-        for (int j = 1; j < V; j++)
-            if (logits[j] > logits[best])
-                best = j;
-        return best;
-    }
-    int k = top_k > 0 && top_k < V ? top_k : V;
-    // The k largest, by value then index (a partial selection sort: V is a
-    // byte vocabulary, and k is small).
-    for (int j = 0; j < V; j++)
-        order[j] = j;
-    for (int i = 0; i < k; i++) {
-        int m = i;
-        for (int j = i + 1; j < V; j++)
-            if (logits[order[j]] > logits[order[m]] ||
-                (logits[order[j]] == logits[order[m]] && order[j] < order[m]))
-                m = j;
-        int t = order[i];
-        order[i] = order[m];
-        order[m] = t;
-    }
-    double top = (double)logits[order[0]] / temperature, sum = 0.0;
-    for (int i = 0; i < k; i++)
-        sum += exp((double)logits[order[i]] / temperature - top);
-    double u = (double)(mhsa__splitmix64(rng) >> 11) * 0x1.0p-53 * sum;
-    double c = 0.0;
-    for (int i = 0; i < k; i++) {
-        c += exp((double)logits[order[i]] / temperature - top);
-        if (u < c)
-            return order[i];
-    }
-    return order[k - 1];
-}
+#include "gguf_generate.h"
 
 // ---- the run ----------------------------------------------------------------
-
-double gen_now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-int gen_fail(const char *what)
-{
-    fprintf(stderr, "mhsa-generate: %s: %s\n", what, mhsa_last_error());
-    return CLI_FAIL;
-}
 
 typedef struct gen_run {
     gen_args a;
@@ -258,7 +48,7 @@ static int generate(gen_run *r)
 {
     const mhsa_gpt_config *c = mhsa_gpt_get_config(r->g);
     int block = c->block_size;
-    size_t np = strlen(r->a.prompt), n = np;
+    size_t np = r->a.prompt_len, n = np;
     if (np == 0) {
         r->ctx[0] = '\n';
         n = 1;
@@ -267,8 +57,9 @@ static int generate(gen_run *r)
         r->ctx[i] = (unsigned char)r->a.prompt[i];
     for (size_t i = 0; i < n; i++)
         if (r->ctx[i] >= c->vocab) {
-            fprintf(stderr, "mhsa-generate: --prompt byte %d is outside the "
-                    "model's vocabulary of %d\n", (int)r->ctx[i], c->vocab);
+            fprintf(stderr, "mhsa-generate: %s: byte %d at offset %zu is "
+                    "outside the model's vocabulary of %d\n",
+                    gen_prompt_flag(&r->a), (int)r->ctx[i], i, c->vocab);
             return CLI_USAGE;
         }
     fwrite(r->a.prompt, 1, np, stdout);
@@ -278,19 +69,23 @@ static int generate(gen_run *r)
     double t0 = gen_now_s();
     if (prefill(r, from, n) != CLI_OK)
         return CLI_FAIL;
-    double t_prefill = gen_now_s() - t0, t_decode = 0.0;
+    double t_prefill = gen_now_s() - t0, t_decode = 0.0, t1 = 0.0;
     size_t pre = n - from;
     uint64_t rng = r->a.seed;
     for (int i = 0; i < r->a.n; i++) {
         int tok = sample_token(r->logits, c->vocab, r->a.temperature,
                                r->a.top_k, &rng, r->order);
+        // A decoding step: the forward of the token before, then this
+        // sampling (the first token's sampling goes with no step).
+        if (i > 0)
+            t_decode += gen_now_s() - t1;
         r->ctx[n++] = tok;
         putchar(tok);
         if (tok == '\n')
             fflush(stdout);
         if (i + 1 == r->a.n)
             break;
-        double t1 = gen_now_s();
+        t1 = gen_now_s();
         int rc;
         if (mhsa_gpt_cache_len(r->cache) < block)
             rc = mhsa_gpt_forward_cached(r->g, r->cache, r->ctx + n - 1, 1,
@@ -298,7 +93,6 @@ static int generate(gen_run *r)
                                                                : gen_fail("decode");
         else
             rc = prefill(r, n - (size_t)(block / 2 > 0 ? block / 2 : 1), n);
-        t_decode += gen_now_s() - t1;
         if (rc != CLI_OK)
             return rc;
     }
@@ -321,8 +115,7 @@ static int generate(gen_run *r)
 static int setup(gen_run *r)
 {
     gen_args *a = &r->a;
-    if (a->threads > 0)
-        omp_set_num_threads(a->threads);
+    gen_set_threads(a->threads);
     if (a->isa != MHSA_ISA_AUTO && mhsa_select_isa(a->isa) != MHSA_OK) {
         fprintf(stderr, "mhsa-generate: --isa %s: not available on this "
                 "machine or build\n", mhsa_isa_name(a->isa));
@@ -342,7 +135,7 @@ static int setup(gen_run *r)
     }
     if (mhsa_gpt_cache_create(r->g, c.block_size, &r->cache) != MHSA_OK)
         return gen_fail("creating the cache");
-    size_t total = strlen(a->prompt) + (size_t)a->n + 1;
+    size_t total = a->prompt_len + (size_t)a->n + 1;
     r->ctx = malloc(total * sizeof(int32_t));
     r->logits = malloc((size_t)c.vocab * sizeof(float));
     r->order = malloc((size_t)c.vocab * sizeof(int));
@@ -362,12 +155,21 @@ int mhsa_generate_cli(int argc, char **argv)
         print_gen_help(stdout);
         return CLI_OK;
     }
-    if (rc == CLI_OK && mhsa_is_gguf(r.a.model))
-        return mhsa_generate_gguf(&r.a);
-    if (rc == CLI_OK && r.a.gguf_only) {
+    int is_gguf = 0;
+    if (rc == CLI_OK)
+        rc = gen_model_kind(stderr, r.a.model, &is_gguf);
+    if (rc == CLI_OK && !is_gguf && r.a.gguf_only) {
         fprintf(stderr, "mhsa-generate: --kv-dtype, --ctx, --ids, --bench, "
-                "--no-parse-special and --special are for GGUF models; %s is a GPT checkpoint\n", r.a.model);
+                "--no-parse-special and --special are for GGUF models; %s "
+                "is a GPT checkpoint\n", gen_quote(r.a.model));
         rc = CLI_USAGE;
+    }
+    if (rc == CLI_OK)
+        rc = gen_read_prompt(&r.a, stderr);
+    if (rc == CLI_OK && is_gguf) {
+        rc = mhsa_generate_gguf(&r.a);
+        gen_args_free(&r.a);
+        return rc;
     }
     if (rc == CLI_OK)
         rc = setup(&r);
@@ -378,5 +180,6 @@ int mhsa_generate_cli(int argc, char **argv)
     free(r.ctx);
     free(r.logits);
     free(r.order);
+    gen_args_free(&r.a);
     return rc;
 }

@@ -15,21 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "generate.h"
+#include "gen_util.h"
+#include "gguf_generate.h"
 #include "io/gguf.h"
 #include "llama/llama.h"
 #include "llama/tokenizer.h"
-
-int mhsa_is_gguf(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    char magic[4] = { 0 };
-    int is = f && fread(magic, 1, 4, f) == 4 && !memcmp(magic, "GGUF", 4);
-    if (f)
-        fclose(f);
-    return is;
-}
+#include "sample.h"
 
 typedef struct gguf_run {
     const gen_args *a;
@@ -61,7 +52,7 @@ static unsigned encode_flags(const gen_args *a)
 
 static int model_error(const gen_args *a)
 {
-    fprintf(stderr, "mhsa-generate: --model %s: %s\n", a->model,
+    fprintf(stderr, "mhsa-generate: --model %s: %s\n", gen_quote(a->model),
             mhsa_last_error());
     return CLI_USAGE;
 }
@@ -71,8 +62,7 @@ static int model_error(const gen_args *a)
 static int setup(gguf_run *r)
 {
     const gen_args *a = r->a;
-    if (a->threads > 0)
-        omp_set_num_threads(a->threads);
+    gen_set_threads(a->threads);
     if (a->isa != MHSA_ISA_AUTO && mhsa_select_isa(a->isa) != MHSA_OK) {
         fprintf(stderr, "mhsa-generate: --isa %s: not available on this "
                 "machine or build\n", mhsa_isa_name(a->isa));
@@ -85,10 +75,11 @@ static int setup(gguf_run *r)
     mhsa__gguf_close(f);
     if (st != MHSA_OK)
         return model_error(a);
-    size_t len = strlen(a->prompt), n = 0;
+    size_t len = a->prompt_len, n = 0;
     size_t max_ids = mhsa__tok_max_ids(r->tok, len);
     if (max_ids > ((size_t)1 << 40)) {
-        fprintf(stderr, "mhsa-generate: --prompt is too long\n");
+        fprintf(stderr, "mhsa-generate: %s is too long\n",
+                gen_prompt_flag(a));
         return CLI_USAGE;
     }
     r->cap_ids = max_ids + (size_t)a->n;
@@ -99,13 +90,20 @@ static int setup(gguf_run *r)
         fprintf(stderr, "mhsa-generate: out of memory\n");
         return CLI_FAIL;
     }
-    if (mhsa__tok_encode(r->tok, a->prompt, len, encode_flags(a), r->ids,
-                         max_ids, &n) != MHSA_OK)
+    mhsa_status st_enc = mhsa__tok_encode(r->tok, a->prompt, len,
+                                          encode_flags(a), r->ids, max_ids,
+                                          &n);
+    if (st_enc == MHSA_ERR_INVALID_ARG) {   // not UTF-8: the user's text
+        fprintf(stderr, "mhsa-generate: %s: %s\n", gen_prompt_flag(a),
+                mhsa_last_error());
+        return CLI_USAGE;
+    }
+    if (st_enc != MHSA_OK)
         return gen_fail("tokenizing the prompt");
     if (n == 0) {   // an empty prompt: start from BOS where there is one
         if (mhsa__tok_bos(r->tok) < 0) {
-            fprintf(stderr, "mhsa-generate: --prompt is empty and the "
-                    "model has no BOS token to start from\n");
+            fprintf(stderr, "mhsa-generate: %s is empty and the model has "
+                    "no BOS token to start from\n", gen_prompt_flag(a));
             return CLI_USAGE;
         }
         r->ids[n++] = mhsa__tok_bos(r->tok);
@@ -115,18 +113,33 @@ static int setup(gguf_run *r)
     if (mhsa__llama_read_config(a->model, &cfg) != MHSA_OK)
         return model_error(a);
     // The cache holds the prompt and the new tokens (or what --ctx says);
-    // generation stops early when it is full.
-    size_t need = a->bench ? 512 + 64 : n + 1;
+    // generation stops early when it is full. -n 0 processes the prompt
+    // only.
+    size_t need = a->bench ? 512 + 64 : n + (a->n > 0);
     size_t want = a->bench ? need : n + (size_t)a->n;
     if (want > (size_t)cfg.context)
         want = (size_t)cfg.context;
     size_t cap = a->ctx ? (size_t)a->ctx : want;
-    if (cap < need || cap > (size_t)cfg.context) {
-        fprintf(stderr, "mhsa-generate: %s %zu positions, the run needs "
-                "%zu (%s) and the model's context is %d\n",
-                a->ctx ? "--ctx gives" : "the cache would hold", cap, need,
-                a->bench ? "--bench: 512 + 64" : "the prompt and one more",
-                cfg.context);
+    if (a->ctx && cap > (size_t)cfg.context) {
+        fprintf(stderr, "mhsa-generate: --ctx %d is more than the model's "
+                "context of %d positions\n", a->ctx, cfg.context);
+        return CLI_USAGE;
+    }
+    if (cap < need) {
+        if (a->bench)
+            fprintf(stderr, "mhsa-generate: --bench needs 512 + 64 "
+                    "positions; %s %zu\n", a->ctx ? "--ctx gives"
+                    : "the model's context is", cap);
+        else if (a->ctx)
+            fprintf(stderr, "mhsa-generate: --ctx %d is too small: %s is "
+                    "%zu tokens%s\n", a->ctx, gen_prompt_flag(a), n,
+                    a->n > 0 ? ", and -n needs room for one more" : "");
+        else
+            fprintf(stderr, "mhsa-generate: %s is %zu tokens%s; the "
+                    "model's context is %d positions\n",
+                    gen_prompt_flag(a), n,
+                    a->n > 0 ? ", and -n needs room for one more" : "",
+                    cfg.context);
         return CLI_USAGE;
     }
     if (mhsa__llama_load_ex(a->model, (int)cap, (int)a->weight_dtype,
@@ -170,7 +183,7 @@ static int generate(gguf_run *r)
     int V = mhsa__llama_config(r->m)->vocab;
     size_t n = r->n_prompt;
     if (!a->ids) {
-        fwrite(a->prompt, 1, strlen(a->prompt), stdout);
+        fwrite(a->prompt, 1, a->prompt_len, stdout);
         fflush(stdout);
     }
     size_t room = (size_t)mhsa__llama_capacity(r->m) - n;
@@ -178,12 +191,18 @@ static int generate(gguf_run *r)
     if (mhsa__llama_forward(r->m, r->cache, r->ids, (int)n, 0, r->logits) !=
         MHSA_OK)
         return gen_fail("prefill");
-    double t_prefill = gen_now_s() - t0, t_decode = 0.0;
+    double t_prefill = gen_now_s() - t0, t_decode = 0.0, t1 = 0.0;
     uint64_t rng = a->seed;
-    int made = 0;
+    int made = 0, steps = 0;
     for (int i = 0; i < a->n && (size_t)i < room; i++) {
         int32_t tok = sample_token(r->logits, V, a->temperature, a->top_k,
                                    &rng, r->order);
+        // A decoding step: the forward of the token before, then this
+        // sampling (the first token's sampling goes with no step).
+        if (i > 0) {
+            t_decode += gen_now_s() - t1;
+            steps++;
+        }
         if (mhsa__tok_is_eog(r->tok, tok))
             break;
         r->ids[n++] = tok;
@@ -194,11 +213,10 @@ static int generate(gguf_run *r)
             fflush(stdout);
         if (i + 1 == a->n || (size_t)i + 1 == room)
             break;
-        double t1 = gen_now_s();
+        t1 = gen_now_s();
         if (mhsa__llama_forward(r->m, r->cache, &r->ids[n - 1], 1, 0,
                                 r->logits) != MHSA_OK)
             return gen_fail("decode");
-        t_decode += gen_now_s() - t1;
     }
     if (a->ids) {
         print_ids("prompt_ids:", r->ids, r->n_prompt);
@@ -207,7 +225,6 @@ static int generate(gguf_run *r)
         printf("\n");
     }
     fflush(stdout);
-    int steps = made > 1 ? made - 1 : 0;
     fprintf(stderr, "mhsa-generate: prefill %zu tokens in %.2f ms (%.1f "
             "tokens/s); decode %d tokens in %.2f ms (%.1f tokens/s); %d "
             "thread%s, isa %s\n", r->n_prompt, 1e3 * t_prefill,
