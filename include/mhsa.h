@@ -212,6 +212,17 @@ typedef struct mhsa_workspace mhsa_workspace;
  * front; nothing is allocated later). *out is owned by the caller. */
 MHSA_API mhsa_status mhsa_workspace_create(const mhsa_block *blk, int max_batch,
                                            mhsa_workspace **out);
+/* The same for sequences of up to max_t tokens, 1 <= max_t <= max_seq_len
+ * (else MHSA_ERR_INVALID_ARG): memory linear in max_t instead of
+ * max_seq_len, for callers that size a workspace by the input they have
+ * (the Python package does). Calls beyond it are refused with
+ * MHSA_ERR_SHAPE: mhsa_forward(_ex) with T > max_t, and
+ * mhsa_forward_cached(_ex) with t_new > max_t or a cache whose capacity
+ * exceeds max_t. mhsa_workspace_create is this with max_t = max_seq_len;
+ * the results are the same bits whichever made the workspace. */
+MHSA_API mhsa_status mhsa_workspace_create_sized(const mhsa_block *blk,
+                                                 int max_batch, int max_t,
+                                                 mhsa_workspace **out);
 MHSA_API void        mhsa_workspace_destroy(mhsa_workspace *ws);     /* NULL: no-op */
 /* The memory the workspace holds, in bytes; 0 for NULL. */
 MHSA_API size_t      mhsa_workspace_bytes(const mhsa_workspace *ws);

@@ -5,7 +5,6 @@
 
 #include <string.h>
 
-#include "api/objects.h"   // mhsa__workspace_create_sized
 
 static void forget_forward(MhsaPyWorkspace *self)
 {
@@ -35,7 +34,7 @@ static int ws_init(MhsaPyWorkspace *self, PyObject *args, PyObject *kw)
     if (max_t == 0)
         max_t = block->cfg.max_seq_len;
     mhsa_status s;
-    MHSA_PY_LOCKED(block, s, mhsa__workspace_create_sized(block->blk,
+    MHSA_PY_LOCKED(block, s, mhsa_workspace_create_sized(block->blk,
                                                           max_batch, max_t,
                                                           &self->ws));
     if (s != MHSA_OK) {
@@ -211,7 +210,7 @@ static PyObject *ws_forward_cached(MhsaPyWorkspace *self, PyObject *args)
         return NULL;
     }
     // The workspace's views hold max_t rows a sequence: what the library
-    // checks against max_seq_len only (mhsa__workspace_create_sized).
+    // checks against max_seq_len only (mhsa_workspace_create_sized).
     if (t_new > self->max_t || cache->cache->capacity >
                                    (size_t)self->max_t) {
         PyErr_Format(PyExc_ValueError, "forward_cached: t_new = %d or the "

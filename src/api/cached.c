@@ -53,6 +53,17 @@ static mhsa_status check_cached(const char *fn, const mhsa_block *blk,
         return mhsa__fail(MHSA_ERR_SHAPE,
                           "%s: t_new = %d exceeds max_seq_len = %d", fn,
                           a->t_new, blk->cfg.max_seq_len);
+    // A workspace of mhsa_workspace_create_sized holds max_t rows a
+    // sequence, and its decode partials cover max_t keys.
+    if ((size_t)a->t_new > ws->max_t)
+        return mhsa__fail(MHSA_ERR_SHAPE,
+                          "%s: t_new = %d exceeds the workspace's max_t = "
+                          "%zu", fn, a->t_new, ws->max_t);
+    if (c->capacity > ws->max_t)
+        return mhsa__fail(MHSA_ERR_SHAPE,
+                          "%s: the cache's capacity = %zu exceeds the "
+                          "workspace's max_t = %zu", fn, c->capacity,
+                          ws->max_t);
     if ((size_t)a->B > c->max_batch)
         return mhsa__fail(MHSA_ERR_SHAPE,
                           "%s: B = %d exceeds the cache's max_batch = %zu",

@@ -85,18 +85,6 @@ struct mhsa_workspace {
     const mhsa_kernels *fwd_kern;
 };
 
-// A workspace for up to max_batch sequences of up to max_t tokens, 1 <=
-// max_t <= the block's max_seq_len (else MHSA_ERR_INVALID_ARG): memory
-// linear in max_t where mhsa_workspace_create's is linear in max_seq_len,
-// for callers that size workspaces by the input they are given (the Python
-// package). mhsa_forward(_ex) refuses T > max_t (MHSA_ERR_SHAPE). Its
-// views hold max_t rows per sequence, so with mhsa_forward_cached(_ex) the
-// caller keeps t_new and the cache's capacity <= max_t, as max_seq_len
-// bounds them for a workspace of mhsa_workspace_create.
-mhsa_status mhsa__workspace_create_sized(const mhsa_block *blk,
-                                         int max_batch, int max_t,
-                                         mhsa_workspace **out);
-
 // ---- gradients ------------------------------------------------------------
 typedef struct mhsa_grads_impl {
     mhsa_grads pub;           // first member: mhsa_grads * casts to it

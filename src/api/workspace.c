@@ -1,7 +1,7 @@
 // workspace.c — one allocation per workspace, carved into named views.
 //
 // Memory (floats), for Bm = max_batch, Tm = max_seq_len (or the max_t of
-// mhsa__workspace_create_sized), D, H, Hkv kv
+// mhsa_workspace_create_sized), D, H, Hkv kv
 // heads of dh, nqkv = (H + 2 Hkv) dh, threads n:
 //   qkv Bm*Tm*nqkv, q Bm*Tm*D, k/v 2*Bm*Tm*Hkv*dh, ctx and dctx 2*Bm*Tm*D,
 //   lse Bm*H*Tm, decode partials, plus per-thread attention tiles (dh x
@@ -184,11 +184,11 @@ mhsa_status mhsa_workspace_create(const mhsa_block *blk, int max_batch,
                   blk ? blk->cfg.max_seq_len : 1, out);
 }
 
-mhsa_status mhsa__workspace_create_sized(const mhsa_block *blk,
+mhsa_status mhsa_workspace_create_sized(const mhsa_block *blk,
                                          int max_batch, int max_t,
                                          mhsa_workspace **out)
 {
-    return create("mhsa__workspace_create_sized", blk, max_batch, max_t, out);
+    return create("mhsa_workspace_create_sized", blk, max_batch, max_t, out);
 }
 
 void mhsa_workspace_destroy(mhsa_workspace *ws)

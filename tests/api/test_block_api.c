@@ -215,6 +215,50 @@ START_TEST(workspace_errors_and_memory_is_linear_in_t)
 }
 END_TEST
 
+// mhsa_workspace_create_sized: memory by max_t, the same bits as a full
+// workspace, and every call beyond max_t refused (a cached decode over more
+// keys than its partials hold would write past them).
+START_TEST(sized_workspace_rules_and_bits)
+{
+    mhsa_block *b = tiny_block(1);   // D 8, max_seq_len 16
+    mhsa_workspace *ws = (mhsa_workspace *)&ws, *full = NULL;
+    EXPECT_ERR(mhsa_workspace_create_sized(b, 1, 0, &ws),
+               MHSA_ERR_INVALID_ARG, "max_t");
+    EXPECT_ERR(mhsa_workspace_create_sized(b, 1, 17, &ws),
+               MHSA_ERR_INVALID_ARG, "max_t");
+    ck_assert_ptr_eq(ws, (mhsa_workspace *)&ws);
+    ck_assert_int_eq(mhsa_workspace_create_sized(b, 2, 4, &ws), MHSA_OK);
+    ck_assert_int_eq(mhsa_workspace_create(b, 2, &full), MHSA_OK);
+    ck_assert(mhsa_workspace_bytes(ws) < mhsa_workspace_bytes(full));
+    float x[2 * 16 * 8], y[2 * 16 * 8], yf[2 * 16 * 8];
+    rng r = { 21 };
+    fill_uniform(&r, x, 2 * 16 * 8, -1, 1);
+    ck_assert_int_eq(mhsa_forward(b, ws, x, 2, 4, NULL, y, NULL), MHSA_OK);
+    ck_assert_int_eq(mhsa_forward(b, full, x, 2, 4, NULL, yf, NULL), MHSA_OK);
+    ck_assert(!memcmp(y, yf, 2 * 4 * 8 * sizeof(float)));
+    EXPECT_ERR(mhsa_forward(b, ws, x, 1, 5, NULL, y, NULL), MHSA_ERR_SHAPE,
+               "max_t = 4");
+    mhsa_kv_cache *small = NULL, *big = NULL;
+    ck_assert_int_eq(mhsa_kv_cache_create(b, 1, 4, &small), MHSA_OK);
+    ck_assert_int_eq(mhsa_kv_cache_create(b, 1, 16, &big), MHSA_OK);
+    ck_assert_int_eq(mhsa_forward_cached(b, ws, small, x, 1, 3, y), MHSA_OK);
+    ck_assert_int_eq(mhsa_forward_cached(b, full, big, x, 1, 3, yf),
+                     MHSA_OK);
+    ck_assert(!memcmp(y, yf, 3 * 8 * sizeof(float)));
+    EXPECT_ERR(mhsa_forward_cached(b, ws, big, x, 1, 1, y), MHSA_ERR_SHAPE,
+               "capacity = 16");
+    ck_assert_int_eq(mhsa_kv_cache_len(big), 3);
+    mhsa_kv_cache_reset(small);
+    EXPECT_ERR(mhsa_forward_cached(b, ws, small, x, 1, 5, y), MHSA_ERR_SHAPE,
+               "t_new = 5");
+    mhsa_kv_cache_destroy(small);
+    mhsa_kv_cache_destroy(big);
+    mhsa_workspace_destroy(ws);
+    mhsa_workspace_destroy(full);
+    mhsa_block_destroy(b);
+}
+END_TEST
+
 START_TEST(backward_state_rules)
 {
     mhsa_block *b = tiny_block(1);
@@ -478,6 +522,7 @@ int main(void)
     tcase_add_test(tc, init_random_is_deterministic_xavier);
     tcase_add_test(tc, forward_errors_leave_outputs_alone);
     tcase_add_test(tc, workspace_errors_and_memory_is_linear_in_t);
+    tcase_add_test(tc, sized_workspace_rules_and_bits);
     tcase_add_test(tc, backward_state_rules);
     tcase_add_test(tc, kv_cache_rules);
     tcase_add_test(tc, isa_switch_after_set_weights);
