@@ -2,21 +2,22 @@
  *
  * The public C11 API. Everything here follows the contract in the project's
  * API document: names, argument order and meanings are fixed; new functions,
- * enum values and struct fields are only ever added at the end, so the
- * sections below come in the order they were added. What is where:
+ * enum values and struct fields are only ever added (struct fields at the
+ * end). The header is grouped by subject:
  *   Status and errors     mhsa_status, mhsa_last_error, mhsa_version
  *   Kernel dispatch       mhsa_select_isa (or MHSA_ISA=...), mhsa_active_isa
- *   The attention block   mhsa_config (every field, 0.2's too), weights
- *   Workspace             per-thread scratch; mhsa_forward, mhsa_backward
- *   KV cache              mhsa_kv_cache_create, mhsa_forward_cached
- *   Weight files          mhsa_block_load_safetensors (every name set), save
- *   0.2 ragged batches    mhsa_forward_ex, mhsa_forward_cached_ex, cache slots
- *   0.2 cache storage     mhsa_kv_cache_create_ex: F32, F16 or BF16 K and V
- *   0.2 weight names      mhsa_names, mhsa_block_save_safetensors_ex
- *   Beyond the contract   mhsa_block_config
+ *   Element types         mhsa_dtype: F32, F16, BF16
+ *   The attention block   mhsa_config, weights (fp32 or 16-bit), its config
+ *   Workspace, forward and backward
+ *                         per-thread scratch; mhsa_forward(_ex) (ragged
+ *                         batches by key padding), mhsa_grads, mhsa_backward
+ *   KV cache              mhsa_kv_cache_create(_ex) (F32, F16 or BF16 K and
+ *                         V), cache slots, mhsa_forward_cached(_ex)
+ *   Weight files          safetensors load (every name set) and save
  * The 0.1 calls mhsa_forward, mhsa_forward_cached, mhsa_kv_cache_create and
  * mhsa_block_save_safetensors are shorthands of the _ex calls of 0.2 with
- * the additions off; each one's comment says which.
+ * the additions off; each one's comment says which. docs/api.md lists the
+ * calls by subject and marks what goes beyond the API document.
  *
  * Conventions
  * - Every tensor is caller-owned, row-major, contiguous fp32. Shapes are
@@ -107,6 +108,12 @@ MHSA_API mhsa_isa    mhsa_active_isa(void);
  * the enum. */
 MHSA_API const char *mhsa_isa_name(mhsa_isa isa);
 
+/* ---- Element types ---------------------------------------------------- */
+
+/* The storage types of weights (mhsa_config.weight_dtype), of the KV cache
+ * (mhsa_kv_config.dtype) and the compute type (mhsa_config.compute_dtype). */
+typedef enum mhsa_dtype { MHSA_F32 = 0, MHSA_F16, MHSA_BF16 } mhsa_dtype;
+
 /* ---- The attention block ----------------------------------------------- */
 
 /* The block's shape and its attention rule. Fields a caller leaves 0 (as a
@@ -146,7 +153,7 @@ typedef struct mhsa_config {
     /* Added in 0.3 (0 means as before). */
     int   weight_dtype;      /* an mhsa_dtype: MHSA_F32 (0), MHSA_F16 or
                                 MHSA_BF16: how w_qkv and w_out are stored
-                                (see "Additions for 0.3: 16-bit weights") */
+                                (see "16-bit weights" below) */
     /* BF16 compute: with MHSA_BF16 every matrix product of the block (the
      * Q/K/V and output projections, Q K^T and P V; forward, backward and
      * cached) takes its operands rounded to bfloat16 (round to nearest
@@ -198,6 +205,30 @@ MHSA_API mhsa_status mhsa_block_get_weights(const mhsa_block *blk,
  * same seed on every platform. blk NULL: MHSA_ERR_INVALID_ARG. */
 MHSA_API mhsa_status mhsa_block_init_random(mhsa_block *blk, uint64_t seed);
 
+/* 16-bit weights: with weight_dtype MHSA_F16 or MHSA_BF16 the block stores w_qkv and w_out
+ * rounded to that type (round to nearest even; beyond the F16 range +-inf)
+ * whenever they are set (mhsa_block_set_weights, _load_safetensors,
+ * _init_random); biases stay fp32. Every computation uses the rounded
+ * weights in fp32 arithmetic, converted in registers as they are read: the
+ * results equal those of an MHSA_F32 block given the same weights rounded
+ * first (within 1e-4; bitwise identical across thread counts), and
+ * mhsa_backward gives the gradients of that rounded block (fp32).
+ * mhsa_block_get_weights returns the rounded values as fp32. Saving writes
+ * the weights as F16 / BF16 tensors; loading an F16 / BF16 tensor into any
+ * block is exact. An unknown weight_dtype: MHSA_ERR_INVALID_ARG naming it.
+ * Memory: a 16-bit block holds its weights once, 2 bytes each; an F32 block
+ * holds them as given and once more packed for the GEMM (8 bytes each). */
+
+/* The bytes the stored weights and biases take (the weights once, in their
+ * stored type: about half of MHSA_F32's for MHSA_F16 / MHSA_BF16; an F32
+ * block's packed copy is not counted). 0 for NULL. */
+MHSA_API size_t mhsa_block_weight_bytes(const mhsa_block *blk);
+
+/* The configuration the block was created with; NULL for NULL. (An
+ * addition to the API document's contract, as is
+ * mhsa_workspace_create_sized.) */
+MHSA_API const mhsa_config *mhsa_block_config(const mhsa_block *blk);
+
 /* ---- Workspace, forward and backward ------------------------------------ */
 
 typedef struct mhsa_workspace mhsa_workspace;
@@ -248,6 +279,28 @@ MHSA_API mhsa_status mhsa_forward(const mhsa_block *blk, mhsa_workspace *ws,
                                   const float *x, int B, int T,
                                   const float *mask, float *y, float *attn);
 
+typedef struct mhsa_forward_args {
+    const float *x;        /* (B, T, D) */
+    int B, T;
+    const float *mask;     /* (T, T) additive or NULL, as in mhsa_forward */
+    const int *seq_len;    /* (B) or NULL: 1 <= seq_len[b] <= T */
+    float *y;              /* (B, T, D) */
+    float *attn;           /* (B, H, T, T) or NULL */
+} mhsa_forward_args;
+
+/* mhsa_forward with key padding: key positions j >= seq_len[b] of sequence
+ * b are blocked for every query of b (PyTorch's key_padding_mask), on top
+ * of causal, window and mask. Query rows at padded positions are still
+ * computed over the keys they may see (a row that sees none gets a zero
+ * context). seq_len == NULL is mhsa_forward exactly (same bits).
+ * mhsa_backward works after it; the caller keeps seq_len alive and
+ * unchanged until then, like x and mask. One sequence's results never
+ * depend on what the other sequences hold. Errors as mhsa_forward, and
+ * a NULL a, or seq_len[b] outside 1..T: MHSA_ERR_INVALID_ARG naming b and
+ * the value. */
+MHSA_API mhsa_status mhsa_forward_ex(const mhsa_block *blk, mhsa_workspace *ws,
+                                     const mhsa_forward_args *a);
+
 typedef struct mhsa_grads {   /* same shapes as the weights; made only by */
     float *w_qkv, *b_qkv, *w_out, *b_out;   /* mhsa_grads_create; the bias */
 } mhsa_grads;                               /* pointers are NULL when bias == 0 */
@@ -289,6 +342,24 @@ typedef struct mhsa_kv_cache mhsa_kv_cache;
 MHSA_API mhsa_status mhsa_kv_cache_create(const mhsa_block *blk, int max_batch,
                                           int capacity, mhsa_kv_cache **out);
 MHSA_API void        mhsa_kv_cache_destroy(mhsa_kv_cache *c);        /* NULL: no-op */
+
+typedef struct mhsa_kv_config {
+    int max_batch;
+    int capacity;
+    mhsa_dtype dtype;      /* of the stored K and V */
+} mhsa_kv_config;
+
+/* K and V are rounded to dtype (IEEE binary16 or bfloat16, round to
+ * nearest even; values beyond the F16 range become +-inf) when stored, and
+ * attention is computed in fp32 from the stored values: the results equal
+ * those of an fp32 cache whose K and V were first rounded so.
+ * mhsa_kv_cache_bytes reflects the smaller storage. cfg NULL, an unknown
+ * dtype: MHSA_ERR_INVALID_ARG; other errors as mhsa_kv_cache_create, which
+ * is this call with MHSA_F32. */
+MHSA_API mhsa_status mhsa_kv_cache_create_ex(const mhsa_block *blk,
+                                             const mhsa_kv_config *cfg,
+                                             mhsa_kv_cache **out);
+
 /* Forgets every cached position of every sequence (and the batch size of
  * mhsa_forward_cached); the cache then behaves bit for bit like a fresh
  * one. NULL is a no-op. */
@@ -297,6 +368,12 @@ MHSA_API void        mhsa_kv_cache_reset(mhsa_kv_cache *c);
  * mhsa_forward_cached alone every sequence of the batch has it; in ragged
  * batches ask mhsa_kv_cache_seq_len); 0 for NULL. */
 MHSA_API int         mhsa_kv_cache_len(const mhsa_kv_cache *c);
+/* Positions cached for sequence b (slot b); 0 for NULL or b out of range. */
+MHSA_API int         mhsa_kv_cache_seq_len(const mhsa_kv_cache *c, int b);
+/* Empties slot b only: it then behaves bit for bit like a fresh one (for
+ * continuous batching); the other sequences keep their positions. b out of
+ * range or c NULL: MHSA_ERR_INVALID_ARG. */
+MHSA_API mhsa_status mhsa_kv_cache_reset_seq(mhsa_kv_cache *c, int b);
 /* The memory the cache holds, in bytes; 0 for NULL. */
 MHSA_API size_t      mhsa_kv_cache_bytes(const mhsa_kv_cache *c);
 
@@ -315,6 +392,30 @@ MHSA_API size_t      mhsa_kv_cache_bytes(const mhsa_kv_cache *c);
 MHSA_API mhsa_status mhsa_forward_cached(const mhsa_block *blk, mhsa_workspace *ws,
                                          mhsa_kv_cache *cache,
                                          const float *x_new, int B, int t_new, float *y);
+
+typedef struct mhsa_cached_args {
+    const float *x_new;    /* (B, t_new, D) */
+    int B, t_new;
+    const int *n_new;      /* (B) or NULL (= t_new for all):
+                              0 <= n_new[b] <= t_new */
+    float *y;              /* (B, t_new, D) */
+} mhsa_cached_args;
+
+/* Each sequence b of the cache has its own length, seq_len(b)
+ * (mhsa_kv_cache_seq_len). Appends the first n_new[b] rows of x_new[b] to
+ * sequence b at positions seq_len(b) ...; those rows of y are what one
+ * causal forward over that sequence's whole history gives (to fp32
+ * rounding); rows >= n_new[b] of y[b] are set to 0, and n_new[b] = 0
+ * leaves sequence b untouched. Sequences >= B are untouched. B may differ
+ * between calls (up to max_batch). If any sequence would exceed the
+ * capacity, or t_new exceeds max_seq_len (the rows a workspace holds per
+ * sequence): MHSA_ERR_SHAPE naming it, nothing changed. An n_new[b]
+ * outside 0..t_new: MHSA_ERR_INVALID_ARG naming b and the value, nothing
+ * changed. Other errors as mhsa_forward_cached. One sequence's results
+ * never depend on what the other sequences of the batch hold. */
+MHSA_API mhsa_status mhsa_forward_cached_ex(const mhsa_block *blk, mhsa_workspace *ws,
+                                            mhsa_kv_cache *cache,
+                                            const mhsa_cached_args *a);
 
 /* ---- Weight files (safetensors) ----------------------------------------- */
 
@@ -348,83 +449,6 @@ MHSA_API mhsa_status mhsa_block_load_safetensors(mhsa_block *blk, const char *pa
 MHSA_API mhsa_status mhsa_block_save_safetensors(const mhsa_block *blk, const char *path,
                                                  const char *prefix);
 
-/* ---- Additions for 0.2: ragged batches ------------------------------------ */
-
-typedef struct mhsa_forward_args {
-    const float *x;        /* (B, T, D) */
-    int B, T;
-    const float *mask;     /* (T, T) additive or NULL, as in mhsa_forward */
-    const int *seq_len;    /* (B) or NULL: 1 <= seq_len[b] <= T */
-    float *y;              /* (B, T, D) */
-    float *attn;           /* (B, H, T, T) or NULL */
-} mhsa_forward_args;
-
-/* mhsa_forward with key padding: key positions j >= seq_len[b] of sequence
- * b are blocked for every query of b (PyTorch's key_padding_mask), on top
- * of causal, window and mask. Query rows at padded positions are still
- * computed over the keys they may see (a row that sees none gets a zero
- * context). seq_len == NULL is mhsa_forward exactly (same bits).
- * mhsa_backward works after it; the caller keeps seq_len alive and
- * unchanged until then, like x and mask. One sequence's results never
- * depend on what the other sequences hold. Errors as mhsa_forward, and
- * a NULL a, or seq_len[b] outside 1..T: MHSA_ERR_INVALID_ARG naming b and
- * the value. */
-MHSA_API mhsa_status mhsa_forward_ex(const mhsa_block *blk, mhsa_workspace *ws,
-                                     const mhsa_forward_args *a);
-
-typedef struct mhsa_cached_args {
-    const float *x_new;    /* (B, t_new, D) */
-    int B, t_new;
-    const int *n_new;      /* (B) or NULL (= t_new for all):
-                              0 <= n_new[b] <= t_new */
-    float *y;              /* (B, t_new, D) */
-} mhsa_cached_args;
-
-/* Each sequence b of the cache has its own length, seq_len(b)
- * (mhsa_kv_cache_seq_len). Appends the first n_new[b] rows of x_new[b] to
- * sequence b at positions seq_len(b) ...; those rows of y are what one
- * causal forward over that sequence's whole history gives (to fp32
- * rounding); rows >= n_new[b] of y[b] are set to 0, and n_new[b] = 0
- * leaves sequence b untouched. Sequences >= B are untouched. B may differ
- * between calls (up to max_batch). If any sequence would exceed the
- * capacity, or t_new exceeds max_seq_len (the rows a workspace holds per
- * sequence): MHSA_ERR_SHAPE naming it, nothing changed. An n_new[b]
- * outside 0..t_new: MHSA_ERR_INVALID_ARG naming b and the value, nothing
- * changed. Other errors as mhsa_forward_cached. One sequence's results
- * never depend on what the other sequences of the batch hold. */
-MHSA_API mhsa_status mhsa_forward_cached_ex(const mhsa_block *blk, mhsa_workspace *ws,
-                                            mhsa_kv_cache *cache,
-                                            const mhsa_cached_args *a);
-/* Positions cached for sequence b (slot b); 0 for NULL or b out of range. */
-MHSA_API int         mhsa_kv_cache_seq_len(const mhsa_kv_cache *c, int b);
-/* Empties slot b only: it then behaves bit for bit like a fresh one (for
- * continuous batching); the other sequences keep their positions. b out of
- * range or c NULL: MHSA_ERR_INVALID_ARG. */
-MHSA_API mhsa_status mhsa_kv_cache_reset_seq(mhsa_kv_cache *c, int b);
-
-/* ---- Additions for 0.2: KV cache storage type ----------------------------- */
-
-typedef enum mhsa_dtype { MHSA_F32 = 0, MHSA_F16, MHSA_BF16 } mhsa_dtype;
-
-typedef struct mhsa_kv_config {
-    int max_batch;
-    int capacity;
-    mhsa_dtype dtype;      /* of the stored K and V */
-} mhsa_kv_config;
-
-/* K and V are rounded to dtype (IEEE binary16 or bfloat16, round to
- * nearest even; values beyond the F16 range become +-inf) when stored, and
- * attention is computed in fp32 from the stored values: the results equal
- * those of an fp32 cache whose K and V were first rounded so.
- * mhsa_kv_cache_bytes reflects the smaller storage. cfg NULL, an unknown
- * dtype: MHSA_ERR_INVALID_ARG; other errors as mhsa_kv_cache_create, which
- * is this call with MHSA_F32. */
-MHSA_API mhsa_status mhsa_kv_cache_create_ex(const mhsa_block *blk,
-                                             const mhsa_kv_config *cfg,
-                                             mhsa_kv_cache **out);
-
-/* ---- Additions for 0.2: weight names ------------------------------------- */
-
 /* The sets of tensor names a block's weights go by in a file; which one
  * mhsa_block_load_safetensors accepts is described there. */
 typedef enum mhsa_names {
@@ -438,32 +462,6 @@ MHSA_API mhsa_status mhsa_block_save_safetensors_ex(const mhsa_block *blk,
                                                     const char *path,
                                                     const char *prefix,
                                                     mhsa_names names);
-
-/* ---- Additions for 0.3: 16-bit weights ---------------------------------- *
- *
- * With weight_dtype MHSA_F16 or MHSA_BF16 the block stores w_qkv and w_out
- * rounded to that type (round to nearest even; beyond the F16 range +-inf)
- * whenever they are set (mhsa_block_set_weights, _load_safetensors,
- * _init_random); biases stay fp32. Every computation uses the rounded
- * weights in fp32 arithmetic, converted in registers as they are read: the
- * results equal those of an MHSA_F32 block given the same weights rounded
- * first (within 1e-4; bitwise identical across thread counts), and
- * mhsa_backward gives the gradients of that rounded block (fp32).
- * mhsa_block_get_weights returns the rounded values as fp32. Saving writes
- * the weights as F16 / BF16 tensors; loading an F16 / BF16 tensor into any
- * block is exact. An unknown weight_dtype: MHSA_ERR_INVALID_ARG naming it.
- * Memory: a 16-bit block holds its weights once, 2 bytes each; an F32 block
- * holds them as given and once more packed for the GEMM (8 bytes each). */
-
-/* The bytes the stored weights and biases take (the weights once, in their
- * stored type: about half of MHSA_F32's for MHSA_F16 / MHSA_BF16; an F32
- * block's packed copy is not counted). 0 for NULL. */
-MHSA_API size_t mhsa_block_weight_bytes(const mhsa_block *blk);
-
-/* ---- Additions beyond the contract -------------------------------------- */
-
-/* The configuration the block was created with; NULL for NULL. */
-MHSA_API const mhsa_config *mhsa_block_config(const mhsa_block *blk);
 
 #ifdef __cplusplus
 }
