@@ -114,8 +114,9 @@ else
 fi
 
 echo "== the GPT (--task text --preset tiny), G = 4: one process, -np 1, 2"
-# A small corpus that is always there: the first 40 KB of the README.
-head -c 40000 "$src/README.md" >corpus.txt
+# A small corpus that is always there: the first 40 KB of the project's
+# own prose.
+cat "$src/README.md" "$src"/docs/*.md | head -c 40000 >corpus.txt
 text=(--task text --data corpus.txt --eval-every 10 --val-tokens 256)
 tiny=(--preset tiny --steps 10 --grad-groups 4 --seed 5)
 timeout 120 "$exe" "${text[@]}" "${tiny[@]}" --save text.st >/dev/null \

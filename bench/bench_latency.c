@@ -6,8 +6,8 @@
 // fraction of it reached (frac_peak).
 //
 // Rows (filter `latency`):
-//   tiny        B8 T12 D32 H4, causal, biases (the demo's block, README's
-//               training demo H=4 D=32 T=12): forward, and forward+backward
+//   tiny        B8 T12 D32 H4, causal, biases (the demo's block,
+//               docs/training.md "The demo": H=4 D=32 T=12): forward, and forward+backward
 //   gpt_block   B8 T64 D64 H4, causal (the Rust lesson's tiny GPT block)
 //   encoder     B1 T32 D384 H12, non-causal, key padding 27 of 32 valid
 // FLOPs as bench_attention.c counts them: 8*B*T*D*D for the projections,

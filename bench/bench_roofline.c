@@ -103,7 +103,7 @@ static double fma_avx2(long iters)
 
 // 512-bit FMAs: on Zen 5 and Intel server cores two full-width pipes, on
 // Zen 4 the 256-bit pipes twice (double-pumped: the same FLOPs per cycle as
-// AVX2, README "Which ISA runs where").
+// AVX2; docs/architecture.md, "Dispatch").
 __attribute__((target("avx512f")))
 static double fma_avx512(long iters)
 {

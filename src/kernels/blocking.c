@@ -28,7 +28,7 @@
 // On the AMD EPYC Zen 3 this was written on (32 KiB L1d, 512 KiB L2) the
 // rule gives AVX2's 6x16 tile kc 256, mc 132, nc 128: the numbers 0.1
 // measured by hand (src/avx2/table.c), and `./build/bench --tune` found
-// no point around them clearly faster (README, "GEMM blocking"). Not yet
+// no point around them clearly faster (docs/performance.md). Not yet
 // measured on an AVX-512 CPU, where the 12x32 tile gets kc 128, mc 252,
 // nc 256 on a Zen 4 (32 KiB L1d, 1 MiB L2) and kc 192, mc 252, nc 256 on
 // a Zen 5 (48 KiB, 1 MiB) or an Emerald Rapids (48 KiB, 2 MiB), against

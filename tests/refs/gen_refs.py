@@ -12,7 +12,7 @@ Every case is a folder <name>/ holding
   case.txt      a text manifest, one "key value..." per line ('#' = comment):
                   kind forward|backward|decode
                   B T D H causal bias   integers
-                  tol                   relative error allowed (see README.md)
+                  tol                   relative error allowed (see docs/api.md, "Promises")
                   masked_rows t...      (optional) query rows whose every key is
                                         masked; expected zero weights/context
                   tensor NAME COUNT     NAME.bin holds COUNT float32 values

@@ -9,8 +9,8 @@
 #include "cli.h"
 #include "text.h"
 
-// The default model: trains in under two minutes on two cores (README,
-// "Training a GPT on text").
+// The default model: trains in under two minutes on two cores (docs/training.md,
+// "A tiny GPT on real text").
 #define DEF_LAYERS 4
 #define DEF_EMBD 128
 #define DEF_HEADS 4
