@@ -12,8 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "io/gguf.h"
-#include "llama/tokenizer.h"
+#include "models/gguf/gguf.h"
+#include "models/tokenizer/tokenizer.h"
 #include "mhsa.h"
 
 #define CHECK(c) do { if (!(c)) abort(); } while (0)

@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/gguf.h"
+#include "models/gguf/gguf.h"
 #include "gguf_writer.h"
-#include "llama/unicode.h"
+#include "models/tokenizer/unicode.h"
 
 // fuzz.sh's -max_len: a longer seed would be cut short.
 enum { MAX_SEED = 4096 };

@@ -1,6 +1,6 @@
 // gguf_writer.h — builds GGUF files byte by byte in memory, for the GGUF
 // reader's tests (test_gguf.c) and the fuzzer's seeds (fuzz/
-// make_gguf_seeds.c). Written from the format's description (src/io/gguf.h),
+// make_gguf_seeds.c). Written from the format's description (src/models/gguf/gguf.h),
 // not with the reader's code, so that the two check each other; it writes
 // whatever it is told, malformed files included.
 #ifndef MHSA_TEST_GGUF_WRITER_H

@@ -1,6 +1,6 @@
 // gemv_share.h — one thread's share of a one-row product, for callers that
 // run several steps of a token in one parallel region of their own
-// (api/cached_step.c, the one-row MLPs of src/train and src/llama).
+// (api/cached_step.c, the one-row MLPs of src/nn and src/models/llama).
 #ifndef MHSA_GEMV_SHARE_H
 #define MHSA_GEMV_SHARE_H
 

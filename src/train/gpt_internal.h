@@ -4,7 +4,8 @@
 #ifndef MHSA_GPT_INTERNAL_H
 #define MHSA_GPT_INTERNAL_H
 
-#include "layers.h"
+#include "nn/layers.h"
+#include "xent.h"
 #include "core/alloc.h"
 #include "core/status.h"
 #include "mhsa_train.h"

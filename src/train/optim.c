@@ -9,7 +9,7 @@
 #include <math.h>
 
 #include "core/fpenv.h"
-#include "layers.h"
+#include "nn/layers.h"
 #include "core/status.h"
 #include "train_internal.h"
 

@@ -11,7 +11,8 @@
 #include <math.h>
 
 #include "core/fpenv.h"
-#include "layers.h"
+#include "nn/layers.h"
+#include "xent.h"
 
 static double lse_minus_target(const float *z, size_t V, int c)
 {

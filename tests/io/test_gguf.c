@@ -1,4 +1,4 @@
-// test_gguf.c — the GGUF reader (src/io/gguf.h): every metadata type round
+// test_gguf.c — the GGUF reader (src/models/gguf/gguf.h): every metadata type round
 // trip in versions 2 and 3, every readable tensor type dequantized against
 // an independent implementation here and against values worked out by
 // hand, the dims order, and malformed files (truncated at every byte, and
@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "core/alloc.h"
-#include "io/gguf.h"
+#include "models/gguf/gguf.h"
 #include "io/safetensors.h"
 #include "gguf_writer.h"
 #include "util.h"

@@ -18,9 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "io/gguf.h"
-#include "llama/llama.h"
-#include "llama/tokenizer.h"
+#include "models/gguf/gguf.h"
+#include "models/llama/llama.h"
+#include "models/tokenizer/tokenizer.h"
 
 static int fail(const char *what, mhsa_status st)
 {

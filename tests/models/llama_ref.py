@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# llama_ref.py — the Llama model of src/llama against a float64 PyTorch
+# llama_ref.py — the Llama model of src/models/llama against a float64 PyTorch
 # forward written here from the architecture's description, not from
 # mhsa's code.
 #

@@ -1,4 +1,4 @@
-// test_llama.c — the Llama model's refusals (src/llama): files that are
+// test_llama.c — the Llama model's refusals (src/models/llama): files that are
 // not llama models or lack or misshape what one needs, each
 // MHSA_ERR_FORMAT naming the key or tensor, and mhsa__llama_forward's
 // argument errors, which leave the cache as it was. The files are small
@@ -13,11 +13,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "io/gguf.h"
+#include "models/gguf/gguf.h"
 #include "gguf_writer.h"
-#include "llama/llama.h"
-#include "llama/llama_internal.h"
-#include "llama/tokenizer.h"
+#include "models/llama/llama.h"
+#include "models/llama/llama_internal.h"
+#include "models/tokenizer/tokenizer.h"
 #include "util.h"
 
 // D = 16, 2 heads of 8 sharing 1 KV head, F = 256 (so that an iq2_xxs

@@ -1,4 +1,4 @@
-// test_tokenizer.c — the byte-level BPE tokenizer (src/llama/): GPT-2's
+// test_tokenizer.c — the byte-level BPE tokenizer (src/models/tokenizer/): GPT-2's
 // byte alphabet, the pre-tokenizer's pieces (GPT-2 and SmolLM, ASCII and
 // beyond), BPE merges against results worked out by hand on a small
 // vocabulary, BOS/EOS, exact round trips on awkward UTF-8 (emoji,
@@ -18,11 +18,11 @@
 #include <unistd.h>
 
 #include "core/alloc.h"
-#include "io/gguf.h"
+#include "models/gguf/gguf.h"
 #include "gguf_writer.h"
-#include "llama/pretok.h"
-#include "llama/tokenizer.h"
-#include "llama/unicode.h"
+#include "models/tokenizer/pretok.h"
+#include "models/tokenizer/tokenizer.h"
+#include "models/tokenizer/unicode.h"
 #include "spm_vocab.h"
 #include "util.h"
 

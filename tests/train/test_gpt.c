@@ -1,4 +1,4 @@
-// test_gpt.c — the GPT of mhsa_train.h and its layers (src/train/layers.h):
+// test_gpt.c — the GPT of mhsa_train.h and its layers (src/nn/layers.h):
 // every layer's gradients against central differences of its own forward,
 // the tanh behind the GELU against libm, the whole model's gradients
 // (learned and rotary positions, tied head, no c_proj) against central
@@ -16,7 +16,8 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "train/layers.h"
+#include "nn/layers.h"
+#include "train/xent.h"
 #include "api/objects.h"
 #include "io/safetensors.h"
 #include "mhsa_train.h"

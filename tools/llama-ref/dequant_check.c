@@ -1,4 +1,4 @@
-// dequant_check.c — mhsa's GGUF dequantizers (src/io/gguf_dequant.c)
+// dequant_check.c — mhsa's GGUF dequantizers (src/models/gguf/gguf_dequant.c)
 // against ggml's own (ggml_get_type_traits(type)->to_float, the functions
 // llama-quantize uses to write F32), bit for bit, on random bytes: every
 // readable block type, NaN and infinite scales included. A development
@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "ggml.h"
-#include "io/gguf_dequant.h"
+#include "models/gguf/gguf_dequant.h"
 
 static uint64_t state = 0x9e3779b97f4a7c15u;
 

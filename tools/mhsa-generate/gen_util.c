@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "llama/unicode.h"
+#include "models/tokenizer/unicode.h"
 #include "mhsa.h"
 
 enum { QUOTE_MAX = 200, QUOTE_RING = 4 };

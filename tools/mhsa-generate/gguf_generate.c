@@ -1,5 +1,5 @@
 // gguf_generate.c — mhsa-generate on a Llama-architecture GGUF model
-// (src/llama): the prompt through the file's tokenizer, prefilled in one
+// (src/models/llama): the prompt through the file's tokenizer, prefilled in one
 // forward (one mhsa_forward_cached call per layer), then one token at a
 // time, sampled as for the GPT (sample_token: --temperature 0 is greedy),
 // until -n tokens or the end-of-sequence token. Nothing is allocated per
@@ -17,9 +17,9 @@
 
 #include "gen_util.h"
 #include "gguf_generate.h"
-#include "io/gguf.h"
-#include "llama/llama.h"
-#include "llama/tokenizer.h"
+#include "models/gguf/gguf.h"
+#include "models/llama/llama.h"
+#include "models/tokenizer/tokenizer.h"
 #include "sample.h"
 
 typedef struct gguf_run {

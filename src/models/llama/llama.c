@@ -12,8 +12,8 @@
 #include "core/fpenv.h"
 #include "core/threads.h"
 #include "gemm/gemv_share.h"
-#include "llama/llama_internal.h"
-#include "train/layers.h"
+#include "models/llama/llama_internal.h"
+#include "nn/layers.h"
 
 const mhsa_llama_config *mhsa__llama_config(const mhsa_llama *m)
 {

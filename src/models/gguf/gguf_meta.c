@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "file_read.h"
+#include "io/file_read.h"
 #include "gguf_impl.h"
 #include "core/status.h"
 

@@ -3,7 +3,7 @@
 (general category L*) and numbers (N*), which the GPT-2 pre-tokenizer's
 \\p{L} and \\p{N} match, from Python's unicodedata (the Unicode version is
 recorded in the file). Run from anywhere:
-    python3 src/llama/gen_unicode_tables.py
+    python3 src/models/tokenizer/gen_unicode_tables.py
 """
 import os
 import unicodedata

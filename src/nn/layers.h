@@ -1,4 +1,5 @@
-// layers.h — the GPT's layers around the attention block, in llm.c's shape:
+// layers.h — the layers around the attention block that inference and
+// training share (the Llama runner, the GPT), in llm.c's shape:
 // each layer's forward and backward side by side in one file, a shape
 // comment beside every pointer, N = B*T rows.
 //
@@ -12,8 +13,8 @@
 //    over threads only where each row is computed on its own, and every sum
 //    over rows (a parameter gradient) runs in row order on one thread, or
 //    through the GEMM driver, which never splits K (gemm.h).
-#ifndef MHSA_TRAIN_LAYERS_H
-#define MHSA_TRAIN_LAYERS_H
+#ifndef MHSA_NN_LAYERS_H
+#define MHSA_NN_LAYERS_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -129,17 +130,5 @@ void mhsa__swiglu_forward_range(float *h, const float *g, const float *u,
 
 // The tanh used by the GELU (exposed for its accuracy test).
 float mhsa__tanh_approx(float x);
-
-// ---- softmax cross-entropy over V classes ----------------------------------
-// probs (N, V) = softmax(logits) (N, V), then per row loss (N) =
-// -log probs[target] (0 for target -1). Returns the sum of the row losses in
-// row order, in double.
-double mhsa__xent_forward(const mhsa_kernels *k, float *probs, float *loss,
-                          const float *logits, const int32_t *targets,
-                          size_t N, size_t V);
-// In place: probs (N, V) becomes dlogits = (probs - onehot(target)) * scale
-// (rows with target -1 become 0): the gradient of scale * sum of losses.
-void mhsa__xent_backward(float *probs, const int32_t *targets, size_t N,
-                         size_t V, float scale);
 
 #endif

@@ -47,7 +47,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "io/gguf.h"
+#include "models/gguf/gguf.h"
 #include "mhsa.h"
 
 typedef struct mhsa_tokenizer mhsa_tokenizer;

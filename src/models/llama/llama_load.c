@@ -12,8 +12,8 @@
 
 #include "core/fpenv.h"
 #include "io/file_read.h"
-#include "io/gguf.h"
-#include "llama/llama_internal.h"
+#include "models/gguf/gguf.h"
+#include "models/llama/llama_internal.h"
 
 void mhsa__llama_free(mhsa_llama *m)
 {

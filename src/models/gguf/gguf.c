@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "file_read.h"
+#include "io/file_read.h"
 #include "gguf_dequant.h"
 #include "gguf_impl.h"
 #include "core/status.h"

@@ -3,7 +3,7 @@
 #ifndef MHSA_LLAMA_INTERNAL_H
 #define MHSA_LLAMA_INTERNAL_H
 
-#include "llama/llama.h"
+#include "models/llama/llama.h"
 #include "api/workspace_rebind.h"
 #include "core/alloc.h"
 #include "core/status.h"
