@@ -13,7 +13,7 @@ void refcase_hash_fill(float *x, size_t n, double scale, uint64_t seed)
     for (size_t i = 0; i < n; i++) {
         int32_t k = (int32_t)(rng_u64(&r) >> 40) - (1 << 23);
         // k * 2^-23 is exact in double; one rounding for * scale and one
-        // to float, as numpy does in gen_refs_v2.py.
+        // to float, as numpy does in gen_refs_variants.py.
         x[i] = (float)((double)k * 0x1p-23 * scale);
     }
 }

@@ -1,5 +1,5 @@
 // refcase.h — reading the PyTorch reference cases in tests/data/refs/ and
-// tests/data/refs_v2/ (format: tests/data/refs/FORMAT.md).
+// tests/data/refs_variants/ (format: tests/data/refs/FORMAT.md).
 #ifndef MHSA_TEST_REFCASE_H
 #define MHSA_TEST_REFCASE_H
 
@@ -33,8 +33,8 @@ typedef struct refcase {
 
 // Loads refs/<name>/; returns 0 on success (every tensor read and sized).
 int refcase_load(const char *name, refcase *rc);
-// Loads <dir>/<name>/ under $MHSA_TEST_DATA (e.g. dir "refs_v2"): stored
-// tensors are read, generated ones ("input" lines) made and checked
+// Loads <dir>/<name>/ under $MHSA_TEST_DATA (e.g. dir "refs_variants"):
+// stored tensors are read, generated ones ("input" lines) made and checked
 // against their crc32. Returns 0, or -1 with rc->error saying why.
 int refcase_load_in(const char *dir, const char *name, refcase *rc);
 // The tensor called `name`, or NULL when the case has none.
@@ -45,7 +45,7 @@ void refcase_free(refcase *rc);
 
 // The generated inputs: n values uniform in [-scale, scale), value i =
 // (float)(k * 2^-23 * scale) with k the top 24 bits of the (i+1)-th
-// splitmix64 output from state `seed`, minus 2^23 (gen_refs_v2.py's
+// splitmix64 output from state `seed`, minus 2^23 (gen_refs_variants.py's
 // hash_values).
 void refcase_hash_fill(float *x, size_t n, double scale, uint64_t seed);
 // zlib's crc32 of n bytes.

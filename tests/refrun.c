@@ -52,8 +52,8 @@ void outs_free(outs *o)
 
 void rc_load(const char *name, refcase *rc)
 {
-    ck_assert_msg(refcase_load_in("refs_v2", name, rc) == 0,
-                  "cannot load refs_v2/%s: %s", name, rc->error);
+    ck_assert_msg(refcase_load_in("refs_variants", name, rc) == 0,
+                  "cannot load refs_variants/%s: %s", name, rc->error);
 }
 
 mhsa_config rc_config(const refcase *rc)

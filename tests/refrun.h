@@ -1,10 +1,10 @@
-// refrun.h — running the 0.2 reference cases (tests/data/refs_v2, written
-// by tests/refs/gen_refs_v2.py) through the public API and comparing with
-// PyTorch: forward with and without attn, mhsa_forward_ex with key padding,
-// backward after either, decode through the KV cache token by token and in
-// chunks (mhsa_forward_cached, or mhsa_forward_cached_ex with per-sequence
-// lengths), F16/BF16 caches. Every run is repeated at 1 and 2 OpenMP
-// threads and must give the same bits.
+// refrun.h — running the 0.2 reference cases (tests/data/refs_variants,
+// written by tests/refs/gen_refs_variants.py) through the public API and
+// comparing with PyTorch: forward with and without attn, mhsa_forward_ex with
+// key padding, backward after either, decode through the KV cache token by
+// token and in chunks (mhsa_forward_cached, or mhsa_forward_cached_ex with
+// per-sequence lengths), F16/BF16 caches. Every run is repeated at 1 and 2
+// OpenMP threads and must give the same bits.
 #ifndef MHSA_TEST_REFRUN_H
 #define MHSA_TEST_REFRUN_H
 
@@ -36,7 +36,7 @@ void outs_add(outs *o, const char *name, const float *p, size_t n);
 void outs_same(const outs *a, const outs *b, const char *tag);
 void outs_free(outs *o);
 
-// Loads refs_v2/<name> (ck_asserts).
+// Loads refs_variants/<name> (ck_asserts).
 void rc_load(const char *name, refcase *rc);
 // The block config of a case (max_seq_len = T) and the block with its
 // weights set (ck_asserts).

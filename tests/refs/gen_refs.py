@@ -6,7 +6,7 @@ Run with Debian's Python and PyTorch 1.13 (apt-get install -y python3-torch):
     /usr/bin/python3 tests/refs/gen_refs.py [OUTDIR]
 
 (OUTDIR defaults to tests/data/refs; the case folders there are replaced,
-FORMAT.md is kept). The 0.2 cases come from gen_refs_v2.py.
+FORMAT.md is kept). The 0.2 cases come from gen_refs_variants.py.
 
 Every case is a folder <name>/ holding
   case.txt      a text manifest, one "key value..." per line ('#' = comment):

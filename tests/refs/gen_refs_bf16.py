@@ -17,8 +17,8 @@ scale * dS with K, dqkv with x and W_qkv), and the products summed in
 float64: "exact products of the rounded operands" as the library's
 fallback computes them, without its fp32 accumulation error.
 
-The case format is tests/refs/gen_refs_v2.py's (inputs regenerated from a
-hash stream by tests/refcase.c; outputs stored; tests/data/refs/FORMAT.md).
+The case format is tests/refs/gen_refs_variants.py's (inputs regenerated from
+a hash stream by tests/refcase.c; outputs stored; tests/data/refs/FORMAT.md).
 Each case's `tol` is set so that:
   - the same products in float32 arithmetic (PyTorch's fp32 matmuls of the
     bf16-rounded operands: what any correct implementation computes, in a
@@ -40,7 +40,7 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from gen_refs_v2 import Inputs, rel_err, splitmix_check   # noqa: E402
+from gen_refs_variants import Inputs, rel_err, splitmix_check   # noqa: E402
 
 OUT = os.path.join(HERE, os.pardir, "data", "refs_bf16")
 F64 = torch.float64

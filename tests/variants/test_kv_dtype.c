@@ -1,6 +1,6 @@
 // test_kv_dtype.c — F16 and BF16 KV caches (API.md "KV cache storage
 // type"): decode token by token and in chunks against PyTorch references
-// computed from K and V rounded like the cache (tests/data/refs_v2) on
+// computed from K and V rounded like the cache (tests/data/refs_variants) on
 // every ISA at 1 and 2 threads; the memory they hold; keys a window blocks
 // (NaN, or values beyond the F16 range) never read; invalid arguments.
 //

@@ -1,7 +1,7 @@
 // test_ragged.c — ragged batches (API.md "Ragged batches"): key
 // padding in mhsa_forward_ex and the backward after it, per-sequence cache
 // lengths in mhsa_forward_cached_ex, slot reset, against PyTorch references
-// (tests/data/refs_v2) on every ISA at 1 and 2 threads; every sequence
+// (tests/data/refs_variants) on every ISA at 1 and 2 threads; every sequence
 // against its solo run and independent of the others; invalid arguments.
 //
 // Test cases (run one alone: test_ragged NAME...):

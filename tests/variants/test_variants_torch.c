@@ -1,8 +1,8 @@
 // test_variants_torch.c — the attention variants of 0.2 (grouped-query
 // attention, rotary embedding, sliding window) against PyTorch references
-// (tests/data/refs_v2) on every ISA at 1 and 2 threads, gradients against
-// finite differences, GQA against the same block with K/V heads expanded,
-// and every invalid value of the new config fields.
+// (tests/data/refs_variants) on every ISA at 1 and 2 threads, gradients
+// against finite differences, GQA against the same block with K/V heads
+// expanded, and every invalid value of the new config fields.
 //
 // Test cases (run one alone: test_variants_torch NAME...):
 //   baseline        0.1 features in the 0.2 case format (checks the harness)
