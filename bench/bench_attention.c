@@ -1,5 +1,5 @@
-// bench_attention.c — the attention block as issue 3 and issue 5 list it:
-// whole-block forward, the fused causal attention core next to a naive
+// bench_attention.c — the attention block's headline cases: whole-block
+// forward, the fused causal attention core next to a naive
 // materialised T x T attention, and forward+backward; each at 1 and all
 // threads, each as a fraction of this run's measured limit
 // (bench_roofline.c). One-token decode against a KV cache is in
@@ -268,7 +268,7 @@ static void bm_attn_naive(mhsa_bench_state *st, const void *ctx)
 
 // Bytes of a workspace (B=1, D=512, H=8) for max_seq_len T, and of the
 // (B, H, T, T) weights a caller must supply to get attn back: the workspace
-// is the same either way, linear in T (issue 3).
+// is the same either way, linear in T.
 static void bm_workspace_bytes(mhsa_bench_state *st, const void *ctx)
 {
     (void)ctx;
@@ -304,7 +304,7 @@ void mhsa_bench_register_attention(void)
     int ntc = mhsa_bench_thread_counts(tc);
     char label[128], what[96];
 
-    // Whole-block forward (issue 3): D=512, H=8; tiny shapes.
+    // Whole-block forward: D=512, H=8; tiny shapes.
     static const int64_t fwd_shapes[][4] = {   // B, T, D, H
         { 1, 128, 512, 8 }, { 1, 512, 512, 8 }, { 1, 2048, 512, 8 },
         { 4, 512, 512, 8 }, { 8, 12, 32, 4 },   { 8, 32, 64, 4 },

@@ -1,9 +1,9 @@
-// bench_bf16.c — the bf16-compute GEMM (gemm/gemm_bf16.h) on each bf16
-// tile set (AMX, AVX512-BF16) at issue 25's shapes, 512x1536x512 (a QKV
+// bench_bf16.c — the bf16-compute GEMM (gemm/gemm_bf16.h) on each bf16 tile
+// set (AMX, AVX512-BF16) at the bf16 targets' shapes, 512x1536x512 (a QKV
 // projection of 512 tokens, D 512) and 1024^3, at 1 and 2 threads, with
-// mhsa's fp32 GEMM on the active table beside it in the same run. A set
-// this CPU (or OS, or build) cannot run natively is skipped with the
-// reason; the test-only emulation is never timed.
+// mhsa's fp32 GEMM on the active table beside it in the same run. A set this
+// CPU (or OS, or build) cannot run natively is skipped with the reason; the
+// test-only emulation is never timed.
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>

@@ -1,9 +1,9 @@
-// bench_compute_bf16.c — what compute_dtype MHSA_BF16 costs or gains against fp32
-// in the same run (issue 25's rows): the block forward B=1 T=512 D=512 H=8
-// causal, and forward + backward B=8 T=128 D=256 H=8 causal, each in f32
-// and bf16, and their time ratios (bf16 / f32; the issue's targets, 0.33x
-// and 0.4x, are for AMX; where the CPU has no bf16 instructions the ratio
-// is the cost of the exact fallback: rounding the packed panels).
+// bench_compute_bf16.c — what compute_dtype MHSA_BF16 costs or gains against
+// fp32 in the same run: the block forward B=1 T=512 D=512 H=8 causal, and
+// forward + backward B=8 T=128 D=256 H=8 causal, each in f32 and bf16, and
+// their time ratios (bf16 / f32; the targets, 0.33x and 0.4x, are for AMX;
+// where the CPU has no bf16 instructions the ratio is the cost of the exact
+// fallback: rounding the packed panels).
 #include <stdio.h>
 #include <stdlib.h>
 

@@ -274,8 +274,8 @@ static const shape shapes[] = {
     { 1, 8, 8, 64, 512, 0, 1 },      { 1, 8, 8, 64, 2048, 0, 1 },
     { 1, 8, 8, 64, 8192, 0, 1 },     { 1, 32, 32, 128, 512, 0, 1 },
     { 1, 32, 32, 128, 2048, 0, 1 },  { 1, 32, 32, 128, 8192, 0, 1 },
-    { 1, 32, 8, 128, 8192, 0, 1 },   // issue 11: GQA, a quarter the bytes
-    { 8, 8, 8, 64, 8192, 1, 1 },     // issue 12: ragged 128..8192
+    { 1, 32, 8, 128, 8192, 0, 1 },   // GQA, a quarter the bytes
+    { 8, 8, 8, 64, 8192, 1, 1 },     // ragged 128..8192
     { 8, 8, 8, 64, 8192, 2, 1 },     //   and uniform, the same bytes
 };
 
@@ -308,8 +308,9 @@ static void with_threads(char *buf, size_t n, const char *what, int64_t t)
              t > 1 ? "s" : "");
 }
 
-// The targets (1 thread unless said): issue 5's for the F32 cache, issue
-// 13's for the 16-bit ones, issue 12's for the ragged step.
+// The targets (1 thread unless said): the kernel targets for the F32
+// cache, the 16-bit caches' for F16 and BF16, the ragged batches' for the
+// ragged step.
 static void goal_of(const shape *s, int dt, int64_t t, int64_t t1,
                     mhsa_bench_headline *h, const char *ref)
 {
@@ -374,7 +375,7 @@ void mhsa_bench_register_decode(void)
         const shape *mha = &shapes[5], *gqa = &shapes[6];
         const shape *rag = &shapes[7], *uni = &shapes[8];
         for (int dt = MHSA_F16; dt <= MHSA_BF16; dt++) {
-            // issue 13: a 16-bit cache reads half the bytes.
+            // A 16-bit cache reads half the bytes.
             shape_name(what, sizeof what, "core", mha);
             snprintf(label, sizeof label, "%.120s %s", what,
                      dtype_name[dt]);
@@ -387,7 +388,7 @@ void mhsa_bench_register_decode(void)
             snprintf(l2, sizeof l2, "decode H=32 dh=128 L=8192 %.120s", label);
             mhsa_bench_add_ratio(l2, num, den, 0.55);
         }
-        // issue 11: GQA H/Hkv = 4 against the MHA cache of the same H.
+        // GQA H/Hkv = 4 against the MHA cache of the same H.
         shape_name(what, sizeof what, "core", gqa);
         snprintf(label, sizeof label, "%.120s f32", what);
         with_threads(num, sizeof num, label, tc[c]);
@@ -398,7 +399,7 @@ void mhsa_bench_register_decode(void)
                  "decode L=8192 Hkv=8 / Hkv=32 (H=32 dh=128), %d thr",
                  (int)tc[c]);
         mhsa_bench_add_ratio(label, num, den, 0.0);
-        // issue 12: ragged against uniform, the same bytes.
+        // Ragged against uniform, the same bytes.
         for (int dt = MHSA_F32; dt <= MHSA_F16; dt++) {
             shape_name(what, sizeof what, "core", rag);
             snprintf(label, sizeof label, "%.120s %s", what,

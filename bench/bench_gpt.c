@@ -1,4 +1,4 @@
-// bench_gpt.c — the GPT of mhsa_train.h (issue 14): one training step
+// bench_gpt.c — the tiny GPT of mhsa_train.h: one training step
 // (forward, backward, AdamW) on byte tokens at the tiny preset (L=2 D=64
 // H=4 T=32 B=8) and at L=4 D=128 H=4 T=128 B=8, and one decoding step
 // through the KV cache, at 1 and all threads. items/s are tokens/s.

@@ -240,7 +240,7 @@ static void bm_sgemm_openblas(mhsa_bench_state *st, const void *ctx)
 #if MHSA_BENCH_DNNL
 // oneDNN's dnnl_sgemm (row-major, like ours), on OpenMP like mhsa: the
 // thread count is OpenMP's. It picks its own kernels for the CPU (AVX-512
-// where present, AVX2 on this project's Zen 3 machine).
+// where present, else AVX2).
 static void run_dnnl(gemm_bufs *g, const void *arg)
 {
     (void)arg;
@@ -468,9 +468,9 @@ static void register_kv(void)
 {
     // H (kv heads), m (query rows per kv head), dh, L
     static const int64_t shapes[][4] = {
-        { 32, 1, 128, 8192 },   // issue 13: decode H32 dh128 L8192 (DRAM)
-        { 8, 1, 64, 2048 },     // issue 13: H8 dh64 L2048 (4 MiB in F16)
-        { 8, 4, 128, 8192 },    // issue 11: GQA H32/Hkv8 dh128 L8192
+        { 32, 1, 128, 8192 },   // decode H32 dh128 L8192 (DRAM)
+        { 8, 1, 64, 2048 },     // H8 dh64 L2048 (4 MiB in F16)
+        { 8, 4, 128, 8192 },    // GQA H32/Hkv8 dh128 L8192
     };
     static const char *const names[] = { "op", "dtype", "H", "m", "dh", "L" };
     static const mhsa_isa kv_isas[] = { MHSA_ISA_SCALAR, MHSA_ISA_AVX2,
@@ -509,7 +509,7 @@ void mhsa_bench_register_kernels(void)
                                    gemm_arg_names);
                     continue;
                 }
-                // The issue 5 shapes: rows of the summary table.
+                // The kernel targets' shapes: rows of the summary table.
                 char label[96];
                 snprintf(label, sizeof label, "sgemm %s %dx%dx%d, %d thread%s",
                          mhsa_isa_name(isas[i]), (int)args[0], (int)args[1],

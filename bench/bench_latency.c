@@ -1,4 +1,4 @@
-// bench_latency.c — small problems (issue 22): shapes where a call takes
+// bench_latency.c — small problems: shapes where a call takes
 // microseconds and fixed costs (parallel regions, packing, per-row setup)
 // weigh as much as the arithmetic. Each row runs through the public API at
 // 1 and all threads and prints its limit beside it: the FLOPs at the FMA
@@ -115,8 +115,8 @@ void mhsa_bench_register_latency(void)
 {
     int64_t tc[2];
     int ntc = mhsa_bench_thread_counts(tc);
-    // B, T, D, H, causal, valid keys, backward; issue 22's target at one
-    // thread (goal, value) and the name of the row.
+    // B, T, D, H, causal, valid keys, backward; the small-problem target
+    // at one thread (goal, value) and the name of the row.
     static const struct {
         int64_t shape[7];
         mhsa_bench_goal goal;

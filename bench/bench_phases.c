@@ -1,5 +1,5 @@
-// bench_phases.c — where one block forward's time goes (issue 24, "two
-// threads that scale"): the forward's four phases run one after another
+// bench_phases.c — where one block forward's time goes (for two threads
+// that scale): the forward's four phases run one after another
 // exactly as api/forward.c calls them (the QKV projection GEMM with its
 // bias, the split into heads, the attention core, the output projection),
 // each timed on its own, so a case shows per phase the microseconds per

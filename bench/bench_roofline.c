@@ -1,5 +1,5 @@
 // bench_roofline.c — this machine's limits, measured in the same run as the
-// kernels (issue 5): peak fp32 throughput per ISA from independent FMA chains
+// kernels: peak fp32 throughput per ISA from independent FMA chains
 // held in registers, and read bandwidth at working sets from L1 to DRAM, at
 // 1 and all threads. Other files divide their rates by these
 // (bench_util.h); the roofline/* cases show the limits themselves, with

@@ -1,6 +1,6 @@
-// bench_step.c — one token through a stack of blocks at its bytes (issues
-// 22 and 23), group "decode/step", and the 16-bit-weight prefill beside
-// F32 ("decode/prefill16").
+// bench_step.c — one token through a stack of blocks at its bytes (small
+// problems, 16-bit weights), group "decode/step", and the 16-bit-weight
+// prefill beside F32 ("decode/prefill16").
 //
 // decode/step: mhsa_forward_cached (t_new = 1) through `blocks` blocks of
 // one shape in turn, each with its own F32 cache holding L - 1 positions,
@@ -13,19 +13,19 @@
 // same working set at the same thread count measured in this run
 // (bench_roofline.c) and the time that bandwidth allows (lim_us_blk).
 // frac_bw = bytes / time / bandwidth: 1.0 is a step at the speed of its
-// bytes (the issue's "<= 1.1 of its bytes" is frac_bw >= 0.91). The
+// bytes (the target "<= 1.1 of its bytes" is frac_bw >= 0.91). The
 // bandwidth is the best of 100 short reads; frac_bw_med is the same
 // against their median (bw_med_GB/s), the like-for-like limit for the
 // median step on a machine whose neighbours share the memory, and
 // frac_bw_pass against whole passes over a buffer of the stack's size
 // (bw_pass_GB/s), the speed a sustained stream of those bytes gets.
 //
-// Side-by-side rows after the summary: 16-bit over F32 (target 0.55, issue
-// 23), 2 threads over 1 (target 1/1.5, issue 22), prefill 16-bit over F32
-// (target 1.05). The caches stay F32, so the bytes themselves shrink less
-// than half: 2.56 / 4.33 MB = 0.59 a block at D576 (786 KB of K and V
-// beside 3.5 MB of F32 weights), 23.1 / 44.0 MB = 0.52 at D2048; compare
-// the 16-bit ratios with those.
+// Side-by-side rows after the summary: 16-bit over F32 (target 0.55, the
+// 16-bit weights'), 2 threads over 1 (target 1/1.5, the small problems'),
+// prefill 16-bit over F32 (target 1.05). The caches stay F32, so the bytes
+// themselves shrink less than half: 2.56 / 4.33 MB = 0.59 a block at D576
+// (786 KB of K and V beside 3.5 MB of F32 weights), 23.1 / 44.0 MB = 0.52 at
+// D2048; compare the 16-bit ratios with those.
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,16 +163,17 @@ static void bm_step(mhsa_bench_state *st, const void *ctx)
     if (bw > 0.0)
         mhsa_bench_rate(st, "frac_bw", per_blk * blocks * 1e-9 / bw);
     // Against the median trial: on a shared host the best of 100 short
-    // reads runs 1.1-1.4x their median (Zen 4 VM, 2026-12-02), so frac_bw alone
+    // reads runs well above their median (docs/performance.md, "AMD EPYC
+    // Zen 4", "Small problems and the one-token step"), so frac_bw alone
     // understates a step that streams at the read's usual speed.
     if (bw_med > 0.0) {
         mhsa_bench_counter(st, "bw_med_GB/s", bw_med);
         mhsa_bench_rate(st, "frac_bw_med", per_blk * blocks * 1e-9 / bw_med);
     }
-    // Against whole passes over the stack's bytes: what one sustained
-    // stream of that size reads at (on the Zen 4 VM 0.7 of the best short
-    // read), so that a step's frac_bw below 0.9 can be told apart from a
-    // machine whose memory only gives that much to a long stream.
+    // Against whole passes over the stack's bytes: what one sustained stream
+    // of that size reads at (on a shared VM well under the best short read:
+    // the same section), so that a step's frac_bw below 0.9 can be told apart
+    // from a machine whose memory only gives that much to a long stream.
     if (bw_pass > 0.0) {
         mhsa_bench_counter(st, "bw_pass_GB/s", bw_pass);
         mhsa_bench_rate(st, "frac_bw_pass",
@@ -277,7 +278,7 @@ void mhsa_bench_register_step(void)
                 mhsa_bench_headline h = { label, "GB", "frac_bw",
                                           MHSA_GOAL_NONE, 0.0, NULL, NULL,
                                           NULL };
-                if (tc[c] == 1) {   // issue 22: <= 1.1 of its bytes
+                if (tc[c] == 1) {   // small problems: <= 1.1 of its bytes
                     h.goal = MHSA_GOAL_FRAC_MIN;
                     h.target = 1.0 / 1.1;
                 }

@@ -1,4 +1,4 @@
-// bench_tune.c — the GEMM tuning harness (issue 24): `./build/bench --tune`
+// bench_tune.c — the GEMM tuning harness: `./build/bench --tune`
 // runs the SGEMM driver on copies of one ISA's table with other block sizes
 // (kc, mc, nc) and prints them best first, as GFLOP/s and as a fraction
 // of the FMA peak measured in the same run (bench_roofline.c).

@@ -43,7 +43,8 @@ double mhsa_bench_read_gbs_median(size_t bytes, int threads);
 // after one that warms the TLB; remembered per (bytes, threads). For a
 // working set larger than the caches this is the speed one sustained
 // stream over that many bytes gets, which on a shared machine can sit
-// well under the best of short trials (AMD Zen 4 VM: 23 against 32 GB/s).
+// well under the best of short trials (docs/performance.md, "AMD EPYC
+// Zen 4", "Small problems and the one-token step").
 double mhsa_bench_read_pass_gbs(size_t bytes, int threads);
 
 // The thread counts every case runs at: 1 and, if more, all of OpenMP's.

@@ -1,5 +1,5 @@
-// bench_variants.c — what the attention variants of issue 11 cost, each
-// beside the case it should cost (almost) the same as:
+// bench_variants.c — what the attention variants (GQA, RoPE, windows) cost,
+// each beside the case it should cost (almost) the same as:
 //
 // - RoPE: the whole-block forward B=1 T=2048 D=512 H=8 with a rotary
 //   embedding over the whole head (rope_dim = 64) and without; the

@@ -75,7 +75,7 @@ void mhsa_bench_use(const void *p);
 
 // ---- headline figures: the rows of `./bench --summary` ----------------
 
-// What a headline row is checked against (issue 5's targets).
+// What a headline row is checked against (the kernel targets).
 typedef enum mhsa_bench_goal {
     MHSA_GOAL_NONE,          // shown only
     MHSA_GOAL_FRAC_MIN,      // the frac counter's median >= target

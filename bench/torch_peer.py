@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""PyTorch's figures for issue 24's table (bench/issue24-table.sh), as JSON
-on stdout: SGEMM (torch.mm, fp32) at 1024^3 and 4096x1536x512, the block
+"""PyTorch's figures for the peer table (bench/peer-table.sh), as JSON on
+stdout: SGEMM (torch.mm, fp32) at 1024^3 and 4096x1536x512, the block
 forward B1 T512 D512 H8 (nn.MultiheadAttention, causal mask,
 need_weights=False, under no_grad) and the block forward + backward B8
 T128 D256 H8 (the loss sum(y * dy), gradients of the weights and of x),

@@ -1,22 +1,22 @@
 #!/usr/bin/env bash
-# issue24-table.sh — issue 24's table on this machine: our figures as
-# GFLOP/s (or time ratios) and fractions of the FMA peak measured in the
-# same run, the peers beside them where this machine runs them (OpenBLAS
-# and oneDNN when ./build/bench was built with them; PyTorch through
-# bench/torch_peer.py when a python with torch is found), the 2-thread
-# over 1-thread speedups, and the targets.
+# peer-table.sh — SGEMM, the attention core, the block and decode beside their
+# peers on this machine: our figures as GFLOP/s (or time ratios) and fractions
+# of the FMA peak measured in the same run, the peers beside them where this
+# machine runs them (OpenBLAS and oneDNN when ./build/bench was built with
+# them; PyTorch through bench/torch_peer.py when a python with torch is
+# found), the 2-thread over 1-thread speedups, and the targets.
 #
-#   bench/issue24-table.sh [BUILD_DIR]
-#     MHSA_T24_REPS (default 5) repetitions, the median shown;
-#     MHSA_T24_MIN_TIME (default 0.2) seconds per repetition;
-#     MHSA_T24_PYTHON: the python with torch (default: /usr/bin/python3,
-#     then python3); MHSA_T24_TORCH=0 leaves PyTorch out.
+#   bench/peer-table.sh [BUILD_DIR]
+#     MHSA_PEER_REPS (default 5) repetitions, the median shown;
+#     MHSA_PEER_MIN_TIME (default 0.2) seconds per repetition;
+#     MHSA_PEER_PYTHON: the python with torch (default: /usr/bin/python3,
+#     then python3); MHSA_PEER_TORCH=0 leaves PyTorch out.
 # The ISA is the one dispatch picks (MHSA_ISA=avx2 to set it).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-build}
-reps=${MHSA_T24_REPS:-5}
-min_time=${MHSA_T24_MIN_TIME:-0.2}
+reps=${MHSA_PEER_REPS:-5}
+min_time=${MHSA_PEER_MIN_TIME:-0.2}
 isa=$("$build/mhsa-info" --isa)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -33,8 +33,8 @@ load0=$(cut -d' ' -f1-3 /proc/loadavg)
     --benchmark_report_aggregates_only=true --benchmark_format=json \
     >"$tmp/bench.json"
 echo '{}' >"$tmp/torch.json"
-if [ "${MHSA_T24_TORCH:-1}" != 0 ]; then
-    for py in "${MHSA_T24_PYTHON:-}" /usr/bin/python3 python3; do
+if [ "${MHSA_PEER_TORCH:-1}" != 0 ]; then
+    for py in "${MHSA_PEER_PYTHON:-}" /usr/bin/python3 python3; do
         [ -n "$py" ] || continue
         if "$py" -c 'import torch' 2>/dev/null; then
             "$py" "$here/torch_peer.py" >"$tmp/torch.json"
@@ -56,7 +56,7 @@ for b in bench["benchmarks"]:   # medians; a single repetition as it is
             b.get("run_type") == "iteration" and key not in med):
         med[key] = b
 ctx = bench["context"]
-print(f"issue 24 table: {ctx.get('host_name', '?')}, {ctx['num_cpus']} "
+print(f"peer table: {ctx.get('host_name', '?')}, {ctx['num_cpus']} "
       f"cpus at {ctx['mhsa_active_isa'] if 'mhsa_active_isa' in ctx else isa}"
       f", {ctx['date']}, load average {os.environ['LOAD']}")
 for line in os.environ["INFO"].splitlines():
