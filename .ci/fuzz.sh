@@ -26,8 +26,8 @@ if [[ ! -f $build/build.ninja ]]; then
     # The GEMM micro-kernels and packers get no coverage hooks (see
     # fuzz/coverage-ignore.txt); ASan and UBSan still instrument them.
     # -O1 and line tables only, as OSS-Fuzz builds its ASan targets: at
-    # -O2 -g one SIMD file (avx2/kv_dot.c) took 64 s of clang alone, 36 s at
-    # -O1, and was the build's critical path (270 s on the busy CI machine).
+    # -O2 -g one SIMD file (avx2/kv_dot.c) was the build's critical path
+    # (docs/testing.md, "Sanitizers and fuzzing").
     cflags="-fsanitize=fuzzer-no-link"
     cflags+=" -fsanitize-coverage-ignorelist=$PWD/fuzz/coverage-ignore.txt"
     cflags+=" -gline-tables-only"

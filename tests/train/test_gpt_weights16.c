@@ -1,5 +1,5 @@
 // test_gpt_weights16.c — the GPT with 16-bit weights (mhsa_gpt_config.
-// weight_dtype, issue 23): its logits against an F32 GPT whose matrices hold
+// weight_dtype): its logits against an F32 GPT whose matrices hold
 // the same weights rounded first, for the full forward (GEMM) and for a
 // cached prefill and decoding steps (matrix-vector kernels), on every ISA
 // table; the same bits at 1 and 2 threads; mhsa_gpt_weight_bytes about
