@@ -81,13 +81,23 @@
 // its table.c redefines this before defining the table (src/avx512/).
 #define MHSA_KERNEL_TABLE_BF16 NULL
 // A table's fused small-view forward (kernels.h: attn_small): none unless
-// its table.c redefines this (src/avx2/, src/avx512/).
+// its table.c redefines this (src/scalar/, src/avx2/, src/avx512/). The
+// fused kernels must give the bits of their own table's tiled path, so
+// the scalar references below (the scalar tiled path's bits: libm expf, no
+// FMA) are no default for a table whose softmax and micro-kernel round
+// otherwise: NEON keeps these slots empty and its drivers' tiled path.
 #define MHSA_KERNEL_TABLE_ATTN_SMALL NULL
 // Its fused forward of several heads at once (kernels.h:
-// attn_small_heads): none unless its table.c redefines this (avx512).
+// attn_small_heads): none unless its table.c redefines this.
 #define MHSA_KERNEL_TABLE_ATTN_SMALL_HEADS NULL
 // And of its backward (kernels.h: attn_small_heads_bwd).
 #define MHSA_KERNEL_TABLE_ATTN_SMALL_HEADS_BWD NULL
+// The scalar references of the four (src/scalar/attn_*.c), declared here
+// for the tests, which check every table's kernels against them.
+int mhsa_attn_small__scalar(const mhsa_attn_small_args *a);
+int mhsa_attn_small_heads__scalar(const mhsa_attn_heads_args *a);
+int mhsa_attn_small_bwd__scalar(const mhsa_attn_small_bwd_args *a);
+int mhsa_attn_small_heads_bwd__scalar(const mhsa_attn_heads_bwd_args *a);
 
 // A table's small-backward products (kernels.h: small_bwd_scores and
 // small_bwd_grads): none unless its table.c redefines this as

@@ -14,11 +14,24 @@
 // keeps packing (ra_max_panels 0); the kernel is the reference the SIMD
 // ones are tested against.
 
-// The small attention-backward products (small_bwd.c).
+// The small attention-backward products (small_bwd.c) and their fused
+// form (attn_small_bwd.c).
 #undef MHSA_KERNEL_TABLE_SMALL_BWD
 #define MHSA_KERNEL_TABLE_SMALL_BWD                                           \
     .small_bwd_scores = mhsa_small_bwd_scores__scalar,                          \
-    .small_bwd_grads = mhsa_small_bwd_grads__scalar
+    .small_bwd_grads = mhsa_small_bwd_grads__scalar,                            \
+    .attn_small_bwd = mhsa_attn_small_bwd__scalar
+
+// The fused small views, forward and backward, one head or several
+// (attn_*.c): the references of the other tables' kernels, with the bits
+// of this table's tiled path, so no slot is empty.
+#undef MHSA_KERNEL_TABLE_ATTN_SMALL
+#define MHSA_KERNEL_TABLE_ATTN_SMALL mhsa_attn_small__scalar
+#undef MHSA_KERNEL_TABLE_ATTN_SMALL_HEADS
+#define MHSA_KERNEL_TABLE_ATTN_SMALL_HEADS mhsa_attn_small_heads__scalar
+#undef MHSA_KERNEL_TABLE_ATTN_SMALL_HEADS_BWD
+#define MHSA_KERNEL_TABLE_ATTN_SMALL_HEADS_BWD                                \
+    mhsa_attn_small_heads_bwd__scalar
 
 const mhsa_kernels mhsa_kernels_scalar =
     MHSA_KERNEL_TABLE(scalar, MHSA_ISA_SCALAR, 4, 8,

@@ -16,7 +16,11 @@
 // its inputs (read-only) and outputs, at the edges of its sizes: masked
 // loads, gathers and stores must touch only what it was given. And the
 // view read in place in rows of the QKV projection (ldqkv, q scaled on
-// load) against the same view packed, bit for bit.
+// load) against the same view packed, bit for bit. And every table's
+// kernel against the scalar reference (mhsa_attn_small__scalar, the
+// scalar table's slot) within a tolerance over a grid of awkward shapes
+// (1, primes, sizes off the vector widths, the 16-row / 16-key edges),
+// and that reference against a double-precision evaluation of the view.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +30,7 @@
 #include "util.h"
 #include "attn/attention.h"
 #include "attn/small_view.h"
+#include "kernels/kernel_decl.h"
 #include "core/cpu_features.h"
 #include "core/fpenv.h"
 
@@ -345,6 +350,184 @@ START_TEST(kernel_stays_in_bounds)
 }
 END_TEST
 
+
+// ---- against the scalar reference and double precision ----------------
+
+static const size_t grid_tq[] = { 1, 2, 3, 4, 5, 7, 8, 11, 12, 13, 15, 16 };
+static const size_t grid_n[] = { 1, 2, 3, 5, 7, 8, 9, 12, 13, 15, 16 };
+static const size_t grid_dh[] = { 1, 2, 3, 5, 7, 8, 9, 13, 15, 16, 17, 24,
+                                  31, 32, 33, 48 };
+#define LEN(x) (sizeof(x) / sizeof *(x))
+
+// One view of the grid: finite inputs, a random causal offset, key
+// padding, an additive mask with -inf entries, q in place (strided and
+// scaled on load) one time in four. Buffers sized for the largest.
+typedef struct grid_view {
+    float q[16 * 3 * 48], k[16 * 48], v[16 * 48], mask[16 * 16];
+    mhsa_attn_small_args a;
+} grid_view;
+
+static void grid_make(grid_view *gv, rng *g, size_t tq, size_t n, size_t dh)
+{
+    fill_uniform(g, gv->q, LEN(gv->q), -2.0f, 2.0f);
+    fill_uniform(g, gv->k, LEN(gv->k), -2.0f, 2.0f);
+    fill_uniform(g, gv->v, LEN(gv->v), -1.0f, 1.0f);
+    fill_uniform(g, gv->mask, LEN(gv->mask), -3.0f, 3.0f);
+    for (size_t i = 0; i < LEN(gv->mask); i++)
+        if (rng_int(g, 0, 4) == 0)
+            gv->mask[i] = -INFINITY;
+    int in_place = rng_int(g, 0, 3) == 0;
+    mhsa_attn_small_args a = {
+        .tq = tq, .n = n, .dh = dh, .q = gv->q, .k = gv->k, .v = gv->v,
+        .ldq = in_place ? 3 * dh : 0, .qscale = in_place ? 0.35f : 0.0f,
+        .mv = { rng_int(g, 0, 2) == 0 ? gv->mask : NULL, n, 0, 0,
+                rng_int(g, 0, 1), 0, 0 },
+    };
+    a.mv.q0 = (size_t)rng_int(g, 0, (int)n);
+    a.mv.klen = rng_int(g, 0, 3) ? 0 : (size_t)rng_int(g, 1, (int)n);
+    gv->a = a;
+}
+
+// Row r of the view in double: its max score m, sum l and output o (all
+// blocked: m -inf, l 0, o 0).
+static void view_double(const mhsa_attn_small_args *a, size_t r, double *m,
+                        double *l, double *o)
+{
+    size_t dh = a->dh, ldq = a->ldq ? a->ldq : dh, lo, hi;
+    double x[16];
+    int seen[16] = { 0 };
+    mhsa_mask_view_range(&a->mv, r, a->n, &lo, &hi);
+    *m = -INFINITY;
+    for (size_t j = lo; j < hi; j++) {
+        double add = a->mv.mask ? a->mv.mask[r * a->mv.ldmask + j] : 0.0;
+        if (add == -INFINITY)
+            continue;
+        double s = 0.0;
+        for (size_t d = 0; d < dh; d++) {
+            float qv = a->q[r * ldq + d];
+            if (a->qscale != 0.0f)
+                qv = a->qscale * qv;   // the split's rounding
+            s += (double)qv * a->k[j * dh + d];
+        }
+        x[j] = s + add;
+        seen[j] = 1;
+        *m = x[j] > *m ? x[j] : *m;
+    }
+    *l = 0.0;
+    for (size_t d = 0; d < dh; d++)
+        o[d] = 0.0;
+    for (size_t j = 0; j < a->n; j++) {
+        if (!seen[j])
+            continue;
+        double p = exp(x[j] - *m);
+        *l += p;
+        for (size_t d = 0; d < dh; d++)
+            o[d] += p * a->v[j * dh + d];
+    }
+    for (size_t d = 0; *l > 0.0 && d < dh; d++)
+        o[d] /= *l;
+}
+
+static int near(double x, double ref, double tol)
+{
+    if (isinf(ref) || isinf(x))
+        return x == ref;
+    return fabs(x - ref) <= tol * (1.0 + fabs(ref));
+}
+
+// The scalar reference against double precision: it takes every finite
+// view of the grid, and its o, m and l are the double ones within a few
+// fp32 roundings of sums of at most 48 terms.
+START_TEST(reference_matches_double)
+{
+    rng g = { 0xd0b1eu };
+    grid_view gv;
+    float o[16 * 48], m[16], l[16];
+    double od[48];
+    int views = 0;
+    for (size_t a0 = 0; a0 < LEN(grid_tq); a0++)
+        for (size_t b = 0; b < LEN(grid_n); b++)
+            for (size_t c = 0; c < LEN(grid_dh); c++) {
+                size_t tq = grid_tq[a0], n = grid_n[b], dh = grid_dh[c];
+                grid_make(&gv, &g, tq, n, dh);
+                gv.a.o = o, gv.a.ldo = dh, gv.a.m = m, gv.a.l = l;
+                ck_assert_msg(mhsa_attn_small__scalar(&gv.a),
+                              "tq %zu n %zu dh %zu: the reference declined "
+                              "a finite view", tq, n, dh);
+                for (size_t r = 0; r < tq; r++) {
+                    double md, ld;
+                    view_double(&gv.a, r, &md, &ld, od);
+                    int ok = near(m[r], md, 1e-5) && near(l[r], ld, 1e-5);
+                    for (size_t d = 0; d < dh; d++)
+                        ok &= near(o[r * dh + d], od[d], 1e-5);
+                    ck_assert_msg(ok, "tq %zu n %zu dh %zu causal %d q0 "
+                                  "%zu klen %zu mask %d row %zu: m %g l %g "
+                                  "(double %g %g)", tq, n, dh,
+                                  gv.a.mv.causal, gv.a.mv.q0, gv.a.mv.klen,
+                                  gv.a.mv.mask != NULL, r, (double)m[r],
+                                  (double)l[r], md, ld);
+                }
+                views++;
+            }
+    printf("scalar reference: %d views against double\n", views);
+}
+END_TEST
+
+// Every table's attn_small against the scalar reference over the grid:
+// where the table's kernel takes a view (its own size limits), its o, m
+// and l are the reference's within the roundings by which the tables
+// differ (FMA or not, their exps, sum trees); the scalar table's is the
+// reference itself, bit for bit.
+START_TEST(kernel_matches_reference)
+{
+    const mhsa_kernels *k = table_at(_i);
+    if (!k)
+        return;
+    ck_assert_msg(k->attn_small || k->isa == MHSA_ISA_NEON,
+                  "%s: attn_small is empty", k->name);
+    if (!k->attn_small)
+        return;
+    rng g = { 0x4ef5u + (uint64_t)_i };
+    grid_view gv;
+    float o[16 * 48], m[16], l[16], ro[16 * 48], rm[16], rl[16];
+    int took = 0, views = 0;
+    for (size_t a0 = 0; a0 < LEN(grid_tq); a0++)
+        for (size_t b = 0; b < LEN(grid_n); b++)
+            for (size_t c = 0; c < LEN(grid_dh); c++) {
+                size_t tq = grid_tq[a0], n = grid_n[b], dh = grid_dh[c];
+                grid_make(&gv, &g, tq, n, dh);
+                mhsa_attn_small_args ra = gv.a;
+                ra.o = ro, ra.ldo = dh, ra.m = rm, ra.l = rl;
+                ck_assert(mhsa_attn_small__scalar(&ra));
+                mhsa_attn_small_args ka = gv.a;
+                ka.o = o, ka.ldo = dh, ka.m = m, ka.l = l;
+                views++;
+                if (!k->attn_small(&ka))
+                    continue;
+                took++;
+                int exact = k->isa == MHSA_ISA_SCALAR, ok = 1;
+                for (size_t r = 0; r < tq; r++) {
+                    ok &= exact ? m[r] == rm[r] && l[r] == rl[r]
+                                : near(m[r], rm[r], 1e-5) &&
+                                      near(l[r], rl[r], 1e-5);
+                    for (size_t d = 0; d < dh; d++)
+                        ok &= exact ? !memcmp(&o[r * dh + d],
+                                              &ro[r * dh + d], 4)
+                                    : near(o[r * dh + d], ro[r * dh + d],
+                                           1e-5);
+                }
+                ck_assert_msg(ok, "%s: tq %zu n %zu dh %zu causal %d q0 "
+                              "%zu klen %zu mask %d in place %d: differs "
+                              "from the scalar reference", k->name, tq, n,
+                              dh, gv.a.mv.causal, gv.a.mv.q0, gv.a.mv.klen,
+                              gv.a.mv.mask != NULL, gv.a.ldq != 0);
+            }
+    printf("%s: %d of %d grid views taken, all near the reference\n",
+           k->name, took, views);
+    ck_assert_int_ge(took, views / 4);
+}
+END_TEST
+
 int main(void)
 {
     note_quick("a quarter of the random views");
@@ -353,6 +536,8 @@ int main(void)
     tcase_add_loop_test(tc, fused_equals_tiled, 0, N_ISAS + 1);
     tcase_add_loop_test(tc, kernel_stays_in_bounds, 0, N_ISAS + 1);
     tcase_add_loop_test(tc, in_place_equals_packed, 0, N_ISAS + 1);
+    tcase_add_loop_test(tc, kernel_matches_reference, 0, N_ISAS + 1);
+    tcase_add_test(tc, reference_matches_double);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
