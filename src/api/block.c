@@ -200,15 +200,8 @@ void mhsa_block_destroy(mhsa_block *b)
 {
     if (!b)
         return;
-    mhsa__free(b->w_qkv);
-    mhsa__free(b->b_qkv);
-    mhsa__free(b->w_out);
-    mhsa__free(b->b_out);
-    mhsa__free(b->w_qkv_packed);
-    mhsa__free(b->w_out_packed);
-    mhsa__free(b->rope_cos);
-    mhsa__free(b->rope_sin);
-    mhsa__free(b);
+    MHSA_FREE_ALL(b->w_qkv, b->b_qkv, b->w_out, b->b_out, b->w_qkv_packed,
+                  b->w_out_packed, b->rope_cos, b->rope_sin, b);
 }
 
 const mhsa_config *mhsa_block_config(const mhsa_block *blk)

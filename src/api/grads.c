@@ -53,9 +53,6 @@ void mhsa_grads_destroy(mhsa_grads *pub)
 {
     if (!pub)
         return;
-    mhsa__free(pub->w_qkv);
-    mhsa__free(pub->b_qkv);
-    mhsa__free(pub->w_out);
-    mhsa__free(pub->b_out);
-    mhsa__free((mhsa_grads_impl *)pub);
+    MHSA_FREE_ALL(pub->w_qkv, pub->b_qkv, pub->w_out, pub->b_out,
+                  (mhsa_grads_impl *)pub);
 }

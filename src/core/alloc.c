@@ -39,6 +39,12 @@ void *mhsa__alloc(size_t bytes)
 
 void mhsa__free(void *p) { free(p); }
 
+void mhsa__free_all(void *const *ps, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(ps[i]);
+}
+
 int mhsa__mul(size_t a, size_t b, size_t *out)
 {
     if (a != 0 && b > SIZE_MAX / a)

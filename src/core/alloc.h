@@ -11,6 +11,14 @@
 // 64-byte aligned, zero-filled; NULL on failure (or on an injected failure).
 void *mhsa__alloc(size_t bytes);
 void  mhsa__free(void *p);
+// Frees ps[0..n) in order (NULL entries are no-ops, as for mhsa__free): the
+// body of a destroy function. MHSA_FREE_ALL(a, b, obj) counts its arguments;
+// all of them are read before the first is freed, so the object holding the
+// others may come last.
+void  mhsa__free_all(void *const *ps, size_t n);
+#define MHSA_FREE_ALL(...)                                                   \
+    mhsa__free_all((void *const[]){ __VA_ARGS__ },                           \
+                   sizeof((void *const[]){ __VA_ARGS__ }) / sizeof(void *))
 
 // Test hook: the n-th allocation from now on (1 = the next one) fails;
 // 0 turns injection off. Returns how many allocations were made since the

@@ -60,20 +60,9 @@ void mhsa_gpt_destroy(mhsa_gpt *g)
         if (g->blk)
             mhsa_block_destroy(g->blk[l]);
     }
-    mhsa__free(g->bg);
-    mhsa__free(g->ws);
-    mhsa__free(g->blk);
-    mhsa__free(g->identity);
-    mhsa__free(g->w16);
-    mhsa__free(g->param);
-    mhsa__free(g->tensors);
-    mhsa__free(g->names);
-    mhsa__free(g->lo);
-    mhsa__free(g->la);
-    mhsa__free(g->acts);
-    mhsa__free(g->tokens);
-    mhsa__free(g->gemm_buf);
-    mhsa__free(g);
+    MHSA_FREE_ALL(g->bg, g->ws, g->blk, g->identity, g->w16, g->param,
+                  g->tensors, g->names, g->lo, g->la, g->acts, g->tokens,
+                  g->gemm_buf, g);
 }
 
 static mhsa_status check_config(const mhsa_gpt_config *c)

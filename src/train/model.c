@@ -81,11 +81,7 @@ void mhsa_lm_destroy(mhsa_lm *lm)
     mhsa_grads_destroy(lm->bg);
     mhsa_workspace_destroy(lm->ws);
     mhsa_block_destroy(lm->blk);
-    mhsa__free(lm->param);
-    mhsa__free(lm->tokens);
-    mhsa__free(lm->x);
-    mhsa__free(lm->gemm_buf);
-    mhsa__free(lm);
+    MHSA_FREE_ALL(lm->param, lm->tokens, lm->x, lm->gemm_buf, lm);
 }
 
 // Rows of the block's w_qkv: D for Q, Hkv*dh for each of K and V.

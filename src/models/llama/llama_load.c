@@ -23,11 +23,7 @@ void mhsa__llama_free(mhsa_llama *m)
         mhsa_block_destroy(m->layer[l].blk);
     mhsa__free(m->layer);
     mhsa_workspace_destroy(m->ws);
-    mhsa__free(m->weights);
-    mhsa__free(m->mats);
-    mhsa__free(m->acts);
-    mhsa__free(m->gemm_buf);
-    mhsa__free(m);
+    MHSA_FREE_ALL(m->weights, m->mats, m->acts, m->gemm_buf, m);
 }
 
 // ---- metadata --------------------------------------------------------------

@@ -495,17 +495,8 @@ void mhsa__tok_free(mhsa_tokenizer *t)
 {
     if (!t)
         return;
-    mhsa__free(t->arena);
-    mhsa__free(t->text);
-    mhsa__free(t->text_len);
-    mhsa__free(t->type);
-    mhsa__free(t->score);
-    mhsa__free(t->merge);
-    mhsa__free(t->merge_len);
-    mhsa__free(t->tok_slot);
-    mhsa__free(t->merge_slot);
-    mhsa__free(t->special);
-    mhsa__free(t);
+    MHSA_FREE_ALL(t->arena, t->text, t->text_len, t->type, t->score, t->merge,
+                  t->merge_len, t->tok_slot, t->merge_slot, t->special, t);
 }
 
 size_t mhsa__tok_vocab_size(const mhsa_tokenizer *t) { return t->n_vocab; }

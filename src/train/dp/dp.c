@@ -22,11 +22,7 @@ void dp_destroy(dp_trainer *dp)
 {
     if (!dp)
         return;
-    mhsa__free(dp->buf);
-    mhsa__free(dp->sizes);
-    mhsa__free(dp->ints);
-    mhsa__free(dp->hashes);
-    mhsa__free(dp);
+    MHSA_FREE_ALL(dp->buf, dp->sizes, dp->ints, dp->hashes, dp);
 }
 
 void dp_batch_set(dp_batch *b, const int32_t *tokens, const int32_t *targets,
