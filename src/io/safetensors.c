@@ -254,6 +254,17 @@ static mhsa_status parse_header(const char *path, const char *buf,
     return MHSA_OK;
 }
 
+void mhsa__st_close(mhsa_st_file *f)
+{
+    if (!f)
+        return;
+    if (f->fd >= 0)
+        close(f->fd);
+    json_decref(f->root);
+    mhsa__free(f->e);
+    mhsa__free(f);
+}
+
 mhsa_status mhsa__st_open(const char *path, mhsa_st_file **out)
 {
     if (!path || !out)
@@ -318,17 +329,6 @@ done:
     }
     *out = f;
     return MHSA_OK;
-}
-
-void mhsa__st_close(mhsa_st_file *f)
-{
-    if (!f)
-        return;
-    if (f->fd >= 0)
-        close(f->fd);
-    json_decref(f->root);
-    mhsa__free(f->e);
-    mhsa__free(f);
 }
 
 size_t mhsa__st_count(const mhsa_st_file *f) { return f ? f->n : 0; }

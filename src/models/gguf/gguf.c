@@ -462,6 +462,19 @@ static mhsa_status check_tensors(cursor *c)
     return MHSA_OK;
 }
 
+void mhsa__gguf_close(mhsa_gguf_file *f)
+{
+    if (!f)
+        return;
+    for (size_t i = 0; f->kv && i < f->n_kv; i++)
+        free_val(&f->kv[i].val);
+    MHSA_FREE_ALL(f->kv, f->kv_sorted, f->t, f->t_name_off, f->t_sorted,
+                  f->buf);
+    if (f->fd >= 0)
+        close(f->fd);
+    mhsa__free(f);
+}
+
 mhsa_status mhsa__gguf_open(const char *path, mhsa_gguf_file **out)
 {
     if (!path || !out)
@@ -492,19 +505,3 @@ mhsa_status mhsa__gguf_open(const char *path, mhsa_gguf_file **out)
     return MHSA_OK;
 }
 
-void mhsa__gguf_close(mhsa_gguf_file *f)
-{
-    if (!f)
-        return;
-    for (size_t i = 0; f->kv && i < f->n_kv; i++)
-        free_val(&f->kv[i].val);
-    mhsa__free(f->kv);
-    mhsa__free(f->kv_sorted);
-    mhsa__free(f->t);
-    mhsa__free(f->t_name_off);
-    mhsa__free(f->t_sorted);
-    mhsa__free(f->buf);
-    if (f->fd >= 0)
-        close(f->fd);
-    mhsa__free(f);
-}

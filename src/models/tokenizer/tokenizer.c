@@ -429,6 +429,14 @@ static mhsa_status fits_the_model(const mhsa_gguf_file *f, uint64_t n_vocab)
     return MHSA_OK;
 }
 
+void mhsa__tok_free(mhsa_tokenizer *t)
+{
+    if (!t)
+        return;
+    MHSA_FREE_ALL(t->arena, t->text, t->text_len, t->type, t->score, t->merge,
+                  t->merge_len, t->tok_slot, t->merge_slot, t->special, t);
+}
+
 mhsa_status mhsa__tok_load(const mhsa_gguf_file *f, mhsa_tokenizer **out)
 {
     if (!f || !out)
@@ -489,14 +497,6 @@ mhsa_status mhsa__tok_load(const mhsa_gguf_file *f, mhsa_tokenizer **out)
     }
     *out = t;
     return MHSA_OK;
-}
-
-void mhsa__tok_free(mhsa_tokenizer *t)
-{
-    if (!t)
-        return;
-    MHSA_FREE_ALL(t->arena, t->text, t->text_len, t->type, t->score, t->merge,
-                  t->merge_len, t->tok_slot, t->merge_slot, t->special, t);
 }
 
 size_t mhsa__tok_vocab_size(const mhsa_tokenizer *t) { return t->n_vocab; }
