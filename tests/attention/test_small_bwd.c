@@ -14,7 +14,11 @@
 // softmax_grad's short unmasked rows against its general (masked) path.
 // The AVX-512 kernels run twice on a CPU that has them: native (the
 // ISA loop) and the SIMDe-emulated build (one loop index more), which
-// is what runs them on every other CPU.
+// is what runs them on every other CPU. And every table's fused kernel
+// (attn_small_bwd) against the scalar reference, mhsa_attn_small_bwd__scalar
+// (the scalar table's slot), over a grid of awkward shapes, within a
+// tolerance (bit for bit on the scalar table), and that reference against
+// a double-precision evaluation of the tile.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +26,7 @@
 
 #include "util.h"
 #include "attn/attention.h"
+#include "kernels/kernel_decl.h"
 
 // Loop index i < N_ISAS: all_isas[i]'s table; N_ISAS: the emulated
 // AVX-512 table where the loop's avx512 entry is the native one.
@@ -306,6 +311,203 @@ START_TEST(fused_declines_infinite_lse)
 }
 END_TEST
 
+
+// ---- against the scalar reference and double precision ----------------
+
+static const size_t grid_rows[] = { 1, 2, 3, 5, 7, 8, 11, 13, 16 };
+static const size_t grid_keys[] = { 1, 2, 3, 5, 7, 8, 9, 13, 16 };
+static const size_t grid_dh[] = { 1, 2, 3, 5, 7, 8, 9, 13, 15, 16 };
+#define LEN(x) (sizeof(x) / sizeof *(x))
+enum { M16 = MHSA_SMALL_BWD_MAX, G = M16 * M16 };
+
+// One fused tile of the grid with finite inputs: a random causal offset,
+// window and key padding (no additive mask: the fused kernels take none),
+// each row's lse its true log-sum-exp (a row that sees no key: any finite
+// value), the chains' ranges per key and per row, dO and O rows strided,
+// gradients accumulated onto random values.
+typedef struct grid_tile {
+    float q[G], k[G], v[G], dout[M16 * 20], o[M16 * 20], lse[M16];
+    float g0[3][M16 * 20];   // dq, dk, dv before
+    size_t r0[M16], kend[M16];
+    mhsa_small_bwd_args p;
+    mhsa_attn_small_bwd_args f;
+} grid_tile;
+
+static double dot_d(const float *x, const float *y, size_t n)
+{
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++)
+        s += (double)x[i] * y[i];
+    return s;
+}
+
+static void grid_tile_make(grid_tile *t, rng *r, size_t tq, size_t n,
+                           size_t dh)
+{
+    size_t ld = dh + (size_t)rng_int(r, 0, 3);
+    fill_uniform(r, t->q, G, -1.5f, 1.5f);
+    fill_uniform(r, t->k, G, -1.5f, 1.5f);
+    fill_uniform(r, t->v, G, -1.0f, 1.0f);
+    fill_uniform(r, t->dout, M16 * 20, -1.0f, 1.0f);
+    fill_uniform(r, t->o, M16 * 20, -1.0f, 1.0f);
+    for (int i = 0; i < 3; i++)
+        fill_uniform(r, t->g0[i], M16 * 20, -0.5f, 0.5f);
+    mhsa_mask_view mv = { NULL, 0, (size_t)rng_int(r, 0, (int)n), 0,
+                          rng_int(r, 0, 1), 0, 0 };
+    mv.window = rng_int(r, 0, 3) ? 0 : (size_t)rng_int(r, 1, 8);
+    mv.klen = rng_int(r, 0, 3) ? 0 : (size_t)rng_int(r, 1, (int)n);
+    for (size_t i = 0; i < tq; i++) {
+        size_t lo, hi;
+        mhsa_mask_view_range(&mv, i, n, &lo, &hi);
+        double m = -INFINITY, l = 0.0;
+        for (size_t j = lo; j < hi; j++) {
+            double s = dot_d(t->q + i * dh, t->k + j * dh, dh);
+            m = s > m ? s : m;
+        }
+        for (size_t j = lo; j < hi; j++)
+            l += exp(dot_d(t->q + i * dh, t->k + j * dh, dh) - m);
+        t->lse[i] = lo < hi ? (float)(m + log(l)) : 0.5f;
+        t->kend[i] = mv.causal ? (mv.q0 + i + 1 < n ? mv.q0 + i + 1 : n) : n;
+    }
+    for (size_t j = 0; j < n; j++) {
+        size_t first = mv.causal && j > mv.q0 ? j - mv.q0 : 0;
+        t->r0[j] = first < tq ? first : tq;
+    }
+    int pass = rng_int(r, 0, 3);
+    mhsa_small_bwd_args p = {
+        tq, n, dh, t->q, t->k, t->v, t->dout, ld, NULL, M16, NULL, M16,
+        1.0f / sqrtf((float)dh), NULL, NULL, NULL, ld, t->r0, t->kend,
+        pass != 1, pass != 2,
+    };
+    t->p = p;
+    mhsa_attn_small_bwd_args f = { &t->p, mv, t->lse, t->o, ld };
+    t->f = f;
+}
+
+// Runs the tile on fused kernel fn into g (dq, dk, dv: copies of g0).
+static int grid_tile_run(grid_tile *t,
+                         int (*fn)(const mhsa_attn_small_bwd_args *),
+                         float g[3][M16 * 20])
+{
+    memcpy(g, t->g0, sizeof t->g0);
+    t->p.dq = g[0], t->p.dk = g[1], t->p.dv = g[2];
+    return fn(&t->f);
+}
+
+// The tile's gradients in double, from g0 (kernels.h's sums).
+static void grid_tile_double(const grid_tile *t, double gd[3][M16 * 20])
+{
+    const mhsa_small_bwd_args *p = &t->p;
+    size_t tq = p->tq, n = p->n, dh = p->dh, ld = p->ldg;
+    for (int i = 0; i < 3; i++)
+        for (size_t e = 0; e < M16 * 20; e++)
+            gd[i][e] = t->g0[i][e];
+    for (size_t r = 0; r < tq; r++) {
+        size_t lo, hi;
+        mhsa_mask_view_range(&t->f.mv, r, n, &lo, &hi);
+        const float *dout = p->dout + r * p->lddo;
+        double delta = dot_d(dout, t->o + r * t->f.ldo, dh);
+        for (size_t j = lo; j < hi; j++) {
+            double pr = exp(dot_d(p->q + r * dh, p->k + j * dh, dh) -
+                            t->lse[r]);
+            double ds = pr * (dot_d(dout, p->v + j * dh, dh) - delta);
+            for (size_t d = 0; d < dh; d++) {
+                if (p->do_dkv && r >= p->r0[j]) {
+                    gd[2][j * ld + d] += pr * dout[d];
+                    gd[1][j * ld + d] += ds * p->q[r * dh + d];
+                }
+                if (p->do_dq && j < p->kend[r])
+                    gd[0][r * ld + d] += (double)p->scale * ds *
+                                         p->k[j * dh + d];
+            }
+        }
+    }
+}
+
+// x within tol of ref, relative to the larger of 1 and |ref|.
+static int near_d(double x, double ref, double tol)
+{
+    return fabs(x - ref) <= tol * (1.0 + fabs(ref));
+}
+
+START_TEST(reference_matches_double)
+{
+    rng r = { 0xdb1eu };
+    static grid_tile t;
+    static float g[3][M16 * 20];
+    static double gd[3][M16 * 20];
+    int tiles = 0;
+    for (size_t a = 0; a < LEN(grid_rows); a++)
+        for (size_t b = 0; b < LEN(grid_keys); b++)
+            for (size_t c = 0; c < LEN(grid_dh); c++) {
+                size_t tq = grid_rows[a], n = grid_keys[b], dh = grid_dh[c];
+                grid_tile_make(&t, &r, tq, n, dh);
+                ck_assert_msg(grid_tile_run(&t, mhsa_attn_small_bwd__scalar,
+                                            g),
+                              "tq %zu n %zu dh %zu: the reference declined "
+                              "a finite tile", tq, n, dh);
+                grid_tile_double(&t, gd);
+                for (int i = 0; i < 3; i++)
+                    for (size_t e = 0; e < M16 * 20; e++)
+                        ck_assert_msg(near_d(g[i][e], gd[i][e], 2e-5),
+                                      "tq %zu n %zu dh %zu causal %d q0 %zu "
+                                      "window %zu klen %zu: %s[%zu] %g, "
+                                      "double %g", tq, n, dh,
+                                      t.f.mv.causal, t.f.mv.q0,
+                                      t.f.mv.window, t.f.mv.klen,
+                                      i == 0 ? "dq" : i == 1 ? "dk" : "dv",
+                                      e, (double)g[i][e], gd[i][e]);
+                tiles++;
+            }
+    printf("scalar reference: %d tiles against double\n", tiles);
+}
+END_TEST
+
+// Every table's attn_small_bwd against the scalar reference: the tiles
+// it takes near the reference's gradients (FMA or not, their exps), the
+// scalar table's bit for bit; it must take them all (finite, in sizes).
+START_TEST(fused_matches_reference)
+{
+    const mhsa_kernels *k = table_or_emulated(_i);
+    if (!k)
+        return;
+    ck_assert_msg(k->attn_small_bwd || k->isa == MHSA_ISA_NEON,
+                  "%s: attn_small_bwd is empty", k->name);
+    if (!k->attn_small_bwd)
+        return;
+    rng r = { 0xf00du + (uint64_t)_i };
+    static grid_tile t;
+    static float g[3][M16 * 20], rg[3][M16 * 20];
+    int tiles = 0;
+    for (size_t a = 0; a < LEN(grid_rows); a++)
+        for (size_t b = 0; b < LEN(grid_keys); b++)
+            for (size_t c = 0; c < LEN(grid_dh); c++) {
+                size_t tq = grid_rows[a], n = grid_keys[b], dh = grid_dh[c];
+                grid_tile_make(&t, &r, tq, n, dh);
+                ck_assert(grid_tile_run(&t, mhsa_attn_small_bwd__scalar, rg));
+                ck_assert_msg(grid_tile_run(&t, k->attn_small_bwd, g),
+                              "%s: tq %zu n %zu dh %zu: declined a finite "
+                              "tile", k->name, tq, n, dh);
+                int exact = k->isa == MHSA_ISA_SCALAR;
+                for (int i = 0; i < 3; i++)
+                    for (size_t e = 0; e < M16 * 20; e++)
+                        ck_assert_msg(exact ? !memcmp(&g[i][e], &rg[i][e], 4)
+                                            : near_d(g[i][e], rg[i][e],
+                                                     1e-5),
+                                      "%s: tq %zu n %zu dh %zu causal %d "
+                                      "q0 %zu window %zu klen %zu: %s[%zu] "
+                                      "%g, reference %g", k->name, tq, n,
+                                      dh, t.f.mv.causal, t.f.mv.q0,
+                                      t.f.mv.window, t.f.mv.klen,
+                                      i == 0 ? "dq" : i == 1 ? "dk" : "dv",
+                                      e, (double)g[i][e], (double)rg[i][e]);
+                tiles++;
+            }
+    printf("%s: %d grid tiles near the scalar reference\n", k->name,
+           tiles);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("small_bwd");
@@ -313,6 +515,8 @@ int main(void)
     LOOP(tc, small_tile_matches_packed_path);
     LOOP(tc, short_grad_rows_match_masked_path);
     LOOP(tc, fused_declines_infinite_lse);
+    LOOP(tc, fused_matches_reference);
+    tcase_add_test(tc, reference_matches_double);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
