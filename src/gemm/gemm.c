@@ -385,39 +385,33 @@ static int gemv_threads(const mhsa_gemm_scratch *s, size_t n, size_t d)
                          (n + 63) / 64);
 }
 
+// n rows of W (stored as wdt) times x: the table's gemv_n, or gemv_n16 for
+// 16-bit rows.
+static void gemv_n_dt(const mhsa_kernels *k, size_t n, size_t d,
+                      const void *w, mhsa_dtype wdt, size_t ldw,
+                      const float *x, float *y, float beta)
+{
+    if (wdt == MHSA_F32)
+        k->gemv_n(n, d, w, ldw, x, y, beta);
+    else
+        k->gemv_n16(n, d, w, ldw, wdt, x, y, beta);
+}
+
 void mhsa_gemv_rows(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
                     size_t n, size_t d, const float *w, size_t ldw,
                     const float *x, float *y, float beta)
 {
-    int nt = gemv_threads(s, n, d);
-    if (nt <= 1) {   // no parallel region below the threshold
-        k->gemv_n(n, d, w, ldw, x, y, beta);
-        return;
-    }
-#pragma omp parallel num_threads(nt)
-    {
-        mhsa_fpstate fp = mhsa__fp_enter_team();
-        size_t lo, hi;
-        row_share(n, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
-        if (hi > lo)
-            k->gemv_n(hi - lo, d, w + lo * ldw, ldw, x, y + lo, beta);
-        mhsa__fp_leave_team(fp);
-    }
+    mhsa_gemv_rows_dt(k, s, n, d, w, MHSA_F32, ldw, x, y, beta);
 }
 
 void mhsa_gemv_rows_dt(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
                        size_t n, size_t d, const void *w, mhsa_dtype wdt,
                        size_t ldw, const float *x, float *y, float beta)
 {
-    if (wdt == MHSA_F32) {
-        mhsa_gemv_rows(k, s, n, d, w, ldw, x, y, beta);
-        return;
-    }
-    // The same split as mhsa_gemv_rows, each share streamed by gemv_n16.
     size_t es = mhsa_dtype_size(wdt);
     int nt = gemv_threads(s, n, d);
     if (nt <= 1) {   // no parallel region below the threshold
-        k->gemv_n16(n, d, w, ldw, wdt, x, y, beta);
+        gemv_n_dt(k, n, d, w, wdt, ldw, x, y, beta);
         return;
     }
 #pragma omp parallel num_threads(nt)
@@ -426,8 +420,8 @@ void mhsa_gemv_rows_dt(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
         size_t lo, hi;
         row_share(n, omp_get_thread_num(), omp_get_num_threads(), &lo, &hi);
         if (hi > lo)
-            k->gemv_n16(hi - lo, d, (const char *)w + lo * ldw * es, ldw,
-                        wdt, x, y + lo, beta);
+            gemv_n_dt(k, hi - lo, d, (const char *)w + lo * ldw * es, wdt,
+                      ldw, x, y + lo, beta);
         mhsa__fp_leave_team(fp);
     }
 }

@@ -324,6 +324,24 @@ static mhsa_status sync_block(mhsa_lm *lm)
                                   P(lm, T_WOUT), P(lm, T_BOUT));
 }
 
+// The checks of a forward over B rows of T tokens (targets NULL: none),
+// then the block synced to the flat parameters; fn names the public call.
+static mhsa_status forward_ready(mhsa_lm *lm, const char *fn,
+                                 const int32_t *tokens,
+                                 const int32_t *targets, int B, int T)
+{
+    mhsa_status st = mhsa__check_batch(fn, B, T, lm->cfg.max_batch,
+                                       lm->cfg.max_seq_len, "max_seq_len");
+    size_t N = (size_t)B * (size_t)T;
+    if (st == MHSA_OK)
+        st = mhsa__check_ids(fn, "tokens", tokens, N, 0, lm->cfg.vocab);
+    if (st == MHSA_OK && targets)
+        st = mhsa__check_ids(fn, "targets", targets, N, -1, lm->cfg.vocab);
+    if (st == MHSA_OK)
+        st = sync_block(lm);
+    return st;
+}
+
 void mhsa__lm_flat(mhsa_lm *lm, float **param, float **grad)
 {
     *param = lm->param;
@@ -357,19 +375,10 @@ mhsa_status mhsa__lm_forward_over(mhsa_lm *lm, const int32_t *tokens,
         return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %s is NULL", fn,
                           !lm ? "lm" : !tokens ? "tokens"
                           : !targets ? "targets" : "loss");
-    mhsa_status st = mhsa__check_batch(fn, B, T, lm->cfg.max_batch,
-                                    lm->cfg.max_seq_len, "max_seq_len");
-    size_t N = (size_t)B * (size_t)T;
-    if (st == MHSA_OK)
-        st = mhsa__check_ids(fn, "tokens", tokens, N, 0,
-                                lm->cfg.vocab);
-    if (st == MHSA_OK)
-        st = mhsa__check_ids(fn, "targets", targets, N, -1,
-                                lm->cfg.vocab);
-    if (st == MHSA_OK)
-        st = sync_block(lm);
+    mhsa_status st = forward_ready(lm, fn, tokens, targets, B, T);
     if (st != MHSA_OK)
         return st;
+    size_t N = (size_t)B * (size_t)T;
     lm->have_forward = 0;
     size_t D = (size_t)lm->cfg.d_model, V = (size_t)lm->cfg.vocab;
     memcpy(lm->tokens, tokens, N * sizeof(int32_t));
@@ -504,13 +513,7 @@ static mhsa_status lm_attention(mhsa_lm *lm, const int32_t *tokens, int T,
     if (!lm || !tokens || !attn)
         return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %s is NULL", fn,
                           !lm ? "lm" : !tokens ? "tokens" : "attn");
-    mhsa_status st = mhsa__check_batch(fn, 1, T, lm->cfg.max_batch,
-                                    lm->cfg.max_seq_len, "max_seq_len");
-    if (st == MHSA_OK)
-        st = mhsa__check_ids(fn, "tokens", tokens, (size_t)T, 0,
-                                lm->cfg.vocab);
-    if (st == MHSA_OK)
-        st = sync_block(lm);
+    mhsa_status st = forward_ready(lm, fn, tokens, NULL, 1, T);
     if (st != MHSA_OK)
         return st;
     // The workspace's recorded forward is replaced by this one.
