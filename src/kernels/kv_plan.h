@@ -1,7 +1,8 @@
 // kv_plan.h — the streaming plan of the decode products kv_dot and kv_acc
 // (contracts in kernels.h), written once for the ISAs that build them from
 // register tiles: src/avx2/kv_{dot,acc}.c and src/neon/kv_{dot,acc}.c
-// instantiate it with their tiles. Every function here is static inline and
+// instantiate it with their tiles (src/avx512/kv_{dot,acc}.c, a plan of
+// their own, take its dtype switch). Every function here is static inline and
 // forced inline, so it is compiled with the flags of the ISA file that
 // includes it (never include it from baseline files: BUILD-NOTES, pitfalls).
 //
@@ -69,6 +70,45 @@ typedef void mhsa_kv_acc_group_fn(size_t rows, size_t jn, size_t d,
                                   size_t row_bytes, mhsa_dtype dt, float *o,
                                   size_t ldo);
 
+// The body of a void function: CALL(t) with t the one of MHSA_F16,
+// MHSA_BF16 and MHSA_F32 that dt is (any other value: MHSA_F32), a
+// constant in each call, so that each call compiles to loops for that
+// storage type alone; then returns.
+#define MHSA_KV_BY_DTYPE(dt, CALL)                                            \
+    switch (dt) {                                                             \
+    case MHSA_F16:                                                            \
+        CALL(MHSA_F16);                                                       \
+        return;                                                               \
+    case MHSA_BF16:                                                           \
+        CALL(MHSA_BF16);                                                      \
+        return;                                                               \
+    case MHSA_F32:                                                            \
+        break;                                                                \
+    }                                                                         \
+    CALL(MHSA_F32)
+
+// GROUP(g) over the m query rows from r: groups of g = 4
+// rows, then the last m % 4 as one group, each size a constant of its own
+// call (GROUP reads r as the group's first row).
+#define MHSA_KV_GROUPS(r, m, GROUP)                                           \
+    do {                                                                      \
+        for (; (r) + 4 <= (m); (r) += 4)                                      \
+            GROUP(4);                                                         \
+        switch ((m) - (r)) {                                                  \
+        case 3:                                                               \
+            GROUP(3);                                                         \
+            break;                                                            \
+        case 2:                                                               \
+            GROUP(2);                                                         \
+            break;                                                            \
+        case 1:                                                               \
+            GROUP(1);                                                         \
+            break;                                                            \
+        default:                                                              \
+            break;                                                            \
+        }                                                                     \
+    } while (0)
+
 // Prefetches rows [j0, j1) (row_bytes apart, `bytes` used per row) into
 // L1, one 64-byte line per instruction: the rows of a block lie back to
 // back when the cache row holds just the d elements used (its layout), so
@@ -115,26 +155,11 @@ MHSA_KV_PLAN_INLINE void mhsa_kv_dot_plan(mhsa_kv_dot_group_fn *group,
                                       ? pf + MHSA_KV_DOT_BLOCK : n);
         const char *kb = k + j * row_bytes;
         size_t r = 0;
-        for (; r + 4 <= m; r += 4)
-            group(4, variant, jn, d, q + r * ldq, ldq, kb, row_bytes, dt,
-                  s + r * lds + j, lds);
-        // The last m % 4 rows, each group size a constant of its own call.
-        switch (m - r) {
-        case 3:
-            group(3, variant, jn, d, q + r * ldq, ldq, kb, row_bytes, dt,
-                  s + r * lds + j, lds);
-            break;
-        case 2:
-            group(2, variant, jn, d, q + r * ldq, ldq, kb, row_bytes, dt,
-                  s + r * lds + j, lds);
-            break;
-        case 1:
-            group(1, variant, jn, d, q + r * ldq, ldq, kb, row_bytes, dt,
-                  s + r * lds + j, lds);
-            break;
-        default:
-            break;
-        }
+#define DOT_GROUP(g)                                                          \
+    group(g, variant, jn, d, q + r * ldq, ldq, kb, row_bytes, dt,            \
+          s + r * lds + j, lds)
+        MHSA_KV_GROUPS(r, m, DOT_GROUP);
+#undef DOT_GROUP
     }
 }
 
@@ -160,25 +185,11 @@ MHSA_KV_PLAN_INLINE void mhsa_kv_acc_plan(mhsa_kv_acc_group_fn *group,
                                   j + 2 * blk < n ? j + 2 * blk : n);
         const char *vb = v + j * row_bytes;
         size_t r = 0;
-        for (; r + 4 <= m; r += 4)
-            group(4, jn, d, p + r * ldp + j, ldp, vb, row_bytes, dt,
-                  o + r * ldo, ldo);
-        switch (m - r) {
-        case 3:
-            group(3, jn, d, p + r * ldp + j, ldp, vb, row_bytes, dt,
-                  o + r * ldo, ldo);
-            break;
-        case 2:
-            group(2, jn, d, p + r * ldp + j, ldp, vb, row_bytes, dt,
-                  o + r * ldo, ldo);
-            break;
-        case 1:
-            group(1, jn, d, p + r * ldp + j, ldp, vb, row_bytes, dt,
-                  o + r * ldo, ldo);
-            break;
-        default:
-            break;
-        }
+#define ACC_GROUP(g)                                                          \
+    group(g, jn, d, p + r * ldp + j, ldp, vb, row_bytes, dt, o + r * ldo,    \
+          ldo)
+        MHSA_KV_GROUPS(r, m, ACC_GROUP);
+#undef ACC_GROUP
     }
 }
 
@@ -190,18 +201,10 @@ MHSA_KV_PLAN_INLINE void mhsa_kv_dot_plan_dt(mhsa_kv_dot_group_fn *group,
                                              mhsa_dtype dt, float *s,
                                              size_t lds)
 {
-    switch (dt) {
-    case MHSA_F16:
-        mhsa_kv_dot_plan(group, 0, m, n, d, q, ldq, k, ldk, MHSA_F16, s, lds);
-        return;
-    case MHSA_BF16:
-        mhsa_kv_dot_plan(group, 0, m, n, d, q, ldq, k, ldk, MHSA_BF16, s,
-                         lds);
-        return;
-    case MHSA_F32:
-        break;
-    }
-    mhsa_kv_dot_plan(group, 0, m, n, d, q, ldq, k, ldk, MHSA_F32, s, lds);
+#define DOT_PLAN(t)                                                           \
+    mhsa_kv_dot_plan(group, 0, m, n, d, q, ldq, k, ldk, t, s, lds)
+    MHSA_KV_BY_DTYPE(dt, DOT_PLAN);
+#undef DOT_PLAN
 }
 
 MHSA_KV_PLAN_INLINE void mhsa_kv_acc_plan_dt(mhsa_kv_acc_group_fn *group,
@@ -211,17 +214,10 @@ MHSA_KV_PLAN_INLINE void mhsa_kv_acc_plan_dt(mhsa_kv_acc_group_fn *group,
                                              mhsa_dtype dt, float *o,
                                              size_t ldo)
 {
-    switch (dt) {
-    case MHSA_F16:
-        mhsa_kv_acc_plan(group, m, n, d, p, ldp, v, ldv, MHSA_F16, o, ldo);
-        return;
-    case MHSA_BF16:
-        mhsa_kv_acc_plan(group, m, n, d, p, ldp, v, ldv, MHSA_BF16, o, ldo);
-        return;
-    case MHSA_F32:
-        break;
-    }
-    mhsa_kv_acc_plan(group, m, n, d, p, ldp, v, ldv, MHSA_F32, o, ldo);
+#define ACC_PLAN(t)                                                           \
+    mhsa_kv_acc_plan(group, m, n, d, p, ldp, v, ldv, t, o, ldo)
+    MHSA_KV_BY_DTYPE(dt, ACC_PLAN);
+#undef ACC_PLAN
 }
 
 #endif
