@@ -37,28 +37,12 @@ static mhsa_status check_cached(const char *fn, const mhsa_block *blk,
         return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: x_new is NULL", fn);
     if (!a->y)
         return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: y is NULL", fn);
-    if (a->B <= 0)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: B = %d must be > 0",
-                          fn, a->B);
-    if (a->t_new <= 0)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG,
-                          "%s: t_new = %d must be > 0", fn, a->t_new);
-    if ((size_t)a->B > ws->max_batch)
-        return mhsa__fail(MHSA_ERR_SHAPE,
-                          "%s: B = %d exceeds the workspace's max_batch = %zu",
-                          fn, a->B, ws->max_batch);
-    // The workspace holds max_seq_len rows per sequence; with n_new a step
-    // may be wider than what any one sequence appends.
-    if (a->t_new > blk->cfg.max_seq_len)
-        return mhsa__fail(MHSA_ERR_SHAPE,
-                          "%s: t_new = %d exceeds max_seq_len = %d", fn,
-                          a->t_new, blk->cfg.max_seq_len);
-    // A workspace of mhsa_workspace_create_sized holds max_t rows a
-    // sequence, and its decode partials cover max_t keys.
-    if ((size_t)a->t_new > ws->max_t)
-        return mhsa__fail(MHSA_ERR_SHAPE,
-                          "%s: t_new = %d exceeds the workspace's max_t = "
-                          "%zu", fn, a->t_new, ws->max_t);
+    // The workspace holds max_seq_len (or, sized, max_t) rows per sequence
+    // and its decode partials cover max_t keys; with n_new a step may be
+    // wider than what any one sequence appends.
+    st = mhsa__check_rows(fn, blk, ws, a->B, "t_new", a->t_new);
+    if (st != MHSA_OK)
+        return st;
     if (c->capacity > ws->max_t)
         return mhsa__fail(MHSA_ERR_SHAPE,
                           "%s: the cache's capacity = %zu exceeds the "

@@ -52,24 +52,9 @@ static mhsa_status check_forward(const char *fn, const mhsa_block *blk,
         return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: x is NULL", fn);
     if (!a->y)
         return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: y is NULL", fn);
-    if (a->B <= 0)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: B = %d must be > 0",
-                          fn, a->B);
-    if (a->T <= 0)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: T = %d must be > 0",
-                          fn, a->T);
-    if ((size_t)a->B > ws->max_batch)
-        return mhsa__fail(MHSA_ERR_SHAPE,
-                          "%s: B = %d exceeds the workspace's max_batch = %zu",
-                          fn, a->B, ws->max_batch);
-    if (a->T > blk->cfg.max_seq_len)
-        return mhsa__fail(MHSA_ERR_SHAPE,
-                          "%s: T = %d exceeds max_seq_len = %d", fn, a->T,
-                          blk->cfg.max_seq_len);
-    if ((size_t)a->T > ws->max_t)
-        return mhsa__fail(MHSA_ERR_SHAPE,
-                          "%s: T = %d exceeds the workspace's max_t = %zu",
-                          fn, a->T, ws->max_t);
+    st = mhsa__check_rows(fn, blk, ws, a->B, "T", a->T);
+    if (st != MHSA_OK)
+        return st;
     for (int b = 0; a->seq_len && b < a->B; b++)
         if (a->seq_len[b] < 1 || a->seq_len[b] > a->T)
             return mhsa__fail(MHSA_ERR_INVALID_ARG,

@@ -122,5 +122,11 @@ void mhsa__block_repack(mhsa_block *b);
 // function and argument.
 mhsa_status mhsa__check_ws(const char *fn, const mhsa_block *blk,
                            const mhsa_workspace *ws);
+// A call over B sequences of t rows each (t_name: the argument's name in
+// the messages): both >= 1, B within the workspace's max_batch, t within
+// the block's max_seq_len and the workspace's max_t, checked in that order.
+mhsa_status mhsa__check_rows(const char *fn, const mhsa_block *blk,
+                             const mhsa_workspace *ws, int B,
+                             const char *t_name, int t);
 
 #endif

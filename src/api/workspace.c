@@ -28,6 +28,33 @@ mhsa_status mhsa__check_ws(const char *fn, const mhsa_block *blk,
     return MHSA_OK;
 }
 
+mhsa_status mhsa__check_rows(const char *fn, const mhsa_block *blk,
+                             const mhsa_workspace *ws, int B,
+                             const char *t_name, int t)
+{
+    if (B <= 0)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: B = %d must be > 0",
+                          fn, B);
+    if (t <= 0)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %s = %d must be > 0",
+                          fn, t_name, t);
+    if ((size_t)B > ws->max_batch)
+        return mhsa__fail(MHSA_ERR_SHAPE,
+                          "%s: B = %d exceeds the workspace's max_batch = %zu",
+                          fn, B, ws->max_batch);
+    if (t > blk->cfg.max_seq_len)
+        return mhsa__fail(MHSA_ERR_SHAPE,
+                          "%s: %s = %d exceeds max_seq_len = %d", fn, t_name,
+                          t, blk->cfg.max_seq_len);
+    // A workspace of mhsa_workspace_create_sized holds max_t rows a
+    // sequence.
+    if ((size_t)t > ws->max_t)
+        return mhsa__fail(MHSA_ERR_SHAPE,
+                          "%s: %s = %d exceeds the workspace's max_t = %zu",
+                          fn, t_name, t, ws->max_t);
+    return MHSA_OK;
+}
+
 mhsa_status mhsa__workspace_rebind(mhsa_workspace *ws, const mhsa_block *blk)
 {
     if (!ws || !blk || !ws->blk)
