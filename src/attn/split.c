@@ -189,7 +189,7 @@ void mhsa__split_heads(const mhsa_kernels *k, const head_layout *lay,
         // The plain split is batch * (H + 2 Hkv) independent head copies,
         // a pass over the whole projection bound by memory: run on one
         // thread it was a serial section between the parallel GEMM and
-        // attention (issue 24). A copy's bits do not depend on which
+        // attention. A copy's bits do not depend on which
         // thread makes it.
         size_t units = a->batch * (lay->H + 2 * lay->Hkv);
         double work = (double)a->batch * (double)a->t * (double)lay->nqkv;

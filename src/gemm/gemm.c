@@ -288,7 +288,7 @@ static void sgemm_driver(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
                      use_row_major_a(k, trans_a, n, rounding) };
     tp.m_blocks = (m + tp.mc - 1) / tp.mc;
     tp.n_chunks = (n + tp.nc - 1) / tp.nc;
-    // As many blocks and chunks, evened out (issue 24): the static split
+    // As many blocks and chunks, evened out: the static split
     // hands each thread a contiguous run of tiles, and with m = 512 in
     // blocks of 240 (AVX-512's table) the last block held 32 rows, so one
     // of two threads got 2.4x the other's rows (the QKV projection then

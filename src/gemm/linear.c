@@ -7,7 +7,7 @@
 // y's rows start as the bias: a pass over all of y (3 MiB for the QKV
 // projection of 512 tokens at D = 512), split over the threads the GEMM
 // after it uses, as it was a serial section before every projection
-// (issue 24). Copies: the bits do not depend on the split. The region
+// (docs/performance.md, phases of a forward). Copies: the bits do not depend on the split. The region
 // computes nothing, yet keeps core/fpenv.h's rule like every other (through
 // mhsa__team_run): a pool thread born here must leave with the caller's
 // state, not the library's.

@@ -218,7 +218,7 @@ typedef struct mhsa_attn_heads_args {
     float *m, *l;  size_t ldml; // head hh: (tq) at m + hh * ldml, l + ...
 } mhsa_attn_heads_args;
 
-// ---- small attention backward (issue 22) -----------------------------------
+// ---- small attention backward ---------------------------------------------
 
 // The products of one attention-backward tile small enough to skip packing
 // (tq and n keys <= MHSA_SMALL_BWD_MAX, dh <= MHSA_SMALL_BWD_MAX, fp32
@@ -430,7 +430,7 @@ typedef struct mhsa_gemm_blocking {
     size_t nc;
 } mhsa_gemm_blocking;
 
-// ---- bf16 GEMM tiles (issue 25) ------------------------------------------
+// ---- bf16 GEMM tiles ------------------------------------------------------
 
 // A bf16-compute GEMM (gemm/gemm_bf16.h) multiplies bf16(alpha * op(A)) by
 // bf16(op(B)), each rounded to nearest even (alpha folded into A in fp32

@@ -321,9 +321,9 @@ START_TEST(thread_count_does_not_change_bits)
         { 2, 100, 64, 4 }, { 1, 200, 96, 1 }, { 3, 61, 48, 6 },
         { 1, 150, 40, 1 },   // one head, masked: backward splits the head
         // Large enough for the parallel split into heads and the parallel
-        // bias rows (issue 24: 2*256 rows of 768 > the work threshold).
+        // bias rows (2*256 rows of 768 > the work threshold).
         { 2, 256, 256, 4 },
-        // small problems (issue 22), either side of the work threshold
+        // small problems, either side of the work threshold
         // of core/threads.h: the tiny block, a prime T, the GPT block
         { 8, 12, 32, 4 }, { 3, 13, 24, 3 }, { 8, 64, 64, 4 },
     };
