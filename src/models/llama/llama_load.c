@@ -30,22 +30,33 @@ void mhsa__llama_free(mhsa_llama *m)
 
 // An integer value of `key` (any integer type) in [lo, INT_MAX]; absent:
 // dflt, or an error when dflt < 0 (required).
+// The value of `key` into *num, *found = 1; absent: *found = 0, or an
+// error when `required`.
+static mhsa_status meta_num(const mhsa_gguf_file *f, const char *path,
+                            const char *key, int required, mhsa_gguf_num *num,
+                            int *found)
+{
+    const mhsa_gguf_val *v = mhsa__gguf_find(f, key);
+    *found = v != NULL;
+    if (v)
+        return mhsa__gguf_val_num(v, num);
+    if (required)
+        return mhsa__fail(MHSA_ERR_FORMAT, "%s: no metadata key %s (a "
+                          "llama model needs it)", path, key);
+    return MHSA_OK;
+}
+
 static mhsa_status meta_int(const mhsa_gguf_file *f, const char *path,
                             const char *key, int dflt, int lo, int *out)
 {
-    const mhsa_gguf_val *v = mhsa__gguf_find(f, key);
-    if (!v) {
-        if (dflt >= 0) {
-            *out = dflt;
-            return MHSA_OK;
-        }
-        return mhsa__fail(MHSA_ERR_FORMAT, "%s: no metadata key %s (a "
-                          "llama model needs it)", path, key);
-    }
     mhsa_gguf_num num;
-    mhsa_status st = mhsa__gguf_val_num(v, &num);
-    if (st != MHSA_OK)
+    int found;
+    mhsa_status st = meta_num(f, path, key, dflt < 0, &num, &found);
+    if (st != MHSA_OK || !found) {
+        if (st == MHSA_OK)
+            *out = dflt;
         return st;
+    }
     long long x;
     if (num.type == MHSA_GGUF_FLOAT32 || num.type == MHSA_GGUF_FLOAT64 ||
         num.type == MHSA_GGUF_BOOL)
@@ -72,19 +83,14 @@ static mhsa_status meta_int(const mhsa_gguf_file *f, const char *path,
 static mhsa_status meta_float(const mhsa_gguf_file *f, const char *path,
                               const char *key, float dflt, float *out)
 {
-    const mhsa_gguf_val *v = mhsa__gguf_find(f, key);
-    if (!v) {
-        if (dflt > 0.0f) {
-            *out = dflt;
-            return MHSA_OK;
-        }
-        return mhsa__fail(MHSA_ERR_FORMAT, "%s: no metadata key %s (a "
-                          "llama model needs it)", path, key);
-    }
     mhsa_gguf_num num;
-    mhsa_status st = mhsa__gguf_val_num(v, &num);
-    if (st != MHSA_OK)
+    int found;
+    mhsa_status st = meta_num(f, path, key, !(dflt > 0.0f), &num, &found);
+    if (st != MHSA_OK || !found) {
+        if (st == MHSA_OK)
+            *out = dflt;
         return st;
+    }
     if (num.type != MHSA_GGUF_FLOAT32 && num.type != MHSA_GGUF_FLOAT64)
         return mhsa__fail(MHSA_ERR_FORMAT, "%s: %s is a %s, not a float",
                           path, key, mhsa__gguf_type_name(num.type));
