@@ -134,66 +134,71 @@ static mhsa_status kind(const mhsa_gguf_file *f, mhsa_tok_kind *k,
     return MHSA_OK;
 }
 
-// An optional per-token array: *a is NULL when key is absent, else an
-// array of n_vocab elements of type (type_name for the message).
-static mhsa_status per_token_array(const mhsa_gguf_file *f, const char *key,
-                                   int type, const char *type_name,
-                                   size_t n_vocab, const mhsa_gguf_val **a)
+// One element of a per-token array: checked and stored at token i.
+typedef mhsa_status (*token_take)(mhsa_tokenizer *t, const char *key,
+                                  size_t i, const mhsa_gguf_num *n);
+
+// An optional per-token array: nothing when key is absent, else an array
+// of n_vocab elements of type (type_name for the message), each handed to
+// take in token order up to its first error.
+static mhsa_status per_token_each(const mhsa_gguf_file *f, const char *key,
+                                  int type, const char *type_name,
+                                  mhsa_tokenizer *t, token_take take)
 {
-    *a = NULL;
     if (!mhsa__gguf_find(f, key))
         return MHSA_OK;
-    mhsa_status s = mhsa__gguf_get_arr(f, key, a);
+    const mhsa_gguf_val *a;
+    mhsa_status s = mhsa__gguf_get_arr(f, key, &a);
     if (s != MHSA_OK)
         return s;
-    if (mhsa__gguf_arr_type(*a) != type || mhsa__gguf_arr_count(*a) != n_vocab)
+    if (mhsa__gguf_arr_type(a) != type ||
+        mhsa__gguf_arr_count(a) != t->n_vocab)
         return mhsa__fail(MHSA_ERR_FORMAT, "key '%s': must be an array of "
-                          "%zu %s (one per token)", key, n_vocab, type_name);
+                          "%zu %s (one per token)", key, t->n_vocab,
+                          type_name);
+    for (size_t i = 0; i < t->n_vocab && s == MHSA_OK; i++) {
+        mhsa_gguf_num n;
+        mhsa__gguf_arr_num(a, i, &n);
+        s = take(t, key, i, &n);
+    }
+    return s;
+}
+
+static mhsa_status take_type(mhsa_tokenizer *t, const char *key, size_t i,
+                             const mhsa_gguf_num *n)
+{
+    if (n->as.i < MHSA_TOKEN_NORMAL || n->as.i > MHSA_TOKEN_BYTE)
+        return mhsa__fail(MHSA_ERR_FORMAT, "key '%s': token %zu has "
+                          "type %lld (1 to 6)", key, i, (long long)n->as.i);
+    t->type[i] = (unsigned char)n->as.i;
+    return MHSA_OK;
+}
+
+static mhsa_status take_score(mhsa_tokenizer *t, const char *key, size_t i,
+                              const mhsa_gguf_num *n)
+{
+    // NaN would leave the order of merges undefined.
+    if (n->as.f != n->as.f)
+        return mhsa__fail(MHSA_ERR_FORMAT, "key '%s': token %zu's "
+                          "score is NaN", key, i);
+    t->score[i] = (float)n->as.f;
     return MHSA_OK;
 }
 
 // Token types (optional i32 array of n_vocab) into t->type.
 static mhsa_status token_types(const mhsa_gguf_file *f, mhsa_tokenizer *t)
 {
-    static const char key[] = "tokenizer.ggml.token_type";
     memset(t->type, MHSA_TOKEN_NORMAL, t->n_vocab);
-    const mhsa_gguf_val *a;
-    mhsa_status s = per_token_array(f, key, MHSA_GGUF_INT32, "i32",
-                                    t->n_vocab, &a);
-    if (s != MHSA_OK || !a)
-        return s;
-    for (size_t i = 0; i < t->n_vocab; i++) {
-        mhsa_gguf_num n;
-        mhsa__gguf_arr_num(a, i, &n);
-        if (n.as.i < MHSA_TOKEN_NORMAL || n.as.i > MHSA_TOKEN_BYTE)
-            return mhsa__fail(MHSA_ERR_FORMAT, "key '%s': token %zu has "
-                              "type %lld (1 to 6)", key, i,
-                              (long long)n.as.i);
-        t->type[i] = (unsigned char)n.as.i;
-    }
-    return MHSA_OK;
+    return per_token_each(f, "tokenizer.ggml.token_type", MHSA_GGUF_INT32,
+                          "i32", t, take_type);
 }
 
 // Scores (SPM: optional f32 array of n_vocab, 0 when absent) into t->score.
 static mhsa_status token_scores(const mhsa_gguf_file *f, mhsa_tokenizer *t)
 {
-    static const char key[] = "tokenizer.ggml.scores";
     memset(t->score, 0, t->n_vocab * sizeof *t->score);
-    const mhsa_gguf_val *a;
-    mhsa_status s = per_token_array(f, key, MHSA_GGUF_FLOAT32, "f32",
-                                    t->n_vocab, &a);
-    if (s != MHSA_OK || !a)
-        return s;
-    for (size_t i = 0; i < t->n_vocab; i++) {
-        mhsa_gguf_num n;
-        mhsa__gguf_arr_num(a, i, &n);
-        // NaN would leave the order of merges undefined.
-        if (n.as.f != n.as.f)
-            return mhsa__fail(MHSA_ERR_FORMAT, "key '%s': token %zu's "
-                              "score is NaN", key, i);
-        t->score[i] = (float)n.as.f;
-    }
-    return MHSA_OK;
+    return per_token_each(f, "tokenizer.ggml.scores", MHSA_GGUF_FLOAT32,
+                          "f32", t, take_score);
 }
 
 int mhsa__tok_byte_of(const char *s, size_t n)
