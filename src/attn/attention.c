@@ -250,6 +250,21 @@ static void diag_keys(const mhsa_kernels *k, const head_args *a, size_t j0,
     }
 }
 
+// The n key rows c[0:n] (stride a->ldg) += src^T b: src is the (tq, n)
+// tile at stride ld, packed into pa; b is the packed (tq, dh) panel. On a
+// tile crossing the causal diagonal (diag) only the panels that see each
+// other run (diag_keys).
+static void keys_acc(const mhsa_kernels *k, const head_args *a, size_t j0,
+                     size_t n, int diag, const float *src, size_t ld,
+                     float *pa, const float *b, float *c)
+{
+    mhsa_tile_pack_a(k, n, a->tq, src, ld, 1, 1.0f, a->compute, pa);
+    if (diag)
+        diag_keys(k, a, j0, n, pa, b, c, a->ldg);
+    else
+        mhsa_tile_gemm(k, n, a->dh, a->tq, pa, b, c, a->ldg, 1.0f);
+}
+
 size_t mhsa__head_kpack_floats(const mhsa_kernels *k, size_t tk, size_t dh)
 {
     return mhsa__attn_up(tk, (size_t)k->nr) * dh;   // bc is a multiple of nr
@@ -588,23 +603,11 @@ void mhsa__head_backward(const mhsa_kernels *k, const head_args *a,
             continue;
         }
         if (!a->skip_dkv) {
-            // dV[j0:j0+n] += P^T dO
-            mhsa_tile_pack_a(k, n, tq, t.s, bc, 1, 1.0f, a->compute, t.pa);
-            if (diag)
-                diag_keys(k, a, j0, n, t.pa, t.db, a->dv + j0 * a->ldg,
-                          a->ldg);
-            else
-                mhsa_tile_gemm(k, n, dh, tq, t.pa, t.db, a->dv + j0 * a->ldg,
-                               a->ldg, 1.0f);
-            // dK[j0:j0+n] += dS^T Q
-            mhsa_tile_pack_a(k, n, tq, t.dp, bc, 1, 1.0f, a->compute,
-                             t.pa);
-            if (diag)
-                diag_keys(k, a, j0, n, t.pa, t.qb, a->dk + j0 * a->ldg,
-                          a->ldg);
-            else
-                mhsa_tile_gemm(k, n, dh, tq, t.pa, t.qb, a->dk + j0 * a->ldg,
-                               a->ldg, 1.0f);
+            // dV[j0:j0+n] += P^T dO, dK[j0:j0+n] += dS^T Q
+            keys_acc(k, a, j0, n, diag, t.s, bc, t.pa, t.db,
+                     a->dv + j0 * a->ldg);
+            keys_acc(k, a, j0, n, diag, t.dp, bc, t.pa, t.qb,
+                     a->dk + j0 * a->ldg);
         }
         if (a->skip_dq)
             continue;
