@@ -46,6 +46,27 @@ MHSA_AVX512_INLINE __m512 weight_at_inf(__m512 x)
                               _mm512_set1_ps(1.0f));
 }
 
+// y[j] = exp(x[j] - m) for lo <= j < hi (y may be x), 16 at a time from
+// lo with the tail masked; returns the per-lane sums of those weights in
+// order of j. -INFINITY entries give an exact 0 (exp's underflow rule),
+// and with m = +INFINITY only the +INFINITY entries weigh.
+MHSA_AVX512_INLINE __m512 exp_sum(const float *x, float *y, size_t lo,
+                                  size_t hi, float m)
+{
+    const __m512 ninf = _mm512_set1_ps(-INFINITY);
+    __m512 vm = _mm512_set1_ps(m), vsum = _mm512_setzero_ps();
+    for (size_t j = lo; j < hi; j += 16) {
+        __mmask16 mk = mhsa_mask16__avx512(hi - j);
+        __m512 v = _mm512_mask_loadu_ps(ninf, mk, x + j);
+        __m512 p = m == INFINITY
+                       ? weight_at_inf(v)
+                       : mhsa_exp_nonpos__avx512(_mm512_sub_ps(v, vm));
+        _mm512_mask_storeu_ps(y + j, mk, p);
+        vsum = _mm512_add_ps(vsum, p);
+    }
+    return vsum;
+}
+
 // p[from..to) = 0: whole vectors, then one masked store for the tail (a
 // mask computed for every vector cost 10 instructions a store).
 static void zero_range(float *p, size_t from, size_t to)
@@ -287,17 +308,7 @@ void mhsa_softmax_online__avx512(const mhsa_softmax_args *a)
         }
 
         // Pass 2: p = exp(x - m_new); -INFINITY gives an exact 0.
-        const __m512 ninf = _mm512_set1_ps(-INFINITY);
-        __m512 vm = _mm512_set1_ps(m_new), vsum = _mm512_setzero_ps();
-        for (size_t j = lo; j < hi; j += 16) {
-            __mmask16 mk = mhsa_mask16__avx512(hi - j);
-            __m512 x = _mm512_mask_loadu_ps(ninf, mk, s + j);
-            __m512 p = m_new == INFINITY
-                     ? weight_at_inf(x)
-                     : mhsa_exp_nonpos__avx512(_mm512_sub_ps(x, vm));
-            _mm512_mask_storeu_ps(s + j, mk, p);
-            vsum = _mm512_add_ps(vsum, p);
-        }
+        __m512 vsum = exp_sum(s, s, lo, hi, m_new);
 
         // 0 on the first unblocked tile; 1 while the max stays +INFINITY.
         float alpha = rescale_factor(m_old, m_new);
@@ -405,18 +416,7 @@ void mhsa_softmax_row__avx512(size_t n, const float *x, float *y)
             _mm512_mask_storeu_ps(y + j, mhsa_mask16__avx512(n - j), fill);
         return;
     }
-    __m512 vm = _mm512_set1_ps(m), vsum = _mm512_setzero_ps();
-    for (size_t j = 0; j < n; j += 16) {
-        __mmask16 mk = mhsa_mask16__avx512(n - j);
-        __m512 v = _mm512_mask_loadu_ps(ninf, mk, x + j);
-        // -INFINITY entries give an exact 0 (exp's underflow rule), and
-        // with m = +INFINITY only the +INFINITY entries weigh.
-        __m512 p = m == INFINITY
-                       ? weight_at_inf(v)
-                       : mhsa_exp_nonpos__avx512(_mm512_sub_ps(v, vm));
-        _mm512_mask_storeu_ps(y + j, mk, p);
-        vsum = _mm512_add_ps(vsum, p);
-    }
+    __m512 vsum = exp_sum(x, y, 0, n, m);
     __m512 inv = _mm512_set1_ps(1.0f / mhsa_hsum__avx512(vsum));
     for (size_t j = 0; j < n; j += 16) {
         __mmask16 mk = mhsa_mask16__avx512(n - j);
