@@ -30,25 +30,24 @@
 #define mhsa_bf16_tiles__avx512 mhsa_bf16_tiles__avx512_emul
 #endif
 
-void mhsa_bf16_pack_a_mr12__avx512bf16(size_t m, size_t k, const float *a,
-                                       size_t lda, int trans, float alpha,
-                                       uint16_t *ap);
-void mhsa_bf16_pack_b_nr32__avx512bf16(size_t k, size_t n, const void *b,
-                                       mhsa_dtype dt, size_t ldb, int trans,
-                                       uint16_t *bp);
-void mhsa_bf16gemm_12x32__avx512bf16(size_t k, const uint16_t *ap,
-                                     const uint16_t *bp, float *c,
-                                     size_t ldc, size_t m, size_t n,
-                                     float beta);
-void mhsa_bf16_pack_a_mr32__amx(size_t m, size_t k, const float *a,
-                                size_t lda, int trans, float alpha,
-                                uint16_t *ap);
-void mhsa_bf16_pack_b_nr32__amx(size_t k, size_t n, const void *b,
-                                mhsa_dtype dt, size_t ldb, int trans,
-                                uint16_t *bp);
-void mhsa_bf16gemm_32x32__amx(size_t k, const uint16_t *ap,
+// The function types of mhsa_bf16_tiles' pack_a, pack_b and ukr
+// (kernels.h), which both sets' entries have.
+typedef void mhsa_bf16_pack_a_fn(size_t m, size_t k, const float *a,
+                                 size_t lda, int trans, float alpha,
+                                 uint16_t *ap);
+typedef void mhsa_bf16_pack_b_fn(size_t k, size_t n, const void *b,
+                                 mhsa_dtype dt, size_t ldb, int trans,
+                                 uint16_t *bp);
+typedef void mhsa_bf16_ukr_fn(size_t k, const uint16_t *ap,
                               const uint16_t *bp, float *c, size_t ldc,
                               size_t m, size_t n, float beta);
+
+mhsa_bf16_pack_a_fn mhsa_bf16_pack_a_mr12__avx512bf16;
+mhsa_bf16_pack_b_fn mhsa_bf16_pack_b_nr32__avx512bf16;
+mhsa_bf16_ukr_fn mhsa_bf16gemm_12x32__avx512bf16;
+mhsa_bf16_pack_a_fn mhsa_bf16_pack_a_mr32__amx;
+mhsa_bf16_pack_b_fn mhsa_bf16_pack_b_nr32__amx;
+mhsa_bf16_ukr_fn mhsa_bf16gemm_32x32__amx;
 void mhsa_bf16_thread_begin__amx(void);
 void mhsa_bf16_thread_end__amx(void);
 
