@@ -20,6 +20,15 @@
 #include "avx2/vhalf.h"
 #include "avx2/vmath.h"
 
+// pb[rb] = p[rb*ldp + j] in every lane, rb < RB: the weights of row j
+// for the tiles' RB output rows.
+MHSA_AVX2_INLINE void broadcast_p(size_t RB, const float *p, size_t ldp,
+                                  size_t j, __m256 pb[4])
+{
+    for (size_t rb = 0; rb < RB; rb++)
+        pb[rb] = _mm256_broadcast_ss(p + rb * ldp + j);
+}
+
 // o[r*ldo + i + 8*v] += sum_j p[r*ldp + j] * V[j][i + 8*v] for r < RB,
 // v < NV, j < jn: RB*NV chains, each over j in order.
 MHSA_AVX2_INLINE void acc_tile(size_t RB, size_t NV, size_t jn,
@@ -36,8 +45,7 @@ MHSA_AVX2_INLINE void acc_tile(size_t RB, size_t NV, size_t jn,
     for (size_t j = 0; j < jn; j++) {
         const char *row = vi + j * row_bytes;
         __m256 pb[4];
-        for (size_t rb = 0; rb < RB; rb++)
-            pb[rb] = _mm256_broadcast_ss(p + rb * ldp + j);
+        broadcast_p(RB, p, ldp, j, pb);
         for (size_t nv = 0; nv < NV; nv++) {
             __m256 x = mhsa_load8_as_ps__avx2(row, 8 * nv, dt);
             for (size_t rb = 0; rb < RB; rb++)
@@ -70,8 +78,7 @@ MHSA_AVX2_INLINE void acc_tile_bf16(size_t RB, size_t NP, size_t jn,
     for (size_t j = 0; j < jn; j++) {
         const char *row = vi + j * row_bytes;
         __m256 pb[4];
-        for (size_t rb = 0; rb < RB; rb++)
-            pb[rb] = _mm256_broadcast_ss(p + rb * ldp + j);
+        broadcast_p(RB, p, ldp, j, pb);
         for (size_t np = 0; np < NP; np++) {
             __m256i x = _mm256_loadu_si256((const __m256i *)(row + 32 * np));
             __m256 e = _mm256_castsi256_ps(_mm256_slli_epi32(x, 16));
