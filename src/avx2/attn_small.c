@@ -50,6 +50,16 @@ static inline size_t min8(size_t n) { return n < 8 ? n : 8; }
 
 #define INLINE static inline __attribute__((always_inline))
 
+// r[t] lane i = p[i * ld + c0 + t] for i < rows and c0 + t < n, `fill`
+// elsewhere (never loaded): the 8 x 8 block at column c0, transposed.
+INLINE void load_block_t(const float *p, size_t ld, size_t c0, size_t rows,
+                         size_t n, __m256 fill, __m256 r[8])
+{
+    for (size_t i = 0; i < 8; i++)
+        r[i] = i < rows ? load_fill(p + i * ld + c0, n - c0, fill) : fill;
+    mhsa_transpose8__avx2(r);
+}
+
 // qt[c * MAX_ROWS + i] = fl(qscale * q[i * ldq + c]) (q itself when
 // qscale is 0: pre-scaled; the split's rounding otherwise) for the 8 rows
 // at q and c < dh rounded up to 8, zero in lanes of rows past `rows` and
@@ -60,10 +70,7 @@ static void transpose_q(const float *q, size_t ldq, size_t dh, size_t rows,
     __m256 zero = _mm256_setzero_ps(), vs = _mm256_set1_ps(qscale);
     for (size_t c0 = 0; c0 < dh; c0 += 8) {
         __m256 r[8];
-        for (size_t i = 0; i < 8; i++)
-            r[i] = i < rows ? load_fill(q + i * ldq + c0, dh - c0, zero)
-                            : zero;
-        mhsa_transpose8__avx2(r);
+        load_block_t(q, ldq, c0, rows, dh, zero, r);
         for (size_t t = 0; t < 8; t++)
             _mm256_storeu_ps(qt + (c0 + t) * MAX_ROWS,
                              qscale != 0.0f ? _mm256_mul_ps(vs, r[t]) : r[t]);
@@ -128,10 +135,7 @@ static void transpose_mask(const float *mrow, size_t ldmask, size_t rows,
     __m256 ninf = _mm256_set1_ps(-INFINITY);
     for (size_t j0 = 0; j0 < n; j0 += 8) {
         __m256 r[8];
-        for (size_t i = 0; i < 8; i++)
-            r[i] = i < rows ? load_fill(mrow + i * ldmask + j0, n - j0, ninf)
-                            : ninf;
-        mhsa_transpose8__avx2(r);
+        load_block_t(mrow, ldmask, j0, rows, n, ninf, r);
         for (size_t t = 0; t < 8 && j0 + t < n; t++)
             add[j0 + t] = r[t];
     }
