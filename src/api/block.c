@@ -369,8 +369,5 @@ static mhsa_status block_init_random(mhsa_block *blk, uint64_t seed)
 
 mhsa_status mhsa_block_init_random(mhsa_block *blk, uint64_t seed)
 {
-    mhsa_fpstate fp = mhsa__fp_enter();
-    mhsa_status st = block_init_random(blk, seed);
-    mhsa__fp_leave(fp);
-    return st;
+    MHSA__FP_RETURN(block_init_random(blk, seed));
 }

@@ -105,6 +105,16 @@ static inline void mhsa__fp_leave(mhsa_fpstate s)
         mhsa__fp_set(s.word);
 }
 
+// In a public call that does nothing else: returns the status of `call`
+// (an expression), computed between mhsa__fp_enter and mhsa__fp_leave.
+#define MHSA__FP_RETURN(call)                                              \
+    do {                                                                   \
+        mhsa_fpstate fp_ = mhsa__fp_enter();                               \
+        mhsa_status st_ = (call);                                          \
+        mhsa__fp_leave(fp_);                                               \
+        return st_;                                                        \
+    } while (0)
+
 static inline mhsa_fpstate mhsa__fp_enter_team(void)
 {
     mhsa_fpstate s = { mhsa__fp_get() };

@@ -519,10 +519,7 @@ static mhsa_status gpt_init_random(mhsa_gpt *g, uint64_t seed)
 
 mhsa_status mhsa_gpt_init_random(mhsa_gpt *g, uint64_t seed)
 {
-    mhsa_fpstate fp = mhsa__fp_enter();
-    mhsa_status st = gpt_init_random(g, seed);
-    mhsa__fp_leave(fp);
-    return st;
+    MHSA__FP_RETURN(gpt_init_random(g, seed));
 }
 
 // ---- forward ----------------------------------------------------------------
@@ -659,10 +656,7 @@ mhsa_status mhsa_gpt_forward(mhsa_gpt *g, const int32_t *tokens,
                              const int32_t *targets, int B, int T,
                              double norm, float *loss)
 {
-    mhsa_fpstate fp = mhsa__fp_enter();
-    mhsa_status st = gpt_forward(g, tokens, targets, B, T, norm, loss);
-    mhsa__fp_leave(fp);
-    return st;
+    MHSA__FP_RETURN(gpt_forward(g, tokens, targets, B, T, norm, loss));
 }
 
 static mhsa_status gpt_attention(mhsa_gpt *g, int layer, const int32_t *tokens,
@@ -690,10 +684,7 @@ static mhsa_status gpt_attention(mhsa_gpt *g, int layer, const int32_t *tokens,
 mhsa_status mhsa_gpt_attention(mhsa_gpt *g, int layer, const int32_t *tokens,
                                int T, float *attn)
 {
-    mhsa_fpstate fp = mhsa__fp_enter();
-    mhsa_status st = gpt_attention(g, layer, tokens, T, attn);
-    mhsa__fp_leave(fp);
-    return st;
+    MHSA__FP_RETURN(gpt_attention(g, layer, tokens, T, attn));
 }
 
 // ---- backward ---------------------------------------------------------------
@@ -791,10 +782,7 @@ static mhsa_status gpt_backward(mhsa_gpt *g)
 
 mhsa_status mhsa_gpt_backward(mhsa_gpt *g)
 {
-    mhsa_fpstate fp = mhsa__fp_enter();
-    mhsa_status st = gpt_backward(g);
-    mhsa__fp_leave(fp);
-    return st;
+    MHSA__FP_RETURN(gpt_backward(g));
 }
 
 // ---- optimiser --------------------------------------------------------------
@@ -844,10 +832,7 @@ static mhsa_status gpt_step(mhsa_gpt *g, const mhsa_optim_config *cfg,
 mhsa_status mhsa_gpt_step(mhsa_gpt *g, const mhsa_optim_config *cfg,
                           float *grad_norm)
 {
-    mhsa_fpstate fp = mhsa__fp_enter();
-    mhsa_status st = gpt_step(g, cfg, grad_norm);
-    mhsa__fp_leave(fp);
-    return st;
+    MHSA__FP_RETURN(gpt_step(g, cfg, grad_norm));
 }
 
 float mhsa_lr_cosine(int64_t s, int64_t warmup, int64_t total, float lr_max,

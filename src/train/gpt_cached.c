@@ -195,8 +195,5 @@ mhsa_status mhsa_gpt_forward_cached(mhsa_gpt *g, mhsa_gpt_cache *c,
                                     const int32_t *tokens, int n,
                                     float *logits)
 {
-    mhsa_fpstate fp = mhsa__fp_enter();
-    mhsa_status st = gpt_forward_cached(g, c, tokens, n, logits);
-    mhsa__fp_leave(fp);
-    return st;
+    MHSA__FP_RETURN(gpt_forward_cached(g, c, tokens, n, logits));
 }

@@ -18,11 +18,8 @@ mhsa_status mhsa_cross_entropy(int n, int V, const float *logits,
                                const int32_t *targets, float *loss,
                                float *row_loss, float *dlogits)
 {
-    mhsa_fpstate fp = mhsa__fp_enter();
-    mhsa_status st = mhsa__cross_entropy_over(n, V, logits, targets, 0, loss,
-                                              row_loss, dlogits);
-    mhsa__fp_leave(fp);
-    return st;
+    MHSA__FP_RETURN(mhsa__cross_entropy_over(n, V, logits, targets, 0, loss,
+                                             row_loss, dlogits));
 }
 
 mhsa_status mhsa__cross_entropy_over(int n, int V, const float *logits,

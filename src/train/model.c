@@ -298,10 +298,7 @@ static mhsa_status lm_init_random(mhsa_lm *lm, uint64_t seed)
 
 mhsa_status mhsa_lm_init_random(mhsa_lm *lm, uint64_t seed)
 {
-    mhsa_fpstate fp = mhsa__fp_enter();
-    mhsa_status st = lm_init_random(lm, seed);
-    mhsa__fp_leave(fp);
-    return st;
+    MHSA__FP_RETURN(lm_init_random(lm, seed));
 }
 
 // x (T, D) rows of one sequence: token embedding plus position embedding.
@@ -360,10 +357,7 @@ mhsa_status mhsa_lm_forward(mhsa_lm *lm, const int32_t *tokens,
                             const int32_t *targets, int B, int T,
                             float *loss, float *pos_loss)
 {
-    mhsa_fpstate fp = mhsa__fp_enter();
-    mhsa_status st = lm_forward(lm, tokens, targets, B, T, loss, pos_loss);
-    mhsa__fp_leave(fp);
-    return st;
+    MHSA__FP_RETURN(lm_forward(lm, tokens, targets, B, T, loss, pos_loss));
 }
 
 mhsa_status mhsa__lm_forward_over(mhsa_lm *lm, const int32_t *tokens,
@@ -465,10 +459,7 @@ static mhsa_status lm_backward(mhsa_lm *lm)
 
 mhsa_status mhsa_lm_backward(mhsa_lm *lm)
 {
-    mhsa_fpstate fp = mhsa__fp_enter();
-    mhsa_status st = lm_backward(lm);
-    mhsa__fp_leave(fp);
-    return st;
+    MHSA__FP_RETURN(lm_backward(lm));
 }
 
 static mhsa_status lm_step(mhsa_lm *lm, const mhsa_optim_config *cfg,
@@ -500,10 +491,7 @@ static mhsa_status lm_step(mhsa_lm *lm, const mhsa_optim_config *cfg,
 mhsa_status mhsa_lm_step(mhsa_lm *lm, const mhsa_optim_config *cfg,
                          float *grad_norm)
 {
-    mhsa_fpstate fp = mhsa__fp_enter();
-    mhsa_status st = lm_step(lm, cfg, grad_norm);
-    mhsa__fp_leave(fp);
-    return st;
+    MHSA__FP_RETURN(lm_step(lm, cfg, grad_norm));
 }
 
 static mhsa_status lm_attention(mhsa_lm *lm, const int32_t *tokens, int T,
@@ -526,8 +514,5 @@ static mhsa_status lm_attention(mhsa_lm *lm, const int32_t *tokens, int T,
 mhsa_status mhsa_lm_attention(mhsa_lm *lm, const int32_t *tokens, int T,
                               float *attn)
 {
-    mhsa_fpstate fp = mhsa__fp_enter();
-    mhsa_status st = lm_attention(lm, tokens, T, attn);
-    mhsa__fp_leave(fp);
-    return st;
+    MHSA__FP_RETURN(lm_attention(lm, tokens, T, attn));
 }

@@ -124,8 +124,5 @@ mhsa_status mhsa_optim_update(const mhsa_optim_config *cfg, int64_t step,
                               size_t n, float *p, const float *g, float *m,
                               float *v, float grad_scale, int decay)
 {
-    mhsa_fpstate fp = mhsa__fp_enter();
-    mhsa_status st = optim_update(cfg, step, n, p, g, m, v, grad_scale, decay);
-    mhsa__fp_leave(fp);
-    return st;
+    MHSA__FP_RETURN(optim_update(cfg, step, n, p, g, m, v, grad_scale, decay));
 }

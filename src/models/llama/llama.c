@@ -231,8 +231,5 @@ mhsa_status mhsa__llama_forward(mhsa_llama *m, mhsa_llama_cache *c,
                                 const int32_t *tokens, int n, int all_logits,
                                 float *logits)
 {
-    mhsa_fpstate fp = mhsa__fp_enter();
-    mhsa_status st = llama_forward(m, c, tokens, n, all_logits, logits);
-    mhsa__fp_leave(fp);
-    return st;
+    MHSA__FP_RETURN(llama_forward(m, c, tokens, n, all_logits, logits));
 }
