@@ -30,6 +30,7 @@
 #include <immintrin.h>
 
 #include "kernels/kernels.h"
+#include "kernels/small_rows.h"
 #include "avx2/avx2.h"
 #include "avx2/vmath.h"
 #include "avx2/vtranspose.h"
@@ -294,17 +295,9 @@ int mhsa_attn_small__avx2(const mhsa_attn_small_args *a)
         dh > MAX_DH || mv->k0 != 0)
         return 0;
     float hi[MAX_ROWS] = { 0 };   // as floats for the lanes' compares
-    size_t hn[MAX_ROWS] = { 0 };
-    for (size_t r = 0; r < tq; r++) {
-        size_t lo, h;
-        mhsa_mask_view_range(mv, r, n, &lo, &h);
-        if (lo == h)   // sees no key
-            continue;
-        if (lo != 0)   // a window that cuts the first keys
-            return 0;
-        hi[r] = (float)h;
-        hn[r] = h;
-    }
+    size_t hall = 0;
+    if (!mhsa_small_rows_hi(mv, tq, n, hi, &hall))
+        return 0;
     float qt[MAX_DH * MAX_ROWS], pt[MAX_KEYS * MAX_ROWS];
     float inv[MAX_ROWS];
     size_t ldq = a->ldq ? a->ldq : dh, ldkv = a->ldkv ? a->ldkv : dh;
@@ -324,9 +317,10 @@ int mhsa_attn_small__avx2(const mhsa_attn_small_args *a)
         if (mv->mask)
             transpose_mask(mv->mask + r0 * mv->ldmask, mv->ldmask, rows, n,
                            add);
-        size_t hmax = 0;
+        float hm = 0.0f;   // the group's largest hi (exact as a float)
         for (size_t i = 0; i < rows; i++)
-            hmax = hn[r0 + i] > hmax ? hn[r0 + i] : hmax;
+            hm = hi[r0 + i] > hm ? hi[r0 + i] : hm;
+        size_t hmax = (size_t)hm;
         __m256 m, l;
         if (!group_softmax(st[g], mv->mask ? add : NULL, n,
                            _mm256_loadu_ps(hi + r0), hmax, pt + r0, &m, &l))

@@ -36,6 +36,7 @@
 
 #include "avx512/avx512.h"
 #include "kernels/asan.h"
+#include "kernels/small_rows.h"
 #include "avx512/vmath.h"
 #include "avx512/vtranspose.h"
 
@@ -309,16 +310,8 @@ MHSA_AVX512_INLINE int attn(const mhsa_attn_small_args *a, size_t dh,
         hmax = c + tq - 1 < e ? c + tq - 1 : e;   // rows' hi ascend
     } else {
         float hi[MAX_ROWS] = { 0 };
-        for (size_t r = 0; r < tq; r++) {
-            size_t lo, h;
-            mhsa_mask_view_range(mv, r, n, &lo, &h);
-            if (lo == h)   // sees no key
-                continue;
-            if (lo != 0)   // a window that cuts the first keys
-                return 0;
-            hi[r] = (float)h;
-            hmax = h > hmax ? h : hmax;
-        }
+        if (!mhsa_small_rows_hi(mv, tq, n, hi, &hmax))
+            return 0;
         hif = _mm512_loadu_ps(hi);
     }
     // qt[c * MAX_ROWS + i] = q[i][c]; zero in the padding lanes. A
