@@ -116,7 +116,8 @@ fi
 echo "== the GPT (--task text --preset tiny), G = 4: one process, -np 1, 2"
 # A small corpus that is always there: the first 40 KB of the project's
 # own prose.
-cat "$src/README.md" "$src"/docs/*.md | head -c 40000 >corpus.txt
+python3 -c 'import sys; sys.stdout.buffer.write(b"".join(open(f, "rb").read() for f in sys.argv[1:])[:40000])' \
+    "$src/README.md" "$src"/docs/*.md >corpus.txt
 text=(--task text --data corpus.txt --eval-every 10 --val-tokens 256)
 tiny=(--preset tiny --steps 10 --grad-groups 4 --seed 5)
 timeout 120 "$exe" "${text[@]}" "${tiny[@]}" --save text.st >/dev/null \
