@@ -128,6 +128,9 @@ void mhsa_colsum_add__scalar(size_t rows, size_t cols, const float *x,
 // ... and the most nr-column panels of B for which the GEMM uses them
 // (kernels.h: ra_max_panels; 0 unless table.c redefines this).
 #define MHSA_KERNEL_TABLE_RA_PANELS 0
+// ... and its quantized products (kernels.h: q; kernels/quant.h): the
+// scalar references unless its table.c redefines this.
+#define MHSA_KERNEL_TABLE_Q (&mhsa_qkernels_scalar)
 
 #define MHSA_KERNEL_TABLE(sfx, isa_enum, mr_, nr_, ...)                       \
     MHSA_KERNEL_TABLE_NAMED(sfx, #sfx, isa_enum, mr_, nr_, __VA_ARGS__)
@@ -166,6 +169,7 @@ void mhsa_colsum_add__scalar(size_t rows, size_t cols, const float *x,
         .attn_small = MHSA_KERNEL_TABLE_ATTN_SMALL,                           \
         .attn_small_heads = MHSA_KERNEL_TABLE_ATTN_SMALL_HEADS,               \
         .attn_small_heads_bwd = MHSA_KERNEL_TABLE_ATTN_SMALL_HEADS_BWD,       \
+        .q = MHSA_KERNEL_TABLE_Q,                                             \
         MHSA_KERNEL_TABLE_SMALL_BWD,                                          \
     }
 

@@ -46,6 +46,7 @@
 #include <stdint.h>
 
 #include "mhsa.h"
+#include "kernels/quant.h"
 
 // ---- softmax ------------------------------------------------------------
 
@@ -696,6 +697,12 @@ typedef struct mhsa_kernels {
     // The fused forward of up to 4 heads' small views at once (above), or
     // NULL: each view goes to attn_small alone.
     int (*attn_small_heads)(const mhsa_attn_heads_args *a);
+
+    // The products of quantized weights (kernels/quant.h: the block
+    // formats, the activations' int8 forms and the contract). Never NULL:
+    // a table without its own takes the scalar references; dispatch may
+    // hand out a set the CPU runs better (kernels/dispatch.c).
+    const mhsa_qkernels *q;
 } mhsa_kernels;
 
 // Bytes of one stored element of dt (4 or 2).
