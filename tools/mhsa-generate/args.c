@@ -53,6 +53,16 @@ void print_gen_help(FILE *f)
 "  --no-parse-special  special tokens' text in the prompt (such as\n"
 "                      <|im_start|>) is plain text, not the token\n"
 "  --special           print control tokens' text (as llama-cli --special)\n"
+"  --perplexity FILE   score FILE's text instead of generating, as\n"
+"                      llama-perplexity -f FILE -c N: the text (less one\n"
+"                      final newline, special tokens' text as plain text)\n"
+"                      tokenized once, cut into chunks of N = --ctx tokens\n"
+"                      (default 512, or the model's context when less; at\n"
+"                      least 3), each run from an empty cache with BOS first\n"
+"                      where the model adds one, scored on its second half;\n"
+"                      needs at least 2N tokens. Prints 'perplexity: X' as\n"
+"                      the last line of stdout, the running estimate of\n"
+"                      each chunk and its +/- to stderr\n"
 "  --help              this text\n"
 "\n"
 "The prompt and the text go to stdout; prefill and decode tokens/s (each\n"
@@ -181,8 +191,12 @@ int parse_gen_args(int argc, char **argv, gen_args *a, FILE *err)
         };
         int is_flag = 0;
         for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++)
-            if (!strcmp(arg, flags[k]))
+            if (!strcmp(arg, flags[k])) {
                 *flag_of[k] = is_flag = 1;
+                // All but --no-parse-special are for generating only.
+                if (flag_of[k] != &a->no_parse_special && !a->gen_flag)
+                    a->gen_flag = flags[k];
+            }
         if (is_flag) {
             a->gguf_only = 1;
             continue;
@@ -198,7 +212,7 @@ int parse_gen_args(int argc, char **argv, gen_args *a, FILE *err)
         static const char *const known[] = {
             "--model", "--prompt", "--file", "-n", "--temperature",
             "--top-k", "--seed", "--threads", "--isa", "--kv-dtype",
-            "--weight-dtype", "--ctx",
+            "--weight-dtype", "--ctx", "--perplexity",
         };
         int found = 0;
         for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
@@ -214,7 +228,18 @@ int parse_gen_args(int argc, char **argv, gen_args *a, FILE *err)
         else
             return gen_usage(err, "%s needs a value", flag);
         int rc = CLI_OK;
-        if (!strcmp(flag, "--model") || !strcmp(flag, "--file")) {
+        static const char *const gen_flags[] = {
+            "--prompt", "--file", "-n", "--temperature", "--top-k", "--seed",
+        };
+        for (size_t k = 0; k < sizeof gen_flags / sizeof gen_flags[0]; k++)
+            if (!strcmp(flag, gen_flags[k]) && !a->gen_flag)
+                a->gen_flag = gen_flags[k];
+        if (!strcmp(flag, "--perplexity")) {
+            if (!*val)
+                return gen_usage(err, "%s needs a file name", flag);
+            a->perplexity = val;
+            a->gguf_only = 1;
+        } else if (!strcmp(flag, "--model") || !strcmp(flag, "--file")) {
             if (!*val)
                 return gen_usage(err, "%s needs a file name", flag);
             if (flag[2] == 'm')
@@ -255,6 +280,9 @@ int parse_gen_args(int argc, char **argv, gen_args *a, FILE *err)
     }
     if (!a->model)
         return gen_usage(err, "--model FILE is required");
+    if (a->perplexity && a->gen_flag)
+        return gen_usage(err, "--perplexity scores a text and generates "
+                         "nothing: %s does not apply", a->gen_flag);
     return CLI_OK;
 }
 
@@ -280,8 +308,9 @@ static int read_all(FILE *err, int fd, const char *what, size_t hint,
                           ? GEN_MAX_PROMPT_BYTES + 1 : cap * 2;
             if (more == cap) {
                 free(buf);
-                return gen_usage(err, "%s: the prompt is more than %zu "
+                return gen_usage(err, "%s: the %s is more than %zu "
                                  "bytes (64 MiB)", what,
+                                 a->perplexity ? "text" : "prompt",
                                  GEN_MAX_PROMPT_BYTES);
             }
             char *b = realloc(buf, more);
@@ -319,28 +348,39 @@ int gen_read_prompt(gen_args *a, FILE *err)
 {
     if (a->prompt_stdin)
         return read_all(err, STDIN_FILENO, "--prompt - (stdin)", 0, a);
-    if (!a->prompt_file)
+    const char *path = a->perplexity ? a->perplexity : a->prompt_file;
+    const char *flag = a->perplexity ? "--perplexity" : "--file";
+    if (!path)
         return CLI_OK;
     int fd;
     long long size;
-    int rc = gen_open_regular(err, "--file", a->prompt_file, &fd, &size);
+    int rc = gen_open_regular(err, flag, path, &fd, &size);
     if (rc != CLI_OK)
         return rc;
     if (size > (long long)GEN_MAX_PROMPT_BYTES) {
         close(fd);
-        return gen_usage(err, "--file %s: %lld bytes is more than the %zu "
-                         "(64 MiB) a prompt may have",
-                         gen_quote(a->prompt_file), size,
-                         GEN_MAX_PROMPT_BYTES);
+        return gen_usage(err, "%s %s: %lld bytes is more than the %zu "
+                         "(64 MiB) a %s may have", flag, gen_quote(path),
+                         size, GEN_MAX_PROMPT_BYTES,
+                         a->perplexity ? "text" : "prompt");
     }
     rc = read_all(err, fd, gen_prompt_flag(a), (size_t)size, a);
     close(fd);
+    // llama-perplexity -f drops the file's last newline (common/arg.cpp).
+    if (rc == CLI_OK && a->perplexity && a->prompt_len > 0 &&
+        a->prompt[a->prompt_len - 1] == '\n')
+        a->prompt_len--;
     return rc;
 }
 
 const char *gen_prompt_flag(const gen_args *a)
 {
     static char buf[1024];
+    if (a->perplexity) {
+        snprintf(buf, sizeof buf, "--perplexity %s",
+                 gen_quote(a->perplexity));
+        return buf;
+    }
     if (a->prompt_file) {
         snprintf(buf, sizeof buf, "--file %s", gen_quote(a->prompt_file));
         return buf;

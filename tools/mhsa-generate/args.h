@@ -36,6 +36,13 @@ typedef struct gen_args {
                                   // special tokens' text is plain text
     int special;                  // --special: control tokens printed
     int ctx;                      // --ctx: cache positions, 0 or >= 1
+                                  // (with --perplexity: the chunk size)
+    const char *perplexity;       // --perplexity FILE: score the text
+                                  // of FILE instead of generating
+    const char *gen_flag;         // the first option given that only
+                                  // generation uses (--prompt, --file,
+                                  // -n, --temperature, --top-k, --seed,
+                                  // --ids, --bench, --special), or NULL
     int gguf_only;                // --kv-dtype, --ctx or a flag above
                                   // was given
     int help;                     // --help or -h: nothing else is checked
@@ -52,12 +59,14 @@ void print_gen_help(FILE *f);
 // Reads the prompt of --file (a regular file; anything else, such as a
 // FIFO or a device, is refused before a byte is read, without blocking)
 // or of --prompt - (stdin, whatever it is) into a->prompt_buf, at most
-// GEN_MAX_PROMPT_BYTES; nothing to do for --prompt TEXT. CLI_OK, or
-// CLI_USAGE after one line on err naming the flag.
+// GEN_MAX_PROMPT_BYTES; nothing to do for --prompt TEXT. With
+// --perplexity FILE, FILE's text is read the same way, less one final
+// '\n' (as llama-perplexity -f reads it). CLI_OK, or CLI_USAGE after one
+// line on err naming the flag.
 int gen_read_prompt(gen_args *a, FILE *err);
 
-// The flag the prompt came from, for messages: "--prompt", "--prompt -"
-// or "--file <path>" (quoted as gen_quote does).
+// The flag the prompt came from, for messages: "--prompt", "--prompt -",
+// "--file <path>" or "--perplexity <path>" (quoted as gen_quote does).
 const char *gen_prompt_flag(const gen_args *a);
 
 // Frees what gen_read_prompt read.

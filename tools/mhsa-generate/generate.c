@@ -22,6 +22,7 @@
 #include "gen_util.h"
 #include "generate.h"
 #include "gguf_generate.h"
+#include "perplexity.h"
 
 // ---- the run ----------------------------------------------------------------
 
@@ -160,14 +161,16 @@ int mhsa_generate_cli(int argc, char **argv)
         rc = gen_model_kind(stderr, r.a.model, &is_gguf);
     if (rc == CLI_OK && !is_gguf && r.a.gguf_only) {
         fprintf(stderr, "mhsa-generate: --kv-dtype, --ctx, --ids, --bench, "
-                "--no-parse-special and --special are for GGUF models; %s "
-                "is a GPT checkpoint\n", gen_quote(r.a.model));
+                "--no-parse-special, --special and --perplexity are for "
+                "GGUF models; %s is a GPT checkpoint\n",
+                gen_quote(r.a.model));
         rc = CLI_USAGE;
     }
     if (rc == CLI_OK)
         rc = gen_read_prompt(&r.a, stderr);
     if (rc == CLI_OK && is_gguf) {
-        rc = mhsa_generate_gguf(&r.a);
+        rc = r.a.perplexity ? mhsa_generate_perplexity(&r.a)
+                            : mhsa_generate_gguf(&r.a);
         gen_args_free(&r.a);
         return rc;
     }

@@ -1,0 +1,290 @@
+// perplexity.c — mhsa-generate --perplexity FILE (perplexity.h): a text's
+// perplexity under a GGUF model, computed as llama.cpp's llama-perplexity
+// -f FILE -c N computes it (perplexity() in examples/perplexity/
+// perplexity.cpp, commit c392e50), so that the two numbers compare:
+//
+// - the text, less one final newline (args.c, as llama.cpp's -f), is
+//   tokenized once as common_tokenize(ctx, text, add_special = true,
+//   parse_special = false) does: BOS first where the model adds one,
+//   special tokens' text as plain text. A model that adds EOS is refused,
+//   as llama.cpp asserts it does not;
+// - the tokens are cut into n_chunk = n_tokens / N chunks of N tokens
+//   (the rest is left out), and at least 2 chunks are needed (llama.cpp:
+//   "you need at least 2*N tokens");
+// - each chunk runs from an empty KV cache, its first token replaced by
+//   BOS where the model adds one;
+// - of each chunk only the second half counts: with first = N / 2, the
+//   logits of positions first .. N - 2 predict tokens first + 1 .. N - 1,
+//   each scored as -log softmax(logits)[token], the log-softmax as
+//   llama.cpp's: float max, a double sum of expf(logit - max), then
+//   (logit[token] - max) - log(sum) in double;
+// - PPL = exp(the mean over all scored tokens), the running value printed
+//   after each chunk as "[k]x," and the final one with its +/- (llama.cpp's
+//   standard error of the mean NLL, times PPL).
+//
+// The forward runs each chunk in pieces of at most `batch` tokens (so that
+// the logits held stay near 64 MiB, whatever N): the first half with the
+// last row's logits only (they are not scored), the second half with every
+// row's, each piece scored before the next. The last token of a chunk is
+// only a target: it is not run. The NLL is summed in token order, so the
+// result is the same on any number of threads.
+#include "perplexity.h"
+
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gen_util.h"
+#include "models/gguf/gguf.h"
+#include "models/llama/llama.h"
+#include "models/tokenizer/tokenizer.h"
+
+// Logits held at once: 2^24 floats (64 MiB), at most 512 rows.
+enum { PPL_LOGIT_FLOATS = 1 << 24, PPL_MAX_BATCH = 512 };
+
+typedef struct ppl_run {
+    const gen_args *a;
+    mhsa_tokenizer *tok;
+    mhsa_llama *m;
+    mhsa_llama_cache *cache;
+    int32_t *ids;        // the text's tokens
+    size_t n_ids;
+    int n_ctx, batch, add_bos;
+    int32_t *chunk;      // (n_ctx) one chunk, its first token BOS
+    float *logits;       // (batch, V)
+    double *nll;         // (batch) one piece's scores
+} ppl_run;
+
+static void run_free(ppl_run *r)
+{
+    mhsa__llama_cache_destroy(r->cache);
+    mhsa__llama_destroy(r->m);
+    mhsa__tok_free(r->tok);
+    free(r->ids);
+    free(r->chunk);
+    free(r->logits);
+    free(r->nll);
+}
+
+static int model_error(const gen_args *a)
+{
+    fprintf(stderr, "mhsa-generate: --model %s: %s\n", gen_quote(a->model),
+            mhsa_last_error());
+    return CLI_USAGE;
+}
+
+static int no_memory(void)
+{
+    fprintf(stderr, "mhsa-generate: --perplexity: out of memory\n");
+    return CLI_FAIL;
+}
+
+// The text's tokens, as common_tokenize(ctx, text, true) makes them.
+static int tokenize(ppl_run *r)
+{
+    const gen_args *a = r->a;
+    size_t max_ids = mhsa__tok_max_ids(r->tok, a->prompt_len);
+    if (max_ids > ((size_t)1 << 40)) {
+        fprintf(stderr, "mhsa-generate: %s is too long\n",
+                gen_prompt_flag(a));
+        return CLI_USAGE;
+    }
+    r->ids = malloc(max_ids * sizeof(int32_t));
+    if (!r->ids)
+        return no_memory();
+    mhsa_status st = mhsa__tok_encode(r->tok, a->prompt, a->prompt_len,
+                                      MHSA_TOK_ADD_SPECIAL, r->ids, max_ids,
+                                      &r->n_ids);
+    if (st == MHSA_ERR_INVALID_ARG) {   // not UTF-8: the user's text
+        fprintf(stderr, "mhsa-generate: %s: %s\n", gen_prompt_flag(a),
+                mhsa_last_error());
+        return CLI_USAGE;
+    }
+    if (st != MHSA_OK)
+        return gen_fail("tokenizing the text");
+    int32_t *fit = realloc(r->ids, (r->n_ids ? r->n_ids : 1) *
+                                   sizeof(int32_t));
+    if (fit)
+        r->ids = fit;
+    return CLI_OK;
+}
+
+// The chunk size: --ctx, else the default (the model's context when
+// less), checked against the model and the text.
+static int pick_ctx(ppl_run *r, const mhsa_llama_config *cfg)
+{
+    const gen_args *a = r->a;
+    if (a->ctx > cfg->context) {
+        fprintf(stderr, "mhsa-generate: --ctx %d is more than the model's "
+                "context of %d positions\n", a->ctx, cfg->context);
+        return CLI_USAGE;
+    }
+    int n = a->ctx ? a->ctx : cfg->context < GEN_PPL_DEFAULT_CTX
+                              ? cfg->context : GEN_PPL_DEFAULT_CTX;
+    if (n < 3) {
+        if (a->ctx)
+            fprintf(stderr, "mhsa-generate: --ctx %d is too small for "
+                    "--perplexity: a chunk of N tokens scores its last "
+                    "N - N/2 - 1, none below 3\n", n);
+        else
+            fprintf(stderr, "mhsa-generate: the model's context of %d "
+                    "positions is too small for --perplexity (chunks of "
+                    "at least 3 tokens)\n", n);
+        return CLI_USAGE;
+    }
+    if (r->n_ids < 2 * (size_t)n) {
+        fprintf(stderr, "mhsa-generate: %s: the text is %zu tokens; a "
+                "context of %d%s needs at least %zu (2 chunks), as "
+                "llama-perplexity does\n", gen_prompt_flag(a), r->n_ids, n,
+                a->ctx ? "" : " (the default --ctx)", 2 * (size_t)n);
+        return CLI_USAGE;
+    }
+    r->n_ctx = n;
+    return CLI_OK;
+}
+
+static int setup(ppl_run *r)
+{
+    const gen_args *a = r->a;
+    gen_set_threads(a->threads);
+    if (a->isa != MHSA_ISA_AUTO && mhsa_select_isa(a->isa) != MHSA_OK) {
+        fprintf(stderr, "mhsa-generate: --isa %s: not available on this "
+                "machine or build\n", mhsa_isa_name(a->isa));
+        return CLI_USAGE;
+    }
+    mhsa_gguf_file *f = NULL;
+    if (mhsa__gguf_open(a->model, &f) != MHSA_OK)
+        return model_error(a);
+    mhsa_status st = mhsa__tok_load(f, &r->tok);
+    mhsa__gguf_close(f);
+    if (st != MHSA_OK)
+        return model_error(a);
+    if (mhsa__tok_adds_eos(r->tok)) {
+        fprintf(stderr, "mhsa-generate: --model %s: the model adds EOS to "
+                "every text (tokenizer.ggml.add_eos_token), which "
+                "llama-perplexity refuses too\n", gen_quote(a->model));
+        return CLI_USAGE;
+    }
+    r->add_bos = mhsa__tok_adds_bos(r->tok) && mhsa__tok_bos(r->tok) >= 0;
+    mhsa_llama_config cfg;
+    if (mhsa__llama_read_config(a->model, &cfg) != MHSA_OK)
+        return model_error(a);
+    int rc = tokenize(r);
+    if (rc == CLI_OK)
+        rc = pick_ctx(r, &cfg);
+    if (rc != CLI_OK)
+        return rc;
+    if (mhsa__llama_load_ex(a->model, r->n_ctx, (int)a->weight_dtype,
+                            &r->m) != MHSA_OK ||
+        mhsa__llama_cache_create(r->m, a->kv_dtype, &r->cache) != MHSA_OK)
+        return model_error(a);
+    size_t V = (size_t)mhsa__llama_config(r->m)->vocab;
+    int scored = r->n_ctx - r->n_ctx / 2 - 1;
+    size_t b = PPL_LOGIT_FLOATS / V;
+    b = b < 1 ? 1 : b > PPL_MAX_BATCH ? PPL_MAX_BATCH : b;
+    r->batch = (size_t)scored < b ? scored : (int)b;
+    r->chunk = malloc((size_t)r->n_ctx * sizeof(int32_t));
+    r->logits = malloc((size_t)r->batch * V * sizeof(float));
+    r->nll = malloc((size_t)r->batch * sizeof(double));
+    if (!r->chunk || !r->logits || !r->nll)
+        return no_memory();
+    return CLI_OK;
+}
+
+// -log softmax(z)[tok] as llama.cpp's log_softmax(n_vocab, logits, tok)
+// computes it (float max, double sum of float expf terms).
+static double token_nll(const float *z, int V, int tok)
+{
+    float max = z[0];
+    for (int i = 1; i < V; i++)
+        if (max < z[i])
+            max = z[i];
+    double sum = 0.0;
+    for (int i = 0; i < V; i++)
+        sum += (double)expf(z[i] - max);
+    return -((double)(z[tok] - max) - log(sum));
+}
+
+// One chunk from an empty cache; its scores added to *nll and *nll2.
+static int run_chunk(ppl_run *r, size_t start, double *nll, double *nll2)
+{
+    int N = r->n_ctx, first = N / 2, V = mhsa__llama_config(r->m)->vocab;
+    memcpy(r->chunk, r->ids + start, (size_t)N * sizeof(int32_t));
+    if (r->add_bos)
+        r->chunk[0] = mhsa__tok_bos(r->tok);
+    mhsa__llama_cache_reset(r->cache);
+    for (int p = 0; p < first; p += r->batch) {
+        int n = first - p < r->batch ? first - p : r->batch;
+        if (mhsa__llama_forward(r->m, r->cache, r->chunk + p, n, 0,
+                                r->logits) != MHSA_OK)
+            return gen_fail("perplexity");
+    }
+    for (int p = first; p < N - 1; p += r->batch) {
+        int n = N - 1 - p < r->batch ? N - 1 - p : r->batch;
+        if (mhsa__llama_forward(r->m, r->cache, r->chunk + p, n, 1,
+                                r->logits) != MHSA_OK)
+            return gen_fail("perplexity");
+        const float *z = r->logits;
+        const int32_t *next = r->chunk + p + 1;
+        double *v = r->nll;
+#pragma omp parallel for schedule(static)
+        for (int k = 0; k < n; k++)
+            v[k] = token_nll(z + (size_t)k * (size_t)V, V, next[k]);
+        for (int k = 0; k < n; k++) {
+            *nll += v[k];
+            *nll2 += v[k] * v[k];
+        }
+    }
+    return CLI_OK;
+}
+
+static int score(ppl_run *r)
+{
+    int N = r->n_ctx, first = N / 2;
+    size_t n_chunk = r->n_ids / (size_t)N, count = 0;
+    fprintf(stderr, "mhsa-generate: %s: %zu tokens, %zu chunks of %d, "
+            "each scored on its last %d\n", gen_prompt_flag(r->a), r->n_ids,
+            n_chunk, N, N - first - 1);
+    double nll = 0.0, nll2 = 0.0, t0 = gen_now_s();
+    for (size_t c = 0; c < n_chunk; c++) {
+        if (run_chunk(r, c * (size_t)N, &nll, &nll2) != CLI_OK) {
+            fprintf(stderr, "\n");
+            return CLI_FAIL;
+        }
+        count += (size_t)(N - first - 1);
+        fprintf(stderr, "[%zu]%.4f,", c + 1, exp(nll / (double)count));
+        fflush(stderr);
+    }
+    double t = gen_now_s() - t0;
+    fprintf(stderr, "\n");
+    double mean = nll / (double)count, ppl = exp(mean);
+    double var = nll2 / (double)count - mean * mean;
+    if (var > 0.0 && count > 1)
+        fprintf(stderr, "Final estimate: PPL = %.4f +/- %.5f\n", ppl,
+                sqrt(var / (double)(count - 1)) * ppl);
+    else
+        fprintf(stderr, "Final estimate: PPL = %.4f\n", ppl);
+    size_t run = n_chunk * (size_t)(N - 1);
+    fprintf(stderr, "mhsa-generate: %zu chunks (%zu tokens run, %zu scored)"
+            " in %.2f s (%.1f tokens/s); %d thread%s, isa %s\n", n_chunk,
+            run, count, t, (double)run / (t + 1e-12), omp_get_max_threads(),
+            omp_get_max_threads() == 1 ? "" : "s",
+            mhsa_isa_name(mhsa_active_isa()));
+    printf("perplexity: %.4f\n", ppl);
+    fflush(stdout);
+    return CLI_OK;
+}
+
+int mhsa_generate_perplexity(const gen_args *a)
+{
+    ppl_run r;
+    memset(&r, 0, sizeof r);
+    r.a = a;
+    int rc = setup(&r);
+    if (rc == CLI_OK)
+        rc = score(&r);
+    run_free(&r);
+    return rc;
+}
