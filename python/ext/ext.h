@@ -44,6 +44,7 @@ typedef struct {
     MhsaPyBlock *block;
     mhsa_kv_cache *cache;
     int max_batch;
+    int capacity;   // positions per sequence, as created
 } MhsaPyKVCache;
 
 extern PyTypeObject MhsaPyBlock_Type;

@@ -31,6 +31,7 @@ static int kv_init(MhsaPyKVCache *self, PyObject *args, PyObject *kw)
     Py_INCREF(block);
     self->block = block;
     self->max_batch = c.max_batch;
+    self->capacity = c.capacity;
     return 0;
 }
 

@@ -211,8 +211,7 @@ static PyObject *ws_forward_cached(MhsaPyWorkspace *self, PyObject *args)
     }
     // The workspace's views hold max_t rows a sequence: what the library
     // checks against max_seq_len only (mhsa_workspace_create_sized).
-    if (t_new > self->max_t || cache->cache->capacity >
-                                   (size_t)self->max_t) {
+    if (t_new > self->max_t || cache->capacity > self->max_t) {
         PyErr_Format(PyExc_ValueError, "forward_cached: t_new = %d or the "
                      "cache's capacity is beyond the workspace's max_t = %d",
                      t_new, self->max_t);
