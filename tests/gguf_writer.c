@@ -102,7 +102,8 @@ void gw_arr(gw *w, uint32_t elem, uint64_t n)
     gw_u64(w, n);
 }
 
-void gw_tensors(gw *w, const gw_tensor *t, size_t n, uint32_t alignment)
+void gw_tensor_infos(gw *w, const gw_tensor *t, size_t n,
+                     uint32_t alignment)
 {
     uint64_t off = 0;
     for (size_t i = 0; i < n; i++) {
@@ -114,12 +115,16 @@ void gw_tensors(gw *w, const gw_tensor *t, size_t n, uint32_t alignment)
         gw_u64(w, off);
         off += (t[i].bytes + alignment - 1) / alignment * alignment;
     }
+    gw_pad(w, alignment);
+}
+
+void gw_tensors(gw *w, const gw_tensor *t, size_t n, uint32_t alignment)
+{
+    gw_tensor_infos(w, t, n, alignment);
     for (size_t i = 0; i < n; i++) {
         gw_pad(w, alignment);
         gw_bytes(w, t[i].data, t[i].bytes);
     }
-    if (!n)
-        gw_pad(w, alignment);
 }
 
 int gw_save_prefix(const gw *w, size_t n, const char *path)

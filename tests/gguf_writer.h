@@ -1,8 +1,9 @@
 // gguf_writer.h — builds GGUF files byte by byte in memory, for the GGUF
-// reader's tests (test_gguf.c) and the fuzzer's seeds (fuzz/
-// make_gguf_seeds.c). Written from the format's description (src/models/gguf/gguf.h),
-// not with the reader's code, so that the two check each other; it writes
-// whatever it is told, malformed files included.
+// reader's tests (test_gguf.c), the fuzzer's seeds (fuzz/
+// make_gguf_seeds.c) and synthetic models (tools/synth-llama). Written
+// from the format's description (src/models/gguf/gguf.h), not with the
+// reader's code, so that the two check each other; it writes whatever it
+// is told, malformed files included.
 #ifndef MHSA_TEST_GGUF_WRITER_H
 #define MHSA_TEST_GGUF_WRITER_H
 
@@ -53,6 +54,12 @@ typedef struct gw_tensor {
 // of alignment; the padding to the data section; the data, padded between
 // tensors but not after the last one (so the file ends with its bytes).
 void gw_tensors(gw *w, const gw_tensor *t, size_t n, uint32_t alignment);
+// gw_tensors without the data: the infos (data unused) and the padding to
+// the data section. The caller writes the data itself, each tensor padded
+// to `alignment` (a file too large to build in memory:
+// tools/synth-llama).
+void gw_tensor_infos(gw *w, const gw_tensor *t, size_t n,
+                     uint32_t alignment);
 
 // Writes the bytes to path; 0 on success.
 int gw_save(const gw *w, const char *path);
