@@ -1,15 +1,20 @@
 // greedy_ids.c — llama.cpp's greedy continuation of a prompt as token ids,
-// the reference that tests/data/llama/smollm2_greedy.txt was made with.
+// the reference that tests/data/llama/smollm2_greedy.txt (and, with
+// --gaps, smollm2_greedy_q4_1.txt) was made with.
 // Built against a llama.cpp checkout outside this repository (see
 // make_greedy_ids.sh); not part of mhsa's build.
 //
-//   greedy_ids MODEL.gguf N PROMPT
+//   greedy_ids [--gaps] MODEL.gguf N PROMPT
 //
 // Prints "prompt_ids: ..." (the prompt tokenized as llama-simple does, with
 // add_special, so BOS only where the model asks for it, and parse_special,
 // so "<|im_start|>" in the prompt is that token) and "new_ids: ..."
 // (up to N tokens, each the argmax of the logits, stopping before an
 // end-of-generation token), the lines mhsa-generate --ids prints.
+// --gaps adds "top2_gaps: ...": for each step, the largest logit minus the
+// second largest, one per new id and, when an end-of-generation token
+// stopped it, one more for that step. A step whose gap is small is one
+// where another engine's rounding may pick the other token.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,12 +23,17 @@
 
 int main(int argc, char **argv)
 {
-    if (argc != 4) {
-        fprintf(stderr, "usage: greedy_ids MODEL.gguf N PROMPT\n");
+    int gaps = argc == 5 && !strcmp(argv[1], "--gaps");
+    if (argc != 4 + gaps) {
+        fprintf(stderr, "usage: greedy_ids [--gaps] MODEL.gguf N PROMPT\n");
         return 2;
     }
+    argv += gaps;
     int n = atoi(argv[2]);
     const char *prompt = argv[3];
+    static float gap[4096];
+    if (n < 0 || n > 4096)
+        return 2;
     llama_backend_init();
     struct llama_model_params mp = llama_model_default_params();
     struct llama_model *model = llama_model_load_from_file(argv[1], mp);
@@ -46,14 +56,21 @@ int main(int argc, char **argv)
     struct llama_batch b = llama_batch_get_one(toks, np);
     int V = llama_vocab_n_tokens(vocab);
     int32_t t;
+    int steps = 0;
     for (int s = 0; s < n; s++) {
         if (llama_decode(ctx, b))
             return 1;
         const float *lg = llama_get_logits_ith(ctx, -1);
-        int best = 0;
-        for (int v = 1; v < V; v++)
-            if (lg[v] > lg[best])
+        int best = 0, second = -1;
+        for (int v = 1; v < V; v++) {
+            if (lg[v] > lg[best]) {
+                second = best;
                 best = v;
+            } else if (second < 0 || lg[v] > lg[second]) {
+                second = v;
+            }
+        }
+        gap[steps++] = lg[best] - lg[second];
         if (llama_vocab_is_eog(vocab, best))
             break;
         printf(" %d", best);
@@ -61,6 +78,12 @@ int main(int argc, char **argv)
         b = llama_batch_get_one(&t, 1);
     }
     printf("\n");
+    if (gaps) {
+        printf("top2_gaps:");
+        for (int s = 0; s < steps; s++)
+            printf(" %.4f", gap[s]);
+        printf("\n");
+    }
     llama_free(ctx);
     llama_model_free(model);
     return 0;
