@@ -24,6 +24,7 @@
 # more than one, the decode speed of each over the first's per engine.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source bench/peer_helpers.sh
 llama=$1
 model=${2:-$(bash .ci/fetch-model.sh | tail -n 1)}
 rounds=${ROUNDS:-3}
@@ -36,10 +37,7 @@ for w in $weights; do
 done
 meson compile -C build mhsa-generate bench >/dev/null
 
-best() { sort -g | tail -n 1; }
-echo "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')" \
-     "($(nproc) cores), $(date -u '+%Y-%m-%d %H:%M UTC'), load" \
-     "$(cut -d' ' -f1-3 /proc/loadavg)"
+machine_line
 for t in 1 2; do
     for w in $weights; do
         : > "$work/m_pp.$w"; : > "$work/m_tg.$w"; : > "$work/l_pp.$w"
@@ -56,34 +54,19 @@ for t in 1 2; do
             -t "$t" -fa 1 -r 1 -o csv > "$work/l" 2>/dev/null
         "$llama/build/bin/llama-bench" -m "$work/$w.gguf" -p 16 -n 0 \
             -t "$t" -fa 1 -r 9 -o csv > "$work/l16" 2>/dev/null
-        # csv: n_prompt, n_gen and avg_ts columns by header name.
-        python3 - "$work/l" "$work/l16" "$work/l_pp.$w" "$work/l_tg.$w" \
-            "$work/l_ft.$w" <<'PY'
-import csv, sys
-for r in list(csv.DictReader(open(sys.argv[1]))):
-    if int(r["n_prompt"]) == 512:
-        open(sys.argv[3], "a").write(r["avg_ts"] + "\n")
-    elif int(r["n_gen"]) > 0:
-        open(sys.argv[4], "a").write(r["avg_ts"] + "\n")
-for r in list(csv.DictReader(open(sys.argv[2]))):
-    open(sys.argv[5], "a").write(f"{16e3 / float(r['avg_ts'])}\n")
-PY
+        llama_bench_ts "$work/l" 512 0 >> "$work/l_pp.$w"
+        llama_bench_ts "$work/l" 0 64 >> "$work/l_tg.$w"
+        llama_bench_ts "$work/l16" 16 0 | awk '{ print 16e3 / $1 }' \
+            >> "$work/l_ft.$w"
       done
     done
-    bw=$(./build/bench \
-         --benchmark_filter="roofline/read/kib:262144/threads:$t/" \
-         --benchmark_format=csv 2>/dev/null | python3 -c '
-import csv, sys
-rows = [r for r in csv.reader(sys.stdin) if r]
-hdr = next(r for r in rows if r[0] == "name")
-print(rows[rows.index(hdr) + 1][hdr.index("best_GB/s")])
-')
+    bw=$(read_bandwidth build "$t")
     first=${weights%% *}
     for w in $weights; do
     m_pp=$(best < "$work/m_pp.$w"); m_tg=$(best < "$work/m_tg.$w")
     l_pp=$(best < "$work/l_pp.$w"); l_tg=$(best < "$work/l_tg.$w")
-    m_ft=$(sort -g "$work/m_ft.$w" | head -n 1)
-    l_ft=$(sort -g "$work/l_ft.$w" | head -n 1)
+    m_ft=$(least < "$work/m_ft.$w")
+    l_ft=$(least < "$work/l_ft.$w")
     bytes=$(awk '/weights/ { for (i = 1; i <= NF; i++) if ($i == "MB") print $(i-1) }' "$work/m.$w")
     python3 - "$t" "$m_pp" "$l_pp" "$m_tg" "$l_tg" "$bw" "$bytes" "$m_ft" \
         "$l_ft" "$(cut -d' ' -f1 /proc/loadavg)" "$w" \
