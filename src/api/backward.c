@@ -26,6 +26,8 @@ static mhsa_status check_backward(const mhsa_block *blk,
 {
     static const char fn[] = "mhsa_backward";
     mhsa_status st = mhsa__check_ws(fn, blk, ws);
+    if (st == MHSA_OK)
+        st = mhsa__check_weights(fn, blk);
     if (st != MHSA_OK)
         return st;
     if (!dy)

@@ -31,9 +31,8 @@ static size_t packed_floats(size_t kdim, size_t n)
 
 // The 0.1 fields, then the 0.2 ones (zero means "as before"); every
 // message names the field and its value.
-static mhsa_status check_config(const mhsa_config *cfg)
+static mhsa_status check_config(const char *fn, const mhsa_config *cfg)
 {
-    static const char fn[] = "mhsa_block_create";
     if (cfg->d_model <= 0)
         return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: d_model = %d must be > 0",
                           fn, cfg->d_model);
@@ -113,18 +112,11 @@ static void rope_tables(mhsa_block *b)
     }
 }
 
-mhsa_status mhsa_block_create(const mhsa_config *cfg, mhsa_block **out)
+// A block of cfg (checked), with its weights, or without them (shell):
+// then only the rotary tables are allocated.
+static mhsa_status create(const mhsa_config *cfg, int shell, mhsa_block **out)
 {
-    if (!out)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG,
-                          "mhsa_block_create: out is NULL");
-    if (!cfg)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG,
-                          "mhsa_block_create: cfg is NULL");
-    mhsa_status st = check_config(cfg);
-    if (st != MHSA_OK)
-        return st;
-
+    const char *fn = shell ? "mhsa__block_create_shell" : "mhsa_block_create";
     size_t D = (size_t)cfg->d_model, H = (size_t)cfg->n_heads, dh = D / H;
     size_t Hkv = cfg->n_kv_heads > 0 ? (size_t)cfg->n_kv_heads : H;
     size_t nqkv = (H + 2 * Hkv) * dh;    // <= 3D: no overflow
@@ -136,13 +128,13 @@ mhsa_status mhsa_block_create(const mhsa_config *cfg, mhsa_block **out)
         !p_qkv || !p_out || n_wqkv > SIZE_MAX / sizeof(float) ||
         p_qkv > SIZE_MAX / sizeof(float))
         return mhsa__fail(MHSA_ERR_NO_MEMORY,
-                          "mhsa_block_create: d_model = %d overflows size_t",
+                          "%s: d_model = %d overflows size_t", fn,
                           cfg->d_model);
     if (half && (!mhsa__mul((size_t)cfg->max_seq_len, half, &n_rope) ||
                  n_rope > SIZE_MAX / sizeof(float)))
         return mhsa__fail(MHSA_ERR_NO_MEMORY,
-                          "mhsa_block_create: rotary tables for max_seq_len "
-                          "= %d x rope_dim = %d overflow size_t",
+                          "%s: rotary tables for max_seq_len = %d x "
+                          "rope_dim = %d overflow size_t", fn,
                           cfg->max_seq_len, cfg->rope_dim);
 
     mhsa_block *b = mhsa__alloc(sizeof *b);
@@ -158,11 +150,14 @@ mhsa_status mhsa_block_create(const mhsa_config *cfg, mhsa_block **out)
     b->rope_half = half;
     b->wdt = wdt;
     b->cdt = (mhsa_dtype)cfg->compute_dtype;
-    b->w_qkv = mhsa__alloc(n_wqkv * mhsa_dtype_size(wdt));
-    b->w_out = mhsa__alloc(n_wout * mhsa_dtype_size(wdt));
-    if (!b->w_qkv || !b->w_out)
-        goto oom;
-    if (wdt == MHSA_F32) {
+    b->shell = shell;
+    if (!shell) {
+        b->w_qkv = mhsa__alloc(n_wqkv * mhsa_dtype_size(wdt));
+        b->w_out = mhsa__alloc(n_wout * mhsa_dtype_size(wdt));
+        if (!b->w_qkv || !b->w_out)
+            goto oom;
+    }
+    if (!shell && wdt == MHSA_F32) {
         b->w_qkv_packed = mhsa__alloc(p_qkv * sizeof(float));
         b->w_out_packed = mhsa__alloc(p_out * sizeof(float));
         if (!b->w_qkv_packed || !b->w_out_packed)
@@ -186,14 +181,54 @@ mhsa_status mhsa_block_create(const mhsa_config *cfg, mhsa_block **out)
         mhsa__fp_leave(fp);
     }
     b->id = atomic_fetch_add(&next_block_id, 1);
-    mhsa__block_repack(b);   // zero weights, packed for the active table
+    if (!shell)
+        mhsa__block_repack(b);   // zero weights, packed for the active table
     *out = b;
     return MHSA_OK;
 oom:
     mhsa_block_destroy(b);
-    return mhsa__fail(MHSA_ERR_NO_MEMORY,
-                      "mhsa_block_create: out of memory for d_model = %d",
-                      cfg->d_model);
+    return mhsa__fail(MHSA_ERR_NO_MEMORY, "%s: out of memory for d_model = "
+                      "%d", fn, cfg->d_model);
+}
+
+mhsa_status mhsa_block_create(const mhsa_config *cfg, mhsa_block **out)
+{
+    if (!out)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG,
+                          "mhsa_block_create: out is NULL");
+    if (!cfg)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG,
+                          "mhsa_block_create: cfg is NULL");
+    mhsa_status st = check_config("mhsa_block_create", cfg);
+    if (st != MHSA_OK)
+        return st;
+    return create(cfg, 0, out);
+}
+
+mhsa_status mhsa__block_create_shell(const mhsa_config *cfg,
+                                     mhsa_block **out)
+{
+    static const char fn[] = "mhsa__block_create_shell";
+    if (!out || !cfg)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %s is NULL", fn,
+                          !out ? "out" : "cfg");
+    mhsa_status st = check_config(fn, cfg);
+    if (st != MHSA_OK)
+        return st;
+    if (cfg->bias)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: bias = 1: a block "
+                          "without weights has no biases either", fn);
+    return create(cfg, 1, out);
+}
+
+mhsa_status mhsa__check_weights(const char *fn, const mhsa_block *blk)
+{
+    if (blk->shell)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: the block holds no "
+                          "weights (made by mhsa__block_create_shell for a "
+                          "model that projects Q, K, V and the output "
+                          "itself)", fn);
+    return MHSA_OK;
 }
 
 void mhsa_block_destroy(mhsa_block *b)
@@ -211,7 +246,7 @@ const mhsa_config *mhsa_block_config(const mhsa_block *blk)
 
 size_t mhsa_block_weight_bytes(const mhsa_block *blk)
 {
-    if (!blk)
+    if (!blk || blk->shell)
         return 0;
     size_t D = blk->D, nqkv = blk->nqkv;
     size_t bytes = (nqkv * D + D * D) * mhsa_dtype_size(blk->wdt);
@@ -279,7 +314,7 @@ static mhsa_status check_weight_ptrs(const char *fn, const mhsa_block *blk,
     if (blk->cfg.bias && !b_out)
         return mhsa__fail(MHSA_ERR_INVALID_ARG,
                           "%s: b_out is NULL but the block has bias = 1", fn);
-    return MHSA_OK;
+    return mhsa__check_weights(fn, blk);
 }
 
 mhsa_status mhsa_block_set_weights(mhsa_block *blk,
@@ -353,6 +388,9 @@ static mhsa_status block_init_random(mhsa_block *blk, uint64_t seed)
     if (!blk)
         return mhsa__fail(MHSA_ERR_INVALID_ARG,
                           "mhsa_block_init_random: blk is NULL");
+    mhsa_status st = mhsa__check_weights("mhsa_block_init_random", blk);
+    if (st != MHSA_OK)
+        return st;
     uint64_t state = seed;
     size_t D = blk->D, nqkv = blk->nqkv;
     // As torch.nn.MultiheadAttention: in_proj_weight (3D, D) as one matrix

@@ -1,6 +1,7 @@
 // cached.c — mhsa_forward_cached and mhsa_forward_cached_ex: append each
 // sequence's new rows to its part of the KV cache and attend over its
-// whole history.
+// whole history; and mhsa__forward_cached_qkv (cached_qkv.h), the same
+// calls' middle part for rows a model projected itself.
 //
 // The same pipeline as mhsa_forward (projection, split into heads with
 // RoPE at each sequence's own positions, attention, output projection),
@@ -11,6 +12,7 @@
 
 #include "objects.h"
 #include "attn/attend.h"
+#include "cached_qkv.h"
 #include "cached_step.h"
 #include "core/fpenv.h"
 #include "gemm/linear.h"
@@ -72,11 +74,42 @@ static mhsa_status check_cached(const char *fn, const mhsa_block *blk,
     return MHSA_OK;
 }
 
+// The middle of the pipeline, between the projections: the projected
+// rows qkv (b * t, nqkv) split into heads (q into the workspace, k and v
+// straight into the cache at each sequence's length, rounded to its
+// storage type, RoPE at each row's position), then each sequence's new
+// rows attend over its cache into ctx (b * t, D). Rows past a sequence's
+// n_new are not computed.
+static void attend_new_rows(const mhsa_kernels *k, const mhsa_block *blk,
+                            mhsa_workspace *ws, mhsa_kv_cache *cache,
+                            size_t b, size_t t, const int *n_new,
+                            const float *qkv, float *ctx)
+{
+    split_args sp = {
+        .batch = b, .t = t, .qkv = qkv, .q = ws->q, .k = cache->k,
+        .v = cache->v, .kv_t = cache->capacity, .dt = cache->dtype,
+        .pos = cache->len, .rows = n_new, .tmp = ws->row,
+    };
+    head_layout lay = mhsa__head_layout(blk);
+    mhsa__split_heads(k, &lay, &sp);
+    attn_job j = {
+        .batch = b, .H = blk->H, .Hkv = blk->Hkv, .dh = blk->dh, .tq = t,
+        .kv_t = cache->capacity, .causal = 1,
+        .window = (size_t)blk->cfg.window, .mask = NULL,
+        .kv_len = cache->len, .n_new = n_new,
+        .q = ws->q, .k = cache->k, .v = cache->v, .kv_dtype = cache->dtype,
+        .ctx = ctx, .lse = NULL, .attn = NULL, .compute = blk->cdt,
+    };
+    mhsa__attention(k, &ws->attn, &j);
+}
+
 static mhsa_status cached(const char *fn, const mhsa_block *blk,
                           mhsa_workspace *ws, mhsa_kv_cache *cache,
                           const mhsa_cached_args *a, int legacy)
 {
     mhsa_status st = check_cached(fn, blk, ws, cache, a, legacy);
+    if (st == MHSA_OK)
+        st = mhsa__check_weights(fn, blk);
     if (st != MHSA_OK)
         return st;
     mhsa_fpstate fp = mhsa__fp_enter();
@@ -88,7 +121,8 @@ static mhsa_status cached(const char *fn, const mhsa_block *blk,
     // One token of one sequence: the whole block in one parallel region
     // (cached_step.c), with the bits of the pipeline below.
     if (bt == 1 && (!a->n_new || a->n_new[0] == 1) &&
-        mhsa__cached_step(k, blk, ws, cache, a->x_new, a->y)) {
+        mhsa__cached_step(k, blk, ws, cache, a->x_new, ws->qkv, ws->ctx,
+                          a->y)) {
         if (legacy)
             cache->batch = 1;
         mhsa__fp_leave(fp);
@@ -98,22 +132,7 @@ static mhsa_status cached(const char *fn, const mhsa_block *blk,
                  blk->wdt, packed ? blk->w_qkv_packed : NULL, blk->b_qkv,
                  blk->cdt,
                  ws->qkv);
-    split_args sp = {
-        .batch = b, .t = t, .qkv = ws->qkv, .q = ws->q, .k = cache->k,
-        .v = cache->v, .kv_t = cache->capacity, .dt = cache->dtype,
-        .pos = cache->len, .rows = a->n_new, .tmp = ws->row,
-    };
-    head_layout lay = mhsa__head_layout(blk);
-    mhsa__split_heads(k, &lay, &sp);
-    attn_job j = {
-        .batch = b, .H = blk->H, .Hkv = blk->Hkv, .dh = blk->dh, .tq = t,
-        .kv_t = cache->capacity, .causal = 1,
-        .window = (size_t)blk->cfg.window, .mask = NULL,
-        .kv_len = cache->len, .n_new = a->n_new,
-        .q = ws->q, .k = cache->k, .v = cache->v, .kv_dtype = cache->dtype,
-        .ctx = ws->ctx, .lse = NULL, .attn = NULL, .compute = blk->cdt,
-    };
-    mhsa__attention(k, &ws->attn, &j);
+    attend_new_rows(k, blk, ws, cache, b, t, a->n_new, ws->qkv, ws->ctx);
     mhsa__linear(k, &ws->gemm, bt, D, D, ws->ctx, blk->w_out, blk->wdt,
                  packed ? blk->w_out_packed : NULL, blk->b_out, blk->cdt,
                  a->y);
@@ -143,4 +162,33 @@ mhsa_status mhsa_forward_cached_ex(const mhsa_block *blk, mhsa_workspace *ws,
                                    const mhsa_cached_args *a)
 {
     return cached("mhsa_forward_cached_ex", blk, ws, cache, a, 0);
+}
+
+mhsa_status mhsa__forward_cached_qkv(const mhsa_block *blk,
+                                     mhsa_workspace *ws,
+                                     mhsa_kv_cache *cache, const float *qkv,
+                                     int n, float *ctx)
+{
+    static const char fn[] = "mhsa__forward_cached_qkv";
+    if (!qkv || !ctx)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %s is NULL", fn,
+                          !qkv ? "qkv" : "ctx");
+    // The rules of mhsa_forward_cached with B = 1, qkv in x_new's place
+    // and ctx in y's.
+    mhsa_cached_args a = { qkv, 1, n, NULL, ctx };
+    mhsa_status st = check_cached(fn, blk, ws, cache, &a, 1);
+    if (st != MHSA_OK)
+        return st;
+    mhsa_fpstate fp = mhsa__fp_enter();
+    const mhsa_kernels *k = mhsa__kernels();
+    ws->has_forward = 0;
+    // (Without x the step only reads qkv.)
+    if (n != 1 || !mhsa__cached_step(k, blk, ws, cache, NULL, (float *)qkv,
+                                     ctx, NULL)) {
+        attend_new_rows(k, blk, ws, cache, 1, (size_t)n, NULL, qkv, ctx);
+        cache->len[0] += (size_t)n;
+    }
+    cache->batch = 1;
+    mhsa__fp_leave(fp);
+    return MHSA_OK;
 }

@@ -14,7 +14,8 @@
 // the general path's whatever the team: the threads split rows, never
 // sums. The team is sized once for the whole step by core/threads.h's rule
 // (its FLOPs: both projections and the attention); below the threshold no
-// region is entered.
+// region is entered. mhsa__forward_cached_qkv runs the same region
+// without the projections, which its caller computed.
 #include "objects.h"
 #include "attn/decode.h"
 #include "attn/split.h"
@@ -47,27 +48,30 @@ static void step_body(void *p)
 {
     const step_ctx *c = p;
     const mhsa_block *blk = c->blk;
-    gemv_share(c->k, blk->nqkv, blk->D, blk->w_qkv, blk->wdt, blk->b_qkv,
-               c->x, c->qkv);
+    if (c->x) {   // (the same for every thread of the team)
+        gemv_share(c->k, blk->nqkv, blk->D, blk->w_qkv, blk->wdt,
+                   blk->b_qkv, c->x, c->qkv);
 #pragma omp barrier
+    }
     // A few KB of copies (and rotations): one thread; the single's
     // barrier puts q, k and v in place before any thread reads them.
 #pragma omp single
     mhsa__split_heads(c->k, c->lay, c->sp);
     mhsa__decode_team(c->k, c->as, c->view);   // ends with a barrier
-    gemv_share(c->k, blk->D, blk->D, blk->w_out, blk->wdt, blk->b_out,
-               c->ctx, c->y);
+    if (c->y)
+        gemv_share(c->k, blk->D, blk->D, blk->w_out, blk->wdt, blk->b_out,
+                   c->ctx, c->y);
 }
 
 int mhsa__cached_step(const mhsa_kernels *k, const mhsa_block *blk,
                       mhsa_workspace *ws, mhsa_kv_cache *cache,
-                      const float *x, float *y)
+                      const float *x, float *qkv, float *ctx, float *y)
 {
     if (blk->cdt != MHSA_F32)
         return 0;
     size_t D = blk->D;
     split_args sp = {
-        .batch = 1, .t = 1, .qkv = ws->qkv, .q = ws->q, .k = cache->k,
+        .batch = 1, .t = 1, .qkv = qkv, .q = ws->q, .k = cache->k,
         .v = cache->v, .kv_t = cache->capacity, .dt = cache->dtype,
         .pos = cache->len, .rows = NULL, .tmp = ws->row,
     };
@@ -78,18 +82,20 @@ int mhsa__cached_step(const mhsa_kernels *k, const mhsa_block *blk,
         .window = (size_t)blk->cfg.window, .mask = NULL,
         .kv_len = cache->len, .n_new = NULL,
         .q = ws->q, .k = cache->k, .v = cache->v, .kv_dtype = cache->dtype,
-        .ctx = ws->ctx, .lse = NULL, .attn = NULL, .compute = MHSA_F32,
+        .ctx = ctx, .lse = NULL, .attn = NULL, .compute = MHSA_F32,
     };
     attn_view view = mhsa__attn_view(&j, ws->attn.seqs);
     if (!view.seq[0].decodes)
         return 0;
     double flops;
     mhsa__decode_plan(&ws->attn, &view, &flops);
-    flops += 2.0 * (double)(blk->nqkv + D) * (double)D;
+    if (x)
+        flops += 2.0 * (double)blk->nqkv * (double)D;
+    if (y)
+        flops += 2.0 * (double)D * (double)D;
     int max = ws->attn.max_threads < ws->gemm.max_threads
               ? ws->attn.max_threads : ws->gemm.max_threads;
-    step_ctx c = { k, blk, x, ws->qkv, ws->ctx, y, &lay, &sp, &ws->attn,
-                   &view };
+    step_ctx c = { k, blk, x, qkv, ctx, y, &lay, &sp, &ws->attn, &view };
     // Pieces: 64-row parts of the smaller projection (D rows), as the
     // one-row gemv counts them.
     mhsa__team_run(mhsa__threads(max, flops, (D + 63) / 64), step_body, &c);

@@ -44,6 +44,8 @@ static mhsa_status check_forward(const char *fn, const mhsa_block *blk,
                                  const mhsa_forward_args *a)
 {
     mhsa_status st = mhsa__check_ws(fn, blk, ws);
+    if (st == MHSA_OK)
+        st = mhsa__check_weights(fn, blk);
     if (st != MHSA_OK)
         return st;
     if (!a)

@@ -9,6 +9,9 @@ mhsa_status mhsa_grads_create(const mhsa_block *blk, mhsa_grads **out)
         return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa_grads_create: blk is NULL");
     if (!out)
         return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa_grads_create: out is NULL");
+    mhsa_status st = mhsa__check_weights("mhsa_grads_create", blk);
+    if (st != MHSA_OK)
+        return st;
     size_t D = blk->D, nqkv = blk->nqkv;   // nqkv*D fits: the block exists
     mhsa_grads_impl *g = mhsa__alloc(sizeof *g);
     if (!g)

@@ -29,6 +29,11 @@ struct mhsa_block {
     size_t rope_half;       // rope_dim / 2 rotated pairs per head (0: none)
     uint64_t id;            // unique per block ever created: ownership checks
     uint64_t version;       // bumped by every weight change
+    // 1: a block that holds no weights (mhsa__block_create_shell, for a
+    // model that projects Q, K, V and the output itself): w_qkv, w_out,
+    // the biases and the packed copies are NULL, and the public calls
+    // that read or write weights refuse it (mhsa__check_weights).
+    int shell;
     // The weights as stored: elements of wdt (cfg.weight_dtype). 16-bit
     // weights are read as they are stored (the GEMM widens them while
     // packing each cache-sized block, the one-row products in registers).
@@ -120,6 +125,9 @@ void mhsa__block_repack(mhsa_block *b);
 
 // Checks shared by the public entry points; each sets last_error naming the
 // function and argument.
+// MHSA_ERR_INVALID_ARG when blk is a block without weights (blk->shell):
+// for the calls that read or write them. blk must not be NULL.
+mhsa_status mhsa__check_weights(const char *fn, const mhsa_block *blk);
 mhsa_status mhsa__check_ws(const char *fn, const mhsa_block *blk,
                            const mhsa_workspace *ws);
 // A call over B sequences of t rows each (t_name: the argument's name in
