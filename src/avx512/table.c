@@ -72,6 +72,18 @@
 #define MHSA_KERNEL_TABLE_ATTN_SMALL_HEADS_BWD                                \
     MHSA_KNAME(attn_small_heads_bwd, MHSA_AVX512_SFX)
 
+// Quantized products (kernels/quant.h): the VNNI set (quant.c), whose
+// vpdpbusd needs AVX512_VNNI beyond this table's F, BW, VL and DQ;
+// dispatch hands CPUs without it the AVX2 table's set instead.
+#undef MHSA_KERNEL_TABLE_Q
+#if MHSA_AVX512_EMULATED
+extern const mhsa_qkernels mhsa_qkernels_avx512_emul;
+#define MHSA_KERNEL_TABLE_Q (&mhsa_qkernels_avx512_emul)
+#else
+extern const mhsa_qkernels mhsa_qkernels_avx512;
+#define MHSA_KERNEL_TABLE_Q (&mhsa_qkernels_avx512)
+#endif
+
 #define MHSA_AVX512_BLOCKING .kc = 128, .mc = 20 * 12, .nc = 4 * 32
 
 #if MHSA_AVX512_EMULATED

@@ -36,7 +36,7 @@ static void read_x86(mhsa_cpu_features *f)
     // 17, 18 AMX tile configuration and tile data.
     unsigned long long x = xcr0();
     __cpuid_count(7, 0, a, b, c, d);
-    unsigned b7 = b, d7 = d, a71 = 0;
+    unsigned b7 = b, c7 = c, d7 = d, a71 = 0;
     if (a >= 1) {   // CPUID.7.0:EAX: the largest subleaf of leaf 7
         __cpuid_count(7, 1, a, b, c, d);
         a71 = a;
@@ -46,6 +46,7 @@ static void read_x86(mhsa_cpu_features *f)
                    vl = 1u << 31;
     f->avx512 = f->avx2_fma_f16c && (x & 0xe6) == 0xe6 &&
                 (b7 & (f512 | dq | bw | vl)) == (f512 | dq | bw | vl);
+    f->avx512_vnni = f->avx512 && ((c7 >> 11) & 1);    // CPUID.7.0:ECX[11]
     f->avx512_bf16 = f->avx512 && ((a71 >> 5) & 1);    // CPUID.7.1:EAX[5]
     f->avx512_fp16 = f->avx512 && ((d7 >> 23) & 1);    // CPUID.7.0:EDX[23]
     const unsigned amx_bf16 = 1u << 22, amx_tile = 1u << 24;

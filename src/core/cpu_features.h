@@ -9,6 +9,7 @@ typedef struct mhsa_cpu_features {
     // uses (XCR0), so a set flag means "runs here".
     int avx2_fma_f16c;   // AVX2 + FMA + F16C, YMM state saved
     int avx512;          // AVX-512 F, BW, VL, DQ, opmask and ZMM state saved
+    int avx512_vnni;     // AVX512_VNNI (vpdpbusd, vpdpwssd), with avx512
     int avx512_bf16;     // AVX512_BF16 (vdpbf16ps), with avx512
     int avx512_fp16;     // AVX512_FP16, with avx512
     int amx_bf16;        // AMX-TILE + AMX-BF16 and XCR0 tile state (17, 18);

@@ -77,6 +77,16 @@ static void tune_tables(void)
         else if (!fixed)
             k->blocking = mhsa__blocking_for_caches(k->mr, k->nr,
                                                     mhsa__cpu_caches());
+#if MHSA_HAVE_AVX512
+        // The AVX-512 table's quantized products need AVX512_VNNI, which
+        // Skylake-X lacks: there the AVX2 table's set (or scalar) runs.
+        if (k->isa == MHSA_ISA_AVX512 && !mhsa__cpu_features()->avx512_vnni)
+#if MHSA_HAVE_AVX2
+            k->q = mhsa_kernels_avx2.q;
+#else
+            k->q = &mhsa_qkernels_scalar;
+#endif
+#endif
     }
 }
 
