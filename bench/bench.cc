@@ -28,6 +28,7 @@ int main(int argc, char **argv)
     mhsa_bench_register_compute_bf16();
     mhsa_bench_register_phases();
     mhsa_bench_register_threads();
+    mhsa_bench_register_quant();
     mhsa_bench_register_kernels();   // last: OpenBLAS's spinning pool
 
     benchmark::AddCustomContext("mhsa_version", mhsa_version());

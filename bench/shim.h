@@ -131,6 +131,7 @@ int mhsa_bench_tune(int argc, char **argv);
 void mhsa_bench_register_compute_bf16(void);
 void mhsa_bench_register_latency(void);
 void mhsa_bench_register_threads(void);
+void mhsa_bench_register_quant(void);
 
 #ifdef __cplusplus
 }
