@@ -128,10 +128,10 @@ int main(int argc, char **argv)
                    needs(i));
     // Features the CPU and OS give that later kernels use (BF16 compute).
     const mhsa_cpu_features *f = mhsa__cpu_features();
-    printf("cpu features:%s%s%s%s%s%s\n", f->avx2_fma_f16c ? " avx2+fma+f16c" : "",
+    printf("cpu features:%s%s%s%s%s%s%s\n", f->avx2_fma_f16c ? " avx2+fma+f16c" : "",
            f->avx512 ? " avx512f/bw/vl/dq" : "", f->avx512_bf16 ? " avx512_bf16" : "",
            f->avx512_fp16 ? " avx512_fp16" : "", f->amx_bf16 ? " amx_bf16" : "",
-           f->neon ? " neon" : "");
+           f->neon ? " neon" : "", f->neon_dotprod ? " dotprod" : "");
     // The bf16 tile sets of the active table (MHSA_BF16_TILES applied),
     // and those this build has that cannot run here, with the reason.
     const mhsa_kernels *k = mhsa__kernels();

@@ -11,6 +11,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
+#if defined(__linux__) && defined(__aarch64__)
+#include <sys/auxv.h>
+#endif
 
 #if defined(__x86_64__) || defined(_M_X64)
 #include <cpuid.h>
@@ -66,6 +69,14 @@ static void read_features(void)
 #endif
 #if defined(__aarch64__)
     features.neon = 1;
+#if defined(__linux__)
+    // Linux sets HWCAP_ASIMDDP (bit 20 of AT_HWCAP, asm/hwcap.h) when the
+    // CPUs have SDOT / UDOT. Other systems: never set.
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1ul << 20)
+#endif
+    features.neon_dotprod = (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0;
+#endif
 #endif
 }
 

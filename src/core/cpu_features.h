@@ -17,6 +17,7 @@ typedef struct mhsa_cpu_features {
                          // permission before the first tile instruction
     // AArch64.
     int neon;            // Advanced SIMD (baseline)
+    int neon_dotprod;    // SDOT / UDOT (ARMv8.2 dotprod; Linux HWCAP_ASIMDDP)
 } mhsa_cpu_features;
 
 // The features, read at the first call (thread-safe).

@@ -13,6 +13,13 @@
 #undef MHSA_KERNEL_TABLE_SGEMM_RA
 #define MHSA_KERNEL_TABLE_SGEMM_RA(sfx, mr_, nr_) NULL
 
+// Quantized products (kernels/quant.h): the plain-NEON set, which any
+// AArch64 CPU runs; dispatch replaces it with the SDOT set
+// (mhsa_qkernels_neon_dotprod) in the copies it hands to CPUs with the
+// dotprod extension.
+#undef MHSA_KERNEL_TABLE_Q
+#define MHSA_KERNEL_TABLE_Q (&mhsa_qkernels_neon)
+
 const mhsa_kernels mhsa_kernels_neon =
     MHSA_KERNEL_TABLE(neon, MHSA_ISA_NEON, 8, 12,
                       .kc = 256, .mc = 16 * 8, .nc = 8 * 12);
