@@ -8,6 +8,7 @@
 // from the CPU's caches (kernels/blocking.c), which on the Zen 3 they were
 // measured on gives the same three.
 #include "avx2/avx2.h"
+#include "avx2/quant.h"
 
 #undef MHSA_KERNEL_TABLE_ATTN_SMALL
 #define MHSA_KERNEL_TABLE_ATTN_SMALL mhsa_attn_small__avx2
@@ -42,6 +43,10 @@
 #define MHSA_KERNEL_TABLE_SGEMM_TA(sfx, mr_, nr_) MHSA_KSGEMM_TA(sfx, mr_, nr_)
 #undef MHSA_KERNEL_TABLE_RA_PANELS
 #define MHSA_KERNEL_TABLE_RA_PANELS 12
+
+// Quantized products (kernels/quant.h): the AVX2 set (avx2/quant.h).
+#undef MHSA_KERNEL_TABLE_Q
+#define MHSA_KERNEL_TABLE_Q (&mhsa_qkernels_avx2)
 
 const mhsa_kernels mhsa_kernels_avx2 =
     MHSA_KERNEL_TABLE(avx2, MHSA_ISA_AVX2, 6, 16,
