@@ -15,6 +15,13 @@
 # test ran under qemu-aarch64 (directly, or via MESON_EXE_WRAPPER for a
 # script-driven test); the ISA-generic kernel tests were among them;
 # and no test printed "skip: isa neon" (the NEON table must have run).
+#
+# Two CPUs: the whole suite runs on QEMU_CPU=max, which has the dotprod
+# extension, so the NEON table's quantized products are the SDOT set;
+# then the quantized-product tests (quant, qmatmul) and dispatch run
+# again on a Cortex-A53 (no dotprod), where dispatch must hand out the
+# plain-NEON set (an SDOT there would be SIGILL). The dispatch test prints
+# which set it found, and this script checks that line on both CPUs.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -39,35 +46,63 @@ fi
 meson compile -C "$build"
 
 log=$build/meson-logs/testlog.json
-rm -f "$log"
+log_nodp=$build/meson-logs/testlog-nodotprod.json
+rm -f "$log" "$log_nodp"
 status=0
 # MHSA_TEST_QEMU: tests with very large loops sample less under emulation
 # (and print that they do).
 # CK_EXCLUDE_TAGS=slow: learning curves and the largest hardening cases
 # stay out under emulation (the native and ASan runs take them).
-MHSA_TEST_QEMU=1 CK_EXCLUDE_TAGS=slow \
+QEMU_CPU=max MHSA_TEST_QEMU=1 CK_EXCLUDE_TAGS=slow \
     meson test -C "$build" --print-errorlogs \
     --timeout-multiplier 4 || status=$?
+QEMU_CPU=cortex-a53 MHSA_TEST_QEMU=1 CK_EXCLUDE_TAGS=slow \
+    meson test -C "$build" --print-errorlogs --timeout-multiplier 4 \
+    --logbase testlog-nodotprod quant qmatmul dispatch || status=$?
 
 if [[ ! -s $log ]]; then
     echo "test-aarch64: meson wrote no test log ($log): no test ran" >&2
     exit 1
 fi
 
-python3 - "$log" <<'EOF' || status=1
+python3 - "$log" "$log_nodp" <<'EOF' || status=1
 import json
 import sys
 
 # Tests that loop over every ISA with kernels_or_skip(); they must have run.
 REQUIRED = {"kernel_sgemm", "kernel_softmax", "kernel_permute", "gemm",
-            "kernel_gemv", "kernel_convert", "kernel_rows_finite"}
+            "kernel_gemv", "kernel_convert", "kernel_rows_finite", "quant"}
 
-tests = [json.loads(line) for line in open(sys.argv[1], encoding="utf-8")
-         if line.strip()]
+
+def load(path):
+    try:
+        return [json.loads(line) for line in open(path, encoding="utf-8")
+                if line.strip()]
+    except OSError:
+        return []
+
+
+def output(tests, name):
+    return "".join((t.get("stdout") or "") + (t.get("stderr") or "")
+                   for t in tests if t.get("name") == name)
+
+
+tests = load(sys.argv[1])
+nodp = load(sys.argv[2])
 problems = []
+# Which quantized products the NEON table got on each CPU.
+for label, run, want in (("max", tests, "neon-dotprod"),
+                         ("cortex-a53", nodp, "neon")):
+    if f"neon quantized products: {want}\n" not in output(run, "dispatch"):
+        problems.append(f"dispatch on {label}: the NEON table's quantized "
+                        f"products are not the {want} set")
+    for name in ("quant", "qmatmul", "dispatch"):
+        if not any(t.get("name") == name and t.get("result") == "OK"
+                   for t in run):
+            problems.append(f"{name} on {label}: missing or not passed")
 if not tests:
     problems.append("no test ran")
-for t in tests:
+for t in tests + nodp:
     name, result = t.get("name", "?"), t.get("result", "?")
     if result != "OK":
         problems.append(f"{name}: {result}")
@@ -86,7 +121,10 @@ for name in sorted(REQUIRED - ran):
     problems.append(f"{name}: kernel test missing or not passed")
 
 ok = sum(t.get("result") == "OK" for t in tests)
-print(f"test-aarch64: {ok}/{len(tests)} tests OK under qemu-aarch64")
+print(f"test-aarch64: {ok}/{len(tests)} tests OK under qemu-aarch64 (max)")
+ok = sum(t.get("result") == "OK" for t in nodp)
+print(f"test-aarch64: {ok}/{len(nodp)} tests OK under qemu-aarch64 "
+      f"(cortex-a53)")
 for p in problems:
     print(f"test-aarch64: FAIL: {p}", file=sys.stderr)
 sys.exit(1 if problems else 0)

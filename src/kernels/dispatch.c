@@ -87,6 +87,13 @@ static void tune_tables(void)
             k->q = &mhsa_qkernels_scalar;
 #endif
 #endif
+#if MHSA_HAVE_NEON
+        // The NEON table's quantized products are the plain-NEON set;
+        // CPUs with SDOT get the dotprod one (the same bits: one SDOT
+        // in place of SMULL, SMLAL2 and SADALP per 16 products).
+        if (k->isa == MHSA_ISA_NEON && mhsa__cpu_features()->neon_dotprod)
+            k->q = &mhsa_qkernels_neon_dotprod;
+#endif
     }
 }
 

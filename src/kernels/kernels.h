@@ -718,6 +718,10 @@ extern const mhsa_kernels mhsa_kernels_avx2;
 #endif
 #if MHSA_HAVE_NEON
 extern const mhsa_kernels mhsa_kernels_neon;
+// Its quantized products with SDOT (src/neon/quant_dot.c): the q that
+// dispatch hands out on CPUs with the dotprod extension (the table itself
+// holds the plain-NEON set, which every AArch64 CPU runs).
+extern const mhsa_qkernels mhsa_qkernels_neon_dotprod;
 #endif
 #if MHSA_HAVE_AVX512
 extern const mhsa_kernels mhsa_kernels_avx512;

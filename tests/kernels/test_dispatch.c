@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/cpu_features.h"
+#include "kernels/kernels.h"
 #include "mhsa.h"
 #include "util.h"
 
@@ -214,6 +216,25 @@ START_TEST(env_picks_the_stand_in)
 }
 END_TEST
 
+// The NEON table's quantized products: the SDOT set exactly where the
+// CPU has dotprod (HWCAP_ASIMDDP), else the plain-NEON set the table holds,
+// so a CPU without it never runs SDOT. Prints the choice, which
+// .ci/test-aarch64.sh checks under a CPU with dotprod and one without.
+START_TEST(neon_quant_set_follows_dotprod)
+{
+#if MHSA_HAVE_NEON
+    const mhsa_kernels *k = mhsa_kernels_for(MHSA_ISA_NEON);
+    ck_assert_ptr_nonnull(k);
+    const mhsa_qkernels *want = mhsa__cpu_features()->neon_dotprod
+                                    ? &mhsa_qkernels_neon_dotprod
+                                    : mhsa_kernels_neon.q;
+    ck_assert_ptr_eq(k->q, want);
+    ck_assert_ptr_ne(mhsa_kernels_neon.q, &mhsa_qkernels_neon_dotprod);
+    printf("neon quantized products: %s\n", k->q->name);
+#endif
+}
+END_TEST
+
 int main(void)
 {
     unsetenv("MHSA_ISA");
@@ -227,6 +248,7 @@ int main(void)
     tcase_add_loop_test(tc, select_each_isa, 0, N_ISAS);
     tcase_add_test(tc, forcing_a_missing_isa_says_why);
     tcase_add_test(tc, select_bad_enum);
+    tcase_add_test(tc, neon_quant_set_follows_dotprod);
     // The MHSA_ISA cases need a fresh process each (fork mode, the default).
     const char *fork_env = getenv("CK_FORK");
     if (!fork_env || strcmp(fork_env, "no") != 0) {
