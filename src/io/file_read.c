@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -177,4 +178,39 @@ mhsa_status mhsa__pread_tensor(int fd, void *buf, size_t n, uint64_t off,
         return mhsa__fail(MHSA_ERR_FORMAT, "tensor '%s': file truncated "
                           "while reading", name);
     return MHSA_OK;
+}
+
+mhsa_status mhsa__map_file(int fd, uint64_t size, const char *path,
+                           mhsa_file_map *m)
+{
+    m->base = NULL;
+    m->size = 0;
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return mhsa__fail(MHSA_ERR_IO, "%s: cannot stat: %s", path,
+                          strerror(errno));
+    if ((uint64_t)st.st_size != size)
+        return mhsa__fail(MHSA_ERR_FORMAT, "%s: the file changed size "
+                          "while it was being read (%llu bytes, then "
+                          "%llu)", path, (unsigned long long)size,
+                          (unsigned long long)st.st_size);
+    if (size == 0 || size > (uint64_t)SIZE_MAX)
+        return mhsa__fail(MHSA_ERR_IO, "%s: %llu bytes cannot be mapped",
+                          path, (unsigned long long)size);
+    void *p = mmap(NULL, (size_t)size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED)
+        return mhsa__fail(MHSA_ERR_IO, "%s: cannot map %llu bytes: %s",
+                          path, (unsigned long long)size, strerror(errno));
+    m->base = p;
+    m->size = (size_t)size;
+    return MHSA_OK;
+}
+
+void mhsa__unmap_file(mhsa_file_map *m)
+{
+    if (!m || !m->base)
+        return;
+    munmap((void *)m->base, m->size);
+    m->base = NULL;
+    m->size = 0;
 }

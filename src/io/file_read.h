@@ -1,6 +1,6 @@
 // file_read.h — what the weight-file readers (safetensors.c, gguf.c) share
-// to read an untrusted file: opening it as a regular file, and pread until
-// a whole range is in.
+// to read an untrusted file: opening it as a regular file, pread until a
+// whole range is in, and mapping it whole.
 #ifndef MHSA_FILE_READ_H
 #define MHSA_FILE_READ_H
 
@@ -43,5 +43,29 @@ int mhsa__pread_full(int fd, void *buf, size_t n, uint64_t off);
 // 'name': file truncated while reading".
 mhsa_status mhsa__pread_tensor(int fd, void *buf, size_t n, uint64_t off,
                                const char *name);
+
+// A read-only mapping of a whole regular file (the weights of a model
+// that computes on a file's own bytes: src/models/llama). Pages are read
+// from the file when first touched and count toward the process's memory
+// only then; they are the page cache's, shared with any other process
+// mapping or reading the file.
+typedef struct mhsa_file_map {
+    const void *base;   // NULL when nothing is mapped
+    size_t size;
+} mhsa_file_map;
+
+// Maps the size bytes of the regular file open on fd (as
+// mhsa__open_regular gave it) read-only and private into *m. The file's
+// size is checked again first: a file that changed size since it was
+// opened and validated is MHSA_ERR_FORMAT ("changed size"), a size the
+// address space cannot hold or a failed mmap MHSA_ERR_IO, each naming
+// path. The mapping outlives fd (close it when done). A file that is
+// truncated later, while mapped, makes a read of the lost pages fault
+// (SIGBUS), as for any mapped file: the file must stay as it is while
+// the mapping lives.
+mhsa_status mhsa__map_file(int fd, uint64_t size, const char *path,
+                           mhsa_file_map *m);
+// Unmaps it; a map that holds nothing (base NULL) is a no-op.
+void mhsa__unmap_file(mhsa_file_map *m);
 
 #endif

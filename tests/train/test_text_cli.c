@@ -394,7 +394,9 @@ START_TEST(generate_bad_input_exits_2)
         { { "--bogus" }, "--bogus: unknown option" },
         { { "--model" }, "--model needs a value" },
         { { "--model", "@M", "--weight-dtype", "f8" },
-          "--weight-dtype must be f32, f16 or bf16, not f8" },
+          "--weight-dtype must be file, f32, f16 or bf16, not f8" },
+        { { "--model", "@M", "--weight-dtype", "file" },
+          "are for GGUF models" },
         { { "--model", "@M", "--kv-dtype", "f16" }, "are for GGUF models" },
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {

@@ -38,10 +38,14 @@ void print_gen_help(FILE *f)
 "  --threads N         OpenMP threads, 1 to 1024 (default: OMP_NUM_THREADS\n"
 "                      or all, at most 1024)\n"
 "  --isa auto|scalar|avx2|avx512|neon  kernels to use (auto)\n"
-"  --weight-dtype f32|f16|bf16  storage of the weight matrices (f32): the\n"
-"                      file's weights (a GGUF's dequantized) rounded to 16\n"
-"                      bits, half the bytes read per token; the norms and\n"
-"                      biases stay f32\n"
+"  --weight-dtype file|f32|f16|bf16  storage of the weight matrices: file\n"
+"                      (the default for a GGUF model; a GPT checkpoint's is\n"
+"                      f32): as the GGUF file stores them, computed on its\n"
+"                      quantized blocks (q4_0 ... q6_K, q8_0; q2_K, q3_K,\n"
+"                      iq4_nl and iq4_xs converted to q8_0), mapped from\n"
+"                      the file; f32: dequantized to fp32; f16, bf16: that\n"
+"                      rounded to 16 bits, half the bytes of f32 read per\n"
+"                      token; the norms and biases stay f32\n"
 "GGUF models only:\n"
 "  --kv-dtype f32|f16|bf16  storage of the KV cache (f32)\n"
 "  --ctx N             cache positions (default: prompt + -n tokens)\n"
@@ -175,7 +179,7 @@ int parse_gen_args(int argc, char **argv, gen_args *a, FILE *err)
     a->seed = 1;
     a->isa = MHSA_ISA_AUTO;
     a->kv_dtype = MHSA_F32;
-    a->weight_dtype = MHSA_F32;
+    a->weight_dtype = GEN_WEIGHTS_FILE;
     int has_prompt = 0, has_file = 0;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
@@ -269,7 +273,18 @@ int parse_gen_args(int argc, char **argv, gen_args *a, FILE *err)
             rc = parse_dtype(err, flag, val, &a->kv_dtype);
             a->gguf_only = 1;
         } else if (!strcmp(flag, "--weight-dtype")) {
-            rc = parse_dtype(err, flag, val, &a->weight_dtype);
+            mhsa_dtype dt = MHSA_F32;
+            if (!strcmp(val, "file")) {
+                a->weight_dtype = GEN_WEIGHTS_FILE;
+                a->gguf_only = 1;
+            } else if (strcmp(val, "f32") && strcmp(val, "f16") &&
+                       strcmp(val, "bf16")) {
+                return gen_usage(err, "%s must be file, f32, f16 or bf16, "
+                                 "not %s", flag, gen_quote(val));
+            } else {
+                rc = parse_dtype(err, flag, val, &dt);
+                a->weight_dtype = (int)dt;
+            }
         } else {
             rc = parse_isa(err, flag, val, &a->isa);
         }

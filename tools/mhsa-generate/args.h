@@ -13,10 +13,14 @@
 // The largest prompt --file or --prompt - reads (64 MiB).
 #define GEN_MAX_PROMPT_BYTES ((size_t)64 << 20)
 
+// --weight-dtype file: the weights as the GGUF file stores them (the
+// value of llama.h's MHSA__WEIGHTS_FILE).
+enum { GEN_WEIGHTS_FILE = -1 };
+
 // mhsa-generate's options (defaults: prompt "\n", n 200, top_k 40,
 // temperature 0.8, seed 1, threads 0 = OpenMP's choice, isa auto,
-// weight_dtype F32; GGUF models only: kv_dtype F32, ids 0, bench 0, ctx 0 =
-// prompt + n).
+// weight_dtype GEN_WEIGHTS_FILE, which a GPT checkpoint takes as F32;
+// GGUF models only: kv_dtype F32, ids 0, bench 0, ctx 0 = prompt + n).
 typedef struct gen_args {
     const char *model;            // non-NULL and non-empty once parsed
     const char *prompt;           // prompt_len bytes (may hold NULs once
@@ -30,7 +34,8 @@ typedef struct gen_args {
     uint64_t seed;
     mhsa_isa isa;                 // auto, scalar, avx2, avx512 or neon
     mhsa_dtype kv_dtype;          // --kv-dtype f32|f16|bf16
-    mhsa_dtype weight_dtype;      // --weight-dtype f32|f16|bf16
+    int weight_dtype;             // --weight-dtype file|f32|f16|bf16:
+                                  // GEN_WEIGHTS_FILE or an mhsa_dtype
     int ids, bench;               // --ids, --bench (flags without a value)
     int no_parse_special;         // --no-parse-special: the prompt's
                                   // special tokens' text is plain text
@@ -43,8 +48,8 @@ typedef struct gen_args {
                                   // generation uses (--prompt, --file,
                                   // -n, --temperature, --top-k, --seed,
                                   // --ids, --bench, --special), or NULL
-    int gguf_only;                // --kv-dtype, --ctx or a flag above
-                                  // was given
+    int gguf_only;                // --kv-dtype, --ctx, --weight-dtype
+                                  // file or a flag above was given
     int help;                     // --help or -h: nothing else is checked
 } gen_args;
 

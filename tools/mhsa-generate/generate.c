@@ -108,8 +108,8 @@ static int generate(gen_run *r)
             omp_get_max_threads(), omp_get_max_threads() == 1 ? "" : "s",
             mhsa_isa_name(mhsa_active_isa()),
             (double)mhsa_gpt_weight_bytes(r->g) / 1e3,
-            r->a.weight_dtype == MHSA_F32 ? "f32"
-            : r->a.weight_dtype == MHSA_F16 ? "f16" : "bf16");
+            r->a.weight_dtype == MHSA_F16 ? "f16"
+            : r->a.weight_dtype == MHSA_BF16 ? "bf16" : "f32");
     return CLI_OK;
 }
 
@@ -128,7 +128,9 @@ static int setup(gen_run *r)
         return CLI_USAGE;
     }
     c.max_batch = 1;
-    c.weight_dtype = (int)a->weight_dtype;
+    // (The default, the file's own types, is fp32 for a checkpoint.)
+    c.weight_dtype = a->weight_dtype == GEN_WEIGHTS_FILE ? (int)MHSA_F32
+                                                         : a->weight_dtype;
     if (mhsa_gpt_create(&c, &r->g) != MHSA_OK ||
         mhsa_gpt_load(r->g, a->model, 0) != MHSA_OK) {
         fprintf(stderr, "mhsa-generate: --model %s\n", mhsa_last_error());
@@ -161,8 +163,9 @@ int mhsa_generate_cli(int argc, char **argv)
         rc = gen_model_kind(stderr, r.a.model, &is_gguf);
     if (rc == CLI_OK && !is_gguf && r.a.gguf_only) {
         fprintf(stderr, "mhsa-generate: --kv-dtype, --ctx, --ids, --bench, "
-                "--no-parse-special, --special and --perplexity are for "
-                "GGUF models; %s is a GPT checkpoint\n",
+                "--no-parse-special, --special, --perplexity and "
+                "--weight-dtype file are for GGUF models; %s is a GPT "
+                "checkpoint\n",
                 gen_quote(r.a.model));
         rc = CLI_USAGE;
     }

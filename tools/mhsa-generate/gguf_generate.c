@@ -22,6 +22,9 @@
 #include "models/tokenizer/tokenizer.h"
 #include "sample.h"
 
+_Static_assert((int)GEN_WEIGHTS_FILE == (int)MHSA__WEIGHTS_FILE,
+               "--weight-dtype file is the loader's MHSA__WEIGHTS_FILE");
+
 typedef struct gguf_run {
     const gen_args *a;
     mhsa_tokenizer *tok;
@@ -142,8 +145,8 @@ static int setup(gguf_run *r)
                     cfg.context);
         return CLI_USAGE;
     }
-    if (mhsa__llama_load_ex(a->model, (int)cap, (int)a->weight_dtype,
-                            &r->m) != MHSA_OK ||
+    if (mhsa__llama_load_ex(a->model, (int)cap, a->weight_dtype, &r->m) !=
+            MHSA_OK ||
         mhsa__llama_cache_create(r->m, a->kv_dtype, &r->cache) != MHSA_OK)
         return model_error(a);
     size_t V = (size_t)mhsa__llama_config(r->m)->vocab;
@@ -316,15 +319,15 @@ static int bench(gguf_run *r)
         return CLI_FAIL;
     printf("pp512: %.1f tokens/s\ntg64: %.1f tokens/s\n"
            "ttft: %.2f ms (%zu-token prompt, text to first token, median "
-           "of 9)\n(%d thread%s, isa %s, kv %s, weights %.0f MB %s)\n",
+           "of 9)\n(%d thread%s, isa %s, kv %s, weights %.1f MB %s%s)\n",
            512.0 / best_pp, 64.0 / best_tg, ms, n_tok, omp_get_max_threads(),
            omp_get_max_threads() == 1 ? "" : "s",
            mhsa_isa_name(mhsa_active_isa()),
            r->a->kv_dtype == MHSA_F32 ? "f32"
            : r->a->kv_dtype == MHSA_F16 ? "f16" : "bf16",
            (double)mhsa__llama_weight_bytes(r->m) / 1e6,
-           r->a->weight_dtype == MHSA_F32 ? "f32"
-           : r->a->weight_dtype == MHSA_F16 ? "f16" : "bf16");
+           mhsa__llama_weight_types(r->m),
+           r->a->weight_dtype == GEN_WEIGHTS_FILE ? " as stored" : "");
     return CLI_OK;
 }
 

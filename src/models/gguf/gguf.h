@@ -31,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "io/file_read.h"
 #include "mhsa.h"
 
 // Metadata value types, numbered as in the file.
@@ -150,6 +151,18 @@ const mhsa_gguf_tensor *mhsa__gguf_tensor(const mhsa_gguf_file *f,
                                           const char *name);
 // Absolute file offset of the data section.
 uint64_t mhsa__gguf_data_offset(const mhsa_gguf_file *f);
+
+// The whole file of f mapped read-only into *m (io/file_read.h's
+// mhsa__map_file on the handle's descriptor, the size checked against the
+// one validated at open; path names the file in messages). The mapping
+// outlives the handle; mhsa__unmap_file releases it.
+mhsa_status mhsa__gguf_map(const mhsa_gguf_file *f, const char *path,
+                           mhsa_file_map *m);
+// The t->bytes bytes of tensor t of f in a mapping of f's file (validated
+// at open to lie inside it).
+const void *mhsa__gguf_tensor_bytes(const mhsa_gguf_file *f,
+                                    const mhsa_file_map *m,
+                                    const mhsa_gguf_tensor *t);
 
 // Reads tensor `name`, which must have exactly the shape dims[0..n_dims)
 // (outermost first), as fp32 into dst (prod(dims) floats), row-major.

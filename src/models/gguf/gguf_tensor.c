@@ -44,6 +44,19 @@ uint64_t mhsa__gguf_data_offset(const mhsa_gguf_file *f)
     return f->data_offset;
 }
 
+mhsa_status mhsa__gguf_map(const mhsa_gguf_file *f, const char *path,
+                           mhsa_file_map *m)
+{
+    return mhsa__map_file(f->fd, f->file_size, path, m);
+}
+
+const void *mhsa__gguf_tensor_bytes(const mhsa_gguf_file *f,
+                                    const mhsa_file_map *m,
+                                    const mhsa_gguf_tensor *t)
+{
+    return (const char *)m->base + f->data_offset + t->offset;
+}
+
 mhsa_status mhsa__gguf_check_f32(const mhsa_gguf_file *f, const char *name,
                                  int n_dims, const size_t *dims)
 {

@@ -1,10 +1,15 @@
 // llama.c — the Llama model's forward through its KV cache (llama.h),
 // built from the library's parts: the embedding lookup, RMSNorm, the
-// SwiGLU gate and the linear layers of src/train (layers.h: the same GEMM
+// SwiGLU gate and the linear layers of src/nn (layers.h: the same GEMM
 // and matrix-vector kernels the block uses), and one mhsa_block per layer
-// for the attention, run with mhsa_forward_cached.
+// for the attention, run with mhsa_forward_cached. In file mode the
+// matrices are the GGUF file's own (llama_internal.h's llama_mat): the
+// quantized products of gemm/qmatmul.h compute on their blocks, and the
+// model projects Q, K, V and the output itself around the cached
+// attention of its weightless blocks (api/cached_qkv.h).
 //
-// Shapes, for n new tokens (N = n rows): x, h, att (N, D); g, u (N, F).
+// Shapes, for n new tokens (N = n rows): x, h, att (N, D); g, u (N, F);
+// file mode: qkv (N, nqkv), the int8 input rows in m->xq.
 // Every buffer was sized at load for the model's capacity: nothing here
 // allocates, so memory stays flat while generating.
 #include <string.h>
@@ -12,6 +17,7 @@
 #include "core/fpenv.h"
 #include "core/threads.h"
 #include "gemm/gemv_share.h"
+#include "api/cached_qkv.h"
 #include "models/llama/llama_internal.h"
 #include "nn/layers.h"
 
@@ -25,6 +31,11 @@ int mhsa__llama_capacity(const mhsa_llama *m) { return m ? (int)m->cap : 0; }
 size_t mhsa__llama_weight_bytes(const mhsa_llama *m)
 {
     return m ? m->weight_bytes : 0;
+}
+
+const char *mhsa__llama_weight_types(const mhsa_llama *m)
+{
+    return m ? m->types : "";
 }
 
 void mhsa__llama_destroy(mhsa_llama *m) { mhsa__llama_free(m); }
@@ -86,7 +97,7 @@ int mhsa__llama_cache_len(const mhsa_llama_cache *c)
     return c ? c->len : 0;
 }
 
-// ---- the forward ---------------------------------------------------------
+// ---- products ------------------------------------------------------------
 
 // x (N, D) += a (N, D): the residual stream.
 static void add_rows(float *x, const float *a, size_t n)
@@ -95,28 +106,143 @@ static void add_rows(float *x, const float *a, size_t n)
         x[i] += a[i];
 }
 
-// y (N, OC) = [y +] x (N, C) W^T for a matrix W (OC, C) stored as the
-// model's wdt: one row streams W once (gemv), a few rows over 16-bit W
-// too (kv_dot, all rows per W row), more go through the GEMM, which widens
-// 16-bit W one packed block at a time (gemm.h).
-static void matmul(const mhsa_llama *m, float *y, int add, const float *x,
-                   const void *w, size_t N, size_t C, size_t OC)
+// y (N, OC) = [y +] x (N, C) W^T for an fp matrix W (OC, C) of w->dt: one
+// row streams W once (gemv), a few rows over 16-bit W too (kv_dot, all
+// rows per W row), more go through the GEMM, which widens 16-bit W one
+// packed block at a time (gemm.h).
+static void matmul_fp(const mhsa_llama *m, float *y, int add, const float *x,
+                      const llama_mat *w, size_t N)
 {
-    if (m->wdt == MHSA_F32) {
-        mhsa__linear_forward(m->k, &m->gs, MHSA_F32, y, add ? y : NULL, x, w,
-                             NULL, N, C, OC);
+    size_t C = w->q.cols, OC = w->q.rows;
+    if (w->dt == MHSA_F32) {
+        mhsa__linear_forward(m->k, &m->gs, MHSA_F32, y, add ? y : NULL, x,
+                             w->q.data, NULL, N, C, OC);
         return;
     }
     float beta = add ? 1.0f : 0.0f;
     if (N == 1)
-        mhsa_gemv_rows_dt(m->k, &m->gs, OC, C, w, m->wdt, C, x, y, beta);
+        mhsa_gemv_rows_dt(m->k, &m->gs, OC, C, w->q.data, w->dt, C, x, y,
+                          beta);
     else if (N <= MHSA_FEW_ROWS_16)
-        mhsa_gemv_rows_16m(m->k, &m->gs, N, OC, C, w, m->wdt, C, x, C, y, OC,
-                           beta);
+        mhsa_gemv_rows_16m(m->k, &m->gs, N, OC, C, w->q.data, w->dt, C, x,
+                           C, y, OC, beta);
     else
-        mhsa_sgemm_dt(m->k, &m->gs, 0, 1, N, OC, C, 1.0f, x, C, w, m->wdt,
-                      C, NULL, beta, y, OC);
+        mhsa_sgemm_dt(m->k, &m->gs, 0, 1, N, OC, C, 1.0f, x, C, w->q.data,
+                      w->dt, C, NULL, beta, y, OC);
 }
+
+// File mode's products, y (n, ldy apart) = [y +] x (n, C) W^T. A quantized
+// W meets x in an int8 form (kernels/quant.h), quantized once per input
+// and form into m->xq and shared by the matrices that read the same input
+// (q, k and v; gate and up); the threads split W's rows
+// (gemm/qmatmul.h), so each element depends on its W row and x row alone.
+typedef struct llama_prod {
+    const llama_mat *w;
+    float *y;
+    size_t ldy;
+    int add;
+} llama_prod;
+
+// Whether a product runs inside a team: quantized, or an fp one of one row
+// (the one-row gemv's share).
+static int in_team(const llama_mat *w, size_t n)
+{
+    return w->quant || n == 1;
+}
+
+// The activation form of each quantized type meets (mhsa__q_quantize_share
+// takes a type of the form).
+static const mhsa_qtype form_type[MHSA_QACT_COUNT] = { MHSA_Q8_0,
+                                                       MHSA_Q4_K };
+
+// This thread's rows of x (n, C) in each form of `forms` (bit a: form a),
+// into m->xq.
+static void quantize_rows(const mhsa_llama *m, const float *x, size_t n,
+                          size_t C, unsigned forms)
+{
+    for (int a = 0; a < MHSA_QACT_COUNT; a++)
+        if (forms & (1u << a))
+            mhsa__q_quantize_share(m->k, form_type[a], n, C, x, C,
+                                   m->xq[a]);
+}
+
+// This thread's rows [*lo, *hi) of product p (in_team) of x (n rows).
+static void prod_share(const mhsa_llama *m, const llama_prod *p,
+                       const float *x, size_t n, size_t *lo, size_t *hi)
+{
+    const llama_mat *w = p->w;
+    if (w->quant)
+        mhsa__q_matmul_share(m->k, &w->q, n,
+                             m->xq[mhsa_qtype_act(w->q.type)], p->y, p->ldy,
+                             p->add, lo, hi);
+    else
+        mhsa__gemv_share(m->k, w->q.rows, w->q.cols, w->q.data, w->dt, NULL,
+                         p->add, x, p->y, lo, hi);
+}
+
+// The forms the quantized ones of p[0..np) meet.
+static unsigned forms_of(const llama_prod *p, int np)
+{
+    unsigned forms = 0;
+    for (int i = 0; i < np; i++)
+        if (p[i].w->quant)
+            forms |= 1u << mhsa_qtype_act(p[i].w->q.type);
+    return forms;
+}
+
+typedef struct prod_team {
+    const mhsa_llama *m;
+    const float *x;
+    size_t n, C;
+    const llama_prod *p;
+    int np;
+    unsigned forms;
+} prod_team;
+
+static void prod_body(void *arg)
+{
+    const prod_team *t = arg;
+    size_t lo, hi;
+    if (t->forms) {
+        quantize_rows(t->m, t->x, t->n, t->C, t->forms);
+#pragma omp barrier
+    }
+    for (int i = 0; i < t->np; i++)
+        if (in_team(t->p[i].w, t->n))
+            prod_share(t->m, &t->p[i], t->x, t->n, &lo, &hi);
+}
+
+// The team's size for products of n rows: their FLOPs, and tasks of 8
+// rows of the smallest matrix.
+static int team_size(const mhsa_llama *m, double flops, size_t rows)
+{
+    return mhsa__threads(m->gs.max_threads, flops, (rows + 7) / 8);
+}
+
+// The products p[0..np) of one input x (n, C): those in_team in one team,
+// the others (fp, several rows) after it through matmul_fp.
+static void products(const mhsa_llama *m, const float *x, size_t n,
+                     size_t C, const llama_prod *p, int np)
+{
+    double flops = 0.0;
+    size_t rows = SIZE_MAX;
+    int team = 0;
+    for (int i = 0; i < np; i++)
+        if (in_team(p[i].w, n)) {
+            team = 1;
+            flops += 2.0 * (double)n * (double)p[i].w->q.rows * (double)C;
+            rows = p[i].w->q.rows < rows ? p[i].w->q.rows : rows;
+        }
+    if (team) {
+        prod_team t = { m, x, n, C, p, np, forms_of(p, np) };
+        mhsa__team_run(team_size(m, flops, rows), prod_body, &t);
+    }
+    for (int i = 0; i < np; i++)
+        if (!in_team(p[i].w, n))
+            matmul_fp(m, p[i].y, p[i].add, x, p[i].w, n);
+}
+
+// ---- the forward ---------------------------------------------------------
 
 // One row's MLP in one parallel region (a decoding step): g = gate(h) and
 // u = up(h) on this thread's rows of F and SwiGLU on them, then (after the
@@ -127,6 +253,7 @@ static void matmul(const mhsa_llama *m, float *y, int add, const float *x,
 typedef struct mlp_row {
     const mhsa_llama *m;
     const llama_layer *ly;
+    size_t n;                 // rows (file mode's team; else 1)
 } mlp_row;
 
 static void mlp_row_body(void *p)
@@ -134,14 +261,14 @@ static void mlp_row_body(void *p)
     const mlp_row *c = p;
     const mhsa_llama *m = c->m;
     size_t D = m->D, F = m->F, lo, hi;
-    mhsa__gemv_share(m->k, F, D, c->ly->gate, m->wdt, NULL, 0, m->h, m->g,
-                     &lo, &hi);
-    mhsa__gemv_share(m->k, F, D, c->ly->up, m->wdt, NULL, 0, m->h, m->u,
-                     &lo, &hi);
+    mhsa__gemv_share(m->k, F, D, c->ly->gate.q.data, m->wdt, NULL, 0, m->h,
+                     m->g, &lo, &hi);
+    mhsa__gemv_share(m->k, F, D, c->ly->up.q.data, m->wdt, NULL, 0, m->h,
+                     m->u, &lo, &hi);
     mhsa__swiglu_forward_range(m->g, m->g, m->u, lo, hi);
 #pragma omp barrier
-    mhsa__gemv_share(m->k, D, F, c->ly->down, m->wdt, NULL, 1, m->g, m->x,
-                     &lo, &hi);
+    mhsa__gemv_share(m->k, D, F, c->ly->down.q.data, m->wdt, NULL, 1, m->g,
+                     m->x, &lo, &hi);
 }
 
 // One layer on rows 0..N-1 of the model's buffers: the attention through
@@ -162,18 +289,132 @@ static mhsa_status layer_forward(mhsa_llama *m, size_t l, mhsa_kv_cache *kv,
     add_rows(m->x, m->att, N * D);
     mhsa__rmsnorm_forward(m->h, m->x, ly->ffn_norm, N, D, eps);
     if (N == 1) {
-        mlp_row c = { m, ly };
+        mlp_row c = { m, ly, 1 };
         int nt = mhsa__threads(m->gs.max_threads,
                                6.0 * (double)D * (double)F, (D + 63) / 64);
         mhsa__team_run(nt, mlp_row_body, &c);
         return MHSA_OK;
     }
-    matmul(m, m->g, 0, m->h, ly->gate, N, D, F);
-    matmul(m, m->u, 0, m->h, ly->up, N, D, F);
+    matmul_fp(m, m->g, 0, m->h, &ly->gate, N);
+    matmul_fp(m, m->u, 0, m->h, &ly->up, N);
     mhsa__swiglu_forward(m->g, m->g, m->u, N * F);
     // x = x + g W_down^T: the residual fused into the GEMM's C.
-    matmul(m, m->x, 1, m->g, ly->down, N, F, D);
+    matmul_fp(m, m->x, 1, m->g, &ly->down, N);
     return MHSA_OK;
+}
+
+// File mode's MLP of n rows in one team, when each of its products runs
+// in one (in_team): h quantized once for gate and up, their products on
+// this thread's rows of F and SwiGLU on those columns of every row; after
+// a barrier g quantized, and after another x += down(g) on this thread's
+// rows of D. Each element's arithmetic is that of products() (the same
+// shares, SwiGLU elementwise).
+static void mlp_file_body(void *p)
+{
+    const mlp_row *c = p;
+    const mhsa_llama *m = c->m;
+    const llama_layer *ly = c->ly;
+    size_t D = m->D, F = m->F, n = c->n, lo, hi;
+    llama_prod gate = { &ly->gate, m->g, F, 0 }, up = { &ly->up, m->u, F, 0 };
+    llama_prod down = { &ly->down, m->x, D, 1 };
+    llama_prod gu[2] = { gate, up };
+    unsigned forms = forms_of(gu, 2);
+    if (forms) {
+        quantize_rows(m, m->h, n, D, forms);
+#pragma omp barrier
+    }
+    prod_share(m, &gate, m->h, n, &lo, &hi);
+    prod_share(m, &up, m->h, n, &lo, &hi);
+    for (size_t j = 0; j < n; j++)
+        mhsa__swiglu_forward_range(m->g + j * F, m->g + j * F, m->u + j * F,
+                                   lo, hi);
+#pragma omp barrier
+    if (forms_of(&down, 1)) {
+        quantize_rows(m, m->g, n, F, forms_of(&down, 1));
+#pragma omp barrier
+    }
+    prod_share(m, &down, m->g, n, &lo, &hi);
+}
+
+// A layer in file mode: the projections through products() (Q, K and V
+// into the columns of m->qkv; the output added to x), the attention of
+// the projected rows through the layer's cache (api/cached_qkv.h), the
+// MLP in one team where it can (mlp_file_body), else product by product.
+static mhsa_status layer_file(mhsa_llama *m, size_t l, mhsa_kv_cache *kv,
+                              size_t N)
+{
+    const llama_layer *ly = &m->layer[l];
+    size_t D = m->D, F = m->F, nqkv = m->nqkv, kvd = (nqkv - D) / 2;
+    float eps = m->cfg.rms_eps;
+    mhsa__rmsnorm_forward(m->h, m->x, ly->attn_norm, N, D, eps);
+    llama_prod qkv[3] = {
+        { &ly->wq, m->qkv, nqkv, 0 },
+        { &ly->wk, m->qkv + D, nqkv, 0 },
+        { &ly->wv, m->qkv + D + kvd, nqkv, 0 },
+    };
+    products(m, m->h, N, D, qkv, 3);
+    mhsa_status st = mhsa__workspace_rebind(m->ws, ly->blk);
+    if (st == MHSA_OK)
+        st = mhsa__forward_cached_qkv(ly->blk, m->ws, kv, m->qkv, (int)N,
+                                      m->att);
+    if (st != MHSA_OK)
+        return st;
+    llama_prod out = { &ly->wo, m->x, D, 1 };
+    products(m, m->att, N, D, &out, 1);
+    mhsa__rmsnorm_forward(m->h, m->x, ly->ffn_norm, N, D, eps);
+    if (in_team(&ly->gate, N) && in_team(&ly->up, N) &&
+        in_team(&ly->down, N)) {
+        mlp_row c = { m, ly, N };
+        double flops = 6.0 * (double)N * (double)D * (double)F;
+        mhsa__team_run(team_size(m, flops, D < F ? D : F), mlp_file_body,
+                       &c);
+        return MHSA_OK;
+    }
+    llama_prod gu[2] = { { &ly->gate, m->g, F, 0 }, { &ly->up, m->u, F, 0 } };
+    products(m, m->h, N, D, gu, 2);
+    mhsa__swiglu_forward(m->g, m->g, m->u, N * F);
+    llama_prod down = { &ly->down, m->x, D, 1 };
+    products(m, m->g, N, F, &down, 1);
+    return MHSA_OK;
+}
+
+// x row i = the embedding row of tokens[i], widened or dequantized (ggml's
+// bits) to fp32.
+static void embed(const mhsa_llama *m, const int32_t *tokens, size_t N)
+{
+    const llama_mat *e = &m->tok_emb;
+    size_t D = m->D;
+    for (size_t i = 0; i < N; i++) {
+        const char *row = (const char *)e->q.data + (size_t)tokens[i] * e->q.ld;
+        if (e->quant)
+            mhsa_q_dequant(e->q.type, D / mhsa_qtype_block(e->q.type), row,
+                           m->x + i * D);
+        else if (e->dt == MHSA_F32)
+            memcpy(m->x + i * D, row, D * sizeof(float));
+        else
+            m->k->cvt_to_f32(D, row, e->dt, m->x + i * D);
+    }
+}
+
+// The head: each wanted row normed, then its V logits; an fp head streams
+// once per row, a quantized one takes the rows together (each row's
+// logits are its own all the same).
+static void head(mhsa_llama *m, size_t first, size_t N, float *logits)
+{
+    size_t D = m->D;
+    if (m->head.quant) {
+        mhsa__rmsnorm_forward(m->h, m->x + first * D, m->out_norm, N - first,
+                              D, m->cfg.rms_eps);
+        llama_prod p = { &m->head, logits, m->V, 0 };
+        products(m, m->h, N - first, D, &p, 1);
+        return;
+    }
+    for (size_t r = first; r < N; r++) {
+        mhsa__rmsnorm_forward(m->h, m->x + r * D, m->out_norm, 1, D,
+                              m->cfg.rms_eps);
+        mhsa_gemv_rows_dt(m->k, &m->gs, m->V, D, m->head.q.data, m->head.dt,
+                          D, m->h, logits + (r - first) * m->V, 0.0f);
+    }
 }
 
 static mhsa_status llama_forward(mhsa_llama *m, mhsa_llama_cache *c,
@@ -199,30 +440,17 @@ static mhsa_status llama_forward(mhsa_llama *m, mhsa_llama_cache *c,
             return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: tokens[%d] = %d is "
                               "outside [0, %zu)", fn, i, (int)tokens[i],
                               m->V);
-    size_t N = (size_t)n, D = m->D;
-    size_t es = mhsa_dtype_size(m->wdt);
-    for (size_t i = 0; i < N; i++) {
-        const char *row = (const char *)m->tok_emb + (size_t)tokens[i] * D * es;
-        if (m->wdt == MHSA_F32)
-            memcpy(m->x + i * D, row, D * sizeof(float));
-        else
-            m->k->cvt_to_f32(D, row, m->wdt, m->x + i * D);
-    }
+    size_t N = (size_t)n;
+    embed(m, tokens, N);
     for (size_t l = 0; l < m->L; l++) {
         // Shapes were checked above, so no layer after the first fails on
         // them and the caches stay in step with each other.
-        mhsa_status st = layer_forward(m, l, c->kv[l], N);
+        mhsa_status st = m->file ? layer_file(m, l, c->kv[l], N)
+                                 : layer_forward(m, l, c->kv[l], N);
         if (st != MHSA_OK)
             return st;
     }
-    // The head: each wanted row normed, then its V logits streamed once.
-    size_t first = all_logits ? 0 : N - 1;
-    for (size_t r = first; r < N; r++) {
-        mhsa__rmsnorm_forward(m->h, m->x + r * D, m->out_norm, 1, D,
-                              m->cfg.rms_eps);
-        mhsa_gemv_rows_dt(m->k, &m->gs, m->V, D, m->head, m->wdt, D, m->h,
-                          logits + (r - first) * m->V, 0.0f);
-    }
+    head(m, all_logits ? 0 : N - 1, N, logits);
     c->len += n;
     return MHSA_OK;
 }

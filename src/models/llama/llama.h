@@ -15,11 +15,14 @@
 // (2i, 2i+1) of each head; the blocks use the file's rows as they are with
 // mhsa_config.rope_interleaved = 1, which is that same rotation.
 //
-// Weights are dequantized to fp32 at load (gguf.h: F32, F16, BF16, Q8_0,
-// Q4_0, Q4_1, bit for bit as ggml); the attention weights live in the
-// layers' blocks, the rest in one allocation. The layers share one
-// workspace (mhsa__workspace_rebind) and the model's activation buffers,
-// so memory is the weights, one workspace, and each cache's K and V.
+// Weights are either kept as the file stores them (MHSA__WEIGHTS_FILE,
+// below: the products computed on the file's quantized blocks), or
+// dequantized to fp32 at load (gguf.h: every type it reads, bit for bit as
+// ggml) and held as F32, F16 or BF16; in those modes the attention
+// weights live in the layers' blocks, the rest in one allocation. The
+// layers share one workspace (mhsa__workspace_rebind) and the model's
+// activation buffers, so memory is the weights, one workspace, and each
+// cache's K and V.
 #ifndef MHSA_LLAMA_H
 #define MHSA_LLAMA_H
 
@@ -40,6 +43,10 @@ typedef struct mhsa_llama_config {
     float rope_theta;   // llama.rope.freq_base (default 10000)
     float rms_eps;      // llama.attention.layer_norm_rms_epsilon
     int tied;           // 1: no output.weight, the head is token_embd
+    // Bytes of the matrices as MHSA__WEIGHTS_FILE holds them: the file's
+    // own bytes of each, Q8_0's for the types converted at load (from the
+    // tensor infos).
+    uint64_t file_mat_bytes;
 } mhsa_llama_config;
 
 typedef struct mhsa_llama mhsa_llama;
@@ -53,11 +60,29 @@ typedef struct mhsa_llama_cache mhsa_llama_cache;
 // (capacity), MHSA_ERR_NO_MEMORY.
 mhsa_status mhsa__llama_load(const char *path, int capacity,
                              mhsa_llama **out);
+// mhsa__llama_load_ex's weight_dtype for weights kept as the file stores
+// them (not an mhsa_dtype: the public enum is not extended).
+enum { MHSA__WEIGHTS_FILE = -1 };
+
 // The same with the large matrices (attention, MLP, embedding, head)
-// stored as weight_dtype (MHSA_F32, MHSA_F16 or MHSA_BF16; anything else:
-// MHSA_ERR_INVALID_ARG): rounded once from the dequantized fp32 values and
-// read as stored by the same GEMM and one-row kernels as the blocks (the
-// norms stay fp32). mhsa__llama_load is this with MHSA_F32.
+// stored as weight_dtype (MHSA_F32, MHSA_F16, MHSA_BF16 or
+// MHSA__WEIGHTS_FILE; anything else: MHSA_ERR_INVALID_ARG). The norms stay
+// fp32. mhsa__llama_load is this with MHSA_F32.
+//  - F32, F16, BF16: rounded once from the dequantized fp32 values and read
+//    as stored by the same GEMM and one-row kernels as the blocks.
+//  - MHSA__WEIGHTS_FILE: every matrix in its GGUF type, read from a
+//    read-only mapping of the file that lives as long as the model (so
+//    the weights take the file's size, shared with the page cache):
+//    Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K computed on their
+//    blocks (gemm/qmatmul.h: the input rows quantized to int8 per block,
+//    integer dot products; kernels/quant.h gives the bound against the
+//    dequantized fp32 product), F32, F16 and BF16 by the fp kernels as
+//    stored. Q2_K, Q3_K, IQ4_NL and IQ4_XS are converted once at load to
+//    Q8_0 (each row dequantized, then requantized per 32 values as ggml's
+//    quantize_row_q8_0: d = amax / 127 stored as f16, q = round(x / d)),
+//    which takes more memory than the file's tensor. No fp32 copy of a
+//    matrix is ever made. Each row's results depend only on that row (and
+//    the cache), never on how many rows run together or on the threads.
 mhsa_status mhsa__llama_load_ex(const char *path, int capacity,
                                 int weight_dtype, mhsa_llama **out);
 void mhsa__llama_destroy(mhsa_llama *m);   // NULL is a no-op
@@ -67,8 +92,13 @@ mhsa_status mhsa__llama_read_config(const char *path, mhsa_llama_config *cfg);
 const mhsa_llama_config *mhsa__llama_config(const mhsa_llama *m);
 int mhsa__llama_capacity(const mhsa_llama *m);
 // Bytes of the weights the model holds, in their stored type (without the
-// F32 blocks' packed copies).
+// F32 blocks' packed copies; with MHSA__WEIGHTS_FILE the file's bytes of
+// the tensors it reads, the Q8_0 of converted ones, and the fp32 norms).
 size_t mhsa__llama_weight_bytes(const mhsa_llama *m);
+// The matrices' types as held, for messages: "f32", "f16", "bf16", or in
+// file mode the types by the bytes they take, most first, "q4_K/q6_K"
+// ("q8_0 (from q2_K)" for a converted one). Valid as long as m.
+const char *mhsa__llama_weight_types(const mhsa_llama *m);
 
 // A KV cache for one sequence, its K and V stored as dtype (MHSA_F32,
 // MHSA_F16 or MHSA_BF16), for the model's capacity.

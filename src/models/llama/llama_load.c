@@ -1,7 +1,8 @@
 // llama_load.c — a Llama model from its GGUF file (llama.h): the
 // hyper-parameters from the llama.* metadata, every tensor checked for its
-// shape and dequantized to fp32, the attention weights into one mhsa_block
-// per layer, the buffers of the forward sized once for the capacity.
+// shape, then either dequantized to fp32 (the attention weights into one
+// mhsa_block per layer) or, in file mode, kept in the file's mapping
+// (llama_file.c); the buffers of the forward sized once for the capacity.
 #include <float.h>
 #include <limits.h>
 #include <omp.h>
@@ -13,6 +14,8 @@
 #include "core/fpenv.h"
 #include "io/file_read.h"
 #include "models/gguf/gguf.h"
+#include "api/cached_qkv.h"
+#include "models/gguf/gguf_dequant.h"
 #include "models/llama/llama_internal.h"
 
 void mhsa__llama_free(mhsa_llama *m)
@@ -23,7 +26,9 @@ void mhsa__llama_free(mhsa_llama *m)
         mhsa_block_destroy(m->layer[l].blk);
     mhsa__free(m->layer);
     mhsa_workspace_destroy(m->ws);
-    MHSA_FREE_ALL(m->weights, m->mats, m->acts, m->gemm_buf, m);
+    mhsa__unmap_file(&m->map);
+    MHSA_FREE_ALL(m->weights, m->mats, m->acts, m->gemm_buf, m->qkv,
+                  m->xq[MHSA_QACT_32], m->xq[MHSA_QACT_256], m);
 }
 
 // ---- metadata --------------------------------------------------------------
@@ -295,7 +300,15 @@ static mhsa_status read_config(const mhsa_gguf_file *f, const char *path,
                           "is missing", c->d_model);
     c->vocab = (int)emb->dims[0];
     c->tied = mhsa__gguf_tensor(f, "output.weight") == NULL;
-    return check_tensors(f, path, c);
+    if ((st = check_tensors(f, path, c)))
+        return st;
+    // The matrices' bytes as file mode holds them.
+    for (size_t i = 0, n = mhsa__gguf_tensor_count(f); i < n; i++) {
+        const mhsa_gguf_tensor *t = mhsa__gguf_tensor_at(f, i);
+        if (t->n_dims == 2 && used_tensor(c, t->name))
+            c->file_mat_bytes += mhsa__llama_held_bytes(t);
+    }
+    return MHSA_OK;
 }
 
 // ---- tensors ---------------------------------------------------------------
@@ -312,6 +325,37 @@ static mhsa_status read1(const mhsa_gguf_file *f, const char *name,
 {
     size_t dims[1] = { n };
     return mhsa__gguf_read_f32(f, name, 1, dims, dst);
+}
+
+// An fp matrix (rows, cols) of dt at data.
+static llama_mat fp_mat(const void *data, size_t rows, size_t cols,
+                        mhsa_dtype dt)
+{
+    llama_mat w;
+    memset(&w, 0, sizeof w);
+    w.dt = dt;
+    w.q.rows = rows;
+    w.q.cols = cols;
+    w.q.ld = cols * mhsa_dtype_size(dt);
+    w.q.data = data;
+    return w;
+}
+
+// The config of every layer's block.
+static mhsa_config block_config(const mhsa_llama *m)
+{
+    mhsa_config bc = { 0 };
+    bc.d_model = (int)m->D;
+    bc.n_heads = m->cfg.n_head;
+    bc.max_seq_len = (int)m->cap;
+    bc.causal = 1;
+    bc.bias = 0;
+    bc.n_kv_heads = m->cfg.n_kv_head;
+    bc.rope_dim = m->cfg.rope_dim;
+    bc.rope_theta = m->cfg.rope_theta;
+    bc.rope_interleaved = 1;   // the converter's row order (llama.h)
+    bc.weight_dtype = (int)m->wdt;
+    return bc;
 }
 
 // Layer l's tensors: norms and MLP into the model's weights at *off, the
@@ -337,9 +381,9 @@ static mhsa_status load_layer(mhsa_llama *m, const mhsa_gguf_file *f,
         return st;
     ly->attn_norm = w;
     ly->ffn_norm = w + D;
-    ly->gate = w + 2 * D;
-    ly->up = w + 2 * D + F * D;
-    ly->down = w + 2 * D + 2 * F * D;
+    ly->gate = fp_mat(w + 2 * D, F, D, MHSA_F32);
+    ly->up = fp_mat(w + 2 * D + F * D, F, D, MHSA_F32);
+    ly->down = fp_mat(w + 2 * D + 2 * F * D, D, F, MHSA_F32);
     *off += 2 * D + 3 * F * D;
 
     float *wo = qkv + (D + 2 * kvd) * D;
@@ -352,17 +396,7 @@ static mhsa_status load_layer(mhsa_llama *m, const mhsa_gguf_file *f,
         (st = read2(f, layer_name(name, sizeof name, l, "attn_output"), D, D,
                     wo)))
         return st;
-    mhsa_config bc = { 0 };
-    bc.d_model = (int)D;
-    bc.n_heads = m->cfg.n_head;
-    bc.max_seq_len = (int)m->cap;
-    bc.causal = 1;
-    bc.bias = 0;
-    bc.n_kv_heads = m->cfg.n_kv_head;
-    bc.rope_dim = m->cfg.rope_dim;
-    bc.rope_theta = m->cfg.rope_theta;
-    bc.rope_interleaved = 1;   // the converter's row order (llama.h)
-    bc.weight_dtype = (int)m->wdt;
+    mhsa_config bc = block_config(m);
     if ((st = mhsa_block_create(&bc, &ly->blk)) ||
         (st = mhsa_block_set_weights(ly->blk, qkv, NULL, wo, NULL)))
         return st;
@@ -376,7 +410,7 @@ static mhsa_status load_layer(mhsa_llama *m, const mhsa_gguf_file *f,
 static int narrow_weights(mhsa_llama *m)
 {
     size_t D = m->D, F = m->F, VD = m->V * D, es = mhsa_dtype_size(m->wdt);
-    int untied = m->head != m->tok_emb;
+    int untied = m->head.q.data != m->tok_emb.q.data;
     size_t n_mats = VD * (untied ? 2 : 1) + m->L * 3 * F * D;
     size_t n_norms = D + m->L * 2 * D;
     char *mats = mhsa__alloc(n_mats * es);
@@ -388,11 +422,13 @@ static int narrow_weights(mhsa_llama *m)
     }
     char *mp = mats;
     float *np = norms;
-#define MOVE_MAT(field, count)                                             \
+#define MOVE_MAT(field)                                                    \
     do {                                                                   \
-        m->k->cvt_from_f32((count), (const float *)(field), mp, m->wdt);   \
-        (field) = mp;                                                      \
-        mp += (count) * es;                                                \
+        size_t count_ = (field).q.rows * (field).q.cols;                   \
+        m->k->cvt_from_f32(count_, (const float *)(field).q.data, mp,      \
+                           m->wdt);                                        \
+        (field) = fp_mat(mp, (field).q.rows, (field).q.cols, m->wdt);      \
+        mp += count_ * es;                                                 \
     } while (0)
 #define MOVE_NORM(field)                                                   \
     do {                                                                   \
@@ -400,17 +436,17 @@ static int narrow_weights(mhsa_llama *m)
         (field) = np;                                                      \
         np += D;                                                           \
     } while (0)
-    MOVE_MAT(m->tok_emb, VD);
+    MOVE_MAT(m->tok_emb);
     if (untied)
-        MOVE_MAT(m->head, VD);
+        MOVE_MAT(m->head);
     else
         m->head = m->tok_emb;
     MOVE_NORM(m->out_norm);
     for (size_t l = 0; l < m->L; l++) {
         llama_layer *ly = &m->layer[l];
-        MOVE_MAT(ly->gate, F * D);
-        MOVE_MAT(ly->up, F * D);
-        MOVE_MAT(ly->down, D * F);
+        MOVE_MAT(ly->gate);
+        MOVE_MAT(ly->up);
+        MOVE_MAT(ly->down);
         MOVE_NORM(ly->attn_norm);
         MOVE_NORM(ly->ffn_norm);
     }
@@ -454,22 +490,30 @@ static int alloc_buffers(mhsa_llama *m)
 // Bytes a load of c for cap positions holds at its peak, roughly: the
 // fp32 weights as read, their 16-bit copy while narrowing, the blocks'
 // attention weights and the load's scratch for one layer's, the
-// activations. A double: metadata may imply more than 2^64.
-static double bytes_needed(const mhsa_llama_config *c, size_t cap,
-                           mhsa_dtype wdt)
+// activations; in file mode the matrices as held (the mapped file's and
+// the converted ones), the fp32 norms, the activations with the projected
+// rows and the int8 input rows. A double: metadata may imply more than
+// 2^64.
+static double bytes_needed(const mhsa_llama_config *c, size_t cap, int wdt)
 {
     double V = c->vocab, D = c->d_model, F = c->d_ff, L = c->n_layer;
     double kvd = (double)c->n_kv_head * (double)(c->d_model / c->n_head);
     double mats = V * D * (c->tied ? 1 : 2) + L * 3 * F * D;
     double norms = D + L * 2 * D, one_attn = (D + 2 * kvd) * D + D * D;
-    double es = (double)mhsa_dtype_size(wdt);
+    double acts = 4 * (double)cap * (3 * D + 2 * F);
+    if (wdt == MHSA__WEIGHTS_FILE) {
+        double widest = D > F ? D : F;
+        return (double)c->file_mat_bytes + 4 * norms + acts +
+               4 * (double)cap * (D + 2 * kvd) +
+               2 * 1.25 * (double)cap * widest + 4 * widest;
+    }
+    double es = (double)mhsa_dtype_size((mhsa_dtype)wdt);
     return 4 * (mats + norms) + (wdt != MHSA_F32 ? es * mats : 0) +
-           es * L * one_attn + 4 * one_attn +
-           4 * (double)cap * (3 * D + 2 * F);
+           es * L * one_attn + 4 * one_attn + acts;
 }
 
 mhsa_status mhsa__llama_check_memory(const mhsa_llama_config *c, size_t cap,
-                                     mhsa_dtype wdt, const char *path,
+                                     int wdt, const char *path,
                                      uint64_t avail)
 {
     double need = bytes_needed(c, cap, wdt);
@@ -485,7 +529,7 @@ mhsa_status mhsa__llama_check_memory(const mhsa_llama_config *c, size_t cap,
 
 // MHSA_ERR_NO_MEMORY naming what the metadata asked for.
 static mhsa_status no_memory(const char *path, const mhsa_llama_config *c,
-                             size_t cap, mhsa_dtype wdt)
+                             size_t cap, int wdt)
 {
     return mhsa__fail(MHSA_ERR_NO_MEMORY, "%s: no memory for the model's "
                       "%.1f GB (llama.block_count = %d, "
@@ -507,6 +551,241 @@ static uint64_t physical_memory(void)
     return UINT64_MAX;
 }
 
+// The fp modes: every tensor dequantized to fp32 as it is read, the MLP,
+// embedding and head into one allocation, the attention into the blocks;
+// with 16-bit weights narrowed afterwards.
+static mhsa_status load_fp(mhsa_llama *m, const mhsa_gguf_file *f,
+                           const char *path)
+{
+    const mhsa_llama_config *c = &m->cfg;
+    size_t D = m->D, F = m->F, V = m->V;
+    // tok_emb, out_norm, head (untied), and per layer 2 norms + 3 MLP
+    // matrices; the scratch for one layer's attention weights.
+    // (The sizes were checked by the reader: each tensor fits the file.)
+    size_t per_layer = 2 * D + 3 * F * D, vd = 0, total = 0;
+    size_t qkv_floats = m->nqkv * D + D * D;
+    int ok = mhsa__mul(V, D, &vd) && mhsa__mul(vd, c->tied ? 1 : 2, &total)
+             && mhsa__mul_add(&total, m->L, per_layer) && total + D > total;
+    total += D;
+    m->weights = ok ? mhsa__alloc(total * sizeof(float)) : NULL;
+    float *qkv = ok ? mhsa__alloc(qkv_floats * sizeof(float)) : NULL;
+    if (!m->weights || !qkv || !alloc_buffers(m)) {
+        mhsa__free(qkv);
+        return no_memory(path, c, m->cap, (int)m->wdt);
+    }
+    size_t off = 0;
+    float *w = m->weights;
+    mhsa_status st = read2(f, "token_embd.weight", V, D, w);
+    m->tok_emb = fp_mat(w, V, D, MHSA_F32);
+    off += V * D;
+    if (st == MHSA_OK && !c->tied) {
+        st = read2(f, "output.weight", V, D, w + off);
+        m->head = fp_mat(w + off, V, D, MHSA_F32);
+        off += V * D;
+    } else {
+        m->head = m->tok_emb;
+    }
+    if (st == MHSA_OK)
+        st = read1(f, "output_norm.weight", D, w + off);
+    m->out_norm = w + off;
+    off += D;
+    for (size_t l = 0; st == MHSA_OK && l < m->L; l++)
+        st = load_layer(m, f, l, &off, qkv);
+    mhsa__free(qkv);
+    if (st == MHSA_OK && m->wdt != MHSA_F32 && !narrow_weights(m))
+        st = no_memory(path, c, m->cap, (int)m->wdt);
+    if (st != MHSA_OK)
+        return st;
+    size_t es = mhsa_dtype_size(m->wdt);
+    size_t mats = V * D * (c->tied ? 1 : 2) + m->L * 3 * F * D;
+    m->weight_bytes = mats * es + (D + m->L * 2 * D) * sizeof(float);
+    for (size_t l = 0; l < m->L; l++)
+        m->weight_bytes += mhsa_block_weight_bytes(m->layer[l].blk);
+    snprintf(m->types, sizeof m->types, "%s", m->wdt == MHSA_F32 ? "f32"
+             : m->wdt == MHSA_F16 ? "f16" : "bf16");
+    return MHSA_OK;
+}
+
+// File mode's matrices of layer l: name and field.
+enum { FILE_LAYER_MATS = 7 };
+static void layer_mats(llama_layer *ly, const char *names[FILE_LAYER_MATS],
+                       llama_mat *mats[FILE_LAYER_MATS])
+{
+    static const char *const what[FILE_LAYER_MATS] = {
+        "attn_q", "attn_k", "attn_v", "attn_output", "ffn_gate", "ffn_up",
+        "ffn_down",
+    };
+    llama_mat *const field[FILE_LAYER_MATS] = {
+        &ly->wq, &ly->wk, &ly->wv, &ly->wo, &ly->gate, &ly->up, &ly->down,
+    };
+    for (int i = 0; i < FILE_LAYER_MATS; i++) {
+        names[i] = what[i];
+        mats[i] = field[i];
+    }
+}
+
+// m->types in file mode: the matrices' file types by the bytes they take,
+// most first.
+static void file_types(mhsa_llama *m, const mhsa_gguf_file *f)
+{
+    enum { MAX_TYPES = 16 };
+    uint32_t type[MAX_TYPES];
+    uint64_t bytes[MAX_TYPES];
+    size_t n = 0;
+    for (size_t i = 0, nt = mhsa__gguf_tensor_count(f); i < nt; i++) {
+        const mhsa_gguf_tensor *t = mhsa__gguf_tensor_at(f, i);
+        if (t->n_dims != 2 || !used_tensor(&m->cfg, t->name))
+            continue;
+        size_t j = 0;
+        while (j < n && type[j] != t->type)
+            j++;
+        if (j == n && n == MAX_TYPES)
+            continue;
+        if (j == n) {
+            type[n] = t->type;
+            bytes[n++] = 0;
+        }
+        bytes[j] += mhsa__llama_held_bytes(t);
+    }
+    size_t len = 0;
+    m->types[0] = '\0';
+    for (size_t k = 0; k < n; k++) {
+        size_t best = k;   // a selection sort of a few entries
+        for (size_t j = k + 1; j < n; j++)
+            if (bytes[j] > bytes[best])
+                best = j;
+        uint32_t tt = type[best];
+        uint64_t tb = bytes[best];
+        type[best] = type[k];
+        bytes[best] = bytes[k];
+        type[k] = tt;
+        bytes[k] = tb;
+        const char *name = mhsa__ggml_type(tt)->name;
+        char one[48];
+        if (mhsa__llama_converts(tt))
+            snprintf(one, sizeof one, "q8_0 (from %s)", name);
+        else
+            snprintf(one, sizeof one, "%s", name);
+        if (len < sizeof m->types)
+            len += (size_t)snprintf(m->types + len, sizeof m->types - len,
+                                    "%s%s", k ? "/" : "", one);
+    }
+}
+
+// File mode's buffers beside alloc_buffers': the projected rows, and the
+// input rows in each int8 form some matrix meets, for cap rows as wide as
+// the widest such matrix. 0 when out of memory.
+static int alloc_file_buffers(mhsa_llama *m)
+{
+    size_t act_bytes[MHSA_QACT_COUNT] = { 0 };
+    for (size_t l = 0; l <= m->L; l++) {
+        const char *what[FILE_LAYER_MATS];
+        llama_mat *mats[FILE_LAYER_MATS];
+        size_t n = FILE_LAYER_MATS;
+        if (l < m->L) {
+            layer_mats(&m->layer[l], what, mats);
+        } else {   // the head (the embedding is only dequantized by rows)
+            mats[0] = &m->head;
+            n = 1;
+        }
+        for (size_t i = 0; i < n; i++) {
+            const llama_mat *w = mats[i];
+            if (!w->quant)
+                continue;
+            mhsa_qact a = mhsa_qtype_act(w->q.type);
+            size_t rb = mhsa__qact_row_bytes(w->q.type, w->q.cols);
+            act_bytes[a] = rb > act_bytes[a] ? rb : act_bytes[a];
+        }
+    }
+    size_t qkv;
+    if (!mhsa__mul(m->cap, m->nqkv, &qkv) ||
+        !(m->qkv = mhsa__alloc(qkv * sizeof(float))))
+        return 0;
+    for (int a = 0; a < MHSA_QACT_COUNT; a++) {
+        size_t b;
+        if (act_bytes[a] && (!mhsa__mul(m->cap, act_bytes[a], &b) ||
+                             !(m->xq[a] = mhsa__alloc(b))))
+            return 0;
+    }
+    return 1;
+}
+
+// File mode: the file mapped, every matrix pointing into it (or converted
+// once into m->mats), the norms read as fp32, a block without weights per
+// layer.
+static mhsa_status load_file(mhsa_llama *m, const mhsa_gguf_file *f,
+                             const char *path)
+{
+    const mhsa_llama_config *c = &m->cfg;
+    size_t D = m->D, F = m->F, n_norms = D + m->L * 2 * D;
+    // The bytes of the converted (and realigned) matrices.
+    size_t copy = 0;
+    for (size_t i = 0, nt = mhsa__gguf_tensor_count(f); i < nt; i++) {
+        const mhsa_gguf_tensor *t = mhsa__gguf_tensor_at(f, i);
+        if (t->n_dims == 2 && used_tensor(c, t->name))
+            copy += mhsa__llama_copy_bytes(f, t);
+    }
+    size_t widest = D > F ? D : F;
+    float *row = mhsa__alloc(widest * sizeof(float));
+    m->weights = row ? mhsa__alloc(n_norms * sizeof(float)) : NULL;
+    m->mats = m->weights && copy ? mhsa__alloc(copy) : NULL;
+    if (!m->weights || (copy && !m->mats) || !alloc_buffers(m)) {
+        mhsa__free(row);
+        return no_memory(path, c, m->cap, MHSA__WEIGHTS_FILE);
+    }
+    mhsa_status st = mhsa__gguf_map(f, path, &m->map);
+    // The norms, fp32 whatever their type.
+    float *w = m->weights;
+    if (st == MHSA_OK)
+        st = read1(f, "output_norm.weight", D, w);
+    m->out_norm = w;
+    w += D;
+    char name[64];
+    for (size_t l = 0; st == MHSA_OK && l < m->L; l++, w += 2 * D) {
+        llama_layer *ly = &m->layer[l];
+        if ((st = read1(f, layer_name(name, sizeof name, l, "attn_norm"), D,
+                        w)) ||
+            (st = read1(f, layer_name(name, sizeof name, l, "ffn_norm"), D,
+                        w + D)))
+            break;
+        ly->attn_norm = w;
+        ly->ffn_norm = w + D;
+    }
+    // The matrices (every one present and of its shape: read_config).
+    char *dst = m->mats;
+    if (st == MHSA_OK) {
+        mhsa__llama_file_mat(f, &m->map,
+                             mhsa__gguf_tensor(f, "token_embd.weight"), &dst,
+                             row, &m->tok_emb);
+        if (c->tied)
+            m->head = m->tok_emb;
+        else
+            mhsa__llama_file_mat(f, &m->map,
+                                 mhsa__gguf_tensor(f, "output.weight"), &dst,
+                                 row, &m->head);
+    }
+    mhsa_config bc = block_config(m);
+    for (size_t l = 0; st == MHSA_OK && l < m->L; l++) {
+        const char *what[FILE_LAYER_MATS];
+        llama_mat *mats[FILE_LAYER_MATS];
+        layer_mats(&m->layer[l], what, mats);
+        for (int i = 0; i < FILE_LAYER_MATS; i++)
+            mhsa__llama_file_mat(f, &m->map,
+                                 mhsa__gguf_tensor(f, layer_name(name,
+                                                   sizeof name, l, what[i])),
+                                 &dst, row, mats[i]);
+        st = mhsa__block_create_shell(&bc, &m->layer[l].blk);
+    }
+    mhsa__free(row);
+    if (st == MHSA_OK && !alloc_file_buffers(m))
+        st = no_memory(path, c, m->cap, MHSA__WEIGHTS_FILE);
+    if (st != MHSA_OK)
+        return st;
+    m->weight_bytes = (size_t)c->file_mat_bytes + n_norms * sizeof(float);
+    file_types(m, f);
+    return MHSA_OK;
+}
+
 static mhsa_status load(const char *path, int capacity, int weight_dtype,
                         mhsa_llama **out)
 {
@@ -515,10 +794,10 @@ static mhsa_status load(const char *path, int capacity, int weight_dtype,
         return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %s is NULL", fn,
                           !path ? "path" : "out");
     if (weight_dtype != MHSA_F32 && weight_dtype != MHSA_F16 &&
-        weight_dtype != MHSA_BF16)
+        weight_dtype != MHSA_BF16 && weight_dtype != MHSA__WEIGHTS_FILE)
         return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: weight_dtype = %d is "
-                          "not MHSA_F32, MHSA_F16 or MHSA_BF16", fn,
-                          weight_dtype);
+                          "not MHSA_F32, MHSA_F16, MHSA_BF16 or "
+                          "MHSA__WEIGHTS_FILE", fn, weight_dtype);
     mhsa_gguf_file *f = NULL;
     mhsa_status st = mhsa__gguf_open(path, &f);
     if (st != MHSA_OK)
@@ -539,8 +818,8 @@ static mhsa_status load(const char *path, int capacity, int weight_dtype,
     // Every tensor was checked against the metadata (read_config): what
     // is left to refuse before allocating is a model the machine cannot
     // hold.
-    if ((st = mhsa__llama_check_memory(&cfg, cap, (mhsa_dtype)weight_dtype,
-                                       path, physical_memory()))) {
+    if ((st = mhsa__llama_check_memory(&cfg, cap, weight_dtype, path,
+                                       physical_memory()))) {
         mhsa__gguf_close(f);
         return st;
     }
@@ -552,62 +831,26 @@ static mhsa_status load(const char *path, int capacity, int weight_dtype,
     memset(m, 0, sizeof *m);
     m->cfg = cfg;
     m->k = mhsa__kernels();
-    m->wdt = (mhsa_dtype)weight_dtype;
     m->V = (size_t)cfg.vocab;
     m->L = (size_t)cfg.n_layer;
     m->D = (size_t)cfg.d_model;
     m->F = (size_t)cfg.d_ff;
     m->cap = cap;
-    size_t D = m->D, F = m->F, V = m->V, dh = D / (size_t)cfg.n_head;
-    size_t kvd = (size_t)cfg.n_kv_head * dh;
-    // tok_emb, out_norm, head (untied), and per layer 2 norms + 3 MLP
-    // matrices; the scratch for one layer's attention weights.
-    // (The sizes were checked by the reader: each tensor fits the file.)
-    size_t per_layer = 2 * D + 3 * F * D, vd = 0, total = 0;
-    size_t qkv_floats = (D + 2 * kvd) * D + D * D;
-    int ok = mhsa__mul(V, D, &vd) && mhsa__mul(vd, cfg.tied ? 1 : 2, &total)
-             && mhsa__mul_add(&total, m->L, per_layer) && total + D > total;
-    total += D;
-    m->layer = ok ? mhsa__alloc(m->L * sizeof *m->layer) : NULL;
-    m->weights = ok ? mhsa__alloc(total * sizeof(float)) : NULL;
-    float *qkv = ok ? mhsa__alloc(qkv_floats * sizeof(float)) : NULL;
-    if (!m->layer || !m->weights || !qkv || !alloc_buffers(m)) {
-        mhsa__free(qkv);
+    m->file = weight_dtype == MHSA__WEIGHTS_FILE;
+    m->wdt = m->file ? MHSA_F32 : (mhsa_dtype)weight_dtype;
+    size_t dh = m->D / (size_t)cfg.n_head;
+    m->nqkv = m->D + 2 * (size_t)cfg.n_kv_head * dh;
+    m->layer = mhsa__alloc(m->L * sizeof *m->layer);
+    if (!m->layer) {
         mhsa__llama_free(m);
         mhsa__gguf_close(f);
-        return no_memory(path, &cfg, cap, (mhsa_dtype)weight_dtype);
+        return no_memory(path, &cfg, cap, weight_dtype);
     }
     memset(m->layer, 0, m->L * sizeof *m->layer);
-    size_t off = 0;
-    float *w = m->weights;
-    st = read2(f, "token_embd.weight", V, D, w);
-    m->tok_emb = w;
-    off += V * D;
-    if (st == MHSA_OK && !cfg.tied) {
-        st = read2(f, "output.weight", V, D, w + off);
-        m->head = w + off;
-        off += V * D;
-    } else {
-        m->head = m->tok_emb;
-    }
-    if (st == MHSA_OK)
-        st = read1(f, "output_norm.weight", D, w + off);
-    m->out_norm = w + off;
-    off += D;
-    for (size_t l = 0; st == MHSA_OK && l < m->L; l++)
-        st = load_layer(m, f, l, &off, qkv);
-    mhsa__free(qkv);
+    st = m->file ? load_file(m, f, path) : load_fp(m, f, path);
     mhsa__gguf_close(f);
-    if (st == MHSA_OK && m->wdt != MHSA_F32 && !narrow_weights(m))
-        st = no_memory(path, &cfg, cap, m->wdt);
-    if (st == MHSA_OK) {
-        size_t es = mhsa_dtype_size(m->wdt);
-        size_t mats = V * D * (cfg.tied ? 1 : 2) + m->L * 3 * F * D;
-        m->weight_bytes = mats * es + (D + m->L * 2 * D) * sizeof(float);
-        for (size_t l = 0; l < m->L; l++)
-            m->weight_bytes += mhsa_block_weight_bytes(m->layer[l].blk);
+    if (st == MHSA_OK)
         st = mhsa_workspace_create(m->layer[0].blk, 1, &m->ws);
-    }
     if (st != MHSA_OK) {
         mhsa__llama_free(m);
         return st;
