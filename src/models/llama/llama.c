@@ -106,15 +106,16 @@ static void add_rows(float *x, const float *a, size_t n)
         x[i] += a[i];
 }
 
-// y (N, OC) = [y +] x (N, C) W^T for an fp matrix W (OC, C) of w->dt: one
-// row streams W once (gemv), a few rows over 16-bit W too (kv_dot, all
-// rows per W row), more go through the GEMM, which widens 16-bit W one
-// packed block at a time (gemm.h).
-static void matmul_fp(const mhsa_llama *m, float *y, int add, const float *x,
-                      const llama_mat *w, size_t N)
+// y (N, OC; rows ldy apart) = [y +] x (N, C) W^T for an fp matrix W (OC,
+// C) of w->dt: one row streams W once (gemv), a few rows over 16-bit W too
+// (kv_dot, all rows per W row), more go through the GEMM, which widens
+// 16-bit W one packed block at a time (gemm.h). (File mode's Q, K and V
+// go into the columns of one projected row: ldy > OC.)
+static void matmul_fp(const mhsa_llama *m, float *y, size_t ldy, int add,
+                      const float *x, const llama_mat *w, size_t N)
 {
     size_t C = w->q.cols, OC = w->q.rows;
-    if (w->dt == MHSA_F32) {
+    if (w->dt == MHSA_F32 && ldy == OC) {
         mhsa__linear_forward(m->k, &m->gs, MHSA_F32, y, add ? y : NULL, x,
                              w->q.data, NULL, N, C, OC);
         return;
@@ -123,12 +124,12 @@ static void matmul_fp(const mhsa_llama *m, float *y, int add, const float *x,
     if (N == 1)
         mhsa_gemv_rows_dt(m->k, &m->gs, OC, C, w->q.data, w->dt, C, x, y,
                           beta);
-    else if (N <= MHSA_FEW_ROWS_16)
+    else if (N <= MHSA_FEW_ROWS_16 && w->dt != MHSA_F32)
         mhsa_gemv_rows_16m(m->k, &m->gs, N, OC, C, w->q.data, w->dt, C, x,
-                           C, y, OC, beta);
+                           C, y, ldy, beta);
     else
         mhsa_sgemm_dt(m->k, &m->gs, 0, 1, N, OC, C, 1.0f, x, C, w->q.data,
-                      w->dt, C, NULL, beta, y, OC);
+                      w->dt, C, NULL, beta, y, ldy);
 }
 
 // File mode's products, y (n, ldy apart) = [y +] x (n, C) W^T. A quantized
@@ -239,7 +240,7 @@ static void products(const mhsa_llama *m, const float *x, size_t n,
     }
     for (int i = 0; i < np; i++)
         if (!in_team(p[i].w, n))
-            matmul_fp(m, p[i].y, p[i].add, x, p[i].w, n);
+            matmul_fp(m, p[i].y, p[i].ldy, p[i].add, x, p[i].w, n);
 }
 
 // ---- the forward ---------------------------------------------------------
@@ -295,11 +296,11 @@ static mhsa_status layer_forward(mhsa_llama *m, size_t l, mhsa_kv_cache *kv,
         mhsa__team_run(nt, mlp_row_body, &c);
         return MHSA_OK;
     }
-    matmul_fp(m, m->g, 0, m->h, &ly->gate, N);
-    matmul_fp(m, m->u, 0, m->h, &ly->up, N);
+    matmul_fp(m, m->g, F, 0, m->h, &ly->gate, N);
+    matmul_fp(m, m->u, F, 0, m->h, &ly->up, N);
     mhsa__swiglu_forward(m->g, m->g, m->u, N * F);
     // x = x + g W_down^T: the residual fused into the GEMM's C.
-    matmul_fp(m, m->x, 1, m->g, &ly->down, N);
+    matmul_fp(m, m->x, D, 1, m->g, &ly->down, N);
     return MHSA_OK;
 }
 
