@@ -70,7 +70,7 @@ void mhsa_qquantize_32__avx2(size_t n, const float *x, void *dst)
         float id = amax != 0.0f ? 127.0f / amax : 0.0f;
         __m256i q = round32(x, id);
         _mm256_storeu_si256((__m256i *)b->q, q);
-        b->d = amax / 127.0f;
+        b->d = mhsa_q8_32_scale(amax);
         int32_t lo, hi;
         sums16(q, &lo, &hi);
         b->s = lo + hi;

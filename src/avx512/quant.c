@@ -40,7 +40,7 @@ void mhsa_qquantize_32__avx512(size_t n, const float *x, void *dst)
         float amax = amax_of(x, 32);
         __m512 id = _mm512_set1_ps(inv_scale(amax));
         __m512i q0 = round16(x, id, b->q), q1 = round16(x + 16, id, b->q + 16);
-        b->d = amax / 127.0f;
+        b->d = mhsa_q8_32_scale(amax);
         b->s = q512_hsum_epi32(_mm512_add_epi32(q0, q1));
     }
 }

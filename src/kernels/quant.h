@@ -14,7 +14,9 @@
 //           { float d; int32_t s; int8_t q[32]; }
 //   q8_256  (for the 256-element k-quants): per 256 values
 //           { float d; int8_t q[256]; int16_t bsum[16]; }
-// with amax = max |x_i| over the block, d = amax / 127, q_i =
+// with amax = max |x_i| over the block, d = amax / 127 (q8_256) or that
+// rounded to binary16 (q8_32, the scale ggml's block_q8_0 and block_q8_1
+// store: llama.cpp's products then round as ours do), q_i =
 // round-half-even(x_i * (127 / amax)) (0 when amax is 0), s = sum of the
 // q_i and bsum[j] = sum of q_i over i in [16 j, 16 j + 16). (Each
 // 127 / amax and x_i * it is one fp32 division and one product, rounded to
@@ -53,6 +55,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "kernels/half.h"
+
 // The computed types, numbered by this library (mhsa_qtype_ggml gives
 // ggml's number).
 typedef enum mhsa_qtype {
@@ -70,6 +74,14 @@ typedef enum mhsa_qtype {
 // The two activation forms (above).
 typedef enum mhsa_qact { MHSA_QACT_32 = 0, MHSA_QACT_256, MHSA_QACT_COUNT }
     mhsa_qact;
+
+// The scale d of a q8_32 block: amax / 127 rounded to binary16 (and back),
+// the value ggml's block_q8_0 and block_q8_1 store, so that the products
+// round as llama.cpp's do. (q8_256 keeps amax / 127 in fp32, as Q8_K.)
+static inline float mhsa_q8_32_scale(float amax)
+{
+    return mhsa_f16_to_f32(mhsa_f32_to_f16(amax / 127.0f));
+}
 
 typedef struct mhsa_q8_32 {
     float d;

@@ -62,7 +62,7 @@ void mhsa_qquantize_32__neon(size_t n, const float *x, void *dst)
         int8x16_t q0 = round16(x, id), q1 = round16(x + 16, id);
         vst1q_s8(b->q, q0);
         vst1q_s8(b->q + 16, q1);
-        b->d = amax / 127.0f;
+        b->d = mhsa_q8_32_scale(amax);
         b->s = vaddlvq_s8(q0) + vaddlvq_s8(q1);
     }
 }

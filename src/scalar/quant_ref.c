@@ -75,7 +75,7 @@ static uint32_t le32(const unsigned char *p)
 
 // ---- activations -----------------------------------------------------------
 
-// One block of n values: d and the q (quant.h's rule).
+// One block of n values: the q (quant.h's rule); returns amax.
 static float quant_block(const float *x, size_t n, int8_t *q)
 {
     float amax = 0.0f;
@@ -86,14 +86,14 @@ static float quant_block(const float *x, size_t n, int8_t *q)
     float id = amax != 0.0f ? 127.0f / amax : 0.0f;
     for (size_t i = 0; i < n; i++)
         q[i] = (int8_t)nearbyintf(x[i] * id);
-    return amax / 127.0f;
+    return amax;
 }
 
 static void quantize_32(size_t n, const float *x, void *dst)
 {
     mhsa_q8_32 *b = dst;
     for (size_t i = 0; i < n / 32; i++, x += 32, b++) {
-        b->d = quant_block(x, 32, b->q);
+        b->d = mhsa_q8_32_scale(quant_block(x, 32, b->q));
         int32_t s = 0;
         for (int j = 0; j < 32; j++)
             s += b->q[j];
@@ -105,7 +105,7 @@ static void quantize_256(size_t n, const float *x, void *dst)
 {
     mhsa_q8_256 *b = dst;
     for (size_t i = 0; i < n / 256; i++, x += 256, b++) {
-        b->d = quant_block(x, 256, b->q);
+        b->d = quant_block(x, 256, b->q) / 127.0f;
         for (int j = 0; j < 16; j++) {
             int s = 0;
             for (int l = 0; l < 16; l++)
