@@ -4,7 +4,7 @@
 // Built against a llama.cpp checkout outside this repository (see
 // make_greedy_ids.sh); not part of mhsa's build.
 //
-//   greedy_ids [--gaps] MODEL.gguf N PROMPT
+//   greedy_ids [--gaps] [--kv-f32] MODEL.gguf N PROMPT
 //
 // Prints "prompt_ids: ..." (the prompt tokenized as llama-simple does, with
 // add_special, so BOS only where the model asks for it, and parse_special,
@@ -15,6 +15,12 @@
 // second largest, one per new id and, when an end-of-generation token
 // stopped it, one more for that step. A step whose gap is small is one
 // where another engine's rounding may pick the other token.
+// --kv-f32 keeps the KV cache in F32 (llama.cpp's default is F16, which
+// also rounds the queries and the attention weights to F16), the cache
+// mhsa-generate keeps by default: on a quantized model, whose int8
+// activations turn a last-bit difference into a whole step, that F16
+// rounding alone moves llama.cpp's own greedy ids where the top two
+// logits are 0.3 apart.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,12 +29,22 @@
 
 int main(int argc, char **argv)
 {
-    int gaps = argc == 5 && !strcmp(argv[1], "--gaps");
-    if (argc != 4 + gaps) {
-        fprintf(stderr, "usage: greedy_ids [--gaps] MODEL.gguf N PROMPT\n");
+    int gaps = 0, kv_f32 = 0;
+    while (argc > 1 && argv[1][0] == '-' && argv[1][1] == '-') {
+        if (!strcmp(argv[1], "--gaps"))
+            gaps = 1;
+        else if (!strcmp(argv[1], "--kv-f32"))
+            kv_f32 = 1;
+        else
+            break;
+        argv++;
+        argc--;
+    }
+    if (argc != 4) {
+        fprintf(stderr,
+                "usage: greedy_ids [--gaps] [--kv-f32] MODEL.gguf N PROMPT\n");
         return 2;
     }
-    argv += gaps;
     int n = atoi(argv[2]);
     const char *prompt = argv[3];
     static float gap[4096];
@@ -48,6 +64,10 @@ int main(int argc, char **argv)
     struct llama_context_params cp = llama_context_default_params();
     cp.n_ctx = 2048;
     cp.n_batch = 2048;
+    if (kv_f32) {
+        cp.type_k = GGML_TYPE_F32;
+        cp.type_v = GGML_TYPE_F32;
+    }
     struct llama_context *ctx = llama_init_from_model(model, cp);
     printf("prompt_ids:");
     for (int i = 0; i < np; i++)

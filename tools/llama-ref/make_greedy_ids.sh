@@ -13,7 +13,8 @@
 #
 # --own-types: tests/data/llama/smollm2_greedy_q4_1.txt, llama.cpp on the
 # file as it is, computing with its own types (Q4_1 and Q8_0 weights
-# times 8-bit activations): the reference of an engine that computes on
+# times 8-bit activations) and an F32 KV cache (greedy_ids --kv-f32, as
+# mhsa-generate's default): the reference of an engine that computes on
 # the quantized blocks too. Each prompt gets a fourth line, "top2_gaps:",
 # llama.cpp's largest logit minus its second largest at every step (one
 # per new id, one more when an end-of-generation token stopped it): where
@@ -41,8 +42,8 @@ build_greedy_ids "$llama" "$work/greedy_ids"
 if ((own)); then
     file=$model
     out=tests/data/llama/smollm2_greedy_q4_1.txt
-    on="in its own types"
-    gaps=(--gaps)
+    on="in its own types, F32 KV cache"
+    gaps=(--gaps --kv-f32)
     lines="its ids, the new ids and top2_gaps"
 else
     file=$work/f32.gguf
