@@ -481,6 +481,34 @@ START_TEST(sampler_matches_selection_sort)
 }
 END_TEST
 
+// --top-k 0 over a large vocabulary: sampling among all V logits must
+// cost O(V log V), not the O(V^2) of a selection sort (which would take
+// about 700 s here, 1.5 s per token at SmolLM2's 49152). The test case's
+// timeout (120 s, against about 1 s) is the check; the result must be
+// a valid id, the order sorted, and its head the largest logit.
+START_TEST(top_k_zero_over_a_million_logits_is_fast)
+{
+    enum { BIGV = 1 << 20 };
+    float *z = malloc(BIGV * sizeof *z);
+    int *order = malloc(BIGV * sizeof *order);
+    ck_assert(z && order);
+    rng r = {7};
+    int best = 0;
+    for (int j = 0; j < BIGV; j++) {
+        z[j] = (float)rng_uniform(&r, -10.0f, 10.0f);
+        best = z[j] > z[best] ? j : best;
+    }
+    uint64_t s = 99;
+    int t = sample_token(z, BIGV, 0.8f, 0, &s, order);
+    ck_assert(t >= 0 && t < BIGV);
+    ck_assert_int_eq(order[0], best);
+    for (int j = 1; j < BIGV; j++)
+        ck_assert(z[order[j - 1]] >= z[order[j]]);
+    free(z);
+    free(order);
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("generate_cli");
@@ -496,6 +524,10 @@ static Suite *suite(void)
     tcase_add_test(tc, too_many_openmp_threads_are_lowered);
     tcase_add_test(tc, sampler_matches_selection_sort);
     suite_add_tcase(s, tc);
+    TCase *big = tcase_create("sampler_cost");
+    tcase_set_timeout(big, 120);
+    tcase_add_test(big, top_k_zero_over_a_million_logits_is_fast);
+    suite_add_tcase(s, big);
     return s;
 }
 
