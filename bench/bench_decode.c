@@ -1,9 +1,8 @@
-// bench_decode.c — one-token decode against a KV cache (issues 5, 11, 12,
-// 13): the attention over the cache alone (decode/core, what
-// mhsa_forward_cached runs between the projections) and the whole block
-// step (decode/block, mhsa_forward_cached_ex), for every cache dtype, a
-// grouped-query cache, and a ragged batch whose sequences hold very
-// different lengths.
+// bench_decode.c — one-token decode against a KV cache: the attention
+// over the cache alone (decode/core, what mhsa_forward_cached runs between
+// the projections) and the whole block step (decode/block,
+// mhsa_forward_cached_ex), for every cache dtype, a grouped-query cache,
+// and a ragged batch whose sequences hold very different lengths.
 //
 // Every case reports GB/s of the K and V bytes the step must read as they
 // are stored (2 * Hkv * dh * sizeof(dtype) per cached position, summed

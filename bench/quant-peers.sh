@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/quant-peers.sh LLAMA_CPP IK_LLAMA_CPP FILE.gguf... — the GGUF files
 # people run (Q4_0, Q4_K_M, Q8_0, ...) in three engines, each computing
-# on the file as it is, in one run (issue 47). For each file and 1 and 2
+# on the file as it is, in one run. For each file and 1 and 2
 # threads one table row:
 #   - pp512 and tg64 tokens/s of mhsa-generate --model FILE --bench (with
 #     its default weights: whatever it does with that file's types), of

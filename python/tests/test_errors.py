@@ -89,8 +89,8 @@ def test_dtype_fields():
     for field in ("weight_dtype", "compute_dtype"):
         with pytest.raises(ValueError, match=field):
             mhsa.Block(32, 4, 8, **{field: "f8"})
-    # 16-bit weights and BF16 compute arrive with issues 23 and 25: until
-    # mhsa.h has the fields, a clear ValueError; afterwards, a block.
+    # 16-bit weights and BF16 compute: where mhsa.h lacks the fields, a
+    # clear ValueError; where it has them, a block.
     for field, value, have in (("weight_dtype", "bf16",
                                 mhsa._mhsa.weight_dtypes),
                                ("compute_dtype", "bf16",

@@ -1,6 +1,6 @@
 // synth-llama — writes a Llama-architecture GGUF file of any shape with
 // random weights: a model for benchmarks at sizes where DRAM, not the
-// cache, is the limit (issue 47's "1.1B shape"). The tokenizer is another
+// cache, is the limit (a 1.1B shape, say). The tokenizer is another
 // GGUF file's (every tokenizer.* key copied, so llama.cpp and mhsa-generate
 // load and tokenize it as that model); the vocabulary size is its token
 // count.
