@@ -53,18 +53,15 @@ static unsigned encode_flags(const gen_args *a)
            (a->no_parse_special ? 0u : (unsigned)MHSA_TOK_PARSE_SPECIAL);
 }
 
-static int model_error(const gen_args *a)
+int gen_model_error(const gen_args *a)
 {
     fprintf(stderr, "mhsa-generate: --model %s: %s\n", gen_quote(a->model),
             mhsa_last_error());
     return CLI_USAGE;
 }
 
-// The tokenizer, the prompt's ids, then the model with a cache for them
-// and the new tokens.
-static int setup(gguf_run *r)
+int gen_gguf_start(const gen_args *a, mhsa_tokenizer **tok)
 {
-    const gen_args *a = r->a;
     gen_set_threads(a->threads);
     if (a->isa != MHSA_ISA_AUTO && mhsa_select_isa(a->isa) != MHSA_OK) {
         fprintf(stderr, "mhsa-generate: --isa %s: not available on this "
@@ -73,11 +70,20 @@ static int setup(gguf_run *r)
     }
     mhsa_gguf_file *f = NULL;
     if (mhsa__gguf_open(a->model, &f) != MHSA_OK)
-        return model_error(a);
-    mhsa_status st = mhsa__tok_load(f, &r->tok);
+        return gen_model_error(a);
+    mhsa_status st = mhsa__tok_load(f, tok);
     mhsa__gguf_close(f);
-    if (st != MHSA_OK)
-        return model_error(a);
+    return st == MHSA_OK ? CLI_OK : gen_model_error(a);
+}
+
+// The tokenizer, the prompt's ids, then the model with a cache for them
+// and the new tokens.
+static int setup(gguf_run *r)
+{
+    const gen_args *a = r->a;
+    int rc = gen_gguf_start(a, &r->tok);
+    if (rc != CLI_OK)
+        return rc;
     size_t len = a->prompt_len, n = 0;
     size_t max_ids = mhsa__tok_max_ids(r->tok, len);
     if (max_ids > ((size_t)1 << 40)) {
@@ -114,7 +120,7 @@ static int setup(gguf_run *r)
     r->n_prompt = n;
     mhsa_llama_config cfg;
     if (mhsa__llama_read_config(a->model, &cfg) != MHSA_OK)
-        return model_error(a);
+        return gen_model_error(a);
     // The cache holds the prompt and the new tokens (or what --ctx says);
     // generation stops early when it is full. -n 0 processes the prompt
     // only.
@@ -148,7 +154,7 @@ static int setup(gguf_run *r)
     if (mhsa__llama_load_ex(a->model, (int)cap, a->weight_dtype, &r->m) !=
             MHSA_OK ||
         mhsa__llama_cache_create(r->m, a->kv_dtype, &r->cache) != MHSA_OK)
-        return model_error(a);
+        return gen_model_error(a);
     size_t V = (size_t)mhsa__llama_config(r->m)->vocab;
     r->logits = malloc(V * sizeof(float));
     r->order = malloc(V * sizeof(int));

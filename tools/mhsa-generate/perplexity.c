@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "gen_util.h"
+#include "gguf_generate.h"
 #include "models/gguf/gguf.h"
 #include "models/llama/llama.h"
 #include "models/tokenizer/tokenizer.h"
@@ -66,13 +67,6 @@ static void run_free(ppl_run *r)
     free(r->chunk);
     free(r->logits);
     free(r->nll);
-}
-
-static int model_error(const gen_args *a)
-{
-    fprintf(stderr, "mhsa-generate: --model %s: %s\n", gen_quote(a->model),
-            mhsa_last_error());
-    return CLI_USAGE;
 }
 
 static int no_memory(void)
@@ -148,19 +142,9 @@ static int pick_ctx(ppl_run *r, const mhsa_llama_config *cfg)
 static int setup(ppl_run *r)
 {
     const gen_args *a = r->a;
-    gen_set_threads(a->threads);
-    if (a->isa != MHSA_ISA_AUTO && mhsa_select_isa(a->isa) != MHSA_OK) {
-        fprintf(stderr, "mhsa-generate: --isa %s: not available on this "
-                "machine or build\n", mhsa_isa_name(a->isa));
-        return CLI_USAGE;
-    }
-    mhsa_gguf_file *f = NULL;
-    if (mhsa__gguf_open(a->model, &f) != MHSA_OK)
-        return model_error(a);
-    mhsa_status st = mhsa__tok_load(f, &r->tok);
-    mhsa__gguf_close(f);
-    if (st != MHSA_OK)
-        return model_error(a);
+    int rc = gen_gguf_start(a, &r->tok);
+    if (rc != CLI_OK)
+        return rc;
     if (mhsa__tok_adds_eos(r->tok)) {
         fprintf(stderr, "mhsa-generate: --model %s: the model adds EOS to "
                 "every text (tokenizer.ggml.add_eos_token), which "
@@ -170,8 +154,8 @@ static int setup(ppl_run *r)
     r->add_bos = mhsa__tok_adds_bos(r->tok) && mhsa__tok_bos(r->tok) >= 0;
     mhsa_llama_config cfg;
     if (mhsa__llama_read_config(a->model, &cfg) != MHSA_OK)
-        return model_error(a);
-    int rc = tokenize(r);
+        return gen_model_error(a);
+    rc = tokenize(r);
     if (rc == CLI_OK)
         rc = pick_ctx(r, &cfg);
     if (rc != CLI_OK)
@@ -179,7 +163,7 @@ static int setup(ppl_run *r)
     if (mhsa__llama_load_ex(a->model, r->n_ctx, (int)a->weight_dtype,
                             &r->m) != MHSA_OK ||
         mhsa__llama_cache_create(r->m, a->kv_dtype, &r->cache) != MHSA_OK)
-        return model_error(a);
+        return gen_model_error(a);
     size_t V = (size_t)mhsa__llama_config(r->m)->vocab;
     int scored = r->n_ctx - r->n_ctx / 2 - 1;
     size_t b = PPL_LOGIT_FLOATS / V;
