@@ -135,6 +135,11 @@ Q512_INLINE int32_t q512_hsum_epi32(__m512i v)
 // matrix's last repeat it).
 typedef struct q512_rows {
     const unsigned char *p[16];
+    // The next unit's rows, contiguous, prefetched a slice of pf_step
+    // bytes per block while this unit computes (q512_prefetch_next);
+    // pf NULL: none.
+    const char *pf;
+    size_t pf_step;
 } q512_rows;
 
 // Rows r0.. of w (ldw bytes apart, nw in all); returns how many of the
@@ -146,6 +151,34 @@ Q512_INLINE size_t q512_rows_at(q512_rows *R, const void *w, size_t ldw,
     for (size_t r = 0; r < 16; r++)
         R->p[r] = (const unsigned char *)w + (r0 + (r < n ? r : n - 1)) * ldw;
     return n;
+}
+
+// R's next unit: rows [r1, r1 + 16) of w (less past nw), spread over the
+// nb blocks of this one; none when there are none or not on (a product
+// of more activation rows than one tile, which reads each unit several
+// times and takes its time per byte). A unit reads its 16 rows a block
+// at a time: 16 short interleaved streams, which the hardware
+// prefetchers do not follow from DRAM. Prefetching changes no bit.
+Q512_INLINE void q512_prefetch_at(q512_rows *R, const void *w, size_t ldw,
+                                  size_t r1, size_t nw, size_t nb, int on)
+{
+    R->pf = NULL;
+    R->pf_step = 0;
+    if (!on || r1 >= nw || nb == 0)
+        return;
+    size_t r2 = nw - r1 < 16 ? nw : r1 + 16;
+    R->pf = (const char *)w + r1 * ldw;
+    R->pf_step = ((r2 - r1) * ldw + nb - 1) / nb;
+}
+
+// Block b's slice of the next unit's bytes, into the cache.
+Q512_INLINE void q512_prefetch_next(const q512_rows *R, size_t b)
+{
+    if (!R->pf)
+        return;
+    const char *p = R->pf + b * R->pf_step, *e = p + R->pf_step;
+    for (; p < e; p += 64)
+        __builtin_prefetch(p, 0, 2);
 }
 
 Q512_INLINE __m512i q512_bytes(int v) { return _mm512_set1_epi8((char)v); }
@@ -325,6 +358,7 @@ Q512_INLINE void q512_store(float *y, size_t n, int add, __m512 acc)
 
 // ---- the loop of every product ----------------------------------------------
 
+
 // name(...) (kernels/quant.h's qmm): units of 16 weight rows, and for
 // each the activation rows in tiles of QA, then QA / 2, ... 1 (the
 // remainders), each tile one call of
@@ -339,6 +373,7 @@ Q512_INLINE void q512_store(float *y, size_t n, int add, __m512 acc)
         for (size_t r0 = 0; r0 < nw; r0 += 16) {                              \
             q512_rows R;                                                      \
             size_t nr = q512_rows_at(&R, w, ldw, r0, nw);                     \
+            q512_prefetch_at(&R, w, ldw, r0 + 16, nw, nb, m <= QA);           \
             size_t j = 0;                                                     \
             for (int t = QA; t >= 1; t /= 2)                                  \
                 for (; m - j >= (size_t)t; j += (size_t)t) {                  \

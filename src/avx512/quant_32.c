@@ -112,6 +112,7 @@ Q512_INLINE void tile32(mhsa_qtype t, const q512_rows *R, size_t nb,
     for (int i = 0; i < n; i++)
         acc[i] = _mm512_setzero_ps();
     for (size_t b = 0; b < nb; b++) {
+        q512_prefetch_next(R, b);
         __m512i W[8];
         __m512 dw, mw = _mm512_setzero_ps();
         unpack32(t, R, b * bytes32(t), W, &dw, &mw);

@@ -91,6 +91,7 @@ Q512_INLINE void tile_k45(int five, const q512_rows *R, size_t nb,
     for (int i = 0; i < n; i++)
         acc[i] = _mm512_setzero_ps();
     for (size_t b = 0; b < nb; b++) {
+        q512_prefetch_next(R, b);
         const size_t off = b * bytes;
         // H[0] = d | dmin << 16, H[1..3] the 12 bytes of scales.
         __m512i H[4];
@@ -171,6 +172,7 @@ Q512_INLINE void tile_k6(const q512_rows *R, size_t nb, const char *x,
     for (int i = 0; i < n; i++)
         acc[i] = _mm512_setzero_ps();
     for (size_t b = 0; b < nb; b++) {
+        q512_prefetch_next(R, b);
         const size_t off = b * 210;
         __m512 d = q512_halves(R, off + 208);
         __m512i S[4];   // int8 scale j in byte j % 4 of S[j / 4]
