@@ -86,8 +86,8 @@ def test_workspace_memory_follows_the_input():
 
 
 def test_a_workspace_refuses_what_it_was_not_sized_for():
-    # The extension's workspace of max_t rows (the library's internal
-    # mhsa__workspace_create_sized): a longer input is refused, never
+    # The extension's workspace of max_t rows (the public
+    # mhsa_workspace_create_sized): a longer input is refused, never
     # written past the views.
     from mhsa import _mhsa
     blk = mhsa.Block(64, 4, 32, causal=True)

@@ -75,8 +75,15 @@
 // Quantized products (kernels/quant.h): the VNNI set (quant.c), whose
 // vpdpbusd needs AVX512_VNNI beyond this table's F, BW, VL and DQ;
 // dispatch hands CPUs without it the AVX2 table's set instead.
+// The sanitizer builds' emulated table (MHSA_AVX512_EMUL_NO_Q,
+// tests/meson.build) has the AVX2 set: no test runs its quantized
+// products there (MHSA_TEST_EMULATION=0), and their SIMDe build under
+// ASan and UBSan took most of CI's time.
 #undef MHSA_KERNEL_TABLE_Q
-#if MHSA_AVX512_EMULATED
+#if MHSA_AVX512_EMULATED && MHSA_AVX512_EMUL_NO_Q
+extern const mhsa_qkernels mhsa_qkernels_avx2;
+#define MHSA_KERNEL_TABLE_Q (&mhsa_qkernels_avx2)
+#elif MHSA_AVX512_EMULATED
 extern const mhsa_qkernels mhsa_qkernels_avx512_emul;
 #define MHSA_KERNEL_TABLE_Q (&mhsa_qkernels_avx512_emul)
 #else

@@ -526,6 +526,7 @@ static Suite *suite(void)
     suite_add_tcase(s, tc);
     TCase *big = tcase_create("sampler_cost");
     tcase_set_timeout(big, 120);
+    tcase_set_tags(big, "slow");   // (not under valgrind or qemu)
     tcase_add_test(big, top_k_zero_over_a_million_logits_is_fast);
     suite_add_tcase(s, big);
     return s;
