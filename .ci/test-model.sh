@@ -16,6 +16,9 @@
 #    of two int8 engines differs, and on this model a change as small as
 #    llama.cpp's own F16 KV cache moves its ids at gaps up to 0.33).
 #    Prints how many prompts match all 24 ids and where the others part.
+# 3. Memory: the peak RSS of a greedy 64-token generation in file mode
+#    (getrusage of the child, through python3) is at most the file's size
+#    + 64 MiB: the weights are the mapped file, nothing is copied.
 # (tools/llama-ref/make_greedy_ids.sh made both files.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -118,3 +121,19 @@ fi
 echo "model: file types: $full of $prompts prompts give llama.cpp's 24" \
      "greedy ids; the others part at step@gap:${parts:- none}"
 [[ $fails -eq 0 ]]
+
+# 3. Memory.
+size=$(stat -c %s "$model")
+rss=$(python3 -c '
+import resource, subprocess, sys
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)' \
+      "$build/mhsa-generate" --model "$model" --temperature 0 -n 64 \
+      --threads 2 --prompt "Once upon a time, in a small village,")
+limit=$((size + 64 * 1024 * 1024))
+echo "model: peak RSS of a 64-token generation $((rss / 1000000)) MB," \
+     "file $((size / 1000000)) MB (limit: file + 64 MiB)"
+if ((rss > limit)); then
+    echo "model: peak RSS $rss bytes is over the file + 64 MiB ($limit)" >&2
+    exit 1
+fi
