@@ -3,7 +3,9 @@
 # ASan+UBSan step of .ci/run (default: both).
 #
 #   valgrind  memcheck over the hardening, reference, weight-file,
-#             dispatch and data-parallel tests (build-vg; test cases tagged
+#             model-file (GGUF reader, tokenizer, Llama loader and
+#             mhsa-generate's error paths), dispatch and data-parallel
+#             tests (build-vg; test cases tagged
 #             slow left out): any error or definite leak fails
 #             (--errors-for-leak-kinds=definite: libgomp's live pool is only
 #             "possibly lost"). check runs in CK_FORK=no mode, one process.
@@ -42,7 +44,8 @@ for s in "${steps[@]}"; do
         # (they use the emulated table directly, MHSA_TEST_EMULATION=0 or
         # not): their packers' masked loads and the modelled tile file.
         vg_tests=(adversarial adversarial_variants overflow faults concurrency refs
-                  safetensors dispatch dp bf16_tiles bf16_emul)
+                  safetensors dispatch dp bf16_tiles bf16_emul gguf tokenizer
+                  llama generate_cli)
         ninja -C build-vg "${vg_tests[@]/#/tests/test_}"
         vg="valgrind --tool=memcheck --error-exitcode=99 --leak-check=full"
         vg+=" --errors-for-leak-kinds=definite --show-leak-kinds=definite"
