@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "gguf_writer.h"
+#include "models/gguf/gguf.h"
 
 void gw_free(gw *w)
 {
@@ -94,6 +95,28 @@ void gw_key(gw *w, const char *key, uint32_t type)
 {
     gw_str(w, key);
     gw_u32(w, type);
+}
+
+void gw_key_u32(gw *w, const char *key, uint32_t v)
+{
+    gw_key(w, key, MHSA_GGUF_UINT32);
+    gw_u32(w, v);
+}
+
+void gw_llama_shape(gw *w, uint32_t layers, uint32_t ctx, uint32_t d_model,
+                    uint32_t d_ff, uint32_t heads, uint32_t kv_heads,
+                    float eps)
+{
+    gw_key(w, "general.architecture", MHSA_GGUF_STRING);
+    gw_str(w, "llama");
+    gw_key_u32(w, "llama.block_count", layers);
+    gw_key_u32(w, "llama.context_length", ctx);
+    gw_key_u32(w, "llama.embedding_length", d_model);
+    gw_key_u32(w, "llama.feed_forward_length", d_ff);
+    gw_key_u32(w, "llama.attention.head_count", heads);
+    gw_key_u32(w, "llama.attention.head_count_kv", kv_heads);
+    gw_key(w, "llama.attention.layer_norm_rms_epsilon", MHSA_GGUF_FLOAT32);
+    gw_f32(w, eps);
 }
 
 void gw_arr(gw *w, uint32_t elem, uint64_t n)

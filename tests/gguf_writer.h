@@ -39,6 +39,15 @@ void gw_header(gw *w, uint32_t version, uint64_t n_tensors, uint64_t n_kv);
 void gw_key(gw *w, const char *key, uint32_t type);
 // An array's header after gw_key(..., 9): element type and count.
 void gw_arr(gw *w, uint32_t elem, uint64_t n);
+// A key with a uint32 value.
+void gw_key_u32(gw *w, const char *key, uint32_t v);
+// A Llama model's shape, 8 key/values: general.architecture = "llama"
+// and llama.block_count, context_length, embedding_length,
+// feed_forward_length, attention.head_count, attention.head_count_kv and
+// attention.layer_norm_rms_epsilon.
+void gw_llama_shape(gw *w, uint32_t layers, uint32_t ctx, uint32_t d_model,
+                    uint32_t d_ff, uint32_t heads, uint32_t kv_heads,
+                    float eps);
 
 // One tensor for gw_tensors: ne innermost first, as in the file.
 typedef struct gw_tensor {

@@ -358,7 +358,6 @@ Q512_INLINE void q512_store(float *y, size_t n, int add, __m512 acc)
 
 // ---- the loop of every product ----------------------------------------------
 
-
 // name(...) (kernels/quant.h's qmm): units of 16 weight rows, and for
 // each the activation rows in tiles of QA, then QA / 2, ... 1 (the
 // remainders), each tile one call of

@@ -35,12 +35,6 @@
 enum { D = 16, H = 2, KV = 1, DH = 8, F = 32, L = 1, CTX = 64,
        ID_BOS = 256, ID_EOS = 257, V = 258 };
 
-static void key_u32(gw *w, const char *k, uint32_t v)
-{
-    gw_key(w, k, MHSA_GGUF_UINT32);
-    gw_u32(w, v);
-}
-
 // Writes the model (once per test process) and returns its path.
 static const char *model(void)
 {
@@ -76,16 +70,7 @@ static const char *model(void)
     }
     gw w = {0};
     gw_header(&w, 3, nt, 15);
-    gw_key(&w, "general.architecture", MHSA_GGUF_STRING);
-    gw_str(&w, "llama");
-    key_u32(&w, "llama.block_count", L);
-    key_u32(&w, "llama.context_length", CTX);
-    key_u32(&w, "llama.embedding_length", D);
-    key_u32(&w, "llama.feed_forward_length", F);
-    key_u32(&w, "llama.attention.head_count", H);
-    key_u32(&w, "llama.attention.head_count_kv", KV);
-    gw_key(&w, "llama.attention.layer_norm_rms_epsilon", MHSA_GGUF_FLOAT32);
-    gw_f32(&w, 1e-5f);
+    gw_llama_shape(&w, L, CTX, D, F, H, KV, 1e-5f);
     gw_key(&w, "tokenizer.ggml.model", MHSA_GGUF_STRING);
     gw_str(&w, "gpt2");
     gw_key(&w, "tokenizer.ggml.pre", MHSA_GGUF_STRING);
@@ -102,8 +87,8 @@ static const char *model(void)
     gw_key(&w, "tokenizer.ggml.merges", MHSA_GGUF_ARRAY);
     gw_arr(&w, MHSA_GGUF_STRING, 1);
     gw_str(&w, "h e");
-    key_u32(&w, "tokenizer.ggml.bos_token_id", ID_BOS);
-    key_u32(&w, "tokenizer.ggml.eos_token_id", ID_EOS);
+    gw_key_u32(&w, "tokenizer.ggml.bos_token_id", ID_BOS);
+    gw_key_u32(&w, "tokenizer.ggml.eos_token_id", ID_EOS);
     gw_key(&w, "tokenizer.ggml.add_bos_token", MHSA_GGUF_BOOL);
     gw_u8(&w, 1);
     gw_tensors(&w, t, nt, 32);

@@ -113,12 +113,6 @@ static unsigned char *make_mat(rng *r, const qtype *q, size_t rows,
     return p;
 }
 
-static void key_u32(gw *w, const char *k, uint32_t v)
-{
-    gw_key(w, k, MHSA_GGUF_UINT32);
-    gw_u32(w, v);
-}
-
 // A model with every matrix of type q (the head its own tensor, or tied
 // to the embedding) written to path.
 static void write_model(const qtype *q, int tied, const char *path)
@@ -166,16 +160,7 @@ static void write_model(const qtype *q, int tied, const char *path)
     }
     gw w = {0};
     gw_header(&w, 3, nt, 8);
-    gw_key(&w, "general.architecture", MHSA_GGUF_STRING);
-    gw_str(&w, "llama");
-    key_u32(&w, "llama.block_count", L);
-    key_u32(&w, "llama.context_length", CTX);
-    key_u32(&w, "llama.embedding_length", D);
-    key_u32(&w, "llama.feed_forward_length", F);
-    key_u32(&w, "llama.attention.head_count", H);
-    key_u32(&w, "llama.attention.head_count_kv", KV);
-    gw_key(&w, "llama.attention.layer_norm_rms_epsilon", MHSA_GGUF_FLOAT32);
-    gw_f32(&w, 1e-5f);
+    gw_llama_shape(&w, L, CTX, D, F, H, KV, 1e-5f);
     gw_tensors(&w, t, nt, 32);
     ck_assert_int_eq(gw_save(&w, path), 0);
     gw_free(&w);

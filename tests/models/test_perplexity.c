@@ -43,12 +43,6 @@ enum { D = 324, H = 2, KV = 1, DH = 162, F = 8, CTX = 64, ID_BOS = 256,
 static const char TEXT[] = "qazmnopxkcfgqea";   // 15 bytes
 static const float W = 0.4375f;                 // L = 18 W = 7.875
 
-static void key_u32(gw *w, const char *k, uint32_t v)
-{
-    gw_key(w, k, MHSA_GGUF_UINT32);
-    gw_u32(w, v);
-}
-
 // The model described above, as the file `name`; returns its path.
 static const char *write_model(const char *name, int add_bos, float w,
                                float b)
@@ -98,16 +92,8 @@ static const char *write_model(const char *name, int add_bos, float w,
     }
     gw g = {0};
     gw_header(&g, 3, nt, 15);
-    gw_key(&g, "general.architecture", MHSA_GGUF_STRING);
-    gw_str(&g, "llama");
-    key_u32(&g, "llama.block_count", 1);
-    key_u32(&g, "llama.context_length", CTX);
-    key_u32(&g, "llama.embedding_length", D);
-    key_u32(&g, "llama.feed_forward_length", F);
-    key_u32(&g, "llama.attention.head_count", H);
-    key_u32(&g, "llama.attention.head_count_kv", KV);
-    gw_key(&g, "llama.attention.layer_norm_rms_epsilon", MHSA_GGUF_FLOAT32);
-    gw_f32(&g, FLT_MIN);   // the least the loader takes: 1 + eps is 1
+    // eps FLT_MIN: the least the loader takes (1 + eps is 1).
+    gw_llama_shape(&g, 1, CTX, D, F, H, KV, FLT_MIN);
     gw_key(&g, "tokenizer.ggml.model", MHSA_GGUF_STRING);
     gw_str(&g, "gpt2");
     gw_key(&g, "tokenizer.ggml.pre", MHSA_GGUF_STRING);
@@ -124,8 +110,8 @@ static const char *write_model(const char *name, int add_bos, float w,
     gw_key(&g, "tokenizer.ggml.merges", MHSA_GGUF_ARRAY);
     gw_arr(&g, MHSA_GGUF_STRING, 1);
     gw_str(&g, "h e");
-    key_u32(&g, "tokenizer.ggml.bos_token_id", ID_BOS);
-    key_u32(&g, "tokenizer.ggml.eos_token_id", ID_EOS);
+    gw_key_u32(&g, "tokenizer.ggml.bos_token_id", ID_BOS);
+    gw_key_u32(&g, "tokenizer.ggml.eos_token_id", ID_EOS);
     gw_key(&g, "tokenizer.ggml.add_bos_token", MHSA_GGUF_BOOL);
     gw_u8(&g, (uint8_t)add_bos);
     gw_tensors(&g, t, nt, 32);
