@@ -72,4 +72,14 @@ const mhsa_qkernels mhsa_qkernels_avx512 = {
         [MHSA_Q5_K] = mhsa_qmm_q5_k__avx512,
         [MHSA_Q6_K] = mhsa_qmm_q6_k__avx512,
     },
+    .qmm16 = {
+        [MHSA_Q8_0] = mhsa_qmm16_q8_0__avx512,
+        [MHSA_Q4_0] = mhsa_qmm16_q4_0__avx512,
+        [MHSA_Q4_1] = mhsa_qmm16_q4_1__avx512,
+        [MHSA_Q5_0] = mhsa_qmm16_q5_0__avx512,
+        [MHSA_Q5_1] = mhsa_qmm16_q5_1__avx512,
+        [MHSA_Q4_K] = mhsa_qmm16_q4_k__avx512,
+        [MHSA_Q5_K] = mhsa_qmm16_q5_k__avx512,
+        [MHSA_Q6_K] = mhsa_qmm16_q6_k__avx512,
+    },
 };

@@ -53,6 +53,14 @@
 #define mhsa_qmm_q4_k__avx512 mhsa_qmm_q4_k__avx512_emul
 #define mhsa_qmm_q5_k__avx512 mhsa_qmm_q5_k__avx512_emul
 #define mhsa_qmm_q6_k__avx512 mhsa_qmm_q6_k__avx512_emul
+#define mhsa_qmm16_q8_0__avx512 mhsa_qmm16_q8_0__avx512_emul
+#define mhsa_qmm16_q4_0__avx512 mhsa_qmm16_q4_0__avx512_emul
+#define mhsa_qmm16_q4_1__avx512 mhsa_qmm16_q4_1__avx512_emul
+#define mhsa_qmm16_q5_0__avx512 mhsa_qmm16_q5_0__avx512_emul
+#define mhsa_qmm16_q5_1__avx512 mhsa_qmm16_q5_1__avx512_emul
+#define mhsa_qmm16_q4_k__avx512 mhsa_qmm16_q4_k__avx512_emul
+#define mhsa_qmm16_q5_k__avx512 mhsa_qmm16_q5_k__avx512_emul
+#define mhsa_qmm16_q6_k__avx512 mhsa_qmm16_q6_k__avx512_emul
 #endif
 
 // The set (quant.c): what the AVX-512 table's q points at.
@@ -72,6 +80,14 @@ void mhsa_qmm_q5_1__avx512(MHSA_Q512_QMM_ARGS);
 void mhsa_qmm_q4_k__avx512(MHSA_Q512_QMM_ARGS);
 void mhsa_qmm_q5_k__avx512(MHSA_Q512_QMM_ARGS);
 void mhsa_qmm_q6_k__avx512(MHSA_Q512_QMM_ARGS);
+void mhsa_qmm16_q8_0__avx512(MHSA_Q512_QMM_ARGS);
+void mhsa_qmm16_q4_0__avx512(MHSA_Q512_QMM_ARGS);
+void mhsa_qmm16_q4_1__avx512(MHSA_Q512_QMM_ARGS);
+void mhsa_qmm16_q5_0__avx512(MHSA_Q512_QMM_ARGS);
+void mhsa_qmm16_q5_1__avx512(MHSA_Q512_QMM_ARGS);
+void mhsa_qmm16_q4_k__avx512(MHSA_Q512_QMM_ARGS);
+void mhsa_qmm16_q5_k__avx512(MHSA_Q512_QMM_ARGS);
+void mhsa_qmm16_q6_k__avx512(MHSA_Q512_QMM_ARGS);
 
 #define Q512_INLINE MHSA_AVX512_INLINE
 
@@ -135,6 +151,11 @@ Q512_INLINE int32_t q512_hsum_epi32(__m512i v)
 // matrix's last repeat it).
 typedef struct q512_rows {
     const unsigned char *p[16];
+    // P16 (kernels/quant.h): the unit's first byte, read instead of p
+    // when packed (a constant where the loop is written, so each
+    // accessor below compiles to one form).
+    const unsigned char *pk;
+    int packed;
     // The next unit's rows, contiguous, prefetched a slice of pf_step
     // bytes per block while this unit computes (q512_prefetch_next);
     // pf NULL: none.
@@ -148,6 +169,8 @@ Q512_INLINE size_t q512_rows_at(q512_rows *R, const void *w, size_t ldw,
                                 size_t r0, size_t nw)
 {
     size_t n = nw - r0 < 16 ? nw - r0 : 16;
+    R->pk = NULL;
+    R->packed = 0;
     for (size_t r = 0; r < 16; r++)
         R->p[r] = (const unsigned char *)w + (r0 + (r < n ? r : n - 1)) * ldw;
     return n;
@@ -183,11 +206,17 @@ Q512_INLINE void q512_prefetch_next(const q512_rows *R, size_t b)
 
 Q512_INLINE __m512i q512_bytes(int v) { return _mm512_set1_epi8((char)v); }
 
-// T[k] lane r = the 4 bytes at p[r] + off + 4k, k < 4 (16 bytes a row).
+// T[k] lane r = the 4 bytes at p[r] + off + 4k, k < 4 (16 bytes a row);
+// packed, four loads.
 // Rows (i, i + 4, i + 8, i + 12) fill the 128-bit lanes of z[i]; two
 // rounds of unpacks then put row r in 32-bit lane r.
 Q512_INLINE void q512_tr16x4(const q512_rows *R, size_t off, __m512i T[4])
 {
+    if (R->packed) {
+        for (int k = 0; k < 4; k++)
+            T[k] = _mm512_loadu_si512(R->pk + 16 * off + 64 * k);
+        return;
+    }
     __m512i z[4];
     for (int i = 0; i < 4; i++) {
         const unsigned char *const *p = R->p + i;
@@ -217,6 +246,11 @@ Q512_INLINE void q512_tr16x4(const q512_rows *R, size_t off, __m512i T[4])
 // the rows in order.
 Q512_INLINE void q512_tr16x8(const q512_rows *R, size_t off, __m512i T[8])
 {
+    if (R->packed) {
+        for (int k = 0; k < 8; k++)
+            T[k] = _mm512_loadu_si512(R->pk + 16 * off + 64 * k);
+        return;
+    }
     __m512i z[8], a[8], b[8];
     for (int i = 0; i < 8; i++) {
         int r = (i & 3) + (i >> 2) * 8;
@@ -246,6 +280,8 @@ Q512_INLINE void q512_tr16x8(const q512_rows *R, size_t off, __m512i T[8])
 // the integer side beside the vector work).
 Q512_INLINE __m512i q512_dwords(const q512_rows *R, size_t off)
 {
+    if (R->packed)
+        return _mm512_loadu_si512(R->pk + 16 * off);
     uint64_t q[8];
     for (int i = 0; i < 8; i++) {
         uint32_t lo, hi;
@@ -273,6 +309,9 @@ Q512_INLINE __m512 q512_half_hi(__m512i v)
 // Lanes: the 16-row fp16 scale at p[r] + off (16 scalar loads).
 Q512_INLINE __m512 q512_halves(const q512_rows *R, size_t off)
 {
+    if (R->packed)
+        return _mm512_cvtph_ps(
+            _mm256_loadu_si256((const __m256i *)(R->pk + 16 * off)));
     uint64_t q[4];
     for (int i = 0; i < 4; i++) {
         uint64_t v = 0;
@@ -366,32 +405,55 @@ Q512_INLINE void q512_store(float *y, size_t n, int add, __m512 acc)
 // which leaves in acc[i] the 16 rows' dots with activation row i of x.
 // TILE is always_inline and n a constant at each call, so each tile size
 // is its own unrolled body; all of them run the same per-row steps.
-#define Q512_QMM(name, TILE, QA)                                              \
+// name16 is qmm16, the same on P16: a unit's rows one stream of whole
+// vectors, the same steps in every lane, so the same bits.
+#define Q512_UNIT_TILES(TILE, QA)                                             \
+    do {                                                                      \
+        size_t j = 0;                                                         \
+        for (int t = QA; t >= 1; t /= 2)                                      \
+            for (; m - j >= (size_t)t; j += (size_t)t) {                      \
+                __m512 acc[QA];                                               \
+                const char *xj = (const char *)x + j * ldx;                   \
+                switch (t) {                                                  \
+                case QA: TILE(&R, nb, xj, ldx, QA, acc); break;               \
+                case QA / 2 > 0 ? QA / 2 : -1:                                \
+                    TILE(&R, nb, xj, ldx, QA / 2, acc); break;                \
+                case QA / 4 > 0 ? QA / 4 : -2:                                \
+                    TILE(&R, nb, xj, ldx, QA / 4, acc); break;                \
+                case QA / 8 > 0 ? QA / 8 : -3:                                \
+                    TILE(&R, nb, xj, ldx, QA / 8, acc); break;                \
+                default: break;                                               \
+                }                                                             \
+                for (int i = 0; i < t; i++)                                   \
+                    q512_store(y + (j + (size_t)i) * ldy + r0, nr, add,      \
+                               acc[i]);                                       \
+            }                                                                 \
+    } while (0)
+
+#define Q512_QMM(name, name16, TILE, QA)                                      \
     void name(MHSA_Q512_QMM_ARGS)                                             \
     {                                                                         \
         for (size_t r0 = 0; r0 < nw; r0 += 16) {                              \
             q512_rows R;                                                      \
             size_t nr = q512_rows_at(&R, w, ldw, r0, nw);                     \
             q512_prefetch_at(&R, w, ldw, r0 + 16, nw, nb, m <= QA);           \
-            size_t j = 0;                                                     \
-            for (int t = QA; t >= 1; t /= 2)                                  \
-                for (; m - j >= (size_t)t; j += (size_t)t) {                  \
-                    __m512 acc[QA];                                           \
-                    const char *xj = (const char *)x + j * ldx;               \
-                    switch (t) {                                              \
-                    case QA: TILE(&R, nb, xj, ldx, QA, acc); break;           \
-                    case QA / 2 > 0 ? QA / 2 : -1:                            \
-                        TILE(&R, nb, xj, ldx, QA / 2, acc); break;            \
-                    case QA / 4 > 0 ? QA / 4 : -2:                            \
-                        TILE(&R, nb, xj, ldx, QA / 4, acc); break;            \
-                    case QA / 8 > 0 ? QA / 8 : -3:                            \
-                        TILE(&R, nb, xj, ldx, QA / 8, acc); break;            \
-                    default: break;                                           \
-                    }                                                         \
-                    for (int i = 0; i < t; i++)                               \
-                        q512_store(y + (j + (size_t)i) * ldy + r0, nr, add,  \
-                                   acc[i]);                                   \
-                }                                                             \
+            Q512_UNIT_TILES(TILE, QA);                                        \
+        }                                                                     \
+    }                                                                         \
+    void name16(MHSA_Q512_QMM_ARGS)                                           \
+    {                                                                         \
+        for (size_t r0 = 0; r0 < nw; r0 += 16) {                              \
+            q512_rows R;                                                      \
+            size_t nr = nw - r0 < 16 ? nw - r0 : 16;                          \
+            R.pk = (const unsigned char *)w + r0 * ldw;                       \
+            R.packed = 1;                                                     \
+            R.pf = NULL;                                                      \
+            R.pf_step = 0;                                                    \
+            if (m <= QA && r0 + 16 < nw) {                                    \
+                R.pf = (const char *)R.pk + 16 * ldw;                         \
+                R.pf_step = 16 * ldw / nb;                                    \
+            }                                                                 \
+            Q512_UNIT_TILES(TILE, QA);                                        \
         }                                                                     \
     }
 

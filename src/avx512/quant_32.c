@@ -136,8 +136,8 @@ Q512_INLINE void tile32(mhsa_qtype t, const q512_rows *R, size_t nb,
 #define TILE_Q5_0(...) tile32(MHSA_Q5_0, __VA_ARGS__)
 #define TILE_Q5_1(...) tile32(MHSA_Q5_1, __VA_ARGS__)
 
-Q512_QMM(mhsa_qmm_q8_0__avx512, TILE_Q8_0, 4)
-Q512_QMM(mhsa_qmm_q4_0__avx512, TILE_Q4_0, 4)
-Q512_QMM(mhsa_qmm_q4_1__avx512, TILE_Q4_1, 4)
-Q512_QMM(mhsa_qmm_q5_0__avx512, TILE_Q5_0, 4)
-Q512_QMM(mhsa_qmm_q5_1__avx512, TILE_Q5_1, 4)
+Q512_QMM(mhsa_qmm_q8_0__avx512, mhsa_qmm16_q8_0__avx512, TILE_Q8_0, 4)
+Q512_QMM(mhsa_qmm_q4_0__avx512, mhsa_qmm16_q4_0__avx512, TILE_Q4_0, 4)
+Q512_QMM(mhsa_qmm_q4_1__avx512, mhsa_qmm16_q4_1__avx512, TILE_Q4_1, 4)
+Q512_QMM(mhsa_qmm_q5_0__avx512, mhsa_qmm16_q5_0__avx512, TILE_Q5_0, 4)
+Q512_QMM(mhsa_qmm_q5_1__avx512, mhsa_qmm16_q5_1__avx512, TILE_Q5_1, 4)

@@ -235,6 +235,6 @@ Q512_INLINE void tile_k6(const q512_rows *R, size_t nb, const char *x,
 #define TILE_Q5_K(...) tile_k45(1, __VA_ARGS__)
 #define TILE_Q6_K(...) tile_k6(__VA_ARGS__)
 
-Q512_QMM(mhsa_qmm_q4_k__avx512, TILE_Q4_K, 2)
-Q512_QMM(mhsa_qmm_q5_k__avx512, TILE_Q5_K, 2)
-Q512_QMM(mhsa_qmm_q6_k__avx512, TILE_Q6_K, 2)
+Q512_QMM(mhsa_qmm_q4_k__avx512, mhsa_qmm16_q4_k__avx512, TILE_Q4_K, 2)
+Q512_QMM(mhsa_qmm_q5_k__avx512, mhsa_qmm16_q5_k__avx512, TILE_Q5_K, 2)
+Q512_QMM(mhsa_qmm_q6_k__avx512, mhsa_qmm16_q6_k__avx512, TILE_Q6_K, 2)

@@ -4,14 +4,19 @@
 
 #include "gemv_share.h"
 
-void mhsa__gemv_my_rows(size_t n, size_t *lo, size_t *hi)
+void mhsa__rows_share(size_t n, size_t g, size_t *lo, size_t *hi)
 {
     size_t t = (size_t)omp_get_thread_num();
     size_t nt = (size_t)omp_get_num_threads();
-    size_t groups = (n + 7) / 8;
+    size_t groups = (n + g - 1) / g;
     size_t g0 = groups * t / nt, g1 = groups * (t + 1) / nt;
-    *lo = g0 * 8 < n ? g0 * 8 : n;
-    *hi = g1 * 8 < n ? g1 * 8 : n;
+    *lo = g0 * g < n ? g0 * g : n;
+    *hi = g1 * g < n ? g1 * g : n;
+}
+
+void mhsa__gemv_my_rows(size_t n, size_t *lo, size_t *hi)
+{
+    mhsa__rows_share(n, 8, lo, hi);
 }
 
 void mhsa__gemv_share(const mhsa_kernels *k, size_t n, size_t d,

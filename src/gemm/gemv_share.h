@@ -10,6 +10,8 @@
 // of them outside a region): equal shares in whole groups of 8 rows (the
 // gemv tiles' row groups), so the threads read the same bytes.
 void mhsa__gemv_my_rows(size_t n, size_t *lo, size_t *hi);
+// The same in whole groups of g rows.
+void mhsa__rows_share(size_t n, size_t g, size_t *lo, size_t *hi);
 
 // y[j] = [b[j] +] [y[j] +] sum_i W[j][i] x[i] for this thread's rows j of
 // the n x d matrix W stored as wdt (gemv_n, or gemv_n16 for 16-bit rows):

@@ -11,6 +11,39 @@
 // rows stream through it.
 enum { WR = 32, XR = 256 };
 
+size_t mhsa__qmat_pack_bytes(const mhsa_qkernels *q, const mhsa_qmat *w)
+{
+    if (w->packed || !q->qmm16[w->type])
+        return 0;
+    return mhsa_q_pack16_bytes(w->rows, w->cols / mhsa_qtype_block(w->type) *
+                                            mhsa_qtype_bytes(w->type));
+}
+
+void mhsa__qmat_pack_rows(const mhsa_qmat *w, size_t r0, size_t r1,
+                          void *dst)
+{
+    size_t nb = w->cols / mhsa_qtype_block(w->type);
+    size_t row = nb * mhsa_qtype_bytes(w->type);
+    mhsa_q_pack16(w->type, nb, (const char *)w->data + r0 * w->ld, w->ld,
+                  r1 - r0, (char *)dst + r0 * row);
+}
+
+void mhsa__qmat_packed(mhsa_qmat *w, void *dst)
+{
+    w->data = dst;
+    w->ld = w->cols / mhsa_qtype_block(w->type) * mhsa_qtype_bytes(w->type);
+    w->packed = 1;
+}
+
+void mhsa__qmat_row(const mhsa_qmat *w, size_t r, float *dst)
+{
+    size_t nb = w->cols / mhsa_qtype_block(w->type);
+    if (w->packed)
+        mhsa_q_dequant16(w->type, nb, w->data, r, dst);
+    else
+        mhsa_q_dequant(w->type, nb, (const char *)w->data + r * w->ld, dst);
+}
+
 size_t mhsa__qact_row_bytes(mhsa_qtype t, size_t C)
 {
     return C / mhsa_qtype_block(t) * mhsa_qact_bytes(mhsa_qtype_act(t));
@@ -31,10 +64,10 @@ void mhsa__q_matmul_share(const mhsa_kernels *k, const mhsa_qmat *w,
                           size_t n, const void *xq, float *y, size_t ldy,
                           int add, size_t *lo, size_t *hi)
 {
-    mhsa__gemv_my_rows(w->rows, lo, hi);
+    mhsa__rows_share(w->rows, w->packed ? 16 : 8, lo, hi);
     size_t nb = w->cols / mhsa_qtype_block(w->type);
     size_t rb = mhsa__qact_row_bytes(w->type, w->cols);
-    mhsa_qmm_fn qmm = k->q->qmm[w->type];
+    mhsa_qmm_fn qmm = w->packed ? k->q->qmm16[w->type] : k->q->qmm[w->type];
     for (size_t r = *lo; r < *hi; r += WR) {
         size_t nw = *hi - r < WR ? *hi - r : WR;
         for (size_t j = 0; j < n; j += XR) {

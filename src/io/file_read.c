@@ -1,6 +1,11 @@
 // file_read.c — opening and reading untrusted weight files (file_read.h).
+// madvise (MADV_DONTNEED) is not POSIX: glibc declares it for the default
+// set.
+#define _DEFAULT_SOURCE
+
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -204,6 +209,18 @@ mhsa_status mhsa__map_file(int fd, uint64_t size, const char *path,
     m->base = p;
     m->size = (size_t)size;
     return MHSA_OK;
+}
+
+void mhsa__map_release(const mhsa_file_map *m, const void *p, size_t n)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    if (!m || !m->base || page <= 0)
+        return;
+    uintptr_t a = (uintptr_t)p, e = a + n, ps = (uintptr_t)page;
+    a = (a + ps - 1) / ps * ps;
+    e = e / ps * ps;
+    if (e > a)
+        madvise((void *)a, e - a, MADV_DONTNEED);
 }
 
 void mhsa__unmap_file(mhsa_file_map *m)

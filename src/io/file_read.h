@@ -67,5 +67,9 @@ mhsa_status mhsa__map_file(int fd, uint64_t size, const char *path,
                            mhsa_file_map *m);
 // Unmaps it; a map that holds nothing (base NULL) is a no-op.
 void mhsa__unmap_file(mhsa_file_map *m);
+// Gives back the pages wholly inside [p, p + n) of the mapping (a copy of
+// them now serves): they leave the process's memory, and a later read
+// of them reads the file again. The bytes stay the same.
+void mhsa__map_release(const mhsa_file_map *m, const void *p, size_t n);
 
 #endif

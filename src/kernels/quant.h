@@ -46,6 +46,22 @@
 // plus fp32 accumulation, about nb * 2^-23 sum_b |block term|
 // (tests/kernels/test_quant.c checks this bound).
 //
+// The packed form P16 (qmm16): the same blocks rearranged at load so that
+// a kernel holding 16 weight rows in the 16 lanes of a vector reads them
+// with whole-vector loads. The rows go in units of 16 (the last unit's
+// rows past the matrix repeat its last row); unit u's blocks follow one
+// another, block b taking the 16 rows' block b (16 times the block's
+// bytes) at u * 16 * ldw + b * 16 * bytes, where ldw is a row's bytes.
+// Within it the block's byte at offset o lands at 16 o + the row's part:
+//   - the 2-byte scales that open Q8_0, Q4_0 and Q5_0 and close Q6_K
+//     (the halves) as 16 halves in row order: row r's at 16 o + 2 r;
+//   - every other byte in dwords, the block's dword at o (4-aligned after
+//     the halves) as 16 dwords in row order: row r's at 16 o + 4 r.
+// So a field at block offset o is one load of 32 or 64 bytes per 2 or 4
+// bytes of each row at 16 o, already transposed. qmm16 computes what qmm
+// does from the packed matrix (w at unit 0, ldw a row's bytes, nw rows),
+// the same bits. A table without it (NULL) computes on the file's blocks.
+//
 // Kernels follow kernels.h's rules: single-threaded, no allocation, no
 // reads past the described memory, no alignment assumed beyond 1 byte
 // for blocks (2-byte scales are read unaligned) and 4 for activations.
@@ -107,6 +123,7 @@ typedef struct mhsa_qkernels {
     const char *name;                         // "avx512-vnni", ...
     mhsa_qquant_fn quantize[MHSA_QACT_COUNT];
     mhsa_qmm_fn qmm[MHSA_QTYPE_COUNT];
+    mhsa_qmm_fn qmm16[MHSA_QTYPE_COUNT];     // on P16; NULL: none
 } mhsa_qkernels;
 
 // Elements per block (32 or 256), bytes per block, the activation form
@@ -126,5 +143,14 @@ size_t mhsa_qact_bytes(mhsa_qact a);
 // bit for bit) the tests and the embedding lookup use.
 extern const mhsa_qkernels mhsa_qkernels_scalar;
 void mhsa_q_dequant(mhsa_qtype t, size_t nb, const void *w, float *dst);
+
+// P16 (above; src/scalar/quant_pack.c). Bytes of rows rows of ldw bytes
+// packed (whole units); rows of nb blocks of w (ldw apart) packed into
+// dst; row r of a packed matrix p dequantized (mhsa_q_dequant's bits).
+size_t mhsa_q_pack16_bytes(size_t rows, size_t ldw);
+void mhsa_q_pack16(mhsa_qtype t, size_t nb, const void *w, size_t ldw,
+                   size_t rows, void *dst);
+void mhsa_q_dequant16(mhsa_qtype t, size_t nb, const void *p, size_t r,
+                      float *dst);
 
 #endif

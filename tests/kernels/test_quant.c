@@ -304,6 +304,82 @@ START_TEST(element_bits_independent_of_the_call)
 }
 END_TEST
 
+// The packed form (P16): a table's qmm16 on the packed matrix gives qmm's
+// bits on the file's blocks, element for element (nw of 1, 15, 16, 17,
+// 33...: partial units at the end; the packed copy allocated to exactly
+// its last byte); add as well. Every row dequantized from the packed form
+// has mhsa_q_dequant's bits. The VNNI set must offer qmm16 for every
+// type (so this cannot pass by testing nothing there).
+START_TEST(packed_products_have_the_same_bits)
+{
+    const mhsa_kernels *k = table_or_emulated(_i);
+    if (!k)
+        return;
+    rng r = { 53 + (uint64_t)_i };
+    static const size_t pnw[] = { 1, 2, 15, 16, 17, 31, 33, 48, 50 };
+    static const size_t pnb[] = { 1, 2, 3, 7 };
+    static const size_t pm[] = { 1, 2, 3, 5, 9 };
+    for (int t = 0; t < MHSA_QTYPE_COUNT; t++) {
+        mhsa_qmm_fn q16 = k->q->qmm16[t];
+        if (!strncmp(k->q->name, "avx512-vnni", 11))
+            ck_assert_msg(q16, "%s: no qmm16 for %s", k->q->name,
+                          mhsa_qtype_name((mhsa_qtype)t));
+        for (int it = 0; it < test_count(12); it++) {
+            size_t nw = pnw[rng_u64(&r) % 9], nb = pnb[rng_u64(&r) % 4];
+            size_t m = pm[rng_u64(&r) % 5];
+            size_t C = nb * mhsa_qtype_block((mhsa_qtype)t);
+            size_t wb = nb * mhsa_qtype_bytes((mhsa_qtype)t);
+            mhsa_qact a = mhsa_qtype_act((mhsa_qtype)t);
+            size_t xb = nb * mhsa_qact_bytes(a);
+            unsigned char *w = rand_blocks(&r, (mhsa_qtype)t, nw * nb);
+            size_t pb = mhsa_q_pack16_bytes(nw, wb);
+            ck_assert_uint_eq(pb, (nw + 15) / 16 * 16 * wb);
+            unsigned char *p = malloc(pb);
+            float *xf = malloc(m * C * sizeof *xf);
+            float *y0 = malloc(m * nw * sizeof *y0);
+            float *y1 = malloc(m * nw * sizeof *y1);
+            float *d0 = malloc(C * sizeof *d0), *d1 = malloc(C * sizeof *d1);
+            ck_assert(p && xf && y0 && y1 && d0 && d1);
+            mhsa_q_pack16((mhsa_qtype)t, nb, w, wb, nw, p);
+            for (size_t rr = 0; rr < nw; rr++) {
+                mhsa_q_dequant((mhsa_qtype)t, nb, w + rr * wb, d0);
+                mhsa_q_dequant16((mhsa_qtype)t, nb, p, rr, d1);
+                ck_assert_msg(memcmp(d0, d1, C * sizeof *d0) == 0,
+                              "%s nb %zu row %zu of %zu: dequantized from "
+                              "the packed form differs",
+                              mhsa_qtype_name((mhsa_qtype)t), nb, rr, nw);
+            }
+            if (q16) {
+                fill_uniform(&r, xf, m * C, -1.0f, 1.0f);
+                unsigned char *x = quantize(k, a, m, C, xf);
+                for (int add = 0; add < 2; add++) {
+                    for (size_t i = 0; i < m * nw; i++)
+                        y0[i] = y1[i] = (float)i * 0.25f;
+                    k->q->qmm[t](nb, w, wb, nw, x, xb, m, y0, nw, add);
+                    q16(nb, p, wb, nw, x, xb, m, y1, nw, add);
+                    for (size_t i = 0; i < m * nw; i++)
+                        ck_assert_msg(
+                            memcmp(&y0[i], &y1[i], 4) == 0,
+                            "%s (%s) %s nb %zu nw %zu m %zu add %d element "
+                            "(%zu, %zu): packed %.9g, file layout %.9g",
+                            k->name, k->q->name,
+                            mhsa_qtype_name((mhsa_qtype)t), nb, nw, m, add,
+                            i / nw, i % nw, (double)y1[i], (double)y0[i]);
+                }
+                free(x);
+            }
+            free(w);
+            free(p);
+            free(xf);
+            free(y0);
+            free(y1);
+            free(d0);
+            free(d1);
+        }
+    }
+}
+END_TEST
+
 // Hand-made blocks decoded by hand.
 START_TEST(dequant_known_blocks)
 {
@@ -398,6 +474,8 @@ int main(void)
     tcase_add_loop_test(tc, products_match_reference_and_exact, 0,
                         N_ISAS + 1);
     tcase_add_loop_test(tc, element_bits_independent_of_the_call, 0,
+                        N_ISAS + 1);
+    tcase_add_loop_test(tc, packed_products_have_the_same_bits, 0,
                         N_ISAS + 1);
     tcase_add_test(tc, activations_within_half_a_step);
     tcase_add_test(tc, dequant_known_blocks);

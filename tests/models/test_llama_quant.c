@@ -12,8 +12,10 @@
 // quants and sub-block scales reach every bit of each layout.
 //
 // Checks: the logits of a prefill and of decoding steps, file mode vs f32
-// mode, within a bound (below); bit-exact logits on 1 and 2 threads; and
-// a prompt prefilled at once vs token by token within the same bound.
+// mode, within a bound (below); bit-exact logits on 1 and 2 threads, and
+// with the matrices packed (kernels/quant.h's P16, where the ISA's table
+// packs them) or left in the file's layout (MHSA_QPACK=0); and a prompt
+// prefilled at once vs token by token within the same bound.
 // (Not bit for bit: qmm's rows are independent of the batch
 // (kernels/quant.h), but the attention's batched path sums in another
 // order than its one-row step, "the same rows to fp32 rounding"
@@ -244,11 +246,14 @@ START_TEST(file_mode_matches_f32_mode)
     for (int i = 0; i < P + S; i++)
         tokens[i] = (i * 37 + 11) % V;
     static float ref[(S + 1) * V], fm[(S + 1) * V], fm2[(S + 1) * V],
-        seq[(S + 1) * V];
+        seq[(S + 1) * V], flat[(S + 1) * V];
     run(path, MHSA_F32, 1, 0, ref);
     run(path, MHSA__WEIGHTS_FILE, 1, 0, fm);
     run(path, MHSA__WEIGHTS_FILE, 2, 0, fm2);
     run(path, MHSA__WEIGHTS_FILE, 1, 1, seq);
+    ck_assert_int_eq(setenv("MHSA_QPACK", "0", 1), 0);
+    run(path, MHSA__WEIGHTS_FILE, 2, 0, flat);
+    ck_assert_int_eq(unsetenv("MHSA_QPACK"), 0);
     unlink(path);
     const char *name = mhsa__ggml_type(q->ggml)->name;
     size_t n = (S + 1) * V;
@@ -261,6 +266,8 @@ START_TEST(file_mode_matches_f32_mode)
                   bound(q->ggml));
     ck_assert_msg(!memcmp(fm, fm2, sizeof fm), "%s: file mode differs on 1 "
                   "and 2 threads", name);
+    ck_assert_msg(!memcmp(fm, flat, sizeof fm), "%s: file mode differs "
+                  "packed and in the file's layout", name);
     double es = rms_diff(seq, fm, n) / scale;
     ck_assert_msg(es <= bound(q->ggml), "%s: prompt token by token vs at "
                   "once: %.3g of the rms, over %.3g", name, es,

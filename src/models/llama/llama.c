@@ -388,8 +388,7 @@ static void embed(const mhsa_llama *m, const int32_t *tokens, size_t N)
     for (size_t i = 0; i < N; i++) {
         const char *row = (const char *)e->q.data + (size_t)tokens[i] * e->q.ld;
         if (e->quant)
-            mhsa_q_dequant(e->q.type, D / mhsa_qtype_block(e->q.type), row,
-                           m->x + i * D);
+            mhsa__qmat_row(&e->q, (size_t)tokens[i], m->x + i * D);
         else if (e->dt == MHSA_F32)
             memcpy(m->x + i * D, row, D * sizeof(float));
         else

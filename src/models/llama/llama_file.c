@@ -2,7 +2,10 @@
 // them (llama.h: MHSA__WEIGHTS_FILE): each one points into a read-only
 // mapping of the file, as blocks of a computed quantized type
 // (kernels/quant.h) or as F32, F16 or BF16 elements; Q2_K, Q3_K, IQ4_NL and
-// IQ4_XS, which no kernel computes, are converted once to Q8_0.
+// IQ4_XS, which no kernel computes, are converted once to Q8_0. Where the
+// ISA's table computes a type packed (kernels/quant.h: P16), its blocks
+// are copied once into that form and the mapping's pages given back: the
+// same bytes, held once.
 #include <math.h>
 #include <string.h>
 
@@ -11,7 +14,10 @@
 #include "models/gguf/gguf_dequant.h"
 #include "models/llama/llama_internal.h"
 
-enum { Q8_BLOCK = 32, Q8_BYTES = 34 };
+// PACK_SLICE: rows packed between two givings back of the mapping's
+// pages (a multiple of 16), so no more than a slice of a matrix is held
+// twice.
+enum { Q8_BLOCK = 32, Q8_BYTES = 34, PACK_SLICE = 256 };
 
 int mhsa__llama_converts(uint32_t type)
 {
@@ -33,11 +39,25 @@ uint64_t mhsa__llama_held_bytes(const mhsa_gguf_tensor *t)
     return t->bytes;
 }
 
+// The matrix of tensor t as the file holds it (computed type, not
+// converted): w's shape and type.
+static mhsa_qmat file_qmat(const mhsa_gguf_tensor *t, const void *data)
+{
+    mhsa_qmat q = { (mhsa_qtype)mhsa_qtype_from_ggml(t->type), t->dims[0],
+                    t->dims[1], (size_t)(t->bytes / t->dims[0]), data, 0 };
+    return q;
+}
+
 size_t mhsa__llama_copy_bytes(const mhsa_gguf_file *f,
-                              const mhsa_gguf_tensor *t)
+                              const mhsa_gguf_tensor *t,
+                              const mhsa_qkernels *pack)
 {
     if (mhsa__llama_converts(t->type))
         return (size_t)mhsa__llama_held_bytes(t);
+    if (pack && mhsa_qtype_from_ggml(t->type) >= 0) {
+        mhsa_qmat q = file_qmat(t, NULL);
+        return mhsa__qmat_pack_bytes(pack, &q);
+    }
     int dt = fp_dtype(t->type);
     uint64_t at = mhsa__gguf_data_offset(f) + t->offset;
     // (The mapping starts on a page: the file offset's alignment is the
@@ -67,7 +87,8 @@ static void quantize_q8_0(size_t n, const float *x, unsigned char *dst)
 }
 
 void mhsa__llama_file_mat(const mhsa_gguf_file *f, const mhsa_file_map *map,
-                          const mhsa_gguf_tensor *t, char **dst, float *row,
+                          const mhsa_gguf_tensor *t,
+                          const mhsa_qkernels *pack, char **dst, float *row,
                           llama_mat *w)
 {
     const unsigned char *src = mhsa__gguf_tensor_bytes(f, map, t);
@@ -81,7 +102,7 @@ void mhsa__llama_file_mat(const mhsa_gguf_file *f, const mhsa_file_map *map,
         w->dt = (mhsa_dtype)dt;
         w->q.ld = row_bytes;
         w->q.data = src;
-        size_t copy = mhsa__llama_copy_bytes(f, t);
+        size_t copy = mhsa__llama_copy_bytes(f, t, NULL);
         if (copy) {
             memcpy(*dst, src, copy);
             w->q.data = *dst;
@@ -91,9 +112,17 @@ void mhsa__llama_file_mat(const mhsa_gguf_file *f, const mhsa_file_map *map,
     }
     w->quant = 1;
     if (!mhsa__llama_converts(t->type)) {   // computed on the file's blocks
-        w->q.type = (mhsa_qtype)mhsa_qtype_from_ggml(t->type);
-        w->q.ld = row_bytes;
-        w->q.data = src;
+        w->q = file_qmat(t, src);
+        size_t packed = pack ? mhsa__qmat_pack_bytes(pack, &w->q) : 0;
+        if (packed) {   // a slice at a time, its pages given back
+            for (size_t r = 0; r < rows; r += PACK_SLICE) {
+                size_t r1 = rows - r < PACK_SLICE ? rows : r + PACK_SLICE;
+                mhsa__qmat_pack_rows(&w->q, r, r1, *dst);
+                mhsa__map_release(map, src, r1 * row_bytes);
+            }
+            mhsa__qmat_packed(&w->q, *dst);
+            *dst += packed;
+        }
         return;
     }
     // Converted: one row at a time through fp32 (row), never the matrix.

@@ -97,15 +97,20 @@ int mhsa__llama_converts(uint32_t type);
 // holds it.
 uint64_t mhsa__llama_held_bytes(const mhsa_gguf_tensor *t);
 // Bytes of m->mats that tensor t needs in file mode: its Q8_0 when
-// converted, its own bytes when fp and not aligned to its element in the
-// file, else 0.
+// converted, its blocks packed (kernels/quant.h's P16) when pack (a
+// table, or NULL for a matrix that is only read by rows or not to be
+// packed) computes its type packed, its own bytes when fp and not
+// aligned to its element in the file, else 0.
 size_t mhsa__llama_copy_bytes(const mhsa_gguf_file *f,
-                              const mhsa_gguf_tensor *t);
+                              const mhsa_gguf_tensor *t,
+                              const mhsa_qkernels *pack);
 // *w for tensor t, a (rows, cols) matrix checked against the config, of
 // file f mapped at *map: in place in the mapping, or (copy bytes above)
-// written at *dst, which then advances; row: cols floats of scratch.
+// written at *dst, which then advances; a packed matrix gives its pages
+// of the mapping back. row: cols floats of scratch.
 void mhsa__llama_file_mat(const mhsa_gguf_file *f, const mhsa_file_map *map,
-                          const mhsa_gguf_tensor *t, char **dst, float *row,
+                          const mhsa_gguf_tensor *t,
+                          const mhsa_qkernels *pack, char **dst, float *row,
                           llama_mat *w);
 
 #endif

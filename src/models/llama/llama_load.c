@@ -710,6 +710,18 @@ static int alloc_file_buffers(mhsa_llama *m)
     return 1;
 }
 
+// The table that computes tensor name packed (kernels/quant.h: P16), or
+// NULL to keep it in the file's layout: an untied embedding (read by rows
+// only) and everything when MHSA_QPACK is 0.
+static const mhsa_qkernels *pack_for(const mhsa_llama *m, const char *name)
+{
+    const char *e = getenv("MHSA_QPACK");
+    if ((e && !strcmp(e, "0")) ||
+        (!m->cfg.tied && !strcmp(name, "token_embd.weight")))
+        return NULL;
+    return m->k->q;
+}
+
 // File mode: the file mapped, every matrix pointing into it (or converted
 // once into m->mats), the norms read as fp32, a block without weights per
 // layer.
@@ -723,7 +735,7 @@ static mhsa_status load_file(mhsa_llama *m, const mhsa_gguf_file *f,
     for (size_t i = 0, nt = mhsa__gguf_tensor_count(f); i < nt; i++) {
         const mhsa_gguf_tensor *t = mhsa__gguf_tensor_at(f, i);
         if (t->n_dims == 2 && used_tensor(c, t->name))
-            copy += mhsa__llama_copy_bytes(f, t);
+            copy += mhsa__llama_copy_bytes(f, t, pack_for(m, t->name));
     }
     size_t widest = D > F ? D : F;
     float *row = mhsa__alloc(widest * sizeof(float));
@@ -755,25 +767,27 @@ static mhsa_status load_file(mhsa_llama *m, const mhsa_gguf_file *f,
     char *dst = m->mats;
     if (st == MHSA_OK) {
         mhsa__llama_file_mat(f, &m->map,
-                             mhsa__gguf_tensor(f, "token_embd.weight"), &dst,
-                             row, &m->tok_emb);
+                             mhsa__gguf_tensor(f, "token_embd.weight"),
+                             pack_for(m, "token_embd.weight"), &dst, row,
+                             &m->tok_emb);
         if (c->tied)
             m->head = m->tok_emb;
         else
             mhsa__llama_file_mat(f, &m->map,
-                                 mhsa__gguf_tensor(f, "output.weight"), &dst,
-                                 row, &m->head);
+                                 mhsa__gguf_tensor(f, "output.weight"),
+                                 pack_for(m, "output.weight"), &dst, row,
+                                 &m->head);
     }
     mhsa_config bc = block_config(m);
     for (size_t l = 0; st == MHSA_OK && l < m->L; l++) {
         const char *what[FILE_LAYER_MATS];
         llama_mat *mats[FILE_LAYER_MATS];
         layer_mats(&m->layer[l], what, mats);
-        for (int i = 0; i < FILE_LAYER_MATS; i++)
-            mhsa__llama_file_mat(f, &m->map,
-                                 mhsa__gguf_tensor(f, layer_name(name,
-                                                   sizeof name, l, what[i])),
-                                 &dst, row, mats[i]);
+        for (int i = 0; i < FILE_LAYER_MATS; i++) {
+            layer_name(name, sizeof name, l, what[i]);
+            mhsa__llama_file_mat(f, &m->map, mhsa__gguf_tensor(f, name),
+                                 pack_for(m, name), &dst, row, mats[i]);
+        }
         st = mhsa__block_create_shell(&bc, &m->layer[l].blk);
     }
     mhsa__free(row);
