@@ -53,12 +53,14 @@ typedef struct opts {
     int qkv_bias;             // blk.N.attn_{q,k,v}.bias (qwen2's)
     const char *key_arch;     // the keys' prefix; NULL: "qwen2" for a
                               // qwen2 file, else "llama"
+    int rope_freqs;           // > 0: rope_freqs.weight of this length ...
+    float rope_freq;          // ... its values this (one of them 2.5)
 } opts;
 
 static opts std_opts(void)
 {
     return (opts){NULL, "llama", 0, NULL, NULL, NULL, 0, 0, 0.0f, NULL, 0,
-                  0, NULL, 0, 0, NULL};
+                  0, NULL, 0, 0, NULL, 0, 0.0f};
 }
 
 // A Qwen2 model: biases on Q, K and V, qwen2.* keys.
@@ -140,6 +142,13 @@ static void write_model(opts o)
     }
     if (o.extra)
         t[nt++] = (gw_tensor){o.extra, 1, {D}, MHSA_GGML_F32, data, D * 4};
+    static float freqs[64];
+    for (int i = 0; i < 64; i++)
+        freqs[i] = i == 1 ? 2.5f : o.rope_freq;
+    if (o.rope_freqs > 0)
+        t[nt++] = (gw_tensor){"rope_freqs.weight", 1,
+                              {(uint64_t)o.rope_freqs}, MHSA_GGML_F32, freqs,
+                              (size_t)o.rope_freqs * 4};
     gw w = {0};
     gw_header(&w, 3, nt, 0);
     uint64_t nkv = 0;
@@ -285,6 +294,58 @@ START_TEST(refuses_what_a_family_lacks)
     o = std_opts();
     o.arch = "gemma3";
     check_refused(o, "\"gemma3\"");
+}
+END_TEST
+
+// The logits of ids {1, 5, 2, 7} (4 x V) of the model o describes, in
+// file mode or not.
+static void logits_of(opts o, int file_mode, float *logits)
+{
+    const int32_t ids[4] = {1, 5, 2, 7};
+    mhsa_llama *m;
+    mhsa_llama_cache *kc;
+    write_model(o);
+    ck_assert_int_eq(mhsa__llama_load_ex(model_path, 0, file_mode
+                                         ? MHSA__WEIGHTS_FILE : MHSA_F32,
+                                         &m), MHSA_OK);
+    unlink(model_path);
+    ck_assert_int_eq(mhsa__llama_cache_create(m, MHSA_F32, &kc), MHSA_OK);
+    ck_assert_int_eq(mhsa__llama_forward(m, kc, ids, 4, 1, logits), MHSA_OK);
+    mhsa__llama_cache_destroy(kc);
+    mhsa__llama_destroy(m);
+}
+
+// Llama 3's rope_freqs.weight: factors of 1 change nothing, others do, in
+// both modes alike; a wrong length, a factor of 0 and the tensor in a
+// family without it are refused by name.
+START_TEST(rope_freqs)
+{
+    static float plain[4 * V], f[2][4 * V];
+    opts o = std_opts();
+    logits_of(o, 0, plain);
+    o.rope_freqs = DH / 2;   // all 1 but pair 1's 2.5
+    o.rope_freq = 1.0f;
+    logits_of(o, 0, f[0]);
+    double diff = 0.0;
+    for (int i = 0; i < 4 * V; i++)
+        diff = fmax(diff, fabs((double)f[0][i] - plain[i]));
+    ck_assert_msg(diff > 1e-5, "a factor of 2.5 changed nothing (%g)",
+                  diff);
+    ck_assert_msg(memcmp(f[0], plain, V * sizeof(float)) == 0,
+                  "position 0 has no rotation, whatever the factors");
+    logits_of(o, 1, f[1]);
+    for (int i = 0; i < 4 * V; i++)
+        ck_assert_msg(fabsf(f[0][i] - f[1][i]) <= 1e-4f, "logit %d: fp %g, "
+                      "file mode %g", i, (double)f[0][i], (double)f[1][i]);
+    o.rope_freqs = DH / 2 + 1;
+    check_refused(o, "rope_freqs.weight");
+    o.rope_freqs = DH / 2;
+    o.rope_freq = 0.0f;
+    check_refused(o, "rope_freqs.weight[0] = 0");
+    o = qwen2_opts();
+    o.rope_freqs = DH / 2;
+    o.rope_freq = 1.0f;
+    check_refused(o, "rope_freqs.weight");
 }
 END_TEST
 
@@ -581,6 +642,7 @@ static Suite *suite(void)
     tcase_add_test(tc, refuses_what_is_not_a_llama);
     tcase_add_test(tc, loads_qwen2);
     tcase_add_test(tc, refuses_what_a_family_lacks);
+    tcase_add_test(tc, rope_freqs);
     tcase_add_test(tc, refuses_what_it_would_ignore);
     tcase_add_test(tc, tokenizer_fits_the_model);
     tcase_add_test(tc, checks_tensors_before_allocating);

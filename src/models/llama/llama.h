@@ -13,7 +13,9 @@
 // The families differ only where a row of the loader's table of
 // architectures says so (llama_load.c, as llama.cpp c392e50's
 // llama-model.cpp builds them):
-//  - llama: no biases; "normal" rope.
+//  - llama: no biases; "normal" rope; rope_freqs.weight when the file has
+//    it (Llama 3: pair i's angle p * theta^(-2i/R) divided by
+//    rope_freqs[i] on every layer, as ggml_rope_ext's freq_factors).
 //  - qwen2: biases on Q, K and V (blk.N.attn_q.bias, ...: required, added
 //    before RoPE); NEOX rope.
 //
@@ -60,6 +62,9 @@ typedef struct mhsa_llama_config {
     int rope_interleaved;   // 1: RoPE pairs (2i, 2i+1) (llama.cpp's
                         // "normal" rope: llama); 0: pairs (i, i + R/2)
                         // (its NEOX rope: qwen2)
+    int rope_freqs;     // 1: rope_freqs.weight (rope_dim / 2 floats, each
+                        // finite and > 0) divides each pair's frequency
+                        // (Llama 3; llama only)
     // Bytes of the matrices as MHSA__WEIGHTS_FILE holds them: the file's
     // own bytes of each, Q8_0's for the types converted at load (from the
     // tensor infos).

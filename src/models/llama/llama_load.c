@@ -16,6 +16,7 @@
 #include "io/file_read.h"
 #include "models/gguf/gguf.h"
 #include "api/cached_qkv.h"
+#include "api/rope_factors.h"
 #include "models/gguf/gguf_dequant.h"
 #include "models/llama/llama_internal.h"
 
@@ -41,11 +42,12 @@ typedef struct llama_arch {
     const char *name;       // general.architecture and the keys' prefix
     int qkv_bias;           // blk.N.attn_{q,k,v}.bias, required
     int rope_interleaved;   // ggml's "normal" rope (1) or NEOX (0)
+    int rope_freqs;         // rope_freqs.weight allowed (optional)
 } llama_arch;
 
 static const llama_arch arches[] = {
-    { "llama", 0, 1 },
-    { "qwen2", 1, 0 },
+    { "llama", 0, 1, 1 },
+    { "qwen2", 1, 0, 0 },
 };
 enum { N_ARCHES = sizeof arches / sizeof arches[0] };
 
@@ -199,7 +201,8 @@ static int used_tensor(const mhsa_llama_config *c, const char *name)
 {
     if (!strcmp(name, "token_embd.weight") ||
         !strcmp(name, "output_norm.weight") ||
-        (!c->tied && !strcmp(name, "output.weight")))
+        (!c->tied && !strcmp(name, "output.weight")) ||
+        (c->rope_freqs && !strcmp(name, "rope_freqs.weight")))
         return 1;
     if (strncmp(name, "blk.", 4) || name[4] < '0' || name[4] > '9')
         return 0;
@@ -241,6 +244,9 @@ static mhsa_status check_tensors(const mhsa_gguf_file *f, const char *path,
         st = mhsa__gguf_check_f32(f, "output.weight", 2, vd);
     if (st == MHSA_OK)
         st = mhsa__gguf_check_f32(f, "output_norm.weight", 1, &D);
+    size_t half = (size_t)c->rope_dim / 2;   // one factor per rotated pair
+    if (st == MHSA_OK && c->rope_freqs)
+        st = mhsa__gguf_check_f32(f, "rope_freqs.weight", 1, &half);
     char name[64];
     for (size_t l = 0; st == MHSA_OK && l < (size_t)c->n_layer; l++)
         for (int i = 0; st == MHSA_OK && i < layer_tensors(c); i++) {
@@ -252,7 +258,7 @@ static mhsa_status check_tensors(const mhsa_gguf_file *f, const char *path,
     if (st != MHSA_OK)
         return with_sizes(st, path, c);
     // All present, names unique: any more in the file are unused.
-    size_t used = 2 + !c->tied +
+    size_t used = 2 + !c->tied + (size_t)c->rope_freqs +
                   (size_t)c->n_layer * (size_t)layer_tensors(c);
     size_t n = mhsa__gguf_tensor_count(f);
     if (n == used)
@@ -354,13 +360,17 @@ static mhsa_status read_config(const mhsa_gguf_file *f, const char *path,
                           mhsa__esc(q, sizeof q, scaling, sc_len));
     }
     // Tensors of variants this runner does not compute: refused by name
-    // (the biases on Q, K and V only where the family has none).
+    // (rope_freqs.weight and the biases on Q, K and V only where the
+    // family has none).
+    c->rope_freqs = a->rope_freqs &&
+                    mhsa__gguf_tensor(f, "rope_freqs.weight") != NULL;
     static const char *const unsupported[] = {
-        "rope_freqs.weight", "blk.0.attn_output.bias",
-        "blk.0.ffn_gate_inp.weight", "blk.0.attn_q.bias",
+        "blk.0.attn_output.bias", "blk.0.ffn_gate_inp.weight",
+        "blk.0.attn_q.bias", "rope_freqs.weight",
     };
-    size_t n_unsup = sizeof unsupported / sizeof *unsupported - c->qkv_bias;
-    for (size_t i = 0; i < n_unsup; i++)
+    for (size_t i = 0; i < sizeof unsupported / sizeof *unsupported; i++)
+        if (!(i == 2 && c->qkv_bias) && !(i == 3 && a->rope_freqs) &&
+            mhsa__gguf_tensor(f, unsupported[i]))
         if (mhsa__gguf_tensor(f, unsupported[i]))
             return mhsa__fail(MHSA_ERR_FORMAT, "%s: tensor %s (a variant of "
                               "the %s architecture that is not "
@@ -398,6 +408,36 @@ static mhsa_status read1(const mhsa_gguf_file *f, const char *name,
 {
     size_t dims[1] = { n };
     return mhsa__gguf_read_f32(f, name, 1, dims, dst);
+}
+
+// The rope frequency factors (rope_dim / 2 floats at dst), each finite
+// and > 0 (a zero or negative one would divide the angles by it), or
+// MHSA_ERR_FORMAT naming the tensor.
+static mhsa_status read_rope_factors(const mhsa_gguf_file *f,
+                                     const char *path,
+                                     const mhsa_llama_config *c, float *dst)
+{
+    size_t half = (size_t)c->rope_dim / 2;
+    mhsa_status st = read1(f, "rope_freqs.weight", half, dst);
+    for (size_t i = 0; st == MHSA_OK && i < half; i++)
+        if (!(dst[i] > 0.0f && dst[i] <= FLT_MAX))
+            return mhsa__fail(MHSA_ERR_FORMAT, "%s: rope_freqs.weight[%zu] "
+                              "= %g must be finite and > 0", path, i,
+                              (double)dst[i]);
+    return st;
+}
+
+// Every layer's block given the file's rope frequency factors (none
+// without rope_freqs.weight); buf: rope_dim / 2 floats of scratch.
+static mhsa_status set_rope_factors(mhsa_llama *m, const mhsa_gguf_file *f,
+                                    const char *path, float *buf)
+{
+    if (!m->cfg.rope_freqs)
+        return MHSA_OK;
+    mhsa_status st = read_rope_factors(f, path, &m->cfg, buf);
+    for (size_t l = 0; st == MHSA_OK && l < m->L; l++)
+        st = mhsa__block_set_rope_factors(m->layer[l].blk, buf);
+    return st;
 }
 
 // An fp matrix (rows, cols) of dt at data.
@@ -686,6 +726,8 @@ static mhsa_status load_fp(mhsa_llama *m, const mhsa_gguf_file *f,
     off += D;
     for (size_t l = 0; st == MHSA_OK && l < m->L; l++)
         st = load_layer(m, f, l, &off, qkv);
+    if (st == MHSA_OK)   // (the scratch holds far more than rope_dim / 2)
+        st = set_rope_factors(m, f, path, qkv);
     mhsa__free(qkv);
     if (st == MHSA_OK && m->wdt != MHSA_F32 && !narrow_weights(m))
         st = no_memory(path, c, m->cap, (int)m->wdt);
@@ -884,6 +926,8 @@ static mhsa_status load_file(mhsa_llama *m, const mhsa_gguf_file *f,
                                  &dst, row, mats[i]);
         st = mhsa__block_create_shell(&bc, &m->layer[l].blk);
     }
+    if (st == MHSA_OK)   // (row: max(D, F) floats, more than rope_dim / 2)
+        st = set_rope_factors(m, f, path, row);
     mhsa__free(row);
     if (st == MHSA_OK && !alloc_file_buffers(m))
         st = no_memory(path, c, m->cap, MHSA__WEIGHTS_FILE);
