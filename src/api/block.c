@@ -7,6 +7,7 @@
 #include "core/fpenv.h"
 #include "gemm/round_bf16.h"
 #include "objects.h"
+#include "rope_factors.h"
 
 static _Atomic uint64_t next_block_id = 1;
 
@@ -95,15 +96,18 @@ static mhsa_status check_config(const char *fn, const mhsa_config *cfg)
     return MHSA_OK;
 }
 
-// cos and sin of every angle p * theta^(-2i/R), in double: a float angle
-// at p = 32768 would already be off by up to 2e-3 radians.
-static void rope_tables(mhsa_block *b)
+// cos and sin of every angle p * theta^(-2i/R) / factors[i] (factors NULL:
+// 1), in double: a float angle at p = 32768 would already be off by up to
+// 2e-3 radians.
+static void rope_tables(mhsa_block *b, const float *factors)
 {
     double theta = b->cfg.rope_theta > 0.0f ? (double)b->cfg.rope_theta
                                             : 10000.0;
     size_t half = b->rope_half, R = 2 * half;
     for (size_t i = 0; i < half; i++) {
         double inv_freq = pow(theta, -2.0 * (double)i / (double)R);
+        if (factors)
+            inv_freq /= (double)factors[i];
         for (size_t p = 0; p < (size_t)b->cfg.max_seq_len; p++) {
             double a = (double)p * inv_freq;
             b->rope_cos[p * half + i] = (float)cos(a);
@@ -177,7 +181,7 @@ static mhsa_status create(const mhsa_config *cfg, int shell, mhsa_block **out)
         // In the library's FP state: the caller's rounding mode must not
         // change the tables' bits.
         mhsa_fpstate fp = mhsa__fp_enter();
-        rope_tables(b);
+        rope_tables(b, NULL);
         mhsa__fp_leave(fp);
     }
     b->id = atomic_fetch_add(&next_block_id, 1);
@@ -408,4 +412,20 @@ static mhsa_status block_init_random(mhsa_block *blk, uint64_t seed)
 mhsa_status mhsa_block_init_random(mhsa_block *blk, uint64_t seed)
 {
     MHSA__FP_RETURN(block_init_random(blk, seed));
+}
+
+mhsa_status mhsa__block_set_rope_factors(mhsa_block *blk,
+                                         const float *factors)
+{
+    static const char fn[] = "mhsa__block_set_rope_factors";
+    if (!blk || !blk->rope_half)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %s", fn,
+                          !blk ? "blk is NULL" : "the block has no RoPE");
+    for (size_t i = 0; factors && i < blk->rope_half; i++)
+        if (!(factors[i] > 0.0f) || isinf(factors[i]))
+            return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: factors[%zu] = %g "
+                              "must be finite and > 0", fn, i,
+                              (double)factors[i]);
+    rope_tables(blk, factors);
+    return MHSA_OK;
 }

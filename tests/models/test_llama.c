@@ -5,6 +5,7 @@
 // F32 models written with tests/gguf_writer.c. (The model's numbers are
 // checked against PyTorch by tests/models/llama_ref.py.) A wider model's
 // decoding gives the same bits on 1, 2 and 3 threads.
+#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,12 +50,26 @@ typedef struct opts {
     int tok_vocab;            // > 0: tokenizer keys, this many tokens
     const char *tok_key;      // with tok_vocab: one more u32 key ...
     uint32_t tok_val;         // ... of this value
+    int qkv_bias;             // blk.N.attn_{q,k,v}.bias (qwen2's)
+    const char *key_arch;     // the keys' prefix; NULL: "qwen2" for a
+                              // qwen2 file, else "llama"
+    int rope_freqs;           // > 0: rope_freqs.weight of this length ...
+    float rope_freq;          // ... its values this (one of them 2.5)
 } opts;
 
 static opts std_opts(void)
 {
     return (opts){NULL, "llama", 0, NULL, NULL, NULL, 0, 0, 0.0f, NULL, 0,
-                  0, NULL, 0};
+                  0, NULL, 0, 0, NULL, 0, 0.0f};
+}
+
+// A Qwen2 model: biases on Q, K and V, qwen2.* keys.
+static opts qwen2_opts(void)
+{
+    opts o = std_opts();
+    o.arch = "qwen2";
+    o.qkv_bias = 1;
+    return o;
 }
 
 static char model_path[512];
@@ -76,8 +91,8 @@ static void write_model(opts o)
         {"ffn_down", D, F},
     };
     enum { N_MATS = sizeof mats / sizeof mats[0] };
-    static char names[L][N_MATS + 2][48];
-    gw_tensor t[4 + L * (N_MATS + 2)];
+    static char names[L][N_MATS + 5][48];
+    gw_tensor t[4 + L * (N_MATS + 5)];
     size_t nt = 0;
     // One buffer big enough for the largest tensor (plus the extra row),
     // shared by all: the values do not matter here.
@@ -112,31 +127,55 @@ static void write_model(opts o)
             if (!(o.drop && !strcmp(o.drop, n)))
                 t[nt++] = x;
         }
+        for (int i = 0; o.qkv_bias && i < 3; i++) {   // (D), (kvd), (kvd)
+            char *n = names[l][2 + N_MATS + i];
+            snprintf(n, 48, "blk.%d.%s.bias", l, mats[i].name);
+            gw_tensor x = {n, 1, {(uint64_t)mats[i].rows}, MHSA_GGML_F32,
+                           data, (size_t)mats[i].rows * 4};
+            if (o.misshape && !strcmp(o.misshape, n)) {
+                x.ne[0]--;
+                x.bytes -= 4;
+            }
+            if (!(o.drop && !strcmp(o.drop, n)))
+                t[nt++] = x;
+        }
     }
     if (o.extra)
         t[nt++] = (gw_tensor){o.extra, 1, {D}, MHSA_GGML_F32, data, D * 4};
+    static float freqs[64];
+    for (int i = 0; i < 64; i++)
+        freqs[i] = i == 1 ? 2.5f : o.rope_freq;
+    if (o.rope_freqs > 0)
+        t[nt++] = (gw_tensor){"rope_freqs.weight", 1,
+                              {(uint64_t)o.rope_freqs}, MHSA_GGML_F32, freqs,
+                              (size_t)o.rope_freqs * 4};
     gw w = {0};
     gw_header(&w, 3, nt, 0);
     uint64_t nkv = 0;
     gw_key(&w, "general.architecture", MHSA_GGUF_STRING);
     gw_str(&w, o.arch);
     nkv++;
+    const char *ka = o.key_arch ? o.key_arch
+                   : !strcmp(o.arch, "qwen2") ? "qwen2" : "llama";
+    char k[80];
+#define KEY(what) (snprintf(k, sizeof k, "%s.%s", ka, what), k)
     if (!o.no_block_count) {
-        key_u32(&w, "llama.block_count", o.block_count ? o.block_count : L);
+        key_u32(&w, KEY("block_count"), o.block_count ? o.block_count : L);
         nkv++;
     }
-    key_u32(&w, "llama.context_length", (uint32_t)dm.CTX);
-    key_u32(&w, "llama.embedding_length", (uint32_t)D);
-    key_u32(&w, "llama.feed_forward_length", o.d_ff ? o.d_ff : (uint32_t)F);
-    key_u32(&w, "llama.attention.head_count", (uint32_t)dm.H);
-    key_u32(&w, "llama.attention.head_count_kv", (uint32_t)KV);
-    gw_key(&w, "llama.attention.layer_norm_rms_epsilon", MHSA_GGUF_FLOAT32);
+    key_u32(&w, KEY("context_length"), (uint32_t)dm.CTX);
+    key_u32(&w, KEY("embedding_length"), (uint32_t)D);
+    key_u32(&w, KEY("feed_forward_length"), o.d_ff ? o.d_ff : (uint32_t)F);
+    key_u32(&w, KEY("attention.head_count"), (uint32_t)dm.H);
+    key_u32(&w, KEY("attention.head_count_kv"), (uint32_t)KV);
+    gw_key(&w, KEY("attention.layer_norm_rms_epsilon"), MHSA_GGUF_FLOAT32);
     gw_f32(&w, o.eps != 0.0f ? o.eps : 1e-5f);
     nkv += 6;
     if (o.scaling_u32) {
-        key_u32(&w, "llama.rope.scaling.type", 1);
+        key_u32(&w, KEY("rope.scaling.type"), 1);
         nkv++;
     }
+#undef KEY
     if (o.tok_vocab > 0) {   // a byte-level BPE vocabulary "t0", "t1", ...
         gw_key(&w, "tokenizer.ggml.model", MHSA_GGUF_STRING);
         gw_str(&w, "gpt2");
@@ -200,6 +239,113 @@ START_TEST(loads_the_test_model)
     ck_assert_int_eq(c->tied, 1);
     ck_assert_int_eq(mhsa__llama_capacity(m), CTX);
     mhsa__llama_destroy(m);
+}
+END_TEST
+
+// A Qwen2 file: its row of the table (biases, NEOX rope), in the fp and
+// the file modes, which give the same logits (F32 weights: both compute in
+// fp32, in other orders).
+START_TEST(loads_qwen2)
+{
+    mhsa_llama *m[2];
+    float logits[2][3 * V];
+    const int32_t ids[3] = {1, 5, 2};
+    write_model(qwen2_opts());
+    ck_assert_int_eq(mhsa__llama_load(model_path, 0, &m[0]), MHSA_OK);
+    ck_assert_int_eq(mhsa__llama_load_ex(model_path, 0, MHSA__WEIGHTS_FILE,
+                                         &m[1]), MHSA_OK);
+    unlink(model_path);
+    const mhsa_llama_config *c = mhsa__llama_config(m[0]);
+    ck_assert_str_eq(c->arch, "qwen2");
+    ck_assert_int_eq(c->qkv_bias, 1);
+    ck_assert_int_eq(c->rope_interleaved, 0);
+    for (int i = 0; i < 2; i++) {
+        mhsa_llama_cache *kc;
+        ck_assert_int_eq(mhsa__llama_cache_create(m[i], MHSA_F32, &kc),
+                         MHSA_OK);
+        ck_assert_int_eq(mhsa__llama_forward(m[i], kc, ids, 3, 1,
+                                             logits[i]), MHSA_OK);
+        mhsa__llama_cache_destroy(kc);
+        mhsa__llama_destroy(m[i]);
+    }
+    for (int i = 0; i < 3 * V; i++)
+        ck_assert_msg(fabsf(logits[0][i] - logits[1][i]) <= 1e-4f,
+                      "logit %d: fp %g, file mode %g", i,
+                      (double)logits[0][i], (double)logits[1][i]);
+}
+END_TEST
+
+// What a family's row does not have, or has of the wrong size, is refused
+// by name.
+START_TEST(refuses_what_a_family_lacks)
+{
+    opts o = qwen2_opts();
+    o.drop = "blk.1.attn_v.bias";
+    check_refused(o, "blk.1.attn_v.bias");
+    o = qwen2_opts();
+    o.misshape = "blk.0.attn_k.bias";
+    check_refused(o, "blk.0.attn_k.bias");
+    o = qwen2_opts();
+    o.key_arch = "llama";
+    check_refused(o, "qwen2.block_count");
+    o = std_opts();
+    o.qkv_bias = 1;   // llama has none
+    check_refused(o, "blk.0.attn_q.bias");
+    o = std_opts();
+    o.arch = "gemma3";
+    check_refused(o, "\"gemma3\"");
+}
+END_TEST
+
+// The logits of ids {1, 5, 2, 7} (4 x V) of the model o describes, in
+// file mode or not.
+static void logits_of(opts o, int file_mode, float *logits)
+{
+    const int32_t ids[4] = {1, 5, 2, 7};
+    mhsa_llama *m;
+    mhsa_llama_cache *kc;
+    write_model(o);
+    ck_assert_int_eq(mhsa__llama_load_ex(model_path, 0, file_mode
+                                         ? MHSA__WEIGHTS_FILE : MHSA_F32,
+                                         &m), MHSA_OK);
+    unlink(model_path);
+    ck_assert_int_eq(mhsa__llama_cache_create(m, MHSA_F32, &kc), MHSA_OK);
+    ck_assert_int_eq(mhsa__llama_forward(m, kc, ids, 4, 1, logits), MHSA_OK);
+    mhsa__llama_cache_destroy(kc);
+    mhsa__llama_destroy(m);
+}
+
+// Llama 3's rope_freqs.weight: factors of 1 change nothing, others do, in
+// both modes alike; a wrong length, a factor of 0 and the tensor in a
+// family without it are refused by name.
+START_TEST(rope_freqs)
+{
+    static float plain[4 * V], f[2][4 * V];
+    opts o = std_opts();
+    logits_of(o, 0, plain);
+    o.rope_freqs = DH / 2;   // all 1 but pair 1's 2.5
+    o.rope_freq = 1.0f;
+    logits_of(o, 0, f[0]);
+    double diff = 0.0;
+    for (int i = 0; i < 4 * V; i++)
+        diff = fmax(diff, fabs((double)f[0][i] - plain[i]));
+    ck_assert_msg(diff > 1e-5, "a factor of 2.5 changed nothing (%g)",
+                  diff);
+    ck_assert_msg(memcmp(f[0], plain, V * sizeof(float)) == 0,
+                  "position 0 has no rotation, whatever the factors");
+    logits_of(o, 1, f[1]);
+    for (int i = 0; i < 4 * V; i++)
+        ck_assert_msg(fabsf(f[0][i] - f[1][i]) <= 1e-4f, "logit %d: fp %g, "
+                      "file mode %g", i, (double)f[0][i], (double)f[1][i]);
+    o.rope_freqs = DH / 2 + 1;
+    check_refused(o, "rope_freqs.weight");
+    o.rope_freqs = DH / 2;
+    o.rope_freq = 0.0f;
+    check_refused(o, "rope_freqs.weight[0] = 0");
+    o = qwen2_opts();
+    o.rope_freqs = DH / 2;
+    o.rope_freq = 1.0f;
+    check_refused(o, "rope_freqs.weight");
 }
 END_TEST
 
@@ -494,6 +640,9 @@ static Suite *suite(void)
     TCase *tc = tcase_create("llama");
     tcase_add_test(tc, loads_the_test_model);
     tcase_add_test(tc, refuses_what_is_not_a_llama);
+    tcase_add_test(tc, loads_qwen2);
+    tcase_add_test(tc, refuses_what_a_family_lacks);
+    tcase_add_test(tc, rope_freqs);
     tcase_add_test(tc, refuses_what_it_would_ignore);
     tcase_add_test(tc, tokenizer_fits_the_model);
     tcase_add_test(tc, checks_tensors_before_allocating);

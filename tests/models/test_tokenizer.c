@@ -525,9 +525,9 @@ START_TEST(load_errors)
                    "'bert': only 'gpt2' (byte-level BPE) and 'llama' "
                    "(SentencePiece) are supported");
     o = std_opts();
-    o.pre = "qwen2";
+    o.pre = "falcon";
     expect_refused(o, MHSA_ERR_UNSUPPORTED, "tokenizer.ggml.pre is "
-                   "'qwen2': only 'gpt-2' and 'smollm'");
+                   "'falcon': only 'gpt-2', 'smollm'");
     o.pre = NULL;
     expect_refused(o, MHSA_ERR_FORMAT, "key 'tokenizer.ggml.pre' not found");
     o = std_opts();

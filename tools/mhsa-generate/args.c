@@ -18,8 +18,11 @@ void print_gen_help(FILE *f)
     fprintf(f,
 "usage: mhsa-generate --model FILE [options]\n"
 "Samples text from a GPT checkpoint (mhsa-train --task text --save) or a\n"
-"Llama-architecture GGUF model (llama.cpp's format): prefills the prompt,\n"
-"then decodes token by token through the KV cache.\n"
+"GGUF model (llama.cpp's format) of general.architecture llama (Llama 2\n"
+"and 3, SmolLM, Mistral-style files) or qwen2 (Qwen2, Qwen2.5): prefills\n"
+"the prompt, then decodes token by token through the KV cache. Tokenizers:\n"
+"SentencePiece, and byte-level BPE with the pre-tokenizers gpt-2, smollm,\n"
+"llama-bpe and qwen2.\n"
 "\n"
 "  --model FILE        a checkpoint (.safetensors) or a GGUF model (a\n"
 "                      regular file)\n"

@@ -354,6 +354,9 @@ static mhsa_status layer_file(mhsa_llama *m, size_t l, mhsa_kv_cache *kv,
         { &ly->wv, m->qkv + D + kvd, nqkv, 0 },
     };
     products(m, m->h, N, D, qkv, 3);
+    if (ly->bqkv)   // Q, K and V biases, before RoPE (as llama.cpp adds)
+        for (size_t r = 0; r < N; r++)
+            add_rows(m->qkv + r * nqkv, ly->bqkv, nqkv);
     mhsa_status st = mhsa__workspace_rebind(m->ws, ly->blk);
     if (st == MHSA_OK)
         st = mhsa__forward_cached_qkv(ly->blk, m->ws, kv, m->qkv, (int)N,

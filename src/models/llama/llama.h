@@ -1,19 +1,30 @@
 // llama.h — a pretrained Llama-architecture language model read from its
 // GGUF file (llama.cpp's format), run for generation with a KV cache.
 //
-// The model (general.architecture = "llama"): x = token_embd[token]; per
-// layer l
+// The model (general.architecture = "llama" or "qwen2"): x =
+// token_embd[token]; per layer l
 //   x = x + attention(rmsnorm(x) * attn_norm)      (mhsa_block: GQA, RoPE)
 //   h = rmsnorm(x) * ffn_norm
 //   x = x + (silu(h W_gate^T) * (h W_up^T)) W_down^T        (SwiGLU MLP)
 // then logits = (rmsnorm(x) * output_norm) W_out^T, with W_out =
 // token_embd when the file has no output.weight (tied embeddings). Every
-// size comes from the file's llama.* metadata; nothing is hard-coded.
+// size comes from the file's <arch>.* metadata; nothing is hard-coded.
 //
-// RoPE pairing. llama.cpp's converter stores the rows of attn_q and
-// attn_k permuted so that ggml's "normal" rope rotates adjacent pairs
-// (2i, 2i+1) of each head; the blocks use the file's rows as they are with
-// mhsa_config.rope_interleaved = 1, which is that same rotation.
+// The families differ only where a row of the loader's table of
+// architectures says so (llama_load.c, as llama.cpp c392e50's
+// llama-model.cpp builds them):
+//  - llama: no biases; "normal" rope; rope_freqs.weight when the file has
+//    it (Llama 3: pair i's angle p * theta^(-2i/R) divided by
+//    rope_freqs[i] on every layer, as ggml_rope_ext's freq_factors).
+//  - qwen2: biases on Q, K and V (blk.N.attn_q.bias, ...: required, added
+//    before RoPE); NEOX rope.
+//
+// RoPE pairing. For llama, llama.cpp's converter stores the rows of
+// attn_q and attn_k permuted so that ggml's "normal" rope rotates adjacent
+// pairs (2i, 2i+1) of each head; the blocks use the file's rows as they
+// are with mhsa_config.rope_interleaved = 1, which is that same rotation.
+// For qwen2 the rows are Hugging Face's, and ggml's NEOX rope rotates the
+// pairs (i, i + R/2): rope_interleaved = 0.
 //
 // Weights are either kept as the file stores them (MHSA__WEIGHTS_FILE,
 // below: the products computed on the file's quantized blocks), or
@@ -31,7 +42,10 @@
 
 #include "mhsa.h"
 
+// The keys below are the "llama" family's; another family's are the same
+// under its own prefix ("qwen2.block_count", ...).
 typedef struct mhsa_llama_config {
+    const char *arch;   // general.architecture: "llama" or "qwen2"
     int vocab;          // rows of token_embd
     int n_layer;        // llama.block_count
     int d_model;        // llama.embedding_length
@@ -43,6 +57,14 @@ typedef struct mhsa_llama_config {
     float rope_theta;   // llama.rope.freq_base (default 10000)
     float rms_eps;      // llama.attention.layer_norm_rms_epsilon
     int tied;           // 1: no output.weight, the head is token_embd
+    int qkv_bias;       // 1: blk.N.attn_{q,k,v}.bias added to Q, K, V
+                        // (qwen2)
+    int rope_interleaved;   // 1: RoPE pairs (2i, 2i+1) (llama.cpp's
+                        // "normal" rope: llama); 0: pairs (i, i + R/2)
+                        // (its NEOX rope: qwen2)
+    int rope_freqs;     // 1: rope_freqs.weight (rope_dim / 2 floats, each
+                        // finite and > 0) divides each pair's frequency
+                        // (Llama 3; llama only)
     // Bytes of the matrices as MHSA__WEIGHTS_FILE holds them: the file's
     // own bytes of each, Q8_0's for the types converted at load (from the
     // tensor infos).

@@ -32,6 +32,8 @@ typedef struct llama_layer {
     // block's w_qkv = [attn_q; attn_k; attn_v] and w_out.
     llama_mat wq, wk, wv;                // (D | kvd | kvd, D)
     llama_mat wo;                        // (D, D)
+    const float *bqkv;                   // file mode: (nqkv) [bq; bk; bv]
+                                         // or NULL (no biases)
     mhsa_block *blk;
 } llama_layer;
 

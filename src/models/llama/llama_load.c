@@ -1,5 +1,6 @@
-// llama_load.c — a Llama model from its GGUF file (llama.h): the
-// hyper-parameters from the llama.* metadata, every tensor checked for its
+// llama_load.c — a Llama-family model from its GGUF file (llama.h): the
+// family's row of the table of architectures (arches[] below), the
+// hyper-parameters from its <arch>.* metadata, every tensor checked for its
 // shape, then either dequantized to fp32 (the attention weights into one
 // mhsa_block per layer) or, in file mode, kept in the file's mapping
 // (llama_file.c); the buffers of the forward sized once for the capacity.
@@ -15,6 +16,7 @@
 #include "io/file_read.h"
 #include "models/gguf/gguf.h"
 #include "api/cached_qkv.h"
+#include "api/rope_factors.h"
 #include "models/gguf/gguf_dequant.h"
 #include "models/llama/llama_internal.h"
 
@@ -29,6 +31,39 @@ void mhsa__llama_free(mhsa_llama *m)
     mhsa__unmap_file(&m->map);
     MHSA_FREE_ALL(m->weights, m->mats, m->acts, m->gemm_buf, m->qkv,
                   m->xq[MHSA_QACT_32], m->xq[MHSA_QACT_256], m);
+}
+
+// ---- the architectures -----------------------------------------------------
+
+// What sets a family apart from the llama row, one row each; the keys are
+// "<name>.block_count", ... (llama.cpp c392e50: llama_model::load_hparams,
+// load_tensors and llama_model_rope_type).
+typedef struct llama_arch {
+    const char *name;       // general.architecture and the keys' prefix
+    int qkv_bias;           // blk.N.attn_{q,k,v}.bias, required
+    int rope_interleaved;   // ggml's "normal" rope (1) or NEOX (0)
+    int rope_freqs;         // rope_freqs.weight allowed (optional)
+} llama_arch;
+
+static const llama_arch arches[] = {
+    { "llama", 0, 1, 1 },
+    { "qwen2", 1, 0, 0 },
+};
+enum { N_ARCHES = sizeof arches / sizeof arches[0] };
+
+// The keys' prefix of c ("llama" for a config made without one).
+static const char *arch_of(const mhsa_llama_config *c)
+{
+    return c->arch ? c->arch : "llama";
+}
+
+// "<arch>.<what>" into buf (keys are short; a longer one is cut, and then
+// found nowhere).
+static const char *arch_key(char *buf, size_t n, const mhsa_llama_config *c,
+                            const char *what)
+{
+    snprintf(buf, n, "%s.%s", arch_of(c), what);
+    return buf;
 }
 
 // ---- metadata --------------------------------------------------------------
@@ -46,8 +81,8 @@ static mhsa_status meta_num(const mhsa_gguf_file *f, const char *path,
     if (v)
         return mhsa__gguf_val_num(v, num);
     if (required)
-        return mhsa__fail(MHSA_ERR_FORMAT, "%s: no metadata key %s (a "
-                          "llama model needs it)", path, key);
+        return mhsa__fail(MHSA_ERR_FORMAT, "%s: no metadata key %s (the "
+                          "model needs it)", path, key);
     return MHSA_OK;
 }
 
@@ -110,12 +145,22 @@ static mhsa_status meta_float(const mhsa_gguf_file *f, const char *path,
 
 // ---- the tensors the config implies --------------------------------------
 
-// A layer's tensors: "blk.<l>.<what>.weight".
+// A layer's tensors: "blk.<l>.<what>.weight", then with qkv_bias the
+// biases "blk.<l>.<what>.bias" (N_BIAS_TENSORS, last).
 static const char *const layer_what[] = {
     "attn_norm", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down",
     "attn_q", "attn_k", "attn_v", "attn_output",
+    "attn_q", "attn_k", "attn_v",
 };
-enum { N_LAYER_TENSORS = sizeof layer_what / sizeof layer_what[0] };
+enum { N_ALL_LAYER_TENSORS = sizeof layer_what / sizeof layer_what[0],
+       N_BIAS_TENSORS = 3,
+       N_LAYER_TENSORS = N_ALL_LAYER_TENSORS - N_BIAS_TENSORS };
+
+// How many of layer_what a layer of c has.
+static int layer_tensors(const mhsa_llama_config *c)
+{
+    return c->qkv_bias ? N_ALL_LAYER_TENSORS : N_LAYER_TENSORS;
+}
 
 // "blk.<l>.<what>.weight"
 static const char *layer_name(char *buf, size_t n, size_t l, const char *what)
@@ -124,15 +169,25 @@ static const char *layer_name(char *buf, size_t n, size_t l, const char *what)
     return buf;
 }
 
+// The name of layer tensor layer_what[i] of layer l.
+static const char *layer_tensor_name(char *buf, size_t n, size_t l, int i)
+{
+    if (i < N_LAYER_TENSORS)
+        return layer_name(buf, n, l, layer_what[i]);
+    snprintf(buf, n, "blk.%zu.%s.bias", l, layer_what[i]);
+    return buf;
+}
+
 // The shape (outermost first) of layer tensor layer_what[i].
 static int layer_shape(const mhsa_llama_config *c, int i, size_t dims[2])
 {
     size_t D = (size_t)c->d_model, F = (size_t)c->d_ff;
     size_t kvd = (size_t)c->n_kv_head * (D / (size_t)c->n_head);
-    static const int rows_cols[N_LAYER_TENSORS][2] = {
+    static const int rows_cols[N_ALL_LAYER_TENSORS][2] = {
         // 'D' = d_model, 'F' = d_ff, 'K' = kv width, 0 = none
         {'D', 0}, {'D', 0}, {'F', 'D'}, {'F', 'D'}, {'D', 'F'},
         {'D', 'D'}, {'K', 'D'}, {'K', 'D'}, {'D', 'D'},
+        {'D', 0}, {'K', 0}, {'K', 0},
     };
     for (int k = 0; k < 2; k++) {
         int x = rows_cols[i][k];
@@ -146,7 +201,8 @@ static int used_tensor(const mhsa_llama_config *c, const char *name)
 {
     if (!strcmp(name, "token_embd.weight") ||
         !strcmp(name, "output_norm.weight") ||
-        (!c->tied && !strcmp(name, "output.weight")))
+        (!c->tied && !strcmp(name, "output.weight")) ||
+        (c->rope_freqs && !strcmp(name, "rope_freqs.weight")))
         return 1;
     if (strncmp(name, "blk.", 4) || name[4] < '0' || name[4] > '9')
         return 0;
@@ -154,9 +210,8 @@ static int used_tensor(const mhsa_llama_config *c, const char *name)
     if (l >= (unsigned long long)c->n_layer)
         return 0;
     char buf[64];
-    for (int i = 0; i < N_LAYER_TENSORS; i++)   // exact: no "blk.01."
-        if (!strcmp(name, layer_name(buf, sizeof buf, (size_t)l,
-                                     layer_what[i])))
+    for (int i = 0; i < layer_tensors(c); i++)   // exact: no "blk.01."
+        if (!strcmp(name, layer_tensor_name(buf, sizeof buf, (size_t)l, i)))
             return 1;
     return 0;
 }
@@ -167,10 +222,10 @@ static mhsa_status with_sizes(mhsa_status st, const char *path,
 {
     char msg[400];
     snprintf(msg, sizeof msg, "%s", mhsa_last_error());
-    return mhsa__fail(st, "%s: %s (the metadata says llama.block_count = "
-                      "%d, llama.embedding_length = %d, "
-                      "llama.feed_forward_length = %d)", path, msg,
-                      c->n_layer, c->d_model, c->d_ff);
+    return mhsa__fail(st, "%s: %s (the metadata says %s.block_count = "
+                      "%d, %s.embedding_length = %d, "
+                      "%s.feed_forward_length = %d)", path, msg, c->arch,
+                      c->n_layer, c->arch, c->d_model, c->arch, c->d_ff);
 }
 
 // Every tensor the model reads present, of its shape and of a type that
@@ -189,18 +244,22 @@ static mhsa_status check_tensors(const mhsa_gguf_file *f, const char *path,
         st = mhsa__gguf_check_f32(f, "output.weight", 2, vd);
     if (st == MHSA_OK)
         st = mhsa__gguf_check_f32(f, "output_norm.weight", 1, &D);
+    size_t half = (size_t)c->rope_dim / 2;   // one factor per rotated pair
+    if (st == MHSA_OK && c->rope_freqs)
+        st = mhsa__gguf_check_f32(f, "rope_freqs.weight", 1, &half);
     char name[64];
     for (size_t l = 0; st == MHSA_OK && l < (size_t)c->n_layer; l++)
-        for (int i = 0; st == MHSA_OK && i < N_LAYER_TENSORS; i++) {
+        for (int i = 0; st == MHSA_OK && i < layer_tensors(c); i++) {
             int nd = layer_shape(c, i, dims);
-            st = mhsa__gguf_check_f32(f, layer_name(name, sizeof name, l,
-                                                    layer_what[i]),
+            st = mhsa__gguf_check_f32(f, layer_tensor_name(name, sizeof name,
+                                                           l, i),
                                       nd, dims);
         }
     if (st != MHSA_OK)
         return with_sizes(st, path, c);
     // All present, names unique: any more in the file are unused.
-    size_t used = 2 + !c->tied + (size_t)c->n_layer * N_LAYER_TENSORS;
+    size_t used = 2 + !c->tied + (size_t)c->rope_freqs +
+                  (size_t)c->n_layer * (size_t)layer_tensors(c);
     size_t n = mhsa__gguf_tensor_count(f);
     if (n == used)
         return MHSA_OK;
@@ -215,9 +274,9 @@ static mhsa_status check_tensors(const mhsa_gguf_file *f, const char *path,
     char q[96];
     return mhsa__fail(MHSA_ERR_FORMAT, "%s: wrong number of tensors: "
                       "expected %zu, got %zu; tensor '%s' is not used by a "
-                      "llama model of llama.block_count = %d", path, used, n,
-                      mhsa__esc(q, sizeof q, extra, strlen(extra)),
-                      c->n_layer);
+                      "%s model of %s.block_count = %d", path, used, n,
+                      mhsa__esc(q, sizeof q, extra, strlen(extra)), c->arch,
+                      c->arch, c->n_layer);
 }
 
 // The config from the metadata, checked for what the model can run, and
@@ -231,27 +290,41 @@ static mhsa_status read_config(const mhsa_gguf_file *f, const char *path,
                                         &arch_len);
     if (st != MHSA_OK)
         return st;
-    if (strcmp(arch, "llama") != 0 || arch_len != 5) {
+    const llama_arch *a = NULL;
+    for (size_t i = 0; i < N_ARCHES; i++)
+        if (!strcmp(arch, arches[i].name) && arch_len == strlen(arch))
+            a = &arches[i];
+    if (!a) {
         char q[48];
         return mhsa__fail(MHSA_ERR_FORMAT, "%s: general.architecture is "
-                          "\"%s\"; only \"llama\" is supported", path,
+                          "\"%s\"; only \"llama\" and \"qwen2\" are "
+                          "supported", path,
                           mhsa__esc(q, sizeof q, arch, arch_len));
     }
     memset(c, 0, sizeof *c);
-    if ((st = meta_int(f, path, "llama.block_count", -1, 1, &c->n_layer)) ||
-        (st = meta_int(f, path, "llama.embedding_length", -1, 1,
-                       &c->d_model)) ||
-        (st = meta_int(f, path, "llama.feed_forward_length", -1, 1,
+    c->arch = a->name;
+    c->qkv_bias = a->qkv_bias;
+    c->rope_interleaved = a->rope_interleaved;
+    char k[8][64];
+    if ((st = meta_int(f, path, arch_key(k[0], 64, c, "block_count"), -1, 1,
+                       &c->n_layer)) ||
+        (st = meta_int(f, path, arch_key(k[1], 64, c, "embedding_length"),
+                       -1, 1, &c->d_model)) ||
+        (st = meta_int(f, path, arch_key(k[2], 64, c,
+                                         "feed_forward_length"), -1, 1,
                        &c->d_ff)) ||
-        (st = meta_int(f, path, "llama.attention.head_count", -1, 1,
+        (st = meta_int(f, path, arch_key(k[3], 64, c,
+                                         "attention.head_count"), -1, 1,
                        &c->n_head)) ||
-        (st = meta_int(f, path, "llama.context_length", -1, 1,
-                       &c->context)) ||
-        (st = meta_int(f, path, "llama.attention.head_count_kv", c->n_head,
-                       1, &c->n_kv_head)) ||
-        (st = meta_float(f, path, "llama.rope.freq_base", 10000.0f,
-                         &c->rope_theta)) ||
-        (st = meta_float(f, path, "llama.attention.layer_norm_rms_epsilon",
+        (st = meta_int(f, path, arch_key(k[4], 64, c, "context_length"), -1,
+                       1, &c->context)) ||
+        (st = meta_int(f, path, arch_key(k[5], 64, c,
+                                         "attention.head_count_kv"),
+                       c->n_head, 1, &c->n_kv_head)) ||
+        (st = meta_float(f, path, arch_key(k[6], 64, c, "rope.freq_base"),
+                         10000.0f, &c->rope_theta)) ||
+        (st = meta_float(f, path, arch_key(k[7], 64, c,
+                                           "attention.layer_norm_rms_epsilon"),
                          0.0f, &c->rms_eps)))
         return st;
     if (c->d_model % c->n_head != 0 || c->n_head % c->n_kv_head != 0)
@@ -260,38 +333,48 @@ static mhsa_status read_config(const mhsa_gguf_file *f, const char *path,
                           "divide the width and the kv heads the heads",
                           path, c->d_model, c->n_head, c->n_kv_head);
     int dh = c->d_model / c->n_head;
-    if ((st = meta_int(f, path, "llama.rope.dimension_count", dh, 2,
+    char key[64];
+    if ((st = meta_int(f, path, arch_key(key, sizeof key, c,
+                                         "rope.dimension_count"), dh, 2,
                        &c->rope_dim)))
         return st;
     if (c->rope_dim % 2 != 0 || c->rope_dim > dh)
-        return mhsa__fail(MHSA_ERR_FORMAT, "%s: llama.rope.dimension_count "
-                          "= %d must be even and at most the head size %d",
-                          path, c->rope_dim, dh);
+        return mhsa__fail(MHSA_ERR_FORMAT, "%s: %s = %d must be even and at "
+                          "most the head size %d", path, key, c->rope_dim,
+                          dh);
     // What this model does not implement, refused rather than ignored.
     // (Of another type it is malformed, not a value to pass over.)
-    const mhsa_gguf_val *sc = mhsa__gguf_find(f, "llama.rope.scaling.type");
+    arch_key(key, sizeof key, c, "rope.scaling.type");
+    const mhsa_gguf_val *sc = mhsa__gguf_find(f, key);
     const char *scaling = NULL;
     size_t sc_len = 0;
     if (sc && mhsa__gguf_val_type(sc) != MHSA_GGUF_STRING)
-        return mhsa__fail(MHSA_ERR_FORMAT, "%s: llama.rope.scaling.type is "
-                          "a %s, not a string", path,
+        return mhsa__fail(MHSA_ERR_FORMAT, "%s: %s is a %s, not a string",
+                          path, key,
                           mhsa__gguf_type_name(mhsa__gguf_val_type(sc)));
     if (sc && mhsa__gguf_val_str(sc, &scaling, &sc_len) == MHSA_OK &&
         (strcmp(scaling, "none") != 0 || sc_len != 4)) {
         char q[48];
-        return mhsa__fail(MHSA_ERR_FORMAT, "%s: llama.rope.scaling.type = "
-                          "\"%s\" is not supported", path,
+        return mhsa__fail(MHSA_ERR_FORMAT, "%s: %s = \"%s\" is not "
+                          "supported", path, key,
                           mhsa__esc(q, sizeof q, scaling, sc_len));
     }
+    // Tensors of variants this runner does not compute: refused by name
+    // (rope_freqs.weight and the biases on Q, K and V only where the
+    // family has none).
+    c->rope_freqs = a->rope_freqs &&
+                    mhsa__gguf_tensor(f, "rope_freqs.weight") != NULL;
     static const char *const unsupported[] = {
-        "rope_freqs.weight", "blk.0.attn_q.bias", "blk.0.attn_output.bias",
-        "blk.0.ffn_gate_inp.weight",
+        "blk.0.attn_output.bias", "blk.0.ffn_gate_inp.weight",
+        "blk.0.attn_q.bias", "rope_freqs.weight",
     };
     for (size_t i = 0; i < sizeof unsupported / sizeof *unsupported; i++)
+        if (!(i == 2 && c->qkv_bias) && !(i == 3 && a->rope_freqs) &&
+            mhsa__gguf_tensor(f, unsupported[i]))
         if (mhsa__gguf_tensor(f, unsupported[i]))
             return mhsa__fail(MHSA_ERR_FORMAT, "%s: tensor %s (a variant of "
-                              "the llama architecture that is not "
-                              "supported)", path, unsupported[i]);
+                              "the %s architecture that is not "
+                              "supported)", path, unsupported[i], c->arch);
     const mhsa_gguf_tensor *emb = mhsa__gguf_tensor(f, "token_embd.weight");
     if (!emb || emb->n_dims != 2 || emb->dims[1] != (size_t)c->d_model ||
         emb->dims[0] > (size_t)INT_MAX)
@@ -327,6 +410,36 @@ static mhsa_status read1(const mhsa_gguf_file *f, const char *name,
     return mhsa__gguf_read_f32(f, name, 1, dims, dst);
 }
 
+// The rope frequency factors (rope_dim / 2 floats at dst), each finite
+// and > 0 (a zero or negative one would divide the angles by it), or
+// MHSA_ERR_FORMAT naming the tensor.
+static mhsa_status read_rope_factors(const mhsa_gguf_file *f,
+                                     const char *path,
+                                     const mhsa_llama_config *c, float *dst)
+{
+    size_t half = (size_t)c->rope_dim / 2;
+    mhsa_status st = read1(f, "rope_freqs.weight", half, dst);
+    for (size_t i = 0; st == MHSA_OK && i < half; i++)
+        if (!(dst[i] > 0.0f && dst[i] <= FLT_MAX))
+            return mhsa__fail(MHSA_ERR_FORMAT, "%s: rope_freqs.weight[%zu] "
+                              "= %g must be finite and > 0", path, i,
+                              (double)dst[i]);
+    return st;
+}
+
+// Every layer's block given the file's rope frequency factors (none
+// without rope_freqs.weight); buf: rope_dim / 2 floats of scratch.
+static mhsa_status set_rope_factors(mhsa_llama *m, const mhsa_gguf_file *f,
+                                    const char *path, float *buf)
+{
+    if (!m->cfg.rope_freqs)
+        return MHSA_OK;
+    mhsa_status st = read_rope_factors(f, path, &m->cfg, buf);
+    for (size_t l = 0; st == MHSA_OK && l < m->L; l++)
+        st = mhsa__block_set_rope_factors(m->layer[l].blk, buf);
+    return st;
+}
+
 // An fp matrix (rows, cols) of dt at data.
 static llama_mat fp_mat(const void *data, size_t rows, size_t cols,
                         mhsa_dtype dt)
@@ -349,17 +462,20 @@ static mhsa_config block_config(const mhsa_llama *m)
     bc.n_heads = m->cfg.n_head;
     bc.max_seq_len = (int)m->cap;
     bc.causal = 1;
-    bc.bias = 0;
+    // Biases on Q, K and V: the block adds them (and a zero output bias);
+    // in file mode the model projects and adds them itself (layer_file).
+    bc.bias = m->cfg.qkv_bias && !m->file;
     bc.n_kv_heads = m->cfg.n_kv_head;
     bc.rope_dim = m->cfg.rope_dim;
     bc.rope_theta = m->cfg.rope_theta;
-    bc.rope_interleaved = 1;   // the converter's row order (llama.h)
+    bc.rope_interleaved = m->cfg.rope_interleaved;   // (llama.h)
     bc.weight_dtype = (int)m->wdt;
     return bc;
 }
 
 // Layer l's tensors: norms and MLP into the model's weights at *off, the
-// attention into its block (qkv: scratch of (nqkv + D) * D floats).
+// attention into its block (qkv: scratch of (nqkv + D) * D + nqkv + D
+// floats).
 static mhsa_status load_layer(mhsa_llama *m, const mhsa_gguf_file *f,
                               size_t l, size_t *off, float *qkv)
 {
@@ -396,9 +512,25 @@ static mhsa_status load_layer(mhsa_llama *m, const mhsa_gguf_file *f,
         (st = read2(f, layer_name(name, sizeof name, l, "attn_output"), D, D,
                     wo)))
         return st;
+    // The biases [bq; bk; bv] and a zero one after the output projection.
+    float *bqkv = NULL, *bout = NULL;
+    if (m->cfg.qkv_bias) {
+        bqkv = wo + D * D;
+        bout = bqkv + m->nqkv;
+        memset(bout, 0, D * sizeof(float));
+        for (int i = N_LAYER_TENSORS; i < N_ALL_LAYER_TENSORS; i++) {
+            size_t dims[2];
+            layer_shape(&m->cfg, i, dims);
+            if ((st = read1(f, layer_tensor_name(name, sizeof name, l, i),
+                            dims[0], bqkv + (i == N_LAYER_TENSORS ? 0 :
+                                             i == N_LAYER_TENSORS + 1 ? D
+                                             : D + kvd))))
+                return st;
+        }
+    }
     mhsa_config bc = block_config(m);
     if ((st = mhsa_block_create(&bc, &ly->blk)) ||
-        (st = mhsa_block_set_weights(ly->blk, qkv, NULL, wo, NULL)))
+        (st = mhsa_block_set_weights(ly->blk, qkv, bqkv, wo, bout)))
         return st;
     return MHSA_OK;
 }
@@ -499,7 +631,8 @@ static double bytes_needed(const mhsa_llama_config *c, size_t cap, int wdt)
     double V = c->vocab, D = c->d_model, F = c->d_ff, L = c->n_layer;
     double kvd = (double)c->n_kv_head * (double)(c->d_model / c->n_head);
     double mats = V * D * (c->tied ? 1 : 2) + L * 3 * F * D;
-    double norms = D + L * 2 * D, one_attn = (D + 2 * kvd) * D + D * D;
+    double norms = D + L * 2 * D + (c->qkv_bias ? L * (D + 2 * kvd) : 0);
+    double one_attn = (D + 2 * kvd) * D + D * D;
     double acts = 4 * (double)cap * (3 * D + 2 * F);
     if (wdt == MHSA__WEIGHTS_FILE) {
         double widest = D > F ? D : F;
@@ -519,24 +652,26 @@ mhsa_status mhsa__llama_check_memory(const mhsa_llama_config *c, size_t cap,
     double need = bytes_needed(c, cap, wdt);
     if (need <= (double)avail && need < (double)SIZE_MAX)
         return MHSA_OK;
+    const char *a = arch_of(c);
     return mhsa__fail(MHSA_ERR_NO_MEMORY, "%s: the model needs %.1f GB "
-                      "(llama.block_count = %d, llama.embedding_length = "
-                      "%d, llama.feed_forward_length = %d, %d tokens, %zu "
+                      "(%s.block_count = %d, %s.embedding_length = %d, "
+                      "%s.feed_forward_length = %d, %d tokens, %zu "
                       "positions), more than the %.1f GB of memory there "
-                      "is", path, need / 1e9, c->n_layer, c->d_model,
-                      c->d_ff, c->vocab, cap, (double)avail / 1e9);
+                      "is", path, need / 1e9, a, c->n_layer, a, c->d_model,
+                      a, c->d_ff, c->vocab, cap, (double)avail / 1e9);
 }
 
 // MHSA_ERR_NO_MEMORY naming what the metadata asked for.
 static mhsa_status no_memory(const char *path, const mhsa_llama_config *c,
                              size_t cap, int wdt)
 {
+    const char *a = arch_of(c);
     return mhsa__fail(MHSA_ERR_NO_MEMORY, "%s: no memory for the model's "
-                      "%.1f GB (llama.block_count = %d, "
-                      "llama.embedding_length = %d, llama.feed_forward_length"
-                      " = %d, %d tokens, %zu positions)", path,
-                      bytes_needed(c, cap, wdt) / 1e9, c->n_layer,
-                      c->d_model, c->d_ff, c->vocab, cap);
+                      "%.1f GB (%s.block_count = %d, %s.embedding_length = "
+                      "%d, %s.feed_forward_length = %d, %d tokens, %zu "
+                      "positions)", path, bytes_needed(c, cap, wdt) / 1e9,
+                      a, c->n_layer, a, c->d_model, a, c->d_ff, c->vocab,
+                      cap);
 }
 
 // The machine's physical memory in bytes (UINT64_MAX when unknown).
@@ -563,7 +698,7 @@ static mhsa_status load_fp(mhsa_llama *m, const mhsa_gguf_file *f,
     // matrices; the scratch for one layer's attention weights.
     // (The sizes were checked by the reader: each tensor fits the file.)
     size_t per_layer = 2 * D + 3 * F * D, vd = 0, total = 0;
-    size_t qkv_floats = m->nqkv * D + D * D;
+    size_t qkv_floats = m->nqkv * D + D * D + m->nqkv + D;
     int ok = mhsa__mul(V, D, &vd) && mhsa__mul(vd, c->tied ? 1 : 2, &total)
              && mhsa__mul_add(&total, m->L, per_layer) && total + D > total;
     total += D;
@@ -591,6 +726,8 @@ static mhsa_status load_fp(mhsa_llama *m, const mhsa_gguf_file *f,
     off += D;
     for (size_t l = 0; st == MHSA_OK && l < m->L; l++)
         st = load_layer(m, f, l, &off, qkv);
+    if (st == MHSA_OK)   // (the scratch holds far more than rope_dim / 2)
+        st = set_rope_factors(m, f, path, qkv);
     mhsa__free(qkv);
     if (st == MHSA_OK && m->wdt != MHSA_F32 && !narrow_weights(m))
         st = no_memory(path, c, m->cap, (int)m->wdt);
@@ -729,7 +866,9 @@ static mhsa_status load_file(mhsa_llama *m, const mhsa_gguf_file *f,
                              const char *path)
 {
     const mhsa_llama_config *c = &m->cfg;
-    size_t D = m->D, F = m->F, n_norms = D + m->L * 2 * D;
+    size_t D = m->D, F = m->F, per_layer = 2 * D + (c->qkv_bias ? m->nqkv
+                                                                  : 0);
+    size_t n_norms = D + m->L * per_layer;
     // The bytes of the converted (and realigned) matrices.
     size_t copy = 0;
     for (size_t i = 0, nt = mhsa__gguf_tensor_count(f); i < nt; i++) {
@@ -753,7 +892,7 @@ static mhsa_status load_file(mhsa_llama *m, const mhsa_gguf_file *f,
     m->out_norm = w;
     w += D;
     char name[64];
-    for (size_t l = 0; st == MHSA_OK && l < m->L; l++, w += 2 * D) {
+    for (size_t l = 0; st == MHSA_OK && l < m->L; l++, w += per_layer) {
         llama_layer *ly = &m->layer[l];
         if ((st = read1(f, layer_name(name, sizeof name, l, "attn_norm"), D,
                         w)) ||
@@ -762,6 +901,17 @@ static mhsa_status load_file(mhsa_llama *m, const mhsa_gguf_file *f,
             break;
         ly->attn_norm = w;
         ly->ffn_norm = w + D;
+        // The biases [bq; bk; bv] (nqkv), fp32 whatever their type.
+        float *b = w + 2 * D;
+        for (int i = N_LAYER_TENSORS; c->qkv_bias && st == MHSA_OK &&
+                                      i < N_ALL_LAYER_TENSORS; i++) {
+            size_t dims[2];
+            layer_shape(c, i, dims);
+            st = read1(f, layer_tensor_name(name, sizeof name, l, i),
+                       dims[0], b);
+            b += dims[0];
+        }
+        ly->bqkv = c->qkv_bias ? w + 2 * D : NULL;
     }
     // The matrices (every one present and of its shape: read_config).
     char *dst = m->mats;
@@ -790,6 +940,8 @@ static mhsa_status load_file(mhsa_llama *m, const mhsa_gguf_file *f,
         }
         st = mhsa__block_create_shell(&bc, &m->layer[l].blk);
     }
+    if (st == MHSA_OK)   // (row: max(D, F) floats, more than rope_dim / 2)
+        st = set_rope_factors(m, f, path, row);
     mhsa__free(row);
     if (st == MHSA_OK && !alloc_file_buffers(m))
         st = no_memory(path, c, m->cap, MHSA__WEIGHTS_FILE);

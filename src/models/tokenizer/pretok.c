@@ -1,4 +1,5 @@
-// pretok.c — GPT-2's and SmolLM's pre-tokenizer split (pretok.h).
+// pretok.c — the pre-tokenizer splits of pretok.h: GPT-2's, SmolLM's,
+// Llama 3's and Qwen2's.
 #include "pretok.h"
 
 #include "unicode.h"
@@ -78,6 +79,89 @@ static void split_gpt2(span *p, size_t start)
     }
 }
 
+static int is_cr_lf(uint32_t c) { return c == '\r' || c == '\n'; }
+
+// ASCII lower case (the regex's [sS] pairs are ASCII only).
+static uint32_t lower(uint32_t c)
+{
+    return c >= 'A' && c <= 'Z' ? c + 32 : c;
+}
+
+// Llama 3's regex over units [start, end) (see pretok.h), alternative by
+// alternative in its order; max_digits: 3, or 1 for Qwen2's \p{N}.
+static void split_llama3(span *p, size_t start, size_t max_digits)
+{
+    p->prev = start;
+    for (size_t pos = start; pos < p->end;) {
+        uint32_t c = cp(p, pos);
+        unsigned k = cls(p, pos);
+        // (?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])
+        if (c == '\'' && pos + 1 < p->end) {
+            uint32_t n1 = lower(cp(p, pos + 1)), n2 = lower(cp(p, pos + 2));
+            if (n1 == 's' || n1 == 't' || n1 == 'm' || n1 == 'd') {
+                emit(p, pos += 2);
+                continue;
+            }
+            if ((n1 == 'r' && n2 == 'e') || (n1 == 'v' && n2 == 'e') ||
+                (n1 == 'l' && n2 == 'l')) {
+                emit(p, pos += 3);
+                continue;
+            }
+        }
+        // [^\r\n\p{L}\p{N}]?\p{L}+: one unit of anything else may lead
+        if (!is_cr_lf(c) && k != MHSA_CP_NUMBER &&
+            (k == MHSA_CP_LETTER || cls(p, pos + 1) == MHSA_CP_LETTER)) {
+            pos++;
+            while (cls(p, pos) == MHSA_CP_LETTER)
+                pos++;
+            emit(p, pos);
+            continue;
+        }
+        // \p{N}{1,3} (Qwen2: \p{N}): runs cut every max_digits
+        if (k == MHSA_CP_NUMBER) {
+            size_t n = 0;
+            while (n < max_digits && cls(p, pos) == MHSA_CP_NUMBER) {
+                pos++;
+                n++;
+            }
+            emit(p, pos);
+            continue;
+        }
+        //  ?[^\s\p{L}\p{N}]+[\r\n]*
+        unsigned k2 = c == ' ' ? cls(p, pos + 1) : k;
+        if (k2 == MHSA_CP_OTHER) {
+            pos += c == ' ';
+            while (cls(p, pos) == MHSA_CP_OTHER)
+                pos++;
+            while (is_cr_lf(cp(p, pos)))
+                pos++;
+            emit(p, pos);
+            continue;
+        }
+        // \s*[\r\n]+: a run of spaces up to its last CR or LF; else
+        // \s+(?!\S) and \s+ as in GPT-2's.
+        size_t ws = 0, last_cr_lf = 0;
+        while (cls(p, pos + ws) == MHSA_CP_SPACE) {
+            if (is_cr_lf(cp(p, pos + ws)))
+                last_cr_lf = pos + ws + 1;
+            ws++;
+        }
+        if (last_cr_lf) {
+            emit(p, pos = last_cr_lf);
+            continue;
+        }
+        if (ws > 1 && pos + ws < p->end) {
+            emit(p, pos += ws - 1);
+            continue;
+        }
+        if (ws > 0) {
+            emit(p, pos += ws);
+            continue;
+        }
+        emit(p, ++pos);   // not reached: every unit has a class above
+    }
+}
+
 size_t mhsa__pretok_split(mhsa_pretok kind, const unsigned char *text,
                           size_t n, const mhsa_pretok_scratch *s,
                           size_t *ends)
@@ -90,6 +174,11 @@ size_t mhsa__pretok_split(mhsa_pretok kind, const unsigned char *text,
     }
     s->unit_off[units] = n;
     span p = {.s = s, .ends = ends};
+    if (kind == MHSA_PRETOK_LLAMA3 || kind == MHSA_PRETOK_QWEN2) {
+        p.end = units;
+        split_llama3(&p, 0, kind == MHSA_PRETOK_LLAMA3 ? 3 : 1);
+        return p.k;
+    }
     if (kind == MHSA_PRETOK_GPT2) {
         p.end = units;
         split_gpt2(&p, 0);

@@ -1,7 +1,8 @@
 // tok_bpe.c — byte-level BPE of a run of plain text (see tokenizer.h): the
 // pre-tokenizer's pieces, each in GPT-2's byte alphabet, merged pairwise
 // lowest rank first, leftmost among equals, as llama.cpp's
-// llm_tokenizer_bpe does.
+// llm_tokenizer_bpe does (with ignore_merges, Llama 3's, a piece that is
+// a token as a whole is taken as it is first).
 #include <string.h>
 
 #include "tok_internal.h"
@@ -64,6 +65,13 @@ static void encode_piece(const mhsa_tokenizer *t, const unsigned char *p,
         b->len[m] = mhsa__utf8_put(mhsa__byte_to_cp(p[i]),
                                    (unsigned char *)b->enc + e);
         e += b->len[m];
+    }
+    if (t->ignore_merges) {
+        int32_t id = mhsa__tok_find(t, b->enc, e);
+        if (id >= 0) {
+            ids[(*k)++] = id;
+            return;
+        }
     }
     for (size_t i = 0; i + 1 < m; i++)
         b->rank[i] = pair_rank(t, b, i);

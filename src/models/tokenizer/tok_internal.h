@@ -43,6 +43,7 @@ struct mhsa_tokenizer {
     int32_t eog[MHSA_TOK_MAX_EOG];   // end-of-generation ids
     int n_eog;
     mhsa_pretok pre;
+    int ignore_merges;         // BPE: a whole piece that is a token is it
 };
 
 // FNV-1a, the hash of both tables.

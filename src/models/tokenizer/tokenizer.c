@@ -123,15 +123,21 @@ static mhsa_status kind(const mhsa_gguf_file *f, mhsa_tok_kind *k,
     *k = MHSA_TOK_BPE;
     if ((s = mhsa__gguf_get_str(f, "tokenizer.ggml.pre", &name, &len)))
         return s;
-    if (!strcmp(name, "smollm"))
-        *pre = MHSA_PRETOK_SMOLLM;
-    else if (!strcmp(name, "gpt-2"))
-        *pre = MHSA_PRETOK_GPT2;
-    else
-        return mhsa__fail(MHSA_ERR_UNSUPPORTED, "tokenizer.ggml.pre is "
-                          "'%s': only 'gpt-2' and 'smollm' are supported",
-                          mhsa__esc(q, sizeof q, name, len));
-    return MHSA_OK;
+    // The names llama.cpp c392e50 maps to each regex (llama-vocab.cpp).
+    static const struct { const char *name; mhsa_pretok pre; } names[] = {
+        {"gpt-2", MHSA_PRETOK_GPT2}, {"smollm", MHSA_PRETOK_SMOLLM},
+        {"llama-bpe", MHSA_PRETOK_LLAMA3}, {"llama3", MHSA_PRETOK_LLAMA3},
+        {"llama-v3", MHSA_PRETOK_LLAMA3}, {"qwen2", MHSA_PRETOK_QWEN2},
+        {"deepseek-r1-qwen", MHSA_PRETOK_QWEN2},
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (!strcmp(name, names[i].name) && strlen(name) == len) {
+            *pre = names[i].pre;
+            return MHSA_OK;
+        }
+    return mhsa__fail(MHSA_ERR_UNSUPPORTED, "tokenizer.ggml.pre is '%s': "
+                      "only 'gpt-2', 'smollm', 'llama-bpe' and 'qwen2' are "
+                      "supported", mhsa__esc(q, sizeof q, name, len));
 }
 
 // One element of a per-token array: checked and stored at token i.
@@ -365,10 +371,11 @@ static mhsa_status special_tokens(mhsa_tokenizer *t)
 
 // BOS/EOS/unk ids and the add_* flags, with llama.cpp's defaults where the
 // file has no key: SPM BOS 1, EOS 2, unk 0, adds BOS and a space prefix;
-// BPE none of these.
+// BPE none of these, but Llama 3's pre-tokenizer adds BOS.
 static mhsa_status special_ids(const mhsa_gguf_file *f, mhsa_tokenizer *t)
 {
     int spm = t->kind == MHSA_TOK_SPM;
+    int llama3 = t->kind == MHSA_TOK_BPE && t->pre == MHSA_PRETOK_LLAMA3;
     mhsa_status s = token_id(f, "tokenizer.ggml.bos_token_id", t->n_vocab,
                              &t->bos);
     if (s == MHSA_OK)
@@ -377,7 +384,7 @@ static mhsa_status special_ids(const mhsa_gguf_file *f, mhsa_tokenizer *t)
         s = token_id(f, "tokenizer.ggml.unknown_token_id", t->n_vocab,
                      &t->unk);
     if (s == MHSA_OK)
-        s = optional_bool(f, "tokenizer.ggml.add_bos_token", spm,
+        s = optional_bool(f, "tokenizer.ggml.add_bos_token", spm || llama3,
                           &t->add_bos);
     if (s == MHSA_OK)
         s = optional_bool(f, "tokenizer.ggml.add_eos_token", 0, &t->add_eos);
@@ -466,6 +473,9 @@ mhsa_status mhsa__tok_load(const mhsa_gguf_file *f, mhsa_tokenizer **out)
     memset(t, 0, sizeof *t);
     t->kind = k;
     t->pre = pre;
+    // Llama 3's: a piece that is a token is that token, whatever the
+    // merges would make of it (llama.cpp's ignore_merges).
+    t->ignore_merges = k == MHSA_TOK_BPE && pre == MHSA_PRETOK_LLAMA3;
     t->n_vocab = (size_t)mhsa__gguf_arr_count(toks);
     t->n_merges = merges ? (size_t)mhsa__gguf_arr_count(merges) : 0;
     // Each count is bounded by the file's bytes (8 per string at least).

@@ -3,8 +3,9 @@
 //
 // - byte-level BPE (tokenizer.ggml.model = "gpt2", as GPT-2, SmolLM,
 //   Llama 3 and Qwen use): the pre-tokenizer that tokenizer.ggml.pre names
-//   cuts the text into pieces (pretok.h: "gpt-2" and "smollm"); each
-//   piece's bytes become GPT-2's byte alphabet (unicode.h) and BPE merges
+//   cuts the text into pieces (pretok.h: "gpt-2", "smollm", "llama-bpe",
+//   "qwen2"); each piece's bytes become GPT-2's byte alphabet (unicode.h)
+//   (with "llama-bpe", a piece that is a token is that token) and BPE merges
 //   them pairwise, lowest rank (tokenizer.ggml.merges order) first and
 //   leftmost among equals (llama.cpp's llm_tokenizer_bpe); a final symbol
 //   absent from the vocabulary goes out one token per byte, a byte the
@@ -68,8 +69,8 @@ size_t  mhsa__tok_vocab_size(const mhsa_tokenizer *t);
 int32_t mhsa__tok_bos(const mhsa_tokenizer *t);
 int32_t mhsa__tok_eos(const mhsa_tokenizer *t);
 // tokenizer.ggml.add_bos_token / add_eos_token; when absent, as llama.cpp:
-// SPM adds BOS, BPE does not (for the supported pre-tokenizers), neither
-// adds EOS. SPM's BOS and EOS default to ids 1 and 2.
+// SPM and BPE with "llama-bpe" add BOS, other BPE does not, neither adds
+// EOS. SPM's BOS and EOS default to ids 1 and 2.
 int     mhsa__tok_adds_bos(const mhsa_tokenizer *t);
 int     mhsa__tok_adds_eos(const mhsa_tokenizer *t);
 int     mhsa__tok_is_spm(const mhsa_tokenizer *t);
