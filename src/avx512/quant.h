@@ -406,7 +406,10 @@ Q512_INLINE void q512_store(float *y, size_t n, int add, __m512 acc)
 // TILE is always_inline and n a constant at each call, so each tile size
 // is its own unrolled body; all of them run the same per-row steps.
 // name16 is qmm16, the same on P16: a unit's rows one stream of whole
-// vectors, the same steps in every lane, so the same bits.
+// vectors, the same steps in every lane, so the same bits. The units
+// follow one another in memory, one stream the hardware prefetchers
+// follow: no software prefetch (measured: it costs more than it brings
+// on a model larger than the caches).
 #define Q512_UNIT_TILES(TILE, QA)                                             \
     do {                                                                      \
         size_t j = 0;                                                         \
@@ -449,10 +452,6 @@ Q512_INLINE void q512_store(float *y, size_t n, int add, __m512 acc)
             R.packed = 1;                                                     \
             R.pf = NULL;                                                      \
             R.pf_step = 0;                                                    \
-            if (m <= QA && r0 + 16 < nw) {                                    \
-                R.pf = (const char *)R.pk + 16 * ldw;                         \
-                R.pf_step = 16 * ldw / nb;                                    \
-            }                                                                 \
             Q512_UNIT_TILES(TILE, QA);                                        \
         }                                                                     \
     }

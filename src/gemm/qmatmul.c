@@ -9,7 +9,7 @@
 // few tens of KB of blocks, kept in L1/L2) against up to XR activation
 // rows at a time, so a block of activations stays in L2 while the weight
 // rows stream through it.
-enum { WR = 32, XR = 256 };
+enum { WR = 32, XR = 256, XR_STREAM = 4 };
 
 size_t mhsa__qmat_pack_bytes(const mhsa_qkernels *q, const mhsa_qmat *w)
 {
@@ -68,8 +68,11 @@ void mhsa__q_matmul_share(const mhsa_kernels *k, const mhsa_qmat *w,
     size_t nb = w->cols / mhsa_qtype_block(w->type);
     size_t rb = mhsa__qact_row_bytes(w->type, w->cols);
     mhsa_qmm_fn qmm = w->packed ? k->q->qmm16[w->type] : k->q->qmm[w->type];
-    for (size_t r = *lo; r < *hi; r += WR) {
-        size_t nw = *hi - r < WR ? *hi - r : WR;
+    // A packed matrix's rows are one stream: a few activation rows meet
+    // them in one call, which prefetches each unit during the one before.
+    size_t wr = w->packed && n <= XR_STREAM ? *hi - *lo : WR;
+    for (size_t r = *lo; r < *hi; r += wr) {
+        size_t nw = *hi - r < wr ? *hi - r : wr;
         for (size_t j = 0; j < n; j += XR) {
             size_t m = n - j < XR ? n - j : XR;
             qmm(nb, (const char *)w->data + r * w->ld, w->ld, nw,

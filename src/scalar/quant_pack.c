@@ -22,20 +22,27 @@ static long half_at(mhsa_qtype t)
 }
 
 // One row's block blk to (or, from 0, from) its lane in the 16-row block
-// ub of P16.
-static void lane_io(mhsa_qtype t, unsigned char *blk, unsigned char *ub,
-                    size_t lane, int to_packed)
+// ub of P16; bytes the block's size, h half_at's offset. (Fixed-size
+// copies: each is a move, not a call.)
+static void lane_io(size_t bytes, long h, unsigned char *blk,
+                    unsigned char *ub, size_t lane, int to_packed)
 {
-    size_t bytes = mhsa_qtype_bytes(t);
-    long h = half_at(t);
     for (size_t o = 0; o < bytes;) {
-        size_t n = (long)o == h ? 2 : 4;
-        unsigned char *p = ub + UNIT * o + n * lane;
-        if (to_packed)
-            memcpy(p, blk + o, n);
-        else
-            memcpy(blk + o, p, n);
-        o += n;
+        if ((long)o == h) {
+            unsigned char *p = ub + UNIT * o + 2 * lane;
+            if (to_packed)
+                memcpy(p, blk + o, 2);
+            else
+                memcpy(blk + o, p, 2);
+            o += 2;
+        } else {
+            unsigned char *p = ub + UNIT * o + 4 * lane;
+            if (to_packed)
+                memcpy(p, blk + o, 4);
+            else
+                memcpy(blk + o, p, 4);
+            o += 4;
+        }
     }
 }
 
@@ -48,14 +55,15 @@ void mhsa_q_pack16(mhsa_qtype t, size_t nb, const void *w, size_t ldw,
                    size_t rows, void *dst)
 {
     size_t bytes = mhsa_qtype_bytes(t), row = nb * bytes;
+    long h = half_at(t);
     unsigned char *out = dst;
     for (size_t r0 = 0; r0 < rows; r0 += UNIT)
         for (size_t b = 0; b < nb; b++) {
             unsigned char *ub = out + r0 * row + b * UNIT * bytes;
             for (size_t l = 0; l < UNIT; l++) {
                 size_t r = r0 + l < rows ? r0 + l : rows - 1;
-                lane_io(t, (unsigned char *)w + r * ldw + b * bytes, ub, l,
-                        1);
+                lane_io(bytes, h, (unsigned char *)w + r * ldw + b * bytes,
+                        ub, l, 1);
             }
         }
 }
@@ -68,8 +76,8 @@ void mhsa_q_dequant16(mhsa_qtype t, size_t nb, const void *p, size_t r,
                                                                nb * bytes;
     unsigned char one[MAX_BLOCK_BYTES];
     for (size_t b = 0; b < nb; b++) {
-        lane_io(t, one, (unsigned char *)unit + b * UNIT * bytes, r % UNIT,
-                0);
+        lane_io(bytes, half_at(t), one,
+                (unsigned char *)unit + b * UNIT * bytes, r % UNIT, 0);
         mhsa_q_dequant(t, 1, one, dst + b * blk);
     }
 }

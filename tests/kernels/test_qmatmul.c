@@ -2,7 +2,9 @@
 // active table: the bits the same at 1, 2 and 3 threads, a row's bits the
 // same alone and in any batch, add = y + product exactly, and the result
 // the table's qmm on the quantized activations (so within the kernel
-// tests' bound of the exact product).
+// tests' bound of the exact product). Where the table computes the type
+// packed (kernels/quant.h: P16), the packed matrix gives the same bits at
+// every thread count.
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +58,24 @@ START_TEST(threads_batches_and_add)
                 ck_assert(y[nt - 1]);
                 omp_set_num_threads(nt);
                 mhsa__q_matmul(k, nt, &w, N, x, C, xq, y[nt - 1], rows, 0);
+            }
+            size_t pb = mhsa__qmat_pack_bytes(k->q, &w);
+            if (pb) {
+                mhsa_qmat wp = w;
+                void *pd = malloc(pb);
+                float *yp = malloc(N * rows * sizeof(float));
+                ck_assert(pd && yp);
+                mhsa__qmat_pack_rows(&w, 0, rows, pd);
+                mhsa__qmat_packed(&wp, pd);
+                for (int nt = 1; nt <= 3; nt++) {
+                    omp_set_num_threads(nt);
+                    mhsa__q_matmul(k, nt, &wp, N, x, C, xq, yp, rows, 0);
+                    ck_assert_msg(!memcmp(y[0], yp, N * rows * sizeof(float)),
+                                  "%s N %zu: packed differs on %d threads",
+                                  mhsa_qtype_name(w.type), N, nt);
+                }
+                free(pd);
+                free(yp);
             }
             omp_set_num_threads(2);
             ck_assert_msg(!memcmp(y[0], y[1], N * rows * sizeof(float)) &&
