@@ -28,21 +28,15 @@ static void lane_io(size_t bytes, long h, unsigned char *blk,
                     unsigned char *ub, size_t lane, int to_packed)
 {
     for (size_t o = 0; o < bytes;) {
-        if ((long)o == h) {
-            unsigned char *p = ub + UNIT * o + 2 * lane;
-            if (to_packed)
-                memcpy(p, blk + o, 2);
-            else
-                memcpy(blk + o, p, 2);
-            o += 2;
-        } else {
-            unsigned char *p = ub + UNIT * o + 4 * lane;
-            if (to_packed)
-                memcpy(p, blk + o, 4);
-            else
-                memcpy(blk + o, p, 4);
-            o += 4;
-        }
+        size_t n = (long)o == h ? 2 : 4;
+        unsigned char *p = ub + UNIT * o + n * lane, *b = blk + o;
+        unsigned char *to = to_packed ? p : b;
+        const unsigned char *from = to_packed ? b : p;
+        if (n == 2)
+            memcpy(to, from, 2);
+        else
+            memcpy(to, from, 4);
+        o += n;
     }
 }
 

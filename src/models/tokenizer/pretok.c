@@ -34,6 +34,20 @@ static void emit(span *p, size_t upto)
 
 // GPT-2's regex over units [start, end) (see pretok.h), alternative by
 // alternative in its order.
+// \s+(?!\S)|\s+ over the run of ws spaces at pos, emitted; returns where
+// the next piece starts. A run followed by more of the piece leaves its
+// last space to start the next token; else it is taken whole. (ws 0, one
+// unit: not reached, every unit has a class before this.)
+static size_t emit_spaces(span *p, size_t pos, size_t ws)
+{
+    if (ws > 1 && pos + ws < p->end)
+        pos += ws - 1;
+    else
+        pos += ws > 0 ? ws : 1;
+    emit(p, pos);
+    return pos;
+}
+
 static void split_gpt2(span *p, size_t start)
 {
     p->prev = start;
@@ -62,20 +76,10 @@ static void split_gpt2(span *p, size_t start)
             emit(p, pos);
             continue;
         }
-        // \s+(?!\S): a run of spaces followed by more of the piece leaves
-        // its last space to start the next token; else \s+ takes it all.
         size_t ws = 0;
         while (cls(p, pos + ws) == MHSA_CP_SPACE)
             ws++;
-        if (ws > 1 && pos + ws < p->end) {
-            emit(p, pos += ws - 1);
-            continue;
-        }
-        if (ws > 0) {
-            emit(p, pos += ws);
-            continue;
-        }
-        emit(p, ++pos);   // not reached: every unit has a class above
+        pos = emit_spaces(p, pos, ws);
     }
 }
 
@@ -150,15 +154,7 @@ static void split_llama3(span *p, size_t start, size_t max_digits)
             emit(p, pos = last_cr_lf);
             continue;
         }
-        if (ws > 1 && pos + ws < p->end) {
-            emit(p, pos += ws - 1);
-            continue;
-        }
-        if (ws > 0) {
-            emit(p, pos += ws);
-            continue;
-        }
-        emit(p, ++pos);   // not reached: every unit has a class above
+        pos = emit_spaces(p, pos, ws);
     }
 }
 
