@@ -128,16 +128,31 @@ int main(int argc, char **argv)
                    needs(i));
     // Features the CPU and OS give that later kernels use (BF16 compute).
     const mhsa_cpu_features *f = mhsa__cpu_features();
-    printf("cpu features:%s%s%s%s%s%s%s\n", f->avx2_fma_f16c ? " avx2+fma+f16c" : "",
-           f->avx512 ? " avx512f/bw/vl/dq" : "", f->avx512_bf16 ? " avx512_bf16" : "",
+    if (f->family)
+        printf("cpu: %s family %d model %d\n",
+               f->vendor == MHSA_CPU_INTEL ? "Intel"
+               : f->vendor == MHSA_CPU_AMD ? "AMD" : "other",
+               f->family, f->model);
+    printf("cpu features:%s%s%s%s%s%s%s%s\n", f->avx2_fma_f16c ? " avx2+fma+f16c" : "",
+           f->avx512 ? " avx512f/bw/vl/dq" : "", f->avx512_vnni ? " avx512_vnni" : "",
+           f->avx512_bf16 ? " avx512_bf16" : "",
            f->avx512_fp16 ? " avx512_fp16" : "", f->amx_bf16 ? " amx_bf16" : "",
            f->neon ? " neon" : "", f->neon_dotprod ? " dotprod" : "");
     // The bf16 tile sets of the active table (MHSA_BF16_TILES applied),
     // and those this build has that cannot run here, with the reason.
     const mhsa_kernels *k = mhsa__kernels();
     const mhsa_bf16_tiles *use = mhsa_gemm_bf16_tiles(k);
-    printf("bf16 tiles: %s%s\n", use ? use->name : "none",
-           use ? "" : " (bf16 compute takes the exact fp32 fallback)");
+    const mhsa_bf16_tiles *best = NULL;
+    for (const mhsa_bf16_tiles *const *b = k->bf16; b && *b && !best; b++)
+        if (mhsa_gemm_bf16_runnable(*b))
+            best = *b;
+    printf("bf16 tiles: %s (MHSA_BF16_TILES %s)%s%s\n",
+           use ? use->name : "none", mhsa__bf16_selected(),
+           use ? "" : ": bf16 compute takes the exact fp32 fallback",
+           !use && best && !mhsa__bf16_auto_takes(f, best)
+               ? ", measured faster here than the avx512_bf16 tiles (Intel "
+                 "without usable AMX)"
+               : "");
     for (mhsa_isa i = MHSA_ISA_SCALAR; i <= MHSA_ISA_LAST; i++) {
         const mhsa_kernels *t = i == MHSA_ISA_AVX512
 #if MHSA_HAVE_AVX512

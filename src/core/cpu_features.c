@@ -28,8 +28,23 @@ static unsigned long long xcr0(void)
 static void read_x86(mhsa_cpu_features *f)
 {
     unsigned a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d))
+        return;
+    // The vendor string is EBX, EDX, ECX: "GenuineIntel", "AuthenticAMD".
+    f->vendor = b == 0x756e6547u && d == 0x49656e69u && c == 0x6c65746eu
+                    ? MHSA_CPU_INTEL
+                : b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u
+                    ? MHSA_CPU_AMD
+                    : MHSA_CPU_OTHER;
     if (!__get_cpuid(1, &a, &b, &c, &d))
         return;
+    unsigned fam = (a >> 8) & 0xf, mod = (a >> 4) & 0xf;
+    if (fam == 0xf)
+        fam += (a >> 20) & 0xff;
+    if (fam == 0x6 || fam >= 0xf)
+        mod += ((a >> 16) & 0xf) << 4;
+    f->family = (int)fam;
+    f->model = (int)mod;
     const unsigned fma = 1u << 12, osxsave = 1u << 27, avx = 1u << 28,
                    f16c = 1u << 29;
     const unsigned need = fma | osxsave | avx | f16c;

@@ -4,6 +4,8 @@
 #ifndef MHSA_CORE_CPU_FEATURES_H
 #define MHSA_CORE_CPU_FEATURES_H
 
+enum { MHSA_CPU_OTHER = 0, MHSA_CPU_INTEL, MHSA_CPU_AMD };
+
 typedef struct mhsa_cpu_features {
     // x86-64. Each is set only when the OS also saves the registers it
     // uses (XCR0), so a set flag means "runs here".
@@ -15,6 +17,11 @@ typedef struct mhsa_cpu_features {
     int amx_bf16;        // AMX-TILE + AMX-BF16 and XCR0 tile state (17, 18);
                          // a process must still ask Linux for the tile data
                          // permission before the first tile instruction
+    // x86-64 identity (CPUID leaves 0 and 1): the vendor and the
+    // display family and model (base plus extended fields), for choices
+    // that follow measurements made on a CPU (gemm/gemm_bf16.c).
+    int vendor;          // MHSA_CPU_OTHER, MHSA_CPU_INTEL or MHSA_CPU_AMD
+    int family, model;
     // AArch64.
     int neon;            // Advanced SIMD (baseline)
     int neon_dotprod;    // SDOT / UDOT (ARMv8.2 dotprod; Linux HWCAP_ASIMDDP)

@@ -110,13 +110,24 @@ static int choice_now(void)
     return expected;
 }
 
+int mhsa__bf16_auto_takes(const mhsa_cpu_features *f,
+                          const mhsa_bf16_tiles *t)
+{
+    if (t->emulated || t->needs != MHSA_BF16_NEEDS_AVX512_BF16)
+        return 1;
+    return f->vendor != MHSA_CPU_INTEL;
+}
+
 const mhsa_bf16_tiles *mhsa_gemm_bf16_tiles(const mhsa_kernels *k)
 {
     int c = choice_now();
     if (c == 1)
         return NULL;
     const mhsa_bf16_tiles *t = c >= 2 ? usable(k, choices[c]) : NULL;
-    return t ? t : usable(k, NULL);
+    if (t)
+        return t;
+    t = usable(k, NULL);
+    return t && mhsa__bf16_auto_takes(mhsa__cpu_features(), t) ? t : NULL;
 }
 
 int mhsa_gemm_bf16_native(const mhsa_kernels *k)

@@ -18,6 +18,7 @@
 #ifndef MHSA_GEMM_BF16_H
 #define MHSA_GEMM_BF16_H
 
+#include "core/cpu_features.h"
 #include "gemm/gemm_scratch.h"
 
 // The tile set table k runs bf16 products with in this process, or NULL:
@@ -27,6 +28,15 @@
 // chose otherwise. The test-only emulated AVX-512 table has emulated sets
 // (t->emulated), which run anywhere.
 const mhsa_bf16_tiles *mhsa_gemm_bf16_tiles(const mhsa_kernels *k);
+// Whether "auto" takes the best runnable set t on a CPU with features f,
+// by measurement (docs/performance.md, the bf16 rows of each machine): a
+// set of AMX tiles, an emulated set, and AVX512-BF16 on AMD (Zen 4, Zen
+// 5: vdpbf16ps at twice the fp32 FMA rate) yes; AVX512-BF16 on Intel
+// without usable AMX (Sapphire and Emerald Rapids with AMX hidden) no:
+// there vdpbf16ps gives no more products per cycle than fp32 FMAs and the
+// tiles took 1.84x the exact fallback's time. Then auto is none.
+int mhsa__bf16_auto_takes(const mhsa_cpu_features *f,
+                          const mhsa_bf16_tiles *t);
 // Nonzero when k has bf16 tiles this process can run (above): then
 // mhsa_sgemm_bf16 may be called with k; otherwise the caller takes the
 // exact fallback (fp32 products of the rounded operands).
@@ -44,7 +54,8 @@ void mhsa_sgemm_bf16(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
 
 // Which tile set runs, process-wide: name "amx_bf16" or "avx512_bf16"
 // prefers that set (where a table has it), "none" uses none (every bf16
-// product takes the exact fallback), NULL or "auto" the best one. A set
+// product takes the exact fallback), NULL or "auto" the best one where
+// mhsa__bf16_auto_takes it. A set
 // that no table of this build can run here is MHSA_ERR_UNSUPPORTED (never
 // an illegal instruction later), an unknown name MHSA_ERR_INVALID_ARG;
 // either way the choice is unchanged. The environment variable

@@ -513,9 +513,48 @@ START_TEST(env_chooses)
 }
 END_TEST
 
+// auto's table (mhsa__bf16_auto_takes): AVX512-BF16 tiles on Intel
+// without AMX are declined (the exact fallback measured faster there),
+// taken on AMD and other vendors; AMX and emulated sets always taken.
+START_TEST(auto_follows_the_measurements)
+{
+    mhsa_cpu_features f;
+    memset(&f, 0, sizeof f);
+    f.avx512 = f.avx512_bf16 = 1;
+    mhsa_bf16_tiles dp, amx, emul;
+    memset(&dp, 0, sizeof dp);
+    dp.needs = MHSA_BF16_NEEDS_AVX512_BF16;
+    amx = dp;
+    amx.needs = MHSA_BF16_NEEDS_AMX_BF16;
+    emul = dp;
+    emul.emulated = 1;
+    f.vendor = MHSA_CPU_INTEL;
+    ck_assert(!mhsa__bf16_auto_takes(&f, &dp));
+    ck_assert(mhsa__bf16_auto_takes(&f, &amx));
+    ck_assert(mhsa__bf16_auto_takes(&f, &emul));
+    f.vendor = MHSA_CPU_AMD;
+    ck_assert(mhsa__bf16_auto_takes(&f, &dp));
+    f.vendor = MHSA_CPU_OTHER;
+    ck_assert(mhsa__bf16_auto_takes(&f, &dp));
+    // This CPU: auto takes the best runnable native set exactly when the
+    // table says so.
+    const mhsa_kernels *k = mhsa__kernels();
+    const mhsa_bf16_tiles *best = NULL;
+    for (const mhsa_bf16_tiles *const *b = k->bf16; b && *b && !best; b++)
+        if (mhsa_gemm_bf16_runnable(*b) && mhsa_gemm_bf16_fits(k, *b))
+            best = *b;
+    ck_assert_int_eq(mhsa__bf16_select("auto"), MHSA_OK);
+    ck_assert_ptr_eq(mhsa_gemm_bf16_tiles(k),
+                     best && mhsa__bf16_auto_takes(mhsa__cpu_features(), best)
+                         ? best
+                         : NULL);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("bf16_tiles");
+    ADD_CASE(s, auto_follows_the_measurements, 1, NULL);
     // The edge lists and the driver's shapes take minutes under valgrind
     // on the emulated tiles (slow: valgrind leaves them out, ASan and the
     // native run take them); the tile helpers still run there, through
