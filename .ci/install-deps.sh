@@ -6,7 +6,7 @@
 #
 #   bash .ci/install-deps.sh            # native + aarch64 cross (CI)
 #   bash .ci/install-deps.sh --native   # native build, tests and benchmarks
-#   bash .ci/install-deps.sh --model    # only the real model the model
+#   bash .ci/install-deps.sh --model    # only the real models the model
 #                                       # tests run (.ci/fetch-model.sh)
 #
 # MHSA_DEPS=native has the same effect as --native.

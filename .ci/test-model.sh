@@ -23,7 +23,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
-model=$(bash .ci/fetch-model.sh | tail -n 1)
+model=$(bash .ci/fetch-model.sh smollm2 | tail -n 1)
 meson compile -C "$build" mhsa-generate >/dev/null
 ref=tests/data/llama/smollm2_greedy.txt
 prompts=0

@@ -26,7 +26,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/peer_helpers.sh
 llama=$1
-model=${2:-$(bash .ci/fetch-model.sh | tail -n 1)}
+model=${2:-$(bash .ci/fetch-model.sh smollm2 | tail -n 1)}
 rounds=${ROUNDS:-3}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

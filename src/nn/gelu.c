@@ -1,6 +1,7 @@
 // gelu.c — the MLP activations: GELU in GPT-2's tanh form (Hendrycks &
 // Gimpel 2016; PyTorch's F.gelu(x, approximate='tanh')), forward and
-// backward, and the SwiGLU gate of Llama's MLP (forward).
+// backward, the SwiGLU gate of Llama's MLP and the GeGLU gate of Gemma's
+// (forward).
 //
 //   u = s (x + c x^3),  s = sqrt(2/pi),  c = 0.044715
 //   y = 0.5 x (1 + tanh u)
@@ -165,4 +166,25 @@ void mhsa__swiglu_forward_range(float *h, const float *g, const float *u,
                                 size_t i0, size_t i1)
 {
     swiglu_range(h, g, u, i0, i1);
+}
+
+// GeGLU (Shazeer 2020; Gemma's MLP): h = gelu_tanh(g) * u.
+MHSA_CLONES static void geglu_range(float *h, const float *g,
+                                    const float *u, size_t i0, size_t i1)
+{
+    for (size_t i = i0; i < i1; i++) {
+        float gi = g[i];
+        h[i] = 0.5f * gi * (1.0f + tanh_of(gi)) * u[i];
+    }
+}
+
+void mhsa__geglu_forward(float *h, const float *g, const float *u, size_t n)
+{
+    OVER_CHUNKS(n, geglu_range, h, g, u);
+}
+
+void mhsa__geglu_forward_range(float *h, const float *g, const float *u,
+                               size_t i0, size_t i1)
+{
+    geglu_range(h, g, u, i0, i1);
 }

@@ -128,6 +128,13 @@ void mhsa__swiglu_forward(float *h, const float *g, const float *u, size_t n);
 void mhsa__swiglu_forward_range(float *h, const float *g, const float *u,
                                 size_t i0, size_t i1);
 
+// ---- GeGLU gate (Gemma's MLP): h = gelu_tanh(g) * u, n elements -----------
+// GELU in the tanh form above; h may be g or u. Forward only.
+void mhsa__geglu_forward(float *h, const float *g, const float *u, size_t n);
+// Elements [i0, i1) only, as mhsa__gelu_forward_range.
+void mhsa__geglu_forward_range(float *h, const float *g, const float *u,
+                               size_t i0, size_t i1);
+
 // The tanh used by the GELU (exposed for its accuracy test).
 float mhsa__tanh_approx(float x);
 

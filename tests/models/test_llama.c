@@ -292,8 +292,8 @@ START_TEST(refuses_what_a_family_lacks)
     o.qkv_bias = 1;   // llama has none
     check_refused(o, "blk.0.attn_q.bias");
     o = std_opts();
-    o.arch = "gemma3";
-    check_refused(o, "\"gemma3\"");
+    o.arch = "phi3";
+    check_refused(o, "\"phi3\"");
 }
 END_TEST
 

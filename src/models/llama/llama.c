@@ -28,6 +28,22 @@ const mhsa_llama_config *mhsa__llama_config(const mhsa_llama *m)
 
 int mhsa__llama_capacity(const mhsa_llama *m) { return m ? (int)m->cap : 0; }
 
+int mhsa__llama_layer_local(const mhsa_llama_config *c, int l)
+{
+    return c->swa_period > 0 && l % c->swa_period != c->swa_period - 1;
+}
+
+int mhsa__llama_layer_window(const mhsa_llama_config *c, int l)
+{
+    return mhsa__llama_layer_local(c, l) ? c->window : 0;
+}
+
+float mhsa__llama_layer_rope_theta(const mhsa_llama_config *c, int l)
+{
+    return mhsa__llama_layer_local(c, l) ? c->rope_theta_local
+                                         : c->rope_theta;
+}
+
 size_t mhsa__llama_weight_bytes(const mhsa_llama *m)
 {
     return m ? m->weight_bytes : 0;
@@ -245,6 +261,33 @@ static void products(const mhsa_llama *m, const float *x, size_t n,
 
 // ---- the forward ---------------------------------------------------------
 
+// The MLP's gate on elements [i0, i1) of one row, g = act(g) * u: SwiGLU,
+// or GeGLU (gemma3).
+static void gate_range(const mhsa_llama *m, float *g, const float *u,
+                       size_t i0, size_t i1)
+{
+    if (m->cfg.geglu)
+        mhsa__geglu_forward_range(g, g, u, i0, i1);
+    else
+        mhsa__swiglu_forward_range(g, g, u, i0, i1);
+}
+
+// The same on n elements, threaded.
+static void gate_all(const mhsa_llama *m, float *g, const float *u,
+                     size_t n)
+{
+    if (m->cfg.geglu)
+        mhsa__geglu_forward(g, g, u, n);
+    else
+        mhsa__swiglu_forward(g, g, u, n);
+}
+
+// The workspace of layer l's block.
+static mhsa_workspace *layer_ws(const mhsa_llama *m, size_t l)
+{
+    return mhsa__llama_layer_local(&m->cfg, (int)l) ? m->ws_local : m->ws;
+}
+
 // One row's MLP in one parallel region (a decoding step): g = gate(h) and
 // u = up(h) on this thread's rows of F and SwiGLU on them, then (after the
 // barrier: down reads all of g) x += down(g) on its rows of D. The steps of
@@ -266,7 +309,7 @@ static void mlp_row_body(void *p)
                      m->g, &lo, &hi);
     mhsa__gemv_share(m->k, F, D, c->ly->up.q.data, m->wdt, NULL, 0, m->h,
                      m->u, &lo, &hi);
-    mhsa__swiglu_forward_range(m->g, m->g, m->u, lo, hi);
+    gate_range(m, m->g, m->u, lo, hi);
 #pragma omp barrier
     mhsa__gemv_share(m->k, D, F, c->ly->down.q.data, m->wdt, NULL, 1, m->g,
                      m->x, &lo, &hi);
@@ -281,10 +324,10 @@ static mhsa_status layer_forward(mhsa_llama *m, size_t l, mhsa_kv_cache *kv,
     size_t D = m->D, F = m->F;
     float eps = m->cfg.rms_eps;
     mhsa__rmsnorm_forward(m->h, m->x, ly->attn_norm, N, D, eps);
-    mhsa_status st = mhsa__workspace_rebind(m->ws, ly->blk);
+    mhsa_workspace *ws = layer_ws(m, l);
+    mhsa_status st = mhsa__workspace_rebind(ws, ly->blk);
     if (st == MHSA_OK)
-        st = mhsa_forward_cached(ly->blk, m->ws, kv, m->h, 1, (int)N,
-                                 m->att);
+        st = mhsa_forward_cached(ly->blk, ws, kv, m->h, 1, (int)N, m->att);
     if (st != MHSA_OK)
         return st;
     add_rows(m->x, m->att, N * D);
@@ -298,10 +341,44 @@ static mhsa_status layer_forward(mhsa_llama *m, size_t l, mhsa_kv_cache *kv,
     }
     matmul_fp(m, m->g, F, 0, m->h, &ly->gate, N);
     matmul_fp(m, m->u, F, 0, m->h, &ly->up, N);
-    mhsa__swiglu_forward(m->g, m->g, m->u, N * F);
+    gate_all(m, m->g, m->u, N * F);
     // x = x + g W_down^T: the residual fused into the GEMM's C.
     matmul_fp(m, m->x, D, 1, m->g, &ly->down, N);
     return MHSA_OK;
+}
+
+// The MLP's down product: added to x, or with post norms into att (free
+// by then: the output projection has read it) to be normed first.
+static llama_prod mlp_down(const mhsa_llama *m, const llama_layer *ly)
+{
+    llama_prod p = { &ly->down, m->x, m->D, 1 };
+    if (ly->post_ffn_norm) {
+        p.y = m->att;
+        p.add = 0;
+    }
+    return p;
+}
+
+// x (N, D) += rmsnorm(y) * w: a post norm's residual add (y is
+// overwritten).
+static void add_normed(const mhsa_llama *m, float *y, const float *w,
+                       size_t N)
+{
+    mhsa__rmsnorm_forward(y, y, w, N, m->D, m->cfg.rms_eps);
+    add_rows(m->x, y, N * m->D);
+}
+
+// Q and K of the projected rows (N, nqkv) RMSNormed head by head
+// (head_dim wide, before RoPE: gemma3's q_norm and k_norm).
+static void qk_norm(const mhsa_llama *m, const llama_layer *ly, size_t N)
+{
+    size_t dh = (size_t)m->cfg.head_dim, H = (size_t)m->cfg.n_head;
+    size_t Hkv = (size_t)m->cfg.n_kv_head;
+    for (size_t r = 0; r < N; r++) {
+        float *q = m->qkv + r * m->nqkv, *k = q + m->A;
+        mhsa__rmsnorm_forward(q, q, ly->q_norm, H, dh, m->cfg.rms_eps);
+        mhsa__rmsnorm_forward(k, k, ly->k_norm, Hkv, dh, m->cfg.rms_eps);
+    }
 }
 
 // File mode's MLP of n rows in one team, when each of its products runs
@@ -317,7 +394,7 @@ static void mlp_file_body(void *p)
     const llama_layer *ly = c->ly;
     size_t D = m->D, F = m->F, n = c->n, lo, hi;
     llama_prod gate = { &ly->gate, m->g, F, 0 }, up = { &ly->up, m->u, F, 0 };
-    llama_prod down = { &ly->down, m->x, D, 1 };
+    llama_prod down = mlp_down(m, ly);
     llama_prod gu[2] = { gate, up };
     unsigned forms = forms_of(gu, 2);
     if (forms) {
@@ -327,8 +404,7 @@ static void mlp_file_body(void *p)
     prod_share(m, &gate, m->h, n, &lo, &hi);
     prod_share(m, &up, m->h, n, &lo, &hi);
     for (size_t j = 0; j < n; j++)
-        mhsa__swiglu_forward_range(m->g + j * F, m->g + j * F, m->u + j * F,
-                                   lo, hi);
+        gate_range(m, m->g + j * F, m->u + j * F, lo, hi);
 #pragma omp barrier
     if (forms_of(&down, 1)) {
         quantize_rows(m, m->g, n, F, forms_of(&down, 1));
@@ -337,48 +413,64 @@ static void mlp_file_body(void *p)
     prod_share(m, &down, m->g, n, &lo, &hi);
 }
 
-// A layer in file mode: the projections through products() (Q, K and V
-// into the columns of m->qkv; the output added to x), the attention of
-// the projected rows through the layer's cache (api/cached_qkv.h), the
-// MLP in one team where it can (mlp_file_body), else product by product.
-static mhsa_status layer_file(mhsa_llama *m, size_t l, mhsa_kv_cache *kv,
-                              size_t N)
+// A layer whose projections the model computes (m->own: file mode, or
+// fp weights a block cannot hold): the projections through products()
+// (Q, K and V into the columns of m->qkv), Q and K normed per head where
+// the family does so, the attention of the projected rows through the
+// layer's cache (api/cached_qkv.h), the output projection added to x (or
+// normed first: post norms), the MLP in one team where it can
+// (mlp_file_body), else product by product.
+static mhsa_status layer_own(mhsa_llama *m, size_t l, mhsa_kv_cache *kv,
+                             size_t N)
 {
     const llama_layer *ly = &m->layer[l];
-    size_t D = m->D, F = m->F, nqkv = m->nqkv, kvd = (nqkv - D) / 2;
+    size_t D = m->D, F = m->F, A = m->A, nqkv = m->nqkv;
+    size_t kvd = (nqkv - A) / 2;
     float eps = m->cfg.rms_eps;
     mhsa__rmsnorm_forward(m->h, m->x, ly->attn_norm, N, D, eps);
     llama_prod qkv[3] = {
         { &ly->wq, m->qkv, nqkv, 0 },
-        { &ly->wk, m->qkv + D, nqkv, 0 },
-        { &ly->wv, m->qkv + D + kvd, nqkv, 0 },
+        { &ly->wk, m->qkv + A, nqkv, 0 },
+        { &ly->wv, m->qkv + A + kvd, nqkv, 0 },
     };
     products(m, m->h, N, D, qkv, 3);
     if (ly->bqkv)   // Q, K and V biases, before RoPE (as llama.cpp adds)
         for (size_t r = 0; r < N; r++)
             add_rows(m->qkv + r * nqkv, ly->bqkv, nqkv);
-    mhsa_status st = mhsa__workspace_rebind(m->ws, ly->blk);
+    if (ly->q_norm)
+        qk_norm(m, ly, N);
+    mhsa_workspace *ws = layer_ws(m, l);
+    mhsa_status st = mhsa__workspace_rebind(ws, ly->blk);
     if (st == MHSA_OK)
-        st = mhsa__forward_cached_qkv(ly->blk, m->ws, kv, m->qkv, (int)N,
+        st = mhsa__forward_cached_qkv(ly->blk, ws, kv, m->qkv, (int)N,
                                       m->att);
     if (st != MHSA_OK)
         return st;
-    llama_prod out = { &ly->wo, m->x, D, 1 };
-    products(m, m->att, N, D, &out, 1);
+    if (ly->post_attn_norm) {   // h is free: Q, K and V were projected
+        llama_prod out = { &ly->wo, m->h, D, 0 };
+        products(m, m->att, N, A, &out, 1);
+        add_normed(m, m->h, ly->post_attn_norm, N);
+    } else {
+        llama_prod out = { &ly->wo, m->x, D, 1 };
+        products(m, m->att, N, A, &out, 1);
+    }
     mhsa__rmsnorm_forward(m->h, m->x, ly->ffn_norm, N, D, eps);
+    llama_prod down = mlp_down(m, ly);
     if (in_team(&ly->gate, N) && in_team(&ly->up, N) &&
         in_team(&ly->down, N)) {
         mlp_row c = { m, ly, N };
         double flops = 6.0 * (double)N * (double)D * (double)F;
         mhsa__team_run(team_size(m, flops, D < F ? D : F), mlp_file_body,
                        &c);
-        return MHSA_OK;
+    } else {
+        llama_prod gu[2] = { { &ly->gate, m->g, F, 0 },
+                             { &ly->up, m->u, F, 0 } };
+        products(m, m->h, N, D, gu, 2);
+        gate_all(m, m->g, m->u, N * F);
+        products(m, m->g, N, F, &down, 1);
     }
-    llama_prod gu[2] = { { &ly->gate, m->g, F, 0 }, { &ly->up, m->u, F, 0 } };
-    products(m, m->h, N, D, gu, 2);
-    mhsa__swiglu_forward(m->g, m->g, m->u, N * F);
-    llama_prod down = { &ly->down, m->x, D, 1 };
-    products(m, m->g, N, F, &down, 1);
+    if (ly->post_ffn_norm)
+        add_normed(m, down.y, ly->post_ffn_norm, N);
     return MHSA_OK;
 }
 
@@ -396,6 +488,9 @@ static void embed(const mhsa_llama *m, const int32_t *tokens, size_t N)
             memcpy(m->x + i * D, row, D * sizeof(float));
         else
             m->k->cvt_to_f32(D, row, e->dt, m->x + i * D);
+        if (m->cfg.embed_scale != 1.0f)   // gemma3: sqrtf(d_model)
+            for (size_t d = 0; d < D; d++)
+                m->x[i * D + d] *= m->cfg.embed_scale;
     }
 }
 
@@ -448,8 +543,8 @@ static mhsa_status llama_forward(mhsa_llama *m, mhsa_llama_cache *c,
     for (size_t l = 0; l < m->L; l++) {
         // Shapes were checked above, so no layer after the first fails on
         // them and the caches stay in step with each other.
-        mhsa_status st = m->file ? layer_file(m, l, c->kv[l], N)
-                                 : layer_forward(m, l, c->kv[l], N);
+        mhsa_status st = m->own ? layer_own(m, l, c->kv[l], N)
+                                : layer_forward(m, l, c->kv[l], N);
         if (st != MHSA_OK)
             return st;
     }

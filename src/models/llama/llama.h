@@ -1,7 +1,7 @@
 // llama.h — a pretrained Llama-architecture language model read from its
 // GGUF file (llama.cpp's format), run for generation with a KV cache.
 //
-// The model (general.architecture = "llama" or "qwen2"): x =
+// The model (general.architecture = "llama", "qwen2", or "gemma3" below): x =
 // token_embd[token]; per layer l
 //   x = x + attention(rmsnorm(x) * attn_norm)      (mhsa_block: GQA, RoPE)
 //   h = rmsnorm(x) * ffn_norm
@@ -18,6 +18,18 @@
 //    rope_freqs[i] on every layer, as ggml_rope_ext's freq_factors).
 //  - qwen2: biases on Q, K and V (blk.N.attn_q.bias, ...: required, added
 //    before RoPE); NEOX rope.
+//  - gemma3 (transformers' Gemma3ForCausalLM; llama.cpp's later gemma3
+//    graph): x = token_embd[token] * sqrtf(d_model); per layer
+//      x = x + rmsnorm(attention(rmsnorm(x) * attn_norm)) * post_attention_norm
+//      x = x + rmsnorm(mlp(rmsnorm(x) * ffn_norm)) * post_ffw_norm
+//    with each Q and K head RMSNormed (attn_q_norm, attn_k_norm, head_dim
+//    wide) before NEOX RoPE, head_dim from attention.key_length (Q is
+//    n_head * head_dim wide, not d_model), a GeGLU MLP (gelu_tanh(h
+//    W_gate^T) * (h W_up^T)), and a sliding window of
+//    attention.sliding_window keys with RoPE base 10000 on five layers of
+//    every six (the sixth: full attention, the file's rope.freq_base). The
+//    GGUF's norm weights already hold Gemma's 1 + w (llama.cpp's
+//    converter adds the 1), so every norm is the plain rmsnorm(x) * w.
 //
 // RoPE pairing. For llama, llama.cpp's converter stores the rows of
 // attn_q and attn_k permuted so that ggml's "normal" rope rotates adjacent
@@ -45,7 +57,8 @@
 // The keys below are the "llama" family's; another family's are the same
 // under its own prefix ("qwen2.block_count", ...).
 typedef struct mhsa_llama_config {
-    const char *arch;   // general.architecture: "llama" or "qwen2"
+    const char *arch;   // general.architecture: "llama", "qwen2" or
+                        // "gemma3"
     int vocab;          // rows of token_embd
     int n_layer;        // llama.block_count
     int d_model;        // llama.embedding_length
@@ -65,6 +78,26 @@ typedef struct mhsa_llama_config {
     int rope_freqs;     // 1: rope_freqs.weight (rope_dim / 2 floats, each
                         // finite and > 0) divides each pair's frequency
                         // (Llama 3; llama only)
+    int head_dim;       // llama.attention.key_length (default d_model /
+                        // n_head; value_length, when given, must equal
+                        // it): Q is n_head * head_dim wide, which need not
+                        // be d_model (gemma3: 4 * 256 beside 640)
+    int qk_norm;        // 1: blk.N.attn_{q,k}_norm.weight (head_dim): each
+                        // Q and K head RMSNormed before RoPE (gemma3)
+    int post_norms;     // 1: blk.N.post_attention_norm.weight and
+                        // post_ffw_norm.weight (D): the attention's and
+                        // the MLP's outputs RMSNormed before they are
+                        // added to the residual stream (gemma3)
+    int geglu;          // 1: the MLP's gate is GELU (tanh form), not SiLU
+                        // (gemma3)
+    float embed_scale;  // the embedding rows times this: 1, or
+                        // sqrtf(d_model) (gemma3)
+    int window;         // llama.attention.sliding_window on the local
+                        // layers (1 .. context_length); 0: none
+    int swa_period;     // 0: every layer global; P: layer l is local (the
+                        // window, rope_theta_local) when l % P != P - 1
+                        // (gemma3: 6, five local layers then one global)
+    float rope_theta_local;   // the RoPE base of the local layers
     // Bytes of the matrices as MHSA__WEIGHTS_FILE holds them: the file's
     // own bytes of each, Q8_0's for the types converted at load (from the
     // tensor infos).
@@ -112,6 +145,11 @@ void mhsa__llama_destroy(mhsa_llama *m);   // NULL is a no-op
 // without reading any tensor.
 mhsa_status mhsa__llama_read_config(const char *path, mhsa_llama_config *cfg);
 const mhsa_llama_config *mhsa__llama_config(const mhsa_llama *m);
+// Whether layer l of c is a local (sliding-window) layer, and its window
+// (0: none) and RoPE base.
+int mhsa__llama_layer_local(const mhsa_llama_config *c, int l);
+int mhsa__llama_layer_window(const mhsa_llama_config *c, int l);
+float mhsa__llama_layer_rope_theta(const mhsa_llama_config *c, int l);
 int mhsa__llama_capacity(const mhsa_llama *m);
 // Bytes of the weights the model holds, in their stored type (without the
 // F32 blocks' packed copies; with MHSA__WEIGHTS_FILE the file's bytes of

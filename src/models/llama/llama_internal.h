@@ -25,13 +25,15 @@ typedef struct llama_mat {
 // own type; the norms are fp32.
 typedef struct llama_layer {
     const float *attn_norm, *ffn_norm;   // (D) each
+    const float *q_norm, *k_norm;        // (head_dim) each, or NULL
+    const float *post_attn_norm, *post_ffn_norm;   // (D) each, or NULL
     llama_mat gate, up;                  // (F, D) each
     llama_mat down;                      // (D, F)
-    // File mode: the attention's projections, computed by the model, and
+    // m->own: the attention's projections, computed by the model, and
     // the layer's block holds no weights (api/cached_qkv.h). Else the
     // block's w_qkv = [attn_q; attn_k; attn_v] and w_out.
-    llama_mat wq, wk, wv;                // (D | kvd | kvd, D)
-    llama_mat wo;                        // (D, D)
+    llama_mat wq, wk, wv;                // (A | kvd | kvd, D)
+    llama_mat wo;                        // (D, A)
     const float *bqkv;                   // file mode: (nqkv) [bq; bk; bv]
                                          // or NULL (no biases)
     mhsa_block *blk;
@@ -41,7 +43,12 @@ struct mhsa_llama {
     mhsa_llama_config cfg;
     const mhsa_kernels *k;      // the ISA active at load
     size_t V, L, D, F, cap;
+    size_t A;                   // H dh: Q's width and the attention's
+                                // output (the blocks' d_model)
     size_t nqkv;                // (H + 2 Hkv) dh: a projected row
+    int own;                    // the model computes the projections (file
+                                // mode, Q/K norms, or A != D): the blocks
+                                // hold no weights
     mhsa_dtype wdt;             // of the matrices (and the blocks' weights);
                                 // F32 in file mode (unused there)
     int file;                   // MHSA__WEIGHTS_FILE: as the file stores
@@ -59,8 +66,10 @@ struct mhsa_llama {
     const float *out_norm;      // (D)
     llama_mat head;             // (V, D): tok_emb when tied
     llama_layer *layer;         // (L)
-    mhsa_workspace *ws;         // one for every layer's block (rebound)
-    // Activations for up to cap rows: x, h, att (cap, D); g, u (cap, F).
+    mhsa_workspace *ws;         // one for every global layer's block
+    mhsa_workspace *ws_local;   // and one for every local one (rebound)
+    // Activations for up to cap rows: x, h (cap, D); att (cap, max(D,
+    // A)); g, u (cap, F).
     float *acts, *x, *h, *att, *g, *u;
     // File mode: the projected rows (cap, nqkv), and the input rows in the
     // int8 forms the matrices meet (kernels/quant.h), cap rows of up to

@@ -6,6 +6,7 @@
 // (llama_file.c); the buffers of the forward sized once for the capacity.
 #include <float.h>
 #include <limits.h>
+#include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@ void mhsa__llama_free(mhsa_llama *m)
         mhsa_block_destroy(m->layer[l].blk);
     mhsa__free(m->layer);
     mhsa_workspace_destroy(m->ws);
+    mhsa_workspace_destroy(m->ws_local);
     mhsa__unmap_file(&m->map);
     MHSA_FREE_ALL(m->weights, m->mats, m->acts, m->gemm_buf, m->qkv,
                   m->xq[MHSA_QACT_32], m->xq[MHSA_QACT_256], m);
@@ -43,11 +45,25 @@ typedef struct llama_arch {
     int qkv_bias;           // blk.N.attn_{q,k,v}.bias, required
     int rope_interleaved;   // ggml's "normal" rope (1) or NEOX (0)
     int rope_freqs;         // rope_freqs.weight allowed (optional)
+    int qk_norm;            // blk.N.attn_{q,k}_norm.weight, required
+    int post_norms;         // blk.N.post_{attention,ffw}_norm.weight
+    int geglu;              // GELU (tanh) gate instead of SiLU
+    int embed_sqrt;         // embedding rows times sqrtf(d_model)
+    int swa_period;         // 0, or P: layers l % P != P - 1 local, with
+                            // the window <name>.attention.sliding_window
+                            // (required) and RoPE base rope_theta_local
+    float rope_theta_local;
 } llama_arch;
 
+// gemma3: transformers' Gemma3TextConfig (sliding_window_pattern 6,
+// rope_local_base_freq 10000, hidden_activation gelu_pytorch_tanh,
+// embed scale hidden_size ** 0.5, no softcapping) and llama.cpp's gemma3
+// graph (swa pattern 6, rope_freq_base_train_swa 10000); neither base
+// nor pattern is in the file.
 static const llama_arch arches[] = {
-    { "llama", 0, 1, 1 },
-    { "qwen2", 1, 0, 0 },
+    { "llama", 0, 1, 1, 0, 0, 0, 0, 0, 0.0f },
+    { "qwen2", 1, 0, 0, 0, 0, 0, 0, 0, 0.0f },
+    { "gemma3", 0, 0, 0, 1, 1, 1, 1, 6, 10000.0f },
 };
 enum { N_ARCHES = sizeof arches / sizeof arches[0] };
 
@@ -145,21 +161,56 @@ static mhsa_status meta_float(const mhsa_gguf_file *f, const char *path,
 
 // ---- the tensors the config implies --------------------------------------
 
-// A layer's tensors: "blk.<l>.<what>.weight", then with qkv_bias the
-// biases "blk.<l>.<what>.bias" (N_BIAS_TENSORS, last).
-static const char *const layer_what[] = {
-    "attn_norm", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down",
-    "attn_q", "attn_k", "attn_v", "attn_output",
-    "attn_q", "attn_k", "attn_v",
-};
-enum { N_ALL_LAYER_TENSORS = sizeof layer_what / sizeof layer_what[0],
-       N_BIAS_TENSORS = 3,
-       N_LAYER_TENSORS = N_ALL_LAYER_TENSORS - N_BIAS_TENSORS };
+// A layer's tensors, "blk.<l>.<what>.<suffix>", each with the config flag
+// that makes a layer have it and its shape (outermost first): 'D' =
+// d_model, 'F' = d_ff, 'A' = n_head * head_dim (Q's width), 'K' =
+// n_kv_head * head_dim, 'h' = head_dim, 0 = none.
+enum { NEED_ALL, NEED_QKV_BIAS, NEED_QK_NORM, NEED_POST_NORMS };
+typedef struct layer_tensor {
+    const char *what, *suffix;
+    int need;
+    char rows, cols;
+} layer_tensor;
 
-// How many of layer_what a layer of c has.
+static const layer_tensor layer_ts[] = {
+    { "attn_norm", "weight", NEED_ALL, 'D', 0 },
+    { "ffn_norm", "weight", NEED_ALL, 'D', 0 },
+    { "ffn_gate", "weight", NEED_ALL, 'F', 'D' },
+    { "ffn_up", "weight", NEED_ALL, 'F', 'D' },
+    { "ffn_down", "weight", NEED_ALL, 'D', 'F' },
+    { "attn_q", "weight", NEED_ALL, 'A', 'D' },
+    { "attn_k", "weight", NEED_ALL, 'K', 'D' },
+    { "attn_v", "weight", NEED_ALL, 'K', 'D' },
+    { "attn_output", "weight", NEED_ALL, 'D', 'A' },
+    { "attn_q", "bias", NEED_QKV_BIAS, 'A', 0 },       // LT_BIAS + 0..2
+    { "attn_k", "bias", NEED_QKV_BIAS, 'K', 0 },
+    { "attn_v", "bias", NEED_QKV_BIAS, 'K', 0 },
+    { "attn_q_norm", "weight", NEED_QK_NORM, 'h', 0 },  // LT_QK_NORM + 0..1
+    { "attn_k_norm", "weight", NEED_QK_NORM, 'h', 0 },
+    { "post_attention_norm", "weight", NEED_POST_NORMS, 'D', 0 },  // LT_POST
+    { "post_ffw_norm", "weight", NEED_POST_NORMS, 'D', 0 },
+};
+enum { N_LAYER_TS = sizeof layer_ts / sizeof layer_ts[0],
+       LT_BIAS = 9, LT_QK_NORM = 12, LT_POST = 14 };
+
+// Whether a layer of c has layer_ts[i].
+static int layer_has(const mhsa_llama_config *c, int i)
+{
+    switch (layer_ts[i].need) {
+    case NEED_QKV_BIAS: return c->qkv_bias;
+    case NEED_QK_NORM: return c->qk_norm;
+    case NEED_POST_NORMS: return c->post_norms;
+    default: return 1;
+    }
+}
+
+// How many of layer_ts a layer of c has.
 static int layer_tensors(const mhsa_llama_config *c)
 {
-    return c->qkv_bias ? N_ALL_LAYER_TENSORS : N_LAYER_TENSORS;
+    int n = 0;
+    for (int i = 0; i < N_LAYER_TS; i++)
+        n += layer_has(c, i);
+    return n;
 }
 
 // "blk.<l>.<what>.weight"
@@ -169,31 +220,41 @@ static const char *layer_name(char *buf, size_t n, size_t l, const char *what)
     return buf;
 }
 
-// The name of layer tensor layer_what[i] of layer l.
+// The name of layer tensor layer_ts[i] of layer l.
 static const char *layer_tensor_name(char *buf, size_t n, size_t l, int i)
 {
-    if (i < N_LAYER_TENSORS)
-        return layer_name(buf, n, l, layer_what[i]);
-    snprintf(buf, n, "blk.%zu.%s.bias", l, layer_what[i]);
+    snprintf(buf, n, "blk.%zu.%s.%s", l, layer_ts[i].what,
+             layer_ts[i].suffix);
     return buf;
 }
 
-// The shape (outermost first) of layer tensor layer_what[i].
+// The head size (a config made without one: d_model / n_head), Q's width
+// n_head * head_dim and K's (and V's) n_kv_head * head_dim.
+static size_t head_size(const mhsa_llama_config *c)
+{
+    return c->head_dim ? (size_t)c->head_dim
+                       : (size_t)(c->d_model / c->n_head);
+}
+static size_t q_width(const mhsa_llama_config *c)
+{
+    return (size_t)c->n_head * head_size(c);
+}
+static size_t kv_width(const mhsa_llama_config *c)
+{
+    return (size_t)c->n_kv_head * head_size(c);
+}
+
+// The shape (outermost first) of layer tensor layer_ts[i]; its rank.
 static int layer_shape(const mhsa_llama_config *c, int i, size_t dims[2])
 {
-    size_t D = (size_t)c->d_model, F = (size_t)c->d_ff;
-    size_t kvd = (size_t)c->n_kv_head * (D / (size_t)c->n_head);
-    static const int rows_cols[N_ALL_LAYER_TENSORS][2] = {
-        // 'D' = d_model, 'F' = d_ff, 'K' = kv width, 0 = none
-        {'D', 0}, {'D', 0}, {'F', 'D'}, {'F', 'D'}, {'D', 'F'},
-        {'D', 'D'}, {'K', 'D'}, {'K', 'D'}, {'D', 'D'},
-        {'D', 0}, {'K', 0}, {'K', 0},
-    };
-    for (int k = 0; k < 2; k++) {
-        int x = rows_cols[i][k];
-        dims[k] = x == 'D' ? D : x == 'F' ? F : kvd;
-    }
-    return rows_cols[i][1] ? 2 : 1;
+    const char rc[2] = { layer_ts[i].rows, layer_ts[i].cols };
+    for (int k = 0; k < 2; k++)
+        dims[k] = rc[k] == 'D' ? (size_t)c->d_model
+                : rc[k] == 'F' ? (size_t)c->d_ff
+                : rc[k] == 'A' ? q_width(c)
+                : rc[k] == 'K' ? kv_width(c)
+                : head_size(c);
+    return rc[1] ? 2 : 1;
 }
 
 // Whether tensor `name` is one the model of c reads.
@@ -209,9 +270,10 @@ static int used_tensor(const mhsa_llama_config *c, const char *name)
     unsigned long long l = strtoull(name + 4, NULL, 10);
     if (l >= (unsigned long long)c->n_layer)
         return 0;
-    char buf[64];
-    for (int i = 0; i < layer_tensors(c); i++)   // exact: no "blk.01."
-        if (!strcmp(name, layer_tensor_name(buf, sizeof buf, (size_t)l, i)))
+    char buf[96];
+    for (int i = 0; i < N_LAYER_TS; i++)   // exact: no "blk.01."
+        if (layer_has(c, i) &&
+            !strcmp(name, layer_tensor_name(buf, sizeof buf, (size_t)l, i)))
             return 1;
     return 0;
 }
@@ -247,9 +309,11 @@ static mhsa_status check_tensors(const mhsa_gguf_file *f, const char *path,
     size_t half = (size_t)c->rope_dim / 2;   // one factor per rotated pair
     if (st == MHSA_OK && c->rope_freqs)
         st = mhsa__gguf_check_f32(f, "rope_freqs.weight", 1, &half);
-    char name[64];
+    char name[96];
     for (size_t l = 0; st == MHSA_OK && l < (size_t)c->n_layer; l++)
-        for (int i = 0; st == MHSA_OK && i < layer_tensors(c); i++) {
+        for (int i = 0; st == MHSA_OK && i < N_LAYER_TS; i++) {
+            if (!layer_has(c, i))
+                continue;
             int nd = layer_shape(c, i, dims);
             st = mhsa__gguf_check_f32(f, layer_tensor_name(name, sizeof name,
                                                            l, i),
@@ -297,14 +361,19 @@ static mhsa_status read_config(const mhsa_gguf_file *f, const char *path,
     if (!a) {
         char q[48];
         return mhsa__fail(MHSA_ERR_FORMAT, "%s: general.architecture is "
-                          "\"%s\"; only \"llama\" and \"qwen2\" are "
-                          "supported", path,
+                          "\"%s\"; only \"llama\", \"qwen2\" and "
+                          "\"gemma3\" are supported", path,
                           mhsa__esc(q, sizeof q, arch, arch_len));
     }
     memset(c, 0, sizeof *c);
     c->arch = a->name;
     c->qkv_bias = a->qkv_bias;
     c->rope_interleaved = a->rope_interleaved;
+    c->qk_norm = a->qk_norm;
+    c->post_norms = a->post_norms;
+    c->geglu = a->geglu;
+    c->swa_period = a->swa_period;
+    c->rope_theta_local = a->rope_theta_local;
     char k[8][64];
     if ((st = meta_int(f, path, arch_key(k[0], 64, c, "block_count"), -1, 1,
                        &c->n_layer)) ||
@@ -327,13 +396,33 @@ static mhsa_status read_config(const mhsa_gguf_file *f, const char *path,
                                            "attention.layer_norm_rms_epsilon"),
                          0.0f, &c->rms_eps)))
         return st;
-    if (c->d_model % c->n_head != 0 || c->n_head % c->n_kv_head != 0)
-        return mhsa__fail(MHSA_ERR_FORMAT, "%s: embedding_length %d, "
-                          "head_count %d, head_count_kv %d: heads must "
-                          "divide the width and the kv heads the heads",
-                          path, c->d_model, c->n_head, c->n_kv_head);
-    int dh = c->d_model / c->n_head;
+    if (c->n_head % c->n_kv_head != 0)
+        return mhsa__fail(MHSA_ERR_FORMAT, "%s: head_count %d, "
+                          "head_count_kv %d: the kv heads must divide the "
+                          "heads", path, c->n_head, c->n_kv_head);
+    // The head size: attention.key_length, else d_model / n_head (as
+    // llama.cpp's n_embd_head_k); V's the same (the one size the block
+    // has), and Q's width n_head * head_dim an int.
     char key[64];
+    int dflt_dh = c->d_model % c->n_head == 0 ? c->d_model / c->n_head : -1;
+    if ((st = meta_int(f, path, arch_key(key, sizeof key, c,
+                                         "attention.key_length"), dflt_dh,
+                       1, &c->head_dim)))
+        return st;
+    if (c->head_dim > INT_MAX / c->n_head)
+        return mhsa__fail(MHSA_ERR_FORMAT, "%s: %s = %d times head_count %d "
+                          "is more than %d", path, key, c->head_dim,
+                          c->n_head, INT_MAX);
+    int dv;
+    if ((st = meta_int(f, path, arch_key(key, sizeof key, c,
+                                         "attention.value_length"),
+                       c->head_dim, 1, &dv)))
+        return st;
+    if (dv != c->head_dim)
+        return mhsa__fail(MHSA_ERR_FORMAT, "%s: %s = %d differs from the "
+                          "key_length %d (not supported)", path, key, dv,
+                          c->head_dim);
+    int dh = c->head_dim;
     if ((st = meta_int(f, path, arch_key(key, sizeof key, c,
                                          "rope.dimension_count"), dh, 2,
                        &c->rope_dim)))
@@ -342,7 +431,32 @@ static mhsa_status read_config(const mhsa_gguf_file *f, const char *path,
         return mhsa__fail(MHSA_ERR_FORMAT, "%s: %s = %d must be even and at "
                           "most the head size %d", path, key, c->rope_dim,
                           dh);
+    // The sliding window of the local layers, 1 .. the context.
+    if (c->swa_period) {
+        arch_key(key, sizeof key, c, "attention.sliding_window");
+        if ((st = meta_int(f, path, key, -1, 1, &c->window)))
+            return st;
+        if (c->window > c->context)
+            return mhsa__fail(MHSA_ERR_FORMAT, "%s: %s = %d is more than "
+                              "the context_length %d", path, key,
+                              c->window, c->context);
+    }
+    c->embed_scale = a->embed_sqrt ? sqrtf((float)c->d_model) : 1.0f;
+    // Gemma 3 27B scales the scores by 1/sqrt(d_model / n_head), which no
+    // key says (llama.cpp tells it by its 62 layers); every other size
+    // by 1/sqrt(head_dim), which is the block's.
+    if (!strcmp(c->arch, "gemma3") && c->n_layer == 62)
+        return mhsa__fail(MHSA_ERR_FORMAT, "%s: gemma3.block_count = 62 "
+                          "(Gemma 3 27B: its query_pre_attn_scalar is in "
+                          "no key; not supported)", path);
     // What this model does not implement, refused rather than ignored.
+    // Softcapping (Gemma 2's, in llama.cpp's keys; Gemma 3 has none):
+    static const char *const softcaps[] = { "attn_logit_softcapping",
+                                            "final_logit_softcapping" };
+    for (size_t i = 0; i < 2; i++)
+        if (mhsa__gguf_find(f, arch_key(key, sizeof key, c, softcaps[i])))
+            return mhsa__fail(MHSA_ERR_FORMAT, "%s: %s (logit softcapping "
+                              "is not supported)", path, key);
     // (Of another type it is malformed, not a value to pass over.)
     arch_key(key, sizeof key, c, "rope.scaling.type");
     const mhsa_gguf_val *sc = mhsa__gguf_find(f, key);
@@ -454,24 +568,93 @@ static llama_mat fp_mat(const void *data, size_t rows, size_t cols,
     return w;
 }
 
-// The config of every layer's block.
-static mhsa_config block_config(const mhsa_llama *m)
+// The config of layer l's block: the attention of A = H dh wide rows
+// (d_model when the block holds the projections), its window and RoPE
+// base.
+static mhsa_config block_config(const mhsa_llama *m, size_t l)
 {
     mhsa_config bc = { 0 };
-    bc.d_model = (int)m->D;
+    bc.d_model = (int)m->A;
     bc.n_heads = m->cfg.n_head;
     bc.max_seq_len = (int)m->cap;
     bc.causal = 1;
     // Biases on Q, K and V: the block adds them (and a zero output bias);
-    // in file mode the model projects and adds them itself (layer_file).
-    bc.bias = m->cfg.qkv_bias && !m->file;
+    // when m->own the model projects and adds them itself (layer_own).
+    bc.bias = m->cfg.qkv_bias && !m->own;
     bc.n_kv_heads = m->cfg.n_kv_head;
     bc.rope_dim = m->cfg.rope_dim;
-    bc.rope_theta = m->cfg.rope_theta;
+    bc.rope_theta = mhsa__llama_layer_rope_theta(&m->cfg, (int)l);
+    bc.window = mhsa__llama_layer_window(&m->cfg, (int)l);
     bc.rope_interleaved = m->cfg.rope_interleaved;   // (llama.h)
     bc.weight_dtype = (int)m->wdt;
     return bc;
 }
+
+// Floats of norms a layer holds: attn_norm, ffn_norm (D each), then the
+// Q and K norms (head_dim each) and the post norms (D each) where the
+// family has them.
+static size_t layer_norm_floats(const mhsa_llama_config *c)
+{
+    size_t D = (size_t)c->d_model;
+    return 2 * D + (c->qk_norm ? 2 * head_size(c) : 0) +
+           (c->post_norms ? 2 * D : 0);
+}
+
+// Layer l's norms (layer_norm_floats) read into w, and ly's pointers set.
+static mhsa_status read_norms(const mhsa_llama_config *c,
+                              const mhsa_gguf_file *f, size_t l,
+                              llama_layer *ly, float *w)
+{
+    size_t D = (size_t)c->d_model, dh = (size_t)c->head_dim;
+    char name[96];
+    mhsa_status st;
+    if ((st = read1(f, layer_name(name, sizeof name, l, "attn_norm"), D,
+                    w)) ||
+        (st = read1(f, layer_name(name, sizeof name, l, "ffn_norm"), D,
+                    w + D)))
+        return st;
+    ly->attn_norm = w;
+    ly->ffn_norm = w + D;
+    w += 2 * D;
+    if (c->qk_norm) {
+        if ((st = read1(f, layer_tensor_name(name, sizeof name, l,
+                                             LT_QK_NORM), dh, w)) ||
+            (st = read1(f, layer_tensor_name(name, sizeof name, l,
+                                             LT_QK_NORM + 1), dh, w + dh)))
+            return st;
+        ly->q_norm = w;
+        ly->k_norm = w + dh;
+        w += 2 * dh;
+    }
+    if (c->post_norms) {
+        if ((st = read1(f, layer_tensor_name(name, sizeof name, l, LT_POST),
+                        D, w)) ||
+            (st = read1(f, layer_tensor_name(name, sizeof name, l,
+                                             LT_POST + 1), D, w + D)))
+            return st;
+        ly->post_attn_norm = w;
+        ly->post_ffn_norm = w + D;
+    }
+    return MHSA_OK;
+}
+
+// Layer l's biases [bq; bk; bv] (nqkv floats) into b.
+static mhsa_status read_biases(const mhsa_llama_config *c,
+                               const mhsa_gguf_file *f, size_t l, float *b)
+{
+    char name[96];
+    mhsa_status st = MHSA_OK;
+    for (int i = LT_BIAS; st == MHSA_OK && i < LT_BIAS + 3; i++) {
+        size_t dims[2];
+        layer_shape(c, i, dims);
+        st = read1(f, layer_tensor_name(name, sizeof name, l, i), dims[0],
+                   b);
+        b += dims[0];
+    }
+    return st;
+}
+
+static int alloc_file_buffers(mhsa_llama *m);
 
 // Layer l's tensors: norms and MLP into the model's weights at *off, the
 // attention into its block (qkv: scratch of (nqkv + D) * D + nqkv + D
@@ -479,28 +662,51 @@ static mhsa_config block_config(const mhsa_llama *m)
 static mhsa_status load_layer(mhsa_llama *m, const mhsa_gguf_file *f,
                               size_t l, size_t *off, float *qkv)
 {
-    size_t D = m->D, F = m->F, dh = D / (size_t)m->cfg.n_head;
-    size_t kvd = (size_t)m->cfg.n_kv_head * dh;
+    size_t D = m->D, F = m->F, A = m->A, kvd = (m->nqkv - A) / 2;
     llama_layer *ly = &m->layer[l];
-    float *w = m->weights + *off;
-    char name[64];
+    size_t nn = layer_norm_floats(&m->cfg);
+    float *w = m->weights + *off, *mw = w + nn;
+    char name[96];
     mhsa_status st;
-    if ((st = read1(f, layer_name(name, sizeof name, l, "attn_norm"), D, w)) ||
-        (st = read1(f, layer_name(name, sizeof name, l, "ffn_norm"), D,
-                    w + D)) ||
+    if ((st = read_norms(&m->cfg, f, l, ly, w)) ||
         (st = read2(f, layer_name(name, sizeof name, l, "ffn_gate"), F, D,
-                    w + 2 * D)) ||
+                    mw)) ||
         (st = read2(f, layer_name(name, sizeof name, l, "ffn_up"), F, D,
-                    w + 2 * D + F * D)) ||
+                    mw + F * D)) ||
         (st = read2(f, layer_name(name, sizeof name, l, "ffn_down"), D, F,
-                    w + 2 * D + 2 * F * D)))
+                    mw + 2 * F * D)))
         return st;
-    ly->attn_norm = w;
-    ly->ffn_norm = w + D;
-    ly->gate = fp_mat(w + 2 * D, F, D, MHSA_F32);
-    ly->up = fp_mat(w + 2 * D + F * D, F, D, MHSA_F32);
-    ly->down = fp_mat(w + 2 * D + 2 * F * D, D, F, MHSA_F32);
-    *off += 2 * D + 3 * F * D;
+    ly->gate = fp_mat(mw, F, D, MHSA_F32);
+    ly->up = fp_mat(mw + F * D, F, D, MHSA_F32);
+    ly->down = fp_mat(mw + 2 * F * D, D, F, MHSA_F32);
+    *off += nn + 3 * F * D;
+    mhsa_config bc = block_config(m, l);
+    if (m->own) {
+        // The projections as the model's fp32 matrices, then the biases;
+        // the block holds none.
+        float *p = m->weights + *off;
+        if ((st = read2(f, layer_name(name, sizeof name, l, "attn_q"), A, D,
+                        p)) ||
+            (st = read2(f, layer_name(name, sizeof name, l, "attn_k"), kvd,
+                        D, p + A * D)) ||
+            (st = read2(f, layer_name(name, sizeof name, l, "attn_v"), kvd,
+                        D, p + (A + kvd) * D)) ||
+            (st = read2(f, layer_name(name, sizeof name, l, "attn_output"),
+                        D, A, p + m->nqkv * D)))
+            return st;
+        ly->wq = fp_mat(p, A, D, MHSA_F32);
+        ly->wk = fp_mat(p + A * D, kvd, D, MHSA_F32);
+        ly->wv = fp_mat(p + (A + kvd) * D, kvd, D, MHSA_F32);
+        ly->wo = fp_mat(p + m->nqkv * D, D, A, MHSA_F32);
+        *off += m->nqkv * D + D * A;
+        if (m->cfg.qkv_bias) {
+            if ((st = read_biases(&m->cfg, f, l, m->weights + *off)))
+                return st;
+            ly->bqkv = m->weights + *off;
+            *off += m->nqkv;
+        }
+        return mhsa__block_create_shell(&bc, &ly->blk);
+    }
 
     float *wo = qkv + (D + 2 * kvd) * D;
     if ((st = read2(f, layer_name(name, sizeof name, l, "attn_q"), D, D,
@@ -518,17 +724,9 @@ static mhsa_status load_layer(mhsa_llama *m, const mhsa_gguf_file *f,
         bqkv = wo + D * D;
         bout = bqkv + m->nqkv;
         memset(bout, 0, D * sizeof(float));
-        for (int i = N_LAYER_TENSORS; i < N_ALL_LAYER_TENSORS; i++) {
-            size_t dims[2];
-            layer_shape(&m->cfg, i, dims);
-            if ((st = read1(f, layer_tensor_name(name, sizeof name, l, i),
-                            dims[0], bqkv + (i == N_LAYER_TENSORS ? 0 :
-                                             i == N_LAYER_TENSORS + 1 ? D
-                                             : D + kvd))))
-                return st;
-        }
+        if ((st = read_biases(&m->cfg, f, l, bqkv)))
+            return st;
     }
-    mhsa_config bc = block_config(m);
     if ((st = mhsa_block_create(&bc, &ly->blk)) ||
         (st = mhsa_block_set_weights(ly->blk, qkv, bqkv, wo, bout)))
         return st;
@@ -542,9 +740,12 @@ static mhsa_status load_layer(mhsa_llama *m, const mhsa_gguf_file *f,
 static int narrow_weights(mhsa_llama *m)
 {
     size_t D = m->D, F = m->F, VD = m->V * D, es = mhsa_dtype_size(m->wdt);
+    size_t dh = (size_t)m->cfg.head_dim;
     int untied = m->head.q.data != m->tok_emb.q.data;
-    size_t n_mats = VD * (untied ? 2 : 1) + m->L * 3 * F * D;
-    size_t n_norms = D + m->L * 2 * D;
+    size_t n_mats = VD * (untied ? 2 : 1) + m->L * 3 * F * D +
+                    (m->own ? m->L * (m->nqkv + m->A) * D : 0);
+    size_t n_norms = D + m->L * (layer_norm_floats(&m->cfg) +
+                                 (m->cfg.qkv_bias && m->own ? m->nqkv : 0));
     char *mats = mhsa__alloc(n_mats * es);
     float *norms = mhsa__alloc(n_norms * sizeof(float));
     if (!mats || !norms) {
@@ -562,25 +763,38 @@ static int narrow_weights(mhsa_llama *m)
         (field) = fp_mat(mp, (field).q.rows, (field).q.cols, m->wdt);      \
         mp += count_ * es;                                                 \
     } while (0)
-#define MOVE_NORM(field)                                                   \
+#define MOVE_NORM(field, n)                                                \
     do {                                                                   \
-        memcpy(np, (field), D * sizeof(float));                            \
-        (field) = np;                                                      \
-        np += D;                                                           \
+        if (field) {                                                       \
+            memcpy(np, (field), (n) * sizeof(float));                      \
+            (field) = np;                                                  \
+            np += (n);                                                     \
+        }                                                                  \
     } while (0)
     MOVE_MAT(m->tok_emb);
     if (untied)
         MOVE_MAT(m->head);
     else
         m->head = m->tok_emb;
-    MOVE_NORM(m->out_norm);
+    MOVE_NORM(m->out_norm, D);
     for (size_t l = 0; l < m->L; l++) {
         llama_layer *ly = &m->layer[l];
         MOVE_MAT(ly->gate);
         MOVE_MAT(ly->up);
         MOVE_MAT(ly->down);
-        MOVE_NORM(ly->attn_norm);
-        MOVE_NORM(ly->ffn_norm);
+        if (m->own) {
+            MOVE_MAT(ly->wq);
+            MOVE_MAT(ly->wk);
+            MOVE_MAT(ly->wv);
+            MOVE_MAT(ly->wo);
+        }
+        MOVE_NORM(ly->attn_norm, D);
+        MOVE_NORM(ly->ffn_norm, D);
+        MOVE_NORM(ly->q_norm, dh);
+        MOVE_NORM(ly->k_norm, dh);
+        MOVE_NORM(ly->post_attn_norm, D);
+        MOVE_NORM(ly->post_ffn_norm, D);
+        MOVE_NORM(ly->bqkv, m->nqkv);
     }
 #undef MOVE_MAT
 #undef MOVE_NORM
@@ -594,7 +808,8 @@ static int narrow_weights(mhsa_llama *m)
 static int alloc_buffers(mhsa_llama *m)
 {
     size_t rows = m->cap, D = m->D, F = m->F, acts;
-    if (!mhsa__mul(rows, 3 * D + 2 * F, &acts))
+    size_t DA = D > m->A ? D : m->A;
+    if (!mhsa__mul(rows, 2 * D + DA + 2 * F, &acts))
         return 0;
     m->acts = mhsa__alloc(acts * sizeof(float));
     if (!m->acts)
@@ -602,11 +817,11 @@ static int alloc_buffers(mhsa_llama *m)
     m->x = m->acts;
     m->h = m->x + rows * D;
     m->att = m->h + rows * D;
-    m->g = m->att + rows * D;
+    m->g = m->att + rows * DA;
     m->u = m->g + rows * F;
     int nt = omp_get_max_threads();
     m->gs.max_threads = nt < 1 ? 1 : nt;
-    size_t gb = mhsa_gemm_b_floats(m->k, F > D ? F : D), ga = gb;
+    size_t gb = mhsa_gemm_b_floats(m->k, F > DA ? F : DA), ga = gb;
     if (!gb || !mhsa__mul_add(&ga, (size_t)m->gs.max_threads,
                               mhsa_gemm_a_floats(m->k)))
         return 0;
@@ -629,15 +844,17 @@ static int alloc_buffers(mhsa_llama *m)
 static double bytes_needed(const mhsa_llama_config *c, size_t cap, int wdt)
 {
     double V = c->vocab, D = c->d_model, F = c->d_ff, L = c->n_layer;
-    double kvd = (double)c->n_kv_head * (double)(c->d_model / c->n_head);
+    double kvd = (double)kv_width(c), A = (double)q_width(c);
+    double DA = D > A ? D : A;
     double mats = V * D * (c->tied ? 1 : 2) + L * 3 * F * D;
-    double norms = D + L * 2 * D + (c->qkv_bias ? L * (D + 2 * kvd) : 0);
-    double one_attn = (D + 2 * kvd) * D + D * D;
-    double acts = 4 * (double)cap * (3 * D + 2 * F);
+    double norms = D + L * (double)layer_norm_floats(c) +
+                   (c->qkv_bias ? L * (A + 2 * kvd) : 0);
+    double one_attn = (A + 2 * kvd) * D + D * A;
+    double acts = 4 * (double)cap * (2 * D + DA + 2 * F);
     if (wdt == MHSA__WEIGHTS_FILE) {
-        double widest = D > F ? D : F;
+        double widest = DA > F ? DA : F;
         return (double)c->file_mat_bytes + 4 * norms + acts +
-               4 * (double)cap * (D + 2 * kvd) +
+               4 * (double)cap * (A + 2 * kvd) +
                2 * 1.25 * (double)cap * widest + 4 * widest;
     }
     double es = (double)mhsa_dtype_size((mhsa_dtype)wdt);
@@ -694,11 +911,14 @@ static mhsa_status load_fp(mhsa_llama *m, const mhsa_gguf_file *f,
 {
     const mhsa_llama_config *c = &m->cfg;
     size_t D = m->D, F = m->F, V = m->V;
-    // tok_emb, out_norm, head (untied), and per layer 2 norms + 3 MLP
-    // matrices; the scratch for one layer's attention weights.
+    // tok_emb, out_norm, head (untied), and per layer its norms + 3 MLP
+    // matrices (+ with m->own its projections and biases); the scratch
+    // for one layer's attention weights for its block.
     // (The sizes were checked by the reader: each tensor fits the file.)
-    size_t per_layer = 2 * D + 3 * F * D, vd = 0, total = 0;
-    size_t qkv_floats = m->nqkv * D + D * D + m->nqkv + D;
+    size_t per_layer = layer_norm_floats(c) + 3 * F * D, vd = 0, total = 0;
+    if (m->own)
+        per_layer += (m->nqkv + m->A) * D + (c->qkv_bias ? m->nqkv : 0);
+    size_t qkv_floats = m->nqkv * D + D * m->A + m->nqkv + D;
     int ok = mhsa__mul(V, D, &vd) && mhsa__mul(vd, c->tied ? 1 : 2, &total)
              && mhsa__mul_add(&total, m->L, per_layer) && total + D > total;
     total += D;
@@ -731,11 +951,16 @@ static mhsa_status load_fp(mhsa_llama *m, const mhsa_gguf_file *f,
     mhsa__free(qkv);
     if (st == MHSA_OK && m->wdt != MHSA_F32 && !narrow_weights(m))
         st = no_memory(path, c, m->cap, (int)m->wdt);
+    if (st == MHSA_OK && m->own && !alloc_file_buffers(m))
+        st = no_memory(path, c, m->cap, (int)m->wdt);
     if (st != MHSA_OK)
         return st;
     size_t es = mhsa_dtype_size(m->wdt);
-    size_t mats = V * D * (c->tied ? 1 : 2) + m->L * 3 * F * D;
-    m->weight_bytes = mats * es + (D + m->L * 2 * D) * sizeof(float);
+    size_t mats = V * D * (c->tied ? 1 : 2) + m->L * 3 * F * D +
+                  (m->own ? m->L * (m->nqkv + m->A) * D : 0);
+    m->weight_bytes = mats * es + (D + m->L * (layer_norm_floats(c) +
+                      (m->own && c->qkv_bias ? m->nqkv : 0))) *
+                      sizeof(float);
     for (size_t l = 0; l < m->L; l++)
         m->weight_bytes += mhsa_block_weight_bytes(m->layer[l].blk);
     snprintf(m->types, sizeof m->types, "%s", m->wdt == MHSA_F32 ? "f32"
@@ -866,8 +1091,8 @@ static mhsa_status load_file(mhsa_llama *m, const mhsa_gguf_file *f,
                              const char *path)
 {
     const mhsa_llama_config *c = &m->cfg;
-    size_t D = m->D, F = m->F, per_layer = 2 * D + (c->qkv_bias ? m->nqkv
-                                                                  : 0);
+    size_t D = m->D, F = m->F;
+    size_t per_layer = layer_norm_floats(c) + (c->qkv_bias ? m->nqkv : 0);
     size_t n_norms = D + m->L * per_layer;
     // The bytes of the converted (and realigned) matrices.
     size_t copy = 0;
@@ -877,6 +1102,7 @@ static mhsa_status load_file(mhsa_llama *m, const mhsa_gguf_file *f,
             copy += mhsa__llama_copy_bytes(f, t, pack_for(m, t->name));
     }
     size_t widest = D > F ? D : F;
+    widest = widest > m->A ? widest : m->A;
     float *row = mhsa__alloc(widest * sizeof(float));
     m->weights = row ? mhsa__alloc(n_norms * sizeof(float)) : NULL;
     m->mats = m->weights && copy ? mhsa__alloc(copy) : NULL;
@@ -894,24 +1120,13 @@ static mhsa_status load_file(mhsa_llama *m, const mhsa_gguf_file *f,
     char name[64];
     for (size_t l = 0; st == MHSA_OK && l < m->L; l++, w += per_layer) {
         llama_layer *ly = &m->layer[l];
-        if ((st = read1(f, layer_name(name, sizeof name, l, "attn_norm"), D,
-                        w)) ||
-            (st = read1(f, layer_name(name, sizeof name, l, "ffn_norm"), D,
-                        w + D)))
+        if ((st = read_norms(c, f, l, ly, w)))
             break;
-        ly->attn_norm = w;
-        ly->ffn_norm = w + D;
         // The biases [bq; bk; bv] (nqkv), fp32 whatever their type.
-        float *b = w + 2 * D;
-        for (int i = N_LAYER_TENSORS; c->qkv_bias && st == MHSA_OK &&
-                                      i < N_ALL_LAYER_TENSORS; i++) {
-            size_t dims[2];
-            layer_shape(c, i, dims);
-            st = read1(f, layer_tensor_name(name, sizeof name, l, i),
-                       dims[0], b);
-            b += dims[0];
-        }
-        ly->bqkv = c->qkv_bias ? w + 2 * D : NULL;
+        float *b = w + layer_norm_floats(c);
+        if (c->qkv_bias && (st = read_biases(c, f, l, b)))
+            break;
+        ly->bqkv = c->qkv_bias ? b : NULL;
     }
     // The matrices (every one present and of its shape: read_config).
     char *dst = m->mats;
@@ -928,8 +1143,8 @@ static mhsa_status load_file(mhsa_llama *m, const mhsa_gguf_file *f,
                                  pack_for(m, "output.weight"), &dst, row,
                                  &m->head);
     }
-    mhsa_config bc = block_config(m);
     for (size_t l = 0; st == MHSA_OK && l < m->L; l++) {
+        mhsa_config bc = block_config(m, l);
         const char *what[FILE_LAYER_MATS];
         llama_mat *mats[FILE_LAYER_MATS];
         layer_mats(&m->layer[l], what, mats);
@@ -1004,8 +1219,13 @@ static mhsa_status load(const char *path, int capacity, int weight_dtype,
     m->cap = cap;
     m->file = weight_dtype == MHSA__WEIGHTS_FILE;
     m->wdt = m->file ? MHSA_F32 : (mhsa_dtype)weight_dtype;
-    size_t dh = m->D / (size_t)cfg.n_head;
-    m->nqkv = m->D + 2 * (size_t)cfg.n_kv_head * dh;
+    m->A = q_width(&cfg);
+    m->nqkv = m->A + 2 * kv_width(&cfg);
+    // The model computes the projections when the block cannot hold them
+    // (a quantized file's, Q/K norms between projection and RoPE, a head
+    // width other than d_model / n_head), and with post norms (the
+    // output projection's result is normed before the residual add).
+    m->own = m->file || cfg.qk_norm || cfg.post_norms || m->A != m->D;
     m->layer = mhsa__alloc(m->L * sizeof *m->layer);
     if (!m->layer) {
         mhsa__llama_free(m);
@@ -1015,8 +1235,14 @@ static mhsa_status load(const char *path, int capacity, int weight_dtype,
     memset(m->layer, 0, m->L * sizeof *m->layer);
     st = m->file ? load_file(m, f, path) : load_fp(m, f, path);
     mhsa__gguf_close(f);
-    if (st == MHSA_OK)
-        st = mhsa_workspace_create(m->layer[0].blk, 1, &m->ws);
+    // One workspace for the global layers' blocks and one for the local
+    // ones' (a workspace serves blocks of exactly one config).
+    for (size_t l = 0; st == MHSA_OK && l < m->L; l++) {
+        mhsa_workspace **ws = mhsa__llama_layer_local(&cfg, (int)l)
+                            ? &m->ws_local : &m->ws;
+        if (!*ws)
+            st = mhsa_workspace_create(m->layer[l].blk, 1, ws);
+    }
     if (st != MHSA_OK) {
         mhsa__llama_free(m);
         return st;
