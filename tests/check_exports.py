@@ -4,7 +4,7 @@
     check_exports.py NM LIBMHSA_SO HEADER...
 
 Every function declared in the public headers (include/mhsa.h,
-include/mhsa_train.h) must be a defined dynamic symbol of the shared
+include/mhsa_train.h, include/mhsa_model.h) must be a defined dynamic symbol of the shared
 library, and the library must export nothing else (no internal mhsa__
 function, no helper of another prefix, no data): the library is compiled
 with hidden visibility and MHSA_API marks the declarations. Prints each

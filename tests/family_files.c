@@ -202,6 +202,12 @@ const char *family_name(family f)
 
 int family_write(family f, int q8, const char *path)
 {
+    return family_write_ex(f, q8, NULL, path);
+}
+
+int family_write_ex(family f, int q8, const char *chat_template,
+                    const char *path)
+{
     build_vocab();
     int qwen = f == FAMILY_QWEN2;
     const char *arch = qwen ? "qwen2" : "llama";
@@ -276,6 +282,10 @@ int family_write(family f, int q8, const char *path)
     key_u32(&w, "tokenizer.ggml.eos_token_id",
             (uint32_t)find_tok(qwen ? "<|im_end|>" : "<|end_of_text|>"));
     nkv += 7;
+    if (chat_template) {
+        key_str(&w, "tokenizer.chat_template", chat_template);
+        nkv++;
+    }
     gw_put_u64(&w, 16, nkv);
     gw_tensors(&w, fs.t, fs.n, 32);
     int rc = gw_save(&w, path);

@@ -24,6 +24,9 @@ const char *family_name(family f);
 // Writes family f's file to path, its matrices as F32 (q8 = 0) or Q8_0
 // (q8 = 1; norms, biases and rope factors stay F32). 0 on success.
 int family_write(family f, int q8, const char *path);
+// The same with tokenizer.chat_template = chat_template (NULL: no key).
+int family_write_ex(family f, int q8, const char *chat_template,
+                    const char *path);
 // Tokens of the vocabulary (the same for both).
 int family_vocab_size(void);
 // The token ids the logits are compared on (FAMILY_N_IDS of them).

@@ -2,6 +2,7 @@
 #ifndef MHSA_TRAIN_INTERNAL_H
 #define MHSA_TRAIN_INTERNAL_H
 
+#include "core/rng.h"   // mhsa__splitmix64
 #include "mhsa_train.h"
 
 // Validates an optimiser config; fn names the public caller in the error.
@@ -11,8 +12,6 @@ mhsa_status mhsa__optim_check(const mhsa_optim_config *c, const char *fn);
 // (torch's clip_grad_norm_), else 1.
 float mhsa__clip_scale(const mhsa_optim_config *cfg, double norm);
 
-// splitmix64: the next 64 random bits of the stream *s (rng.c).
-uint64_t mhsa__splitmix64(uint64_t *s);
 // x (n) uniform in [-a, a), the same bits on every platform.
 void     mhsa__fill_uniform(uint64_t *s, float *x, size_t n, float a);
 // mhsa_cross_entropy with the mean taken over `count` counted rows instead

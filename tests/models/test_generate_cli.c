@@ -27,6 +27,7 @@
 #include "models/tokenizer/unicode.h"
 #include "tmpdir.h"
 #include "train/train_internal.h"
+#include "nn/sample.h"
 #include "util.h"
 
 // ---- a small GGUF model with a tokenizer ------------------------------------
@@ -458,7 +459,7 @@ START_TEST(sampler_matches_selection_sort)
         int ks[] = {0, 1, 2, V - 1, V, V + 5, rng_int(&r, 1, V)};
         int k = ks[rng_int(&r, 0, 6)];
         uint64_t s1 = rng_u64(&r), s2 = s1;
-        int a = sample_token(z, V, T, k, &s1, o1);
+        int a = mhsa__sample_token(z, V, T, k, 1.0f, 0.0f, &s1, o1);
         int b = reference_sample(z, V, T, k, &s2, o2);
         ck_assert_msg(a == b && s1 == s2, "trial %d: V %d T %g k %d: %d, "
                       "reference %d", trial, V, (double)T, k, a, b);
@@ -484,7 +485,7 @@ START_TEST(top_k_zero_over_a_million_logits_is_fast)
         best = z[j] > z[best] ? j : best;
     }
     uint64_t s = 99;
-    int t = sample_token(z, BIGV, 0.8f, 0, &s, order);
+    int t = mhsa__sample_token(z, BIGV, 0.8f, 0, 1.0f, 0.0f, &s, order);
     ck_assert(t >= 0 && t < BIGV);
     ck_assert_int_eq(order[0], best);
     for (int j = 1; j < BIGV; j++)

@@ -20,6 +20,7 @@
 #include "kernels/half.h"
 #include "text.h"
 #include "capture.h"
+#include "nn/sample.h"
 #include "util.h"
 #include "tmpdir.h"
 
@@ -454,8 +455,8 @@ static void reference_text(const char *path, mhsa_dtype dt,
                      MHSA_OK);
     memcpy(text, prompt, np);
     for (int i = 0; i < n; i++) {
-        int32_t tok = sample_token(logits, c.vocab, 0.0f, 0, &rng_state,
-                                   order);
+        int32_t tok = mhsa__sample_token(logits, c.vocab, 0.0f, 0, 1.0f,
+                                         0.0f, &rng_state, order);
         text[np + (size_t)i] = (char)tok;
         if (i + 1 < n)
             ck_assert_int_eq(mhsa_gpt_forward_cached(g, cache, &tok, 1,
@@ -541,23 +542,26 @@ START_TEST(sampler_distribution)
     float z[5] = { 0.0f, logf(3.0f), -1.0f, logf(3.0f), -50.0f };
     int order[5];
     uint64_t s = 3;
-    ck_assert_int_eq(sample_token(z, 5, 0.0f, 0, &s, order), 1);
-    ck_assert_int_eq(sample_token(z, 5, 1.0f, 1, &s, order), 1);
+    ck_assert_int_eq(mhsa__sample_token(z, 5, 0.0f, 0, 1.0f, 0.0f, &s,
+                                        order), 1);
+    ck_assert_int_eq(mhsa__sample_token(z, 5, 1.0f, 1, 1.0f, 0.0f, &s,
+                                        order), 1);
     int hits = 0, n = 20000;
     for (int i = 0; i < n; i++) {
-        int t = sample_token(z, 2, 1.0f, 0, &s, order);
+        int t = mhsa__sample_token(z, 2, 1.0f, 0, 1.0f, 0.0f, &s, order);
         ck_assert(t == 0 || t == 1);
         hits += t == 1;
     }
     ck_assert_double_eq_tol((double)hits / n, 0.75, 0.015);
     for (int i = 0; i < 1000; i++) {
-        int t = sample_token(z, 5, 5.0f, 3, &s, order);
+        int t = mhsa__sample_token(z, 5, 5.0f, 3, 1.0f, 0.0f, &s, order);
         ck_assert(t == 0 || t == 1 || t == 3);
     }
     uint64_t a = 9, b = 9;
     for (int i = 0; i < 100; i++)
-        ck_assert_int_eq(sample_token(z, 5, 0.8f, 4, &a, order),
-                         sample_token(z, 5, 0.8f, 4, &b, order));
+        ck_assert_int_eq(
+            mhsa__sample_token(z, 5, 0.8f, 4, 1.0f, 0.0f, &a, order),
+            mhsa__sample_token(z, 5, 0.8f, 4, 1.0f, 0.0f, &b, order));
 }
 END_TEST
 

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <omp.h>
 #include <stdarg.h>
 #include <string.h>
@@ -11,10 +12,35 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "models/tokenizer/unicode.h"
 #include "mhsa.h"
 
 enum { QUOTE_MAX = 200, QUOTE_RING = 4 };
+
+// The length (1 to 4) of the UTF-8 sequence at s[0..n), n >= 1, and its
+// code point in *cp; a byte that does not start a well-formed sequence (a
+// stray continuation byte, an overlong form, a surrogate, past U+10FFFF,
+// truncated) is length 1 with *cp = UINT32_MAX.
+static size_t utf8_next(const unsigned char *s, size_t n, uint32_t *cp)
+{
+    unsigned char b = s[0];
+    size_t len = b < 0x80 ? 1 : b >= 0xc2 && b <= 0xdf ? 2
+               : b >= 0xe0 && b <= 0xef ? 3 : b >= 0xf0 && b <= 0xf4 ? 4
+               : 0;
+    *cp = UINT32_MAX;
+    if (len == 0 || len > n)
+        return 1;
+    uint32_t c = len == 1 ? b : b & (0x7fu >> len);
+    for (size_t i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return 1;
+        c = c << 6 | (s[i] & 0x3fu);
+    }
+    static const uint32_t min[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (c < min[len] || (c >= 0xd800 && c <= 0xdfff) || c > 0x10ffff)
+        return 1;
+    *cp = c;
+    return len;
+}
 
 const char *gen_quote_n(const char *s, size_t n)
 {
@@ -28,10 +54,10 @@ const char *gen_quote_n(const char *s, size_t n)
     size_t i = 0, o = 0;
     while (i < n && i < QUOTE_MAX) {
         uint32_t cp = 0;
-        size_t len = mhsa__utf8_next(p + i, n - i, &cp);
+        size_t len = utf8_next(p + i, n - i, &cp);
         // Shown as is: printable ASCII but the backslash, and characters
         // past the C1 controls; everything else as escapes, byte by byte.
-        int plain = cp != MHSA_CP_INVALID && cp != '\\' &&
+        int plain = cp != UINT32_MAX && cp != '\\' &&
                     ((cp >= 0x20 && cp < 0x7f) || cp >= 0xa0);
         if (plain) {
             memcpy(out + o, p + i, len);
@@ -77,6 +103,17 @@ double gen_now_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+int gen_sampler(const gen_args *a, int n_vocab, mhsa_sampler **out)
+{
+    mhsa_sampler_params p = {0};
+    p.temperature = a->temperature;
+    p.top_k = a->top_k;
+    p.seed = a->seed;
+    if (mhsa_sampler_create(&p, n_vocab, out) != MHSA_OK)
+        return gen_fail("the sampler");
+    return CLI_OK;
 }
 
 void gen_set_threads(int threads)

@@ -8,7 +8,10 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "cli.h"   // CLI_OK, CLI_FAIL, CLI_USAGE (shared with mhsa-train)
+#include "args.h"
+#include "args_util.h"   // CLI_OK, CLI_FAIL, CLI_USAGE, value parsers
+                         // (shared with mhsa-train)
+#include "mhsa_model.h"
 
 // The most threads mhsa-generate runs on (--threads, OMP_NUM_THREADS).
 enum { GEN_MAX_THREADS = 1024 };
@@ -32,6 +35,11 @@ int gen_fail(const char *what);
 
 // Monotonic seconds.
 double gen_now_s(void);
+
+// The library's sampler for a's --temperature (0: greedy), --top-k and
+// --seed over n_vocab logits, into *out. CLI_OK, or CLI_FAIL with the
+// error printed.
+int gen_sampler(const gen_args *a, int n_vocab, mhsa_sampler **out);
 
 // Sets OpenMP's thread count: threads when it is > 0 (--threads, already
 // in [1, GEN_MAX_THREADS]); else OpenMP's own count (OMP_NUM_THREADS, or

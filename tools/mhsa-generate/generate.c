@@ -22,6 +22,8 @@
 #include "gen_util.h"
 #include "generate.h"
 #include "gguf_generate.h"
+#include "mhsa_model.h"
+#include "mhsa_train.h"
 #include "perplexity.h"
 
 // ---- the run ----------------------------------------------------------------
@@ -32,7 +34,7 @@ typedef struct gen_run {
     mhsa_gpt_cache *cache;
     int32_t *ctx;             // the whole text: prompt then generated
     float *logits;            // (V)
-    int *order;               // (V) scratch of sample_token
+    mhsa_sampler *sampler;    // temperature, top-k, seed
 } gen_run;
 
 // Fills an empty cache with ctx[from .. to) and the logits of its end.
@@ -72,10 +74,11 @@ static int generate(gen_run *r)
         return CLI_FAIL;
     double t_prefill = gen_now_s() - t0, t_decode = 0.0, t1 = 0.0;
     size_t pre = n - from;
-    uint64_t rng = r->a.seed;
     for (int i = 0; i < r->a.n; i++) {
-        int tok = sample_token(r->logits, c->vocab, r->a.temperature,
-                               r->a.top_k, &rng, r->order);
+        int32_t tok;
+        if (mhsa_sampler_sample(r->sampler, r->logits, (size_t)c->vocab,
+                                NULL, 0, &tok) != MHSA_OK)
+            return gen_fail("sampling");
         // A decoding step: the forward of the token before, then this
         // sampling (the first token's sampling goes with no step).
         if (i > 0)
@@ -141,12 +144,11 @@ static int setup(gen_run *r)
     size_t total = a->prompt_len + (size_t)a->n + 1;
     r->ctx = malloc(total * sizeof(int32_t));
     r->logits = malloc((size_t)c.vocab * sizeof(float));
-    r->order = malloc((size_t)c.vocab * sizeof(int));
-    if (!r->ctx || !r->logits || !r->order) {
+    if (!r->ctx || !r->logits) {
         fprintf(stderr, "mhsa-generate: out of memory\n");
         return CLI_FAIL;
     }
-    return CLI_OK;
+    return gen_sampler(a, c.vocab, &r->sampler);
 }
 
 int mhsa_generate_cli(int argc, char **argv)
@@ -185,7 +187,7 @@ int mhsa_generate_cli(int argc, char **argv)
     mhsa_gpt_destroy(r.g);
     free(r.ctx);
     free(r.logits);
-    free(r.order);
+    mhsa_sampler_destroy(r.sampler);
     gen_args_free(&r.a);
     return rc;
 }

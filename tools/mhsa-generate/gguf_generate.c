@@ -1,7 +1,7 @@
-// gguf_generate.c — mhsa-generate on a Llama-architecture GGUF model
-// (src/models/llama): the prompt through the file's tokenizer, prefilled in one
-// forward (one mhsa_forward_cached call per layer), then one token at a
-// time, sampled as for the GPT (sample_token: --temperature 0 is greedy),
+// gguf_generate.c — mhsa-generate on a Llama-architecture GGUF model,
+// through the library's model API (mhsa_model.h) alone: the prompt through
+// the file's tokenizer, prefilled in one evaluation, then one token at a
+// time, sampled as for the GPT (mhsa_sampler: --temperature 0 is greedy),
 // until -n tokens or the end-of-sequence token. Nothing is allocated per
 // token. The prompt's special tokens' text (such as "<|im_start|>") is
 // that token, as llama-cli and llama-simple parse it (--no-parse-special:
@@ -17,40 +17,35 @@
 
 #include "gen_util.h"
 #include "gguf_generate.h"
-#include "models/gguf/gguf.h"
-#include "models/llama/llama.h"
-#include "models/tokenizer/tokenizer.h"
-#include "sample.h"
-
-_Static_assert((int)GEN_WEIGHTS_FILE == (int)MHSA__WEIGHTS_FILE,
-               "--weight-dtype file is the loader's MHSA__WEIGHTS_FILE");
+#include "mhsa_model.h"
 
 typedef struct gguf_run {
     const gen_args *a;
-    mhsa_tokenizer *tok;
-    mhsa_llama *m;
-    mhsa_llama_cache *cache;
+    mhsa_model *vocab;     // the tokenizer and metadata (vocab_only)
+    mhsa_model *m;
+    mhsa_seq *seq;
+    mhsa_sampler *sampler;
     int32_t *ids;          // prompt then generated
     size_t n_prompt, cap_ids;
     float *logits;         // (V)
-    int *order;            // (V) scratch of sample_token
+    size_t V;
     char text[256];        // one token's bytes
 } gguf_run;
 
 static void run_free(gguf_run *r)
 {
-    mhsa__llama_cache_destroy(r->cache);
-    mhsa__llama_destroy(r->m);
-    mhsa__tok_free(r->tok);
+    mhsa_sampler_destroy(r->sampler);
+    mhsa_seq_destroy(r->seq);
+    mhsa_model_free(r->m);
+    mhsa_model_free(r->vocab);
     free(r->ids);
     free(r->logits);
-    free(r->order);
 }
 
 static unsigned encode_flags(const gen_args *a)
 {
-    return MHSA_TOK_ADD_SPECIAL |
-           (a->no_parse_special ? 0u : (unsigned)MHSA_TOK_PARSE_SPECIAL);
+    return MHSA_TOKENIZE_ADD_SPECIAL |
+           (a->no_parse_special ? 0u : (unsigned)MHSA_TOKENIZE_PARSE_SPECIAL);
 }
 
 int gen_model_error(const gen_args *a)
@@ -60,7 +55,7 @@ int gen_model_error(const gen_args *a)
     return CLI_USAGE;
 }
 
-int gen_gguf_start(const gen_args *a, mhsa_tokenizer **tok)
+int gen_gguf_start(const gen_args *a, mhsa_model **vocab)
 {
     gen_set_threads(a->threads);
     if (a->isa != MHSA_ISA_AUTO && mhsa_select_isa(a->isa) != MHSA_OK) {
@@ -68,70 +63,93 @@ int gen_gguf_start(const gen_args *a, mhsa_tokenizer **tok)
                 "machine or build\n", mhsa_isa_name(a->isa));
         return CLI_USAGE;
     }
-    mhsa_gguf_file *f = NULL;
-    if (mhsa__gguf_open(a->model, &f) != MHSA_OK)
+    mhsa_model_params p = {0};
+    p.vocab_only = 1;
+    if (mhsa_model_load(a->model, &p, vocab) != MHSA_OK)
         return gen_model_error(a);
-    mhsa_status st = mhsa__tok_load(f, tok);
-    mhsa__gguf_close(f);
-    return st == MHSA_OK ? CLI_OK : gen_model_error(a);
+    return CLI_OK;
 }
 
-// The tokenizer, the prompt's ids, then the model with a cache for them
-// and the new tokens.
-static int setup(gguf_run *r)
+mhsa_model_weights gen_weights(const gen_args *a)
 {
-    const gen_args *a = r->a;
-    int rc = gen_gguf_start(a, &r->tok);
-    if (rc != CLI_OK)
-        return rc;
-    size_t len = a->prompt_len, n = 0;
-    size_t max_ids = mhsa__tok_max_ids(r->tok, len);
-    if (max_ids > ((size_t)1 << 40)) {
+    return a->weight_dtype == GEN_WEIGHTS_FILE ? MHSA_WEIGHTS_AS_STORED
+         : a->weight_dtype == MHSA_F16 ? MHSA_WEIGHTS_F16
+         : a->weight_dtype == MHSA_BF16 ? MHSA_WEIGHTS_BF16
+         : MHSA_WEIGHTS_F32;
+}
+
+int gen_tokenize(const gen_args *a, const mhsa_model *vocab, unsigned flags,
+                 size_t extra, int32_t **ids, size_t *n, size_t *cap)
+{
+    // The ids' count first (nothing written), then the ids into room for
+    // them and `extra` more.
+    mhsa_status st = mhsa_tokenize(vocab, a->prompt, a->prompt_len, flags,
+                                   NULL, 0, n);
+    if (st == MHSA_ERR_SHAPE || st == MHSA_OK) {
+        if (*n > ((size_t)1 << 40) || extra > ((size_t)1 << 40))
+            st = MHSA_ERR_NO_MEMORY;
+        else if (!(*ids = malloc((*n + extra ? *n + extra : 1) *
+                                 sizeof(int32_t)))) {
+            fprintf(stderr, "mhsa-generate: out of memory\n");
+            return CLI_FAIL;
+        } else {
+            *cap = *n + extra;
+            st = mhsa_tokenize(vocab, a->prompt, a->prompt_len, flags, *ids,
+                               *cap, n);
+        }
+    }
+    if (st == MHSA_ERR_NO_MEMORY) {
         fprintf(stderr, "mhsa-generate: %s is too long\n",
                 gen_prompt_flag(a));
         return CLI_USAGE;
     }
-    r->cap_ids = max_ids + (size_t)a->n;
-    if (a->bench && r->cap_ids < 512 + 64)
-        r->cap_ids = 512 + 64;
-    r->ids = malloc(r->cap_ids * sizeof(int32_t));
-    if (!r->ids) {
-        fprintf(stderr, "mhsa-generate: out of memory\n");
-        return CLI_FAIL;
-    }
-    mhsa_status st_enc = mhsa__tok_encode(r->tok, a->prompt, len,
-                                          encode_flags(a), r->ids, max_ids,
-                                          &n);
-    if (st_enc == MHSA_ERR_INVALID_ARG) {   // not UTF-8: the user's text
+    if (st == MHSA_ERR_INVALID_ARG) {   // not UTF-8: the user's text
         fprintf(stderr, "mhsa-generate: %s: %s\n", gen_prompt_flag(a),
                 mhsa_last_error());
         return CLI_USAGE;
     }
-    if (st_enc != MHSA_OK)
+    if (st != MHSA_OK)
         return gen_fail("tokenizing the prompt");
+    return CLI_OK;
+}
+
+// The tokenizer, the prompt's ids, then the model with a sequence for them
+// and the new tokens.
+static int setup(gguf_run *r)
+{
+    const gen_args *a = r->a;
+    int rc = gen_gguf_start(a, &r->vocab);
+    if (rc != CLI_OK)
+        return rc;
+    size_t n = 0;
+    size_t extra = (size_t)a->n + 1;   // the new tokens, or BOS alone
+    if (a->bench && extra < 512 + 64)
+        extra = 512 + 64;
+    rc = gen_tokenize(a, r->vocab, encode_flags(a), extra, &r->ids, &n,
+                      &r->cap_ids);
+    if (rc != CLI_OK)
+        return rc;
     if (n == 0) {   // an empty prompt: start from BOS where there is one
-        if (mhsa__tok_bos(r->tok) < 0) {
+        if (mhsa_model_bos(r->vocab) < 0) {
             fprintf(stderr, "mhsa-generate: %s is empty and the model has "
                     "no BOS token to start from\n", gen_prompt_flag(a));
             return CLI_USAGE;
         }
-        r->ids[n++] = mhsa__tok_bos(r->tok);
+        r->ids[n++] = mhsa_model_bos(r->vocab);
     }
     r->n_prompt = n;
-    mhsa_llama_config cfg;
-    if (mhsa__llama_read_config(a->model, &cfg) != MHSA_OK)
-        return gen_model_error(a);
-    // The cache holds the prompt and the new tokens (or what --ctx says);
-    // generation stops early when it is full. -n 0 processes the prompt
-    // only.
+    int context = mhsa_model_n_ctx_train(r->vocab);
+    // The sequence holds the prompt and the new tokens (or what --ctx
+    // says); generation stops early when it is full. -n 0 processes the
+    // prompt only.
     size_t need = a->bench ? 512 + 64 : n + (a->n > 0);
     size_t want = a->bench ? need : n + (size_t)a->n;
-    if (want > (size_t)cfg.context)
-        want = (size_t)cfg.context;
+    if (want > (size_t)context)
+        want = (size_t)context;
     size_t cap = a->ctx ? (size_t)a->ctx : want;
-    if (a->ctx && cap > (size_t)cfg.context) {
+    if (a->ctx && cap > (size_t)context) {
         fprintf(stderr, "mhsa-generate: --ctx %d is more than the model's "
-                "context of %d positions\n", a->ctx, cfg.context);
+                "context of %d positions\n", a->ctx, context);
         return CLI_USAGE;
     }
     if (cap < need) {
@@ -148,21 +166,24 @@ static int setup(gguf_run *r)
                     "model's context is %d positions\n",
                     gen_prompt_flag(a), n,
                     a->n > 0 ? ", and -n needs room for one more" : "",
-                    cfg.context);
+                    context);
         return CLI_USAGE;
     }
-    if (mhsa__llama_load_ex(a->model, (int)cap, a->weight_dtype, &r->m) !=
-            MHSA_OK ||
-        mhsa__llama_cache_create(r->m, a->kv_dtype, &r->cache) != MHSA_OK)
+    mhsa_model_params p = {0};
+    p.weights = (int)gen_weights(a);
+    p.context = (int)cap;
+    if (mhsa_model_load(a->model, &p, &r->m) != MHSA_OK ||
+        mhsa_seq_create(r->m, a->kv_dtype, &r->seq) != MHSA_OK)
         return gen_model_error(a);
-    size_t V = (size_t)mhsa__llama_config(r->m)->vocab;
-    r->logits = malloc(V * sizeof(float));
-    r->order = malloc(V * sizeof(int));
-    if (!r->logits || !r->order) {
+    mhsa_model_free(r->vocab);   // the model has its own tokenizer
+    r->vocab = NULL;
+    r->V = (size_t)mhsa_model_n_vocab(r->m);
+    r->logits = malloc(r->V * sizeof(float));
+    if (!r->logits) {
         fprintf(stderr, "mhsa-generate: out of memory\n");
         return CLI_FAIL;
     }
-    return CLI_OK;
+    return gen_sampler(a, (int)r->V, &r->sampler);
 }
 
 static void print_ids(const char *label, const int32_t *ids, size_t n)
@@ -178,9 +199,9 @@ static void print_ids(const char *label, const int32_t *ids, size_t n)
 static int put_token(gguf_run *r, int32_t id)
 {
     size_t len = 0;
-    unsigned flags = r->a->special ? (unsigned)MHSA_TOK_DECODE_SPECIAL : 0u;
-    if (mhsa__tok_decode(r->tok, &id, 1, flags, r->text, sizeof r->text,
-                         &len) != MHSA_OK)
+    unsigned flags = r->a->special ? (unsigned)MHSA_DETOKENIZE_SPECIAL : 0u;
+    if (mhsa_detokenize(r->m, &id, 1, flags, r->text, sizeof r->text,
+                        &len) != MHSA_OK)
         return gen_fail("decoding a token");
     fwrite(r->text, 1, len, stdout);
     return CLI_OK;
@@ -189,30 +210,30 @@ static int put_token(gguf_run *r, int32_t id)
 static int generate(gguf_run *r)
 {
     const gen_args *a = r->a;
-    int V = mhsa__llama_config(r->m)->vocab;
     size_t n = r->n_prompt;
     if (!a->ids) {
         fwrite(a->prompt, 1, a->prompt_len, stdout);
         fflush(stdout);
     }
-    size_t room = (size_t)mhsa__llama_capacity(r->m) - n;
+    size_t room = (size_t)mhsa_model_n_ctx(r->m) - n;
     double t0 = gen_now_s();
-    if (mhsa__llama_forward(r->m, r->cache, r->ids, (int)n, 0, r->logits) !=
-        MHSA_OK)
+    if (mhsa_seq_eval(r->seq, r->ids, n, MHSA_LOGITS_LAST, r->logits,
+                      r->V) != MHSA_OK)
         return gen_fail("prefill");
     double t_prefill = gen_now_s() - t0, t_decode = 0.0, t1 = 0.0;
-    uint64_t rng = a->seed;
     int made = 0, steps = 0;
     for (int i = 0; i < a->n && (size_t)i < room; i++) {
-        int32_t tok = sample_token(r->logits, V, a->temperature, a->top_k,
-                                   &rng, r->order);
+        int32_t tok;
+        if (mhsa_sampler_sample(r->sampler, r->logits, r->V, NULL, 0,
+                                &tok) != MHSA_OK)
+            return gen_fail("sampling");
         // A decoding step: the forward of the token before, then this
         // sampling (the first token's sampling goes with no step).
         if (i > 0) {
             t_decode += gen_now_s() - t1;
             steps++;
         }
-        if (mhsa__tok_is_eog(r->tok, tok))
+        if (mhsa_model_is_eog(r->m, tok))
             break;
         r->ids[n++] = tok;
         made++;
@@ -223,8 +244,8 @@ static int generate(gguf_run *r)
         if (i + 1 == a->n || (size_t)i + 1 == room)
             break;
         t1 = gen_now_s();
-        if (mhsa__llama_forward(r->m, r->cache, &r->ids[n - 1], 1, 0,
-                                r->logits) != MHSA_OK)
+        if (mhsa_seq_eval(r->seq, &r->ids[n - 1], 1, MHSA_LOGITS_LAST,
+                          r->logits, r->V) != MHSA_OK)
             return gen_fail("decode");
     }
     if (a->ids) {
@@ -261,33 +282,38 @@ static int ttft(gguf_run *r, double *ms, size_t *n_tok)
         "The quick brown fox jumps over the lazy dog, and then it runs "
         "far away into the deep green forest behind the old farm house.";
     size_t n = 0, len = 0;
-    if (mhsa__tok_encode(r->tok, sentence, sizeof sentence - 1, 0, r->ids,
-                         r->cap_ids, &n) != MHSA_OK)
+    if (mhsa_tokenize(r->m, sentence, sizeof sentence - 1, 0, r->ids,
+                      r->cap_ids, &n) != MHSA_OK)
         return gen_fail("ttft: tokenizing");
     char prompt[sizeof sentence];
-    if (mhsa__tok_decode(r->tok, r->ids, n < 16 ? n : 16,
-                         MHSA_TOK_STRIP_SPACE, prompt, sizeof prompt - 1,
-                         &len) != MHSA_OK)
+    if (mhsa_detokenize(r->m, r->ids, n < 16 ? n : 16,
+                        MHSA_DETOKENIZE_STRIP_SPACE, prompt, sizeof prompt,
+                        &len) != MHSA_OK)
         return gen_fail("ttft: decoding");
-    prompt[len] = '\0';
-    int V = mhsa__llama_config(r->m)->vocab;
+    mhsa_sampler_params greedy = {0};
+    mhsa_sampler *first = NULL;
+    if (mhsa_sampler_create(&greedy, (int)r->V, &first) != MHSA_OK)
+        return gen_fail("ttft: the sampler");
     double t[9];
     for (int rep = 0; rep < 9; rep++) {
-        mhsa__llama_cache_reset(r->cache);
+        mhsa_seq_reset(r->seq);
         double t0 = gen_now_s();
-        if (mhsa__tok_encode(r->tok, prompt, len, encode_flags(r->a),
-                             r->ids, r->cap_ids, &n) != MHSA_OK ||
-            mhsa__llama_forward(r->m, r->cache, r->ids, (int)n, 0,
-                                r->logits) != MHSA_OK)
-            return gen_fail("ttft");
-        uint64_t rng = 1;
-        int32_t tok = sample_token(r->logits, V, 0.0f, 0, &rng, r->order);
+        int32_t tok;
         size_t out;
-        if (mhsa__tok_decode(r->tok, &tok, 1, 0, r->text, sizeof r->text,
-                             &out) != MHSA_OK)
-            return gen_fail("ttft: decoding");
+        if (mhsa_tokenize(r->m, prompt, len, encode_flags(r->a), r->ids,
+                          r->cap_ids, &n) != MHSA_OK ||
+            mhsa_seq_eval(r->seq, r->ids, n, MHSA_LOGITS_LAST, r->logits,
+                          r->V) != MHSA_OK ||
+            mhsa_sampler_sample(first, r->logits, r->V, NULL, 0, &tok) !=
+                MHSA_OK ||
+            mhsa_detokenize(r->m, &tok, 1, 0, r->text, sizeof r->text,
+                            &out) != MHSA_OK) {
+            mhsa_sampler_destroy(first);
+            return gen_fail("ttft");
+        }
         t[rep] = gen_now_s() - t0;
     }
+    mhsa_sampler_destroy(first);
     qsort(t, 9, sizeof t[0], cmp_double);
     *ms = 1e3 * t[4];
     *n_tok = n;
@@ -300,20 +326,19 @@ static int ttft(gguf_run *r, double *ms, size_t *n_tok)
 // Then the time to first token (ttft).
 static int bench(gguf_run *r)
 {
-    int V = mhsa__llama_config(r->m)->vocab;
     for (int i = 0; i < 512 + 64; i++)
-        r->ids[i] = (int32_t)(((uint32_t)i * 2654435761u) % (uint32_t)V);
+        r->ids[i] = (int32_t)(((uint32_t)i * 2654435761u) % (uint32_t)r->V);
     double best_pp = 1e30, best_tg = 1e30;
     for (int rep = 0; rep < 3; rep++) {
-        mhsa__llama_cache_reset(r->cache);
+        mhsa_seq_reset(r->seq);
         double t0 = gen_now_s();
-        if (mhsa__llama_forward(r->m, r->cache, r->ids, 512, 0, r->logits) !=
-            MHSA_OK)
+        if (mhsa_seq_eval(r->seq, r->ids, 512, MHSA_LOGITS_LAST, r->logits,
+                          r->V) != MHSA_OK)
             return gen_fail("pp512");
         double t1 = gen_now_s();
         for (int i = 0; i < 64; i++)
-            if (mhsa__llama_forward(r->m, r->cache, &r->ids[512 + i], 1, 0,
-                                    r->logits) != MHSA_OK)
+            if (mhsa_seq_eval(r->seq, &r->ids[512 + i], 1, MHSA_LOGITS_LAST,
+                              r->logits, r->V) != MHSA_OK)
                 return gen_fail("tg64");
         double t2 = gen_now_s();
         best_pp = t1 - t0 < best_pp ? t1 - t0 : best_pp;
@@ -331,8 +356,8 @@ static int bench(gguf_run *r)
            mhsa_isa_name(mhsa_active_isa()),
            r->a->kv_dtype == MHSA_F32 ? "f32"
            : r->a->kv_dtype == MHSA_F16 ? "f16" : "bf16",
-           (double)mhsa__llama_weight_bytes(r->m) / 1e6,
-           mhsa__llama_weight_types(r->m),
+           (double)mhsa_model_weight_bytes(r->m) / 1e6,
+           mhsa_model_weight_types(r->m),
            r->a->weight_dtype == GEN_WEIGHTS_FILE ? " as stored" : "");
     return CLI_OK;
 }

@@ -38,20 +38,18 @@
 
 #include "gen_util.h"
 #include "gguf_generate.h"
-#include "models/gguf/gguf.h"
-#include "models/llama/llama.h"
-#include "models/tokenizer/tokenizer.h"
+#include "mhsa_model.h"
 
 // Logits held at once: 2^24 floats (64 MiB), at most 512 rows.
 enum { PPL_LOGIT_FLOATS = 1 << 24, PPL_MAX_BATCH = 512 };
 
 typedef struct ppl_run {
     const gen_args *a;
-    mhsa_tokenizer *tok;
-    mhsa_llama *m;
-    mhsa_llama_cache *cache;
+    mhsa_model *vocab;   // the tokenizer and metadata (vocab_only)
+    mhsa_model *m;
+    mhsa_seq *seq;
     int32_t *ids;        // the text's tokens
-    size_t n_ids;
+    size_t n_ids, V;
     int n_ctx, batch, add_bos;
     int32_t *chunk;      // (n_ctx) one chunk, its first token BOS
     float *logits;       // (batch, V)
@@ -60,9 +58,9 @@ typedef struct ppl_run {
 
 static void run_free(ppl_run *r)
 {
-    mhsa__llama_cache_destroy(r->cache);
-    mhsa__llama_destroy(r->m);
-    mhsa__tok_free(r->tok);
+    mhsa_seq_destroy(r->seq);
+    mhsa_model_free(r->m);
+    mhsa_model_free(r->vocab);
     free(r->ids);
     free(r->chunk);
     free(r->logits);
@@ -78,45 +76,24 @@ static int no_memory(void)
 // The text's tokens, as common_tokenize(ctx, text, true) makes them.
 static int tokenize(ppl_run *r)
 {
-    const gen_args *a = r->a;
-    size_t max_ids = mhsa__tok_max_ids(r->tok, a->prompt_len);
-    if (max_ids > ((size_t)1 << 40)) {
-        fprintf(stderr, "mhsa-generate: %s is too long\n",
-                gen_prompt_flag(a));
-        return CLI_USAGE;
-    }
-    r->ids = malloc(max_ids * sizeof(int32_t));
-    if (!r->ids)
-        return no_memory();
-    mhsa_status st = mhsa__tok_encode(r->tok, a->prompt, a->prompt_len,
-                                      MHSA_TOK_ADD_SPECIAL, r->ids, max_ids,
-                                      &r->n_ids);
-    if (st == MHSA_ERR_INVALID_ARG) {   // not UTF-8: the user's text
-        fprintf(stderr, "mhsa-generate: %s: %s\n", gen_prompt_flag(a),
-                mhsa_last_error());
-        return CLI_USAGE;
-    }
-    if (st != MHSA_OK)
-        return gen_fail("tokenizing the text");
-    int32_t *fit = realloc(r->ids, (r->n_ids ? r->n_ids : 1) *
-                                   sizeof(int32_t));
-    if (fit)
-        r->ids = fit;
-    return CLI_OK;
+    size_t cap;
+    return gen_tokenize(r->a, r->vocab, MHSA_TOKENIZE_ADD_SPECIAL, 0,
+                        &r->ids, &r->n_ids, &cap);
 }
 
 // The chunk size: --ctx, else the default (the model's context when
 // less), checked against the model and the text.
-static int pick_ctx(ppl_run *r, const mhsa_llama_config *cfg)
+static int pick_ctx(ppl_run *r)
 {
     const gen_args *a = r->a;
-    if (a->ctx > cfg->context) {
+    int context = mhsa_model_n_ctx_train(r->vocab);
+    if (a->ctx > context) {
         fprintf(stderr, "mhsa-generate: --ctx %d is more than the model's "
-                "context of %d positions\n", a->ctx, cfg->context);
+                "context of %d positions\n", a->ctx, context);
         return CLI_USAGE;
     }
-    int n = a->ctx ? a->ctx : cfg->context < GEN_PPL_DEFAULT_CTX
-                              ? cfg->context : GEN_PPL_DEFAULT_CTX;
+    int n = a->ctx ? a->ctx : context < GEN_PPL_DEFAULT_CTX
+                              ? context : GEN_PPL_DEFAULT_CTX;
     if (n < 3) {
         if (a->ctx)
             fprintf(stderr, "mhsa-generate: --ctx %d is too small for "
@@ -142,29 +119,32 @@ static int pick_ctx(ppl_run *r, const mhsa_llama_config *cfg)
 static int setup(ppl_run *r)
 {
     const gen_args *a = r->a;
-    int rc = gen_gguf_start(a, &r->tok);
+    int rc = gen_gguf_start(a, &r->vocab);
     if (rc != CLI_OK)
         return rc;
-    if (mhsa__tok_adds_eos(r->tok)) {
+    if (mhsa_model_adds_eos(r->vocab)) {
         fprintf(stderr, "mhsa-generate: --model %s: the model adds EOS to "
                 "every text (tokenizer.ggml.add_eos_token), which "
                 "llama-perplexity refuses too\n", gen_quote(a->model));
         return CLI_USAGE;
     }
-    r->add_bos = mhsa__tok_adds_bos(r->tok) && mhsa__tok_bos(r->tok) >= 0;
-    mhsa_llama_config cfg;
-    if (mhsa__llama_read_config(a->model, &cfg) != MHSA_OK)
-        return gen_model_error(a);
+    r->add_bos = mhsa_model_adds_bos(r->vocab) &&
+                 mhsa_model_bos(r->vocab) >= 0;
     rc = tokenize(r);
     if (rc == CLI_OK)
-        rc = pick_ctx(r, &cfg);
+        rc = pick_ctx(r);
     if (rc != CLI_OK)
         return rc;
-    if (mhsa__llama_load_ex(a->model, r->n_ctx, (int)a->weight_dtype,
-                            &r->m) != MHSA_OK ||
-        mhsa__llama_cache_create(r->m, a->kv_dtype, &r->cache) != MHSA_OK)
+    mhsa_model_params p = {0};
+    p.weights = (int)gen_weights(a);
+    p.context = r->n_ctx;
+    if (mhsa_model_load(a->model, &p, &r->m) != MHSA_OK ||
+        mhsa_seq_create(r->m, a->kv_dtype, &r->seq) != MHSA_OK)
         return gen_model_error(a);
-    size_t V = (size_t)mhsa__llama_config(r->m)->vocab;
+    mhsa_model_free(r->vocab);   // the model has its own tokenizer
+    r->vocab = NULL;
+    size_t V = (size_t)mhsa_model_n_vocab(r->m);
+    r->V = V;
     int scored = r->n_ctx - r->n_ctx / 2 - 1;
     size_t b = PPL_LOGIT_FLOATS / V;
     b = b < 1 ? 1 : b > PPL_MAX_BATCH ? PPL_MAX_BATCH : b;
@@ -194,21 +174,22 @@ static double token_nll(const float *z, int V, int tok)
 // One chunk from an empty cache; its scores added to *nll and *nll2.
 static int run_chunk(ppl_run *r, size_t start, double *nll, double *nll2)
 {
-    int N = r->n_ctx, first = N / 2, V = mhsa__llama_config(r->m)->vocab;
+    int N = r->n_ctx, first = N / 2, V = (int)r->V;
+    size_t cap = (size_t)r->batch * r->V;
     memcpy(r->chunk, r->ids + start, (size_t)N * sizeof(int32_t));
     if (r->add_bos)
-        r->chunk[0] = mhsa__tok_bos(r->tok);
-    mhsa__llama_cache_reset(r->cache);
+        r->chunk[0] = mhsa_model_bos(r->m);
+    mhsa_seq_reset(r->seq);
     for (int p = 0; p < first; p += r->batch) {
         int n = first - p < r->batch ? first - p : r->batch;
-        if (mhsa__llama_forward(r->m, r->cache, r->chunk + p, n, 0,
-                                r->logits) != MHSA_OK)
+        if (mhsa_seq_eval(r->seq, r->chunk + p, (size_t)n, MHSA_LOGITS_LAST,
+                          r->logits, cap) != MHSA_OK)
             return gen_fail("perplexity");
     }
     for (int p = first; p < N - 1; p += r->batch) {
         int n = N - 1 - p < r->batch ? N - 1 - p : r->batch;
-        if (mhsa__llama_forward(r->m, r->cache, r->chunk + p, n, 1,
-                                r->logits) != MHSA_OK)
+        if (mhsa_seq_eval(r->seq, r->chunk + p, (size_t)n, MHSA_LOGITS_ALL,
+                          r->logits, cap) != MHSA_OK)
             return gen_fail("perplexity");
         const float *z = r->logits;
         const int32_t *next = r->chunk + p + 1;

@@ -1,9 +1,9 @@
-// sample.c — sample_token (sample.h).
-#include "sample.h"
+// sample.c — mhsa__sample_token (sample.h).
+#include "nn/sample.h"
 
 #include <math.h>
 
-#include "train/train_internal.h"
+#include "core/rng.h"
 
 // The sampler's order of candidates: higher logit first, and on a tie the
 // lower index. A strict total order on finite and infinite logits, so the
@@ -55,8 +55,9 @@ static void top_k_sorted(const float *z, int V, int k, int *order)
     }
 }
 
-int sample_token(const float *logits, int V, float temperature, int top_k,
-                 uint64_t *rng, int *order)
+int mhsa__sample_token(const float *logits, int V, float temperature,
+                       int top_k, float top_p, float min_p, uint64_t *rng,
+                       int *order)
 {
     if (temperature <= 0.0f) {
         int best = 0;
@@ -68,6 +69,33 @@ int sample_token(const float *logits, int V, float temperature, int top_k,
     int k = top_k > 0 && top_k < V ? top_k : V;
     top_k_sorted(logits, V, k, order);
     double top = (double)logits[order[0]] / temperature, sum = 0.0;
+    // The nucleus: the shortest prefix whose weights reach top_p of the
+    // k candidates' (computed only when asked, so that without it the
+    // sums below are the sampler's of before, bit for bit).
+    if (top_p > 0.0f && top_p < 1.0f) {
+        double all = 0.0;
+        for (int i = 0; i < k; i++)
+            all += exp((double)logits[order[i]] / temperature - top);
+        double c = 0.0, want = (double)top_p * all;
+        int keep = k;
+        for (int i = 0; i < k; i++) {
+            c += exp((double)logits[order[i]] / temperature - top);
+            if (c >= want) {
+                keep = i + 1;
+                break;
+            }
+        }
+        k = keep;
+    }
+    // min-p: the weight relative to the best candidate's (which is 1).
+    if (min_p > 0.0f) {
+        int keep = 1;
+        while (keep < k &&
+               exp((double)logits[order[keep]] / temperature - top) >=
+                   (double)min_p)
+            keep++;
+        k = keep;
+    }
     for (int i = 0; i < k; i++)
         sum += exp((double)logits[order[i]] / temperature - top);
     double u = (double)(mhsa__splitmix64(rng) >> 11) * 0x1.0p-53 * sum;
