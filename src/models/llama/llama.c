@@ -54,8 +54,6 @@ const char *mhsa__llama_weight_types(const mhsa_llama *m)
     return m ? m->types : "";
 }
 
-void mhsa__llama_destroy(mhsa_llama *m) { mhsa__llama_free(m); }
-
 // ---- the cache -----------------------------------------------------------
 
 void mhsa__llama_cache_destroy(mhsa_llama_cache *c)

@@ -35,6 +35,8 @@ void mhsa__llama_free(mhsa_llama *m)
                   m->xq[MHSA_QACT_32], m->xq[MHSA_QACT_256], m);
 }
 
+void mhsa__llama_destroy(mhsa_llama *m) { mhsa__llama_free(m); }
+
 // ---- the architectures -----------------------------------------------------
 
 // What sets a family apart from the llama row, one row each; the keys are
