@@ -3,8 +3,9 @@
  * tokens through it with a KV cache each, and sample the next token.
  *
  * The architectures are those mhsa runs (docs/models.md): "llama" (Llama
- * 2 and 3, SmolLM, TinyLlama, Mistral) and "qwen2". The tokenizers are the
- * file's own, giving llama.cpp's ids (byte-level BPE and SentencePiece).
+ * 2 and 3, SmolLM, TinyLlama, Mistral), "qwen2" and "gemma3". The
+ * tokenizers are the file's own, giving llama.cpp's ids (byte-level BPE
+ * and SentencePiece).
  *
  *   mhsa_model *m;   mhsa_seq *s;   mhsa_sampler *smp;
  *   mhsa_model_load("model.gguf", NULL, &m);
@@ -67,7 +68,10 @@ typedef enum mhsa_model_weights {
     MHSA_WEIGHTS_AS_STORED = 0, /* the file's types, read from a read-only
                                    mapping of the file (Q8_0, Q4_0, Q4_1,
                                    Q5_0, Q5_1, Q4_K, Q5_K, Q6_K computed on
-                                   their blocks; F32, F16, BF16 as they
+                                   their blocks, rearranged once at load
+                                   where the CPU's kernels read them
+                                   faster so (docs/models.md), at the
+                                   same size; F32, F16, BF16 as they
                                    are; Q2_K, Q3_K, IQ4_NL, IQ4_XS
                                    converted to Q8_0 at load) */
     MHSA_WEIGHTS_F32,           /* dequantized to fp32 at load */
@@ -102,7 +106,8 @@ MHSA_API void mhsa_model_free(mhsa_model *m);   /* NULL: no-op */
 
 /* ---- What the model is (0, -1 or NULL for a NULL model) ----------------- */
 
-/* general.architecture: "llama" or "qwen2". Valid as long as m. */
+/* general.architecture: "llama", "qwen2" or "gemma3". Valid as long as
+ * m. */
 MHSA_API const char *mhsa_model_arch(const mhsa_model *m);
 /* Token ids are 0 .. n_vocab - 1; logits rows have n_vocab floats. */
 MHSA_API int mhsa_model_n_vocab(const mhsa_model *m);

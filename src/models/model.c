@@ -227,8 +227,10 @@ mhsa_status mhsa_tokenize(const mhsa_model *m, const char *text, size_t len,
     if (st == MHSA_OK) {
         *n = got;
         if (dst != ids) {
-            if (got <= cap)
-                memcpy(ids, dst, got * sizeof(int32_t));
+            if (got <= cap) {
+                if (got)   // (ids may be NULL with cap 0)
+                    memcpy(ids, dst, got * sizeof(int32_t));
+            }
             else
                 st = mhsa__fail(MHSA_ERR_SHAPE, "%s: the text is %zu "
                                 "tokens; ids has room for %zu", fn, got,
