@@ -25,6 +25,8 @@
 #    at most the file's size + 64 MiB.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=.ci/peak-rss.sh
+source .ci/peak-rss.sh
 build=${1:-build}
 model=$(bash .ci/fetch-model.sh gemma3 | tail -n 1)
 meson compile -C "$build" mhsa-generate mhsa-info >/dev/null
@@ -147,17 +149,4 @@ echo "gemma: file types: $((runs - fails)) of $runs runs give" \
 [[ $fails -eq 0 ]]
 
 # 3. Memory.
-size=$(stat -c %s "$model")
-rss=$(python3 -c '
-import resource, subprocess, sys
-subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)
-print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)' \
-      "$build/mhsa-generate" --model "$model" --temperature 0 -n 64 \
-      --threads 2 --prompt "Once upon a time, in a small village,")
-limit=$((size + 64 * 1024 * 1024))
-echo "gemma: peak RSS of a 64-token generation $((rss / 1000000)) MB," \
-     "file $((size / 1000000)) MB (limit: file + 64 MiB)"
-if ((rss > limit)); then
-    echo "gemma: peak RSS $rss bytes is over the file + 64 MiB ($limit)" >&2
-    exit 1
-fi
+check_peak_rss gemma "$build" "$model"
