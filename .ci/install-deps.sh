@@ -45,6 +45,7 @@ native_pkgs=(
     fortunes python3-torch
     libopenmpi-dev openmpi-bin
     python3-dev python3-venv python3-mesonpy python3-pytest
+    libmicrohttpd-dev
 )
 # The aarch64 cross toolchain; with --no-install-recommends the cross libc
 # headers must be named explicitly.

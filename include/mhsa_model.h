@@ -209,6 +209,69 @@ MHSA_API mhsa_status mhsa_seq_eval(mhsa_seq *s, const int32_t *tokens,
                                    size_t n, mhsa_logits which,
                                    float *logits, size_t cap);
 
+/* ---- Several sequences in one step -------------------------------------- */
+
+/* One sequence's part of a batched step: what mhsa_seq_eval takes. */
+typedef struct mhsa_batch_item {
+    mhsa_seq *seq;            /* a sequence of the model; each at most once
+                                 in a step */
+    const int32_t *tokens;    /* tokens[0..n) appended to seq */
+    size_t n;                 /* >= 1 */
+    mhsa_logits which;        /* LAST or ALL, as mhsa_seq_eval */
+    float *logits;            /* logits[0..cap) */
+    size_t cap;
+} mhsa_batch_item;
+
+/* Advances every items[i].seq by its own tokens in one forward of the
+ * model: the rows of all items go through each matrix together (the
+ * weights are read once per step, not once per sequence), the attention
+ * of each item reads its own sequence. This is how a server's step
+ * advances all its requests at once (continuous batching).
+ *
+ * Batch invariance: each item's logits, and the state its sequence is left
+ * in, are the same bits as mhsa_seq_eval(seq, tokens, n, which, logits,
+ * cap) alone gives, whatever the other items of the step, their order,
+ * and the thread count (docs/api.md, "Batch invariance").
+ *
+ * Errors, with every sequence unchanged: NULL m or items with n_items > 0,
+ * a sequence NULL, of another model or twice in items, and each item's
+ * errors of mhsa_seq_eval (naming the item): MHSA_ERR_INVALID_ARG or
+ * MHSA_ERR_SHAPE. n_items = 0 does nothing. */
+MHSA_API mhsa_status mhsa_batch_eval(mhsa_model *m,
+                                     const mhsa_batch_item *items,
+                                     size_t n_items);
+
+/* ---- Chat --------------------------------------------------------------- */
+
+typedef struct mhsa_chat_message {
+    const char *role;      /* "system", "user" or "assistant" */
+    const char *content;   /* NUL-terminated UTF-8 */
+} mhsa_chat_message;
+
+/* The chat format of m's tokenizer.chat_template, recognised by the
+ * marks in it as llama.cpp's llama_chat_apply_template does: "chatml"
+ * (SmolLM2, Qwen2), "llama3", "gemma" (Gemma 1-3) or "llama2" (with a
+ * <<SYS>> system block); NULL when m has no template or it is none of
+ * these. */
+MHSA_API const char *mhsa_model_chat_format(const mhsa_model *m);
+
+/* The prompt of the conversation msgs[0..n) in chat format `format` (a
+ * name above; NULL: the model's own, mhsa_model_chat_format), with the
+ * assistant's turn opened at the end when add_assistant is 1: the text to
+ * give mhsa_tokenize with MHSA_TOKENIZE_ADD_SPECIAL |
+ * MHSA_TOKENIZE_PARSE_SPECIAL (the format writes no BOS; the tokenizer
+ * adds it). The text is llama.cpp's for the same messages. buf, cap and
+ * *len as mhsa_detokenize (NUL-terminated). Errors: NULL m or len, msgs
+ * NULL with n > 0, a role or content NULL or a role other than the three
+ * above, add_assistant not 0 or 1, buf NULL with cap > 0:
+ * MHSA_ERR_INVALID_ARG; an unknown format name, or format NULL when the
+ * model's template is not recognised (the message lists the names to
+ * pass): MHSA_ERR_UNSUPPORTED; cap <= *len: MHSA_ERR_SHAPE. */
+MHSA_API mhsa_status mhsa_chat_apply(const mhsa_model *m, const char *format,
+                                     const mhsa_chat_message *msgs, size_t n,
+                                     int add_assistant, char *buf, size_t cap,
+                                     size_t *len);
+
 /* ---- Sampling ----------------------------------------------------------- */
 
 typedef struct mhsa_sampler mhsa_sampler;

@@ -341,38 +341,94 @@ int mhsa_seq_len(const mhsa_seq *s)
     return s ? mhsa__llama_cache_len(s->c) : 0;
 }
 
-mhsa_status mhsa_seq_eval(mhsa_seq *s, const int32_t *tokens, size_t n,
-                          mhsa_logits which, float *logits, size_t cap)
+// The checks of one sequence's tokens and logits buffer (fn names the
+// call, at the item: "" alone, "items[3]: " in a batch).
+static mhsa_status check_eval(const char *fn, const char *at,
+                              const mhsa_seq *s, const int32_t *tokens,
+                              size_t n, mhsa_logits which,
+                              const float *logits, size_t cap)
 {
-    static const char fn[] = "mhsa_seq_eval";
     if (!s || !tokens || !logits)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %s is NULL", fn,
-                          !s ? "s" : !tokens ? "tokens" : "logits");
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %s%s is NULL", fn, at,
+                          !s ? (*at ? "seq" : "s")
+                             : !tokens ? "tokens" : "logits");
     if (which != MHSA_LOGITS_LAST && which != MHSA_LOGITS_ALL)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: which = %d is not "
-                          "MHSA_LOGITS_LAST or MHSA_LOGITS_ALL", fn,
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %swhich = %d is not "
+                          "MHSA_LOGITS_LAST or MHSA_LOGITS_ALL", fn, at,
                           (int)which);
     if (n == 0)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: n = 0 (need >= 1)", fn);
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %sn = 0 (need >= 1)",
+                          fn, at);
     const mhsa_model *m = s->m;
     size_t V = (size_t)m->cfg.vocab, len = (size_t)mhsa_seq_len(s);
     for (size_t i = 0; i < n; i++)
         if (tokens[i] < 0 || (size_t)tokens[i] >= V)
-            return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: tokens[%zu] = %d "
-                              "is outside [0, %zu)", fn, i, (int)tokens[i],
-                              V);
+            return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %stokens[%zu] = %d "
+                              "is outside [0, %zu)", fn, at, i,
+                              (int)tokens[i], V);
     if (n > (size_t)m->n_ctx - len)
-        return mhsa__fail(MHSA_ERR_SHAPE, "%s: %zu tokens in the sequence "
+        return mhsa__fail(MHSA_ERR_SHAPE, "%s: %s%zu tokens in the sequence "
                           "+ %zu new > its %d positions (the model's "
-                          "context)", fn, len, n, m->n_ctx);
+                          "context)", fn, at, len, n, m->n_ctx);
     size_t rows = which == MHSA_LOGITS_ALL ? n : 1;
     if (cap / V < rows)
-        return mhsa__fail(MHSA_ERR_SHAPE, "%s: logits has room for %zu "
-                          "floats; %zu rows of %zu logits need %zu", fn, cap,
-                          rows, V, rows * V);
+        return mhsa__fail(MHSA_ERR_SHAPE, "%s: %slogits has room for %zu "
+                          "floats; %zu rows of %zu logits need %zu", fn, at,
+                          cap, rows, V, rows * V);
+    return MHSA_OK;
+}
+
+mhsa_status mhsa_seq_eval(mhsa_seq *s, const int32_t *tokens, size_t n,
+                          mhsa_logits which, float *logits, size_t cap)
+{
+    mhsa_status st = check_eval("mhsa_seq_eval", "", s, tokens, n, which,
+                                logits, cap);
+    if (st != MHSA_OK)
+        return st;
     pthread_mutex_lock(&s->m->lock);
-    mhsa_status st = mhsa__llama_forward(s->m->llama, s->c, tokens, (int)n,
-                                         which == MHSA_LOGITS_ALL, logits);
+    st = mhsa__llama_forward(s->m->llama, s->c, tokens, (int)n,
+                             which == MHSA_LOGITS_ALL, logits);
     pthread_mutex_unlock(&s->m->lock);
+    return st;
+}
+
+mhsa_status mhsa_batch_eval(mhsa_model *m, const mhsa_batch_item *items,
+                            size_t n_items)
+{
+    static const char fn[] = "mhsa_batch_eval";
+    if (!m || (!items && n_items))
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %s is NULL%s", fn,
+                          !m ? "m" : "items", m ? " with n_items > 0" : "");
+    if (n_items == 0)
+        return MHSA_OK;
+    for (size_t i = 0; i < n_items; i++) {
+        const mhsa_batch_item *it = &items[i];
+        char at[40];
+        snprintf(at, sizeof at, "items[%zu]: ", i);
+        if (it->seq && it->seq->m != m)
+            return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %sthe sequence is "
+                              "of another model", fn, at);
+        mhsa_status st = check_eval(fn, at, it->seq, it->tokens, it->n,
+                                    it->which, it->logits, it->cap);
+        if (st != MHSA_OK)
+            return st;
+        for (size_t j = 0; j < i; j++)
+            if (items[j].seq == it->seq)
+                return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: items[%zu] "
+                                  "and items[%zu] are the same sequence", fn,
+                                  j, i);
+    }
+    mhsa_llama_part *p = malloc(n_items * sizeof *p);
+    if (!p)
+        return mhsa__fail(MHSA_ERR_NO_MEMORY, "%s: %zu items", fn, n_items);
+    for (size_t i = 0; i < n_items; i++)
+        p[i] = (mhsa_llama_part){ items[i].seq->c, items[i].tokens,
+                                  (int)items[i].n,
+                                  items[i].which == MHSA_LOGITS_ALL,
+                                  items[i].logits };
+    pthread_mutex_lock(&m->lock);
+    mhsa_status st = mhsa__llama_forward_parts(m->llama, p, n_items);
+    pthread_mutex_unlock(&m->lock);
+    free(p);
     return st;
 }

@@ -11,7 +11,13 @@
 // Shapes, for n new tokens (N = n rows): x, h, att (N, D); g, u (N, F);
 // file mode: qkv (N, nqkv), the int8 input rows in m->xq.
 // Every buffer was sized at load for the model's capacity: nothing here
-// allocates, so memory stays flat while generating.
+// allocates (but a batched step's shared head, below), so memory stays
+// flat while generating.
+//
+// A batched forward (mhsa__llama_forward_parts) runs the rows of several
+// sequences one after another through the same buffers; each layer's
+// attention reads each part's rows through its own cache.
+#include <stdio.h>
 #include <string.h>
 
 #include "core/fpenv.h"
@@ -418,7 +424,8 @@ static void mlp_file_body(void *p)
 // layer's cache (api/cached_qkv.h), the output projection added to x (or
 // normed first: post norms), the MLP in one team where it can
 // (mlp_file_body), else product by product.
-static mhsa_status layer_own(mhsa_llama *m, size_t l, mhsa_kv_cache *kv,
+static mhsa_status layer_own(mhsa_llama *m, size_t l,
+                             const mhsa_llama_part *part, size_t np,
                              size_t N)
 {
     const llama_layer *ly = &m->layer[l];
@@ -437,11 +444,13 @@ static mhsa_status layer_own(mhsa_llama *m, size_t l, mhsa_kv_cache *kv,
             add_rows(m->qkv + r * nqkv, ly->bqkv, nqkv);
     if (ly->q_norm)
         qk_norm(m, ly, N);
+    // The attention, part by part: each reads its own sequence's cache.
     mhsa_workspace *ws = layer_ws(m, l);
     mhsa_status st = mhsa__workspace_rebind(ws, ly->blk);
-    if (st == MHSA_OK)
-        st = mhsa__forward_cached_qkv(ly->blk, ws, kv, m->qkv, (int)N,
-                                      m->att);
+    for (size_t i = 0, r = 0; i < np && st == MHSA_OK; r += part[i++].n)
+        st = mhsa__forward_cached_qkv(ly->blk, ws, part[i].c->kv[l],
+                                      m->qkv + r * nqkv, part[i].n,
+                                      m->att + r * A);
     if (st != MHSA_OK)
         return st;
     if (ly->post_attn_norm) {   // h is free: Q, K and V were projected
@@ -474,86 +483,207 @@ static mhsa_status layer_own(mhsa_llama *m, size_t l, mhsa_kv_cache *kv,
 
 // x row i = the embedding row of tokens[i], widened or dequantized (ggml's
 // bits) to fp32.
-static void embed(const mhsa_llama *m, const int32_t *tokens, size_t N)
+static void embed(const mhsa_llama *m, const int32_t *tokens, size_t N,
+                  float *x)
 {
     const llama_mat *e = &m->tok_emb;
     size_t D = m->D;
     for (size_t i = 0; i < N; i++) {
         const char *row = (const char *)e->q.data + (size_t)tokens[i] * e->q.ld;
         if (e->quant)
-            mhsa__qmat_row(&e->q, (size_t)tokens[i], m->x + i * D);
+            mhsa__qmat_row(&e->q, (size_t)tokens[i], x + i * D);
         else if (e->dt == MHSA_F32)
-            memcpy(m->x + i * D, row, D * sizeof(float));
+            memcpy(x + i * D, row, D * sizeof(float));
         else
-            m->k->cvt_to_f32(D, row, e->dt, m->x + i * D);
+            m->k->cvt_to_f32(D, row, e->dt, x + i * D);
         if (m->cfg.embed_scale != 1.0f)   // gemma3: sqrtf(d_model)
             for (size_t d = 0; d < D; d++)
-                m->x[i * D + d] *= m->cfg.embed_scale;
+                x[i * D + d] *= m->cfg.embed_scale;
     }
 }
 
-// The head: each wanted row normed, then its V logits; an fp head streams
-// once per row, a quantized one takes the rows together (each row's
-// logits are its own all the same).
-static void head(mhsa_llama *m, size_t first, size_t N, float *logits)
+// The head of one part whose rows start at row r: each wanted row (the
+// last, or all) normed, then its V logits; an fp head streams once per
+// row, a quantized one takes the rows together (each row's logits are its
+// own all the same).
+static void head(mhsa_llama *m, size_t r, const mhsa_llama_part *p)
 {
-    size_t D = m->D;
+    size_t D = m->D, first = p->all_logits ? 0 : (size_t)p->n - 1;
+    size_t N = (size_t)p->n;
     if (m->head.quant) {
-        mhsa__rmsnorm_forward(m->h, m->x + first * D, m->out_norm, N - first,
-                              D, m->cfg.rms_eps);
-        llama_prod p = { &m->head, logits, m->V, 0 };
-        products(m, m->h, N - first, D, &p, 1);
+        mhsa__rmsnorm_forward(m->h, m->x + (r + first) * D, m->out_norm,
+                              N - first, D, m->cfg.rms_eps);
+        llama_prod q = { &m->head, p->logits, m->V, 0 };
+        products(m, m->h, N - first, D, &q, 1);
         return;
     }
-    for (size_t r = first; r < N; r++) {
-        mhsa__rmsnorm_forward(m->h, m->x + r * D, m->out_norm, 1, D,
+    for (size_t i = first; i < N; i++) {
+        mhsa__rmsnorm_forward(m->h, m->x + (r + i) * D, m->out_norm, 1, D,
                               m->cfg.rms_eps);
         mhsa_gemv_rows_dt(m->k, &m->gs, m->V, D, m->head.q.data, m->head.dt,
-                          D, m->h, logits + (r - first) * m->V, 0.0f);
+                          D, m->h, p->logits + (i - first) * m->V, 0.0f);
     }
 }
 
-static mhsa_status llama_forward(mhsa_llama *m, mhsa_llama_cache *c,
-                                 const int32_t *tokens, int n,
-                                 int all_logits, float *logits)
+// The heads of parts p[0..np) (rows one after another from row 0). A
+// quantized head takes every part's wanted rows in one product, into
+// `scratch` (rows, V), and hands each part its rows.
+static void heads(mhsa_llama *m, const mhsa_llama_part *p, size_t np,
+                  float *scratch)
 {
-    static const char fn[] = "mhsa__llama_forward";
-    if (!m || !c || !tokens || !logits)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %s is NULL", fn,
-                          !m ? "m" : !c ? "c" : !tokens ? "tokens"
-                          : "logits");
-    if (c->m != m)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: the cache belongs to "
-                          "another model", fn);
-    if (n < 1)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: n = %d (need >= 1)",
-                          fn, n);
-    if ((size_t)n > m->cap - (size_t)c->len)
-        return mhsa__fail(MHSA_ERR_SHAPE, "%s: %d cached + %d new tokens > "
-                          "capacity %zu", fn, c->len, n, m->cap);
-    for (int i = 0; i < n; i++)
-        if (tokens[i] < 0 || (size_t)tokens[i] >= m->V)
-            return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: tokens[%d] = %d is "
-                              "outside [0, %zu)", fn, i, (int)tokens[i],
-                              m->V);
-    size_t N = (size_t)n;
-    embed(m, tokens, N);
+    size_t D = m->D, V = m->V;
+    if (np == 1 || !m->head.quant) {
+        for (size_t i = 0, r = 0; i < np; r += p[i++].n)
+            head(m, r, &p[i]);
+        return;
+    }
+    size_t k = 0;
+    for (size_t i = 0, r = 0; i < np; r += p[i++].n) {
+        size_t first = p[i].all_logits ? 0 : (size_t)p[i].n - 1;
+        for (size_t j = first; j < (size_t)p[i].n; j++, k++)
+            mhsa__rmsnorm_forward(m->h + k * D, m->x + (r + j) * D,
+                                  m->out_norm, 1, D, m->cfg.rms_eps);
+    }
+    llama_prod q = { &m->head, scratch, V, 0 };
+    products(m, m->h, k, D, &q, 1);
+    k = 0;
+    for (size_t i = 0; i < np; i++) {
+        size_t rows = p[i].all_logits ? (size_t)p[i].n : 1;
+        memcpy(p[i].logits, scratch + k * V, rows * V * sizeof(float));
+        k += rows;
+    }
+}
+
+// Whether parts of several sequences can share one forward with every
+// part's bits unchanged: each product of several rows must give each row
+// what the row alone gives, which the quantized products do (each element
+// depends on its W row and x row alone, gemm/qmatmul.h) and the fp ones do
+// not (one row goes through the gemv, several through the GEMM, which sum
+// in other orders). So: the model projects itself (file mode) and every
+// layer matrix is quantized.
+static int shares_forward(const mhsa_llama *m)
+{
+    if (!m->own)
+        return 0;
     for (size_t l = 0; l < m->L; l++) {
-        // Shapes were checked above, so no layer after the first fails on
-        // them and the caches stay in step with each other.
-        mhsa_status st = m->own ? layer_own(m, l, c->kv[l], N)
-                                : layer_forward(m, l, c->kv[l], N);
+        const llama_layer *ly = &m->layer[l];
+        const llama_mat *w[] = { &ly->wq, &ly->wk, &ly->wv, &ly->wo,
+                                 &ly->gate, &ly->up, &ly->down };
+        for (size_t i = 0; i < sizeof w / sizeof w[0]; i++)
+            if (!w[i]->quant)
+                return 0;
+    }
+    return 1;
+}
+
+// One forward of parts p[0..np) (their rows fit the buffers; np > 1 only
+// when shares_forward): the rows one after another, every layer's
+// products over all of them, each part's attention through its cache.
+static mhsa_status forward_group(mhsa_llama *m, const mhsa_llama_part *p,
+                                 size_t np, float *scratch)
+{
+    size_t N = 0;
+    for (size_t i = 0; i < np; i++) {
+        embed(m, p[i].tokens, (size_t)p[i].n, m->x + N * m->D);
+        N += (size_t)p[i].n;
+    }
+    for (size_t l = 0; l < m->L; l++) {
+        // Shapes were checked, so no layer after the first fails on them
+        // and the caches stay in step with each other.
+        mhsa_status st = m->own ? layer_own(m, l, p, np, N)
+                                : layer_forward(m, l, p[0].c->kv[l], N);
         if (st != MHSA_OK)
             return st;
     }
-    head(m, all_logits ? 0 : N - 1, N, logits);
-    c->len += n;
+    heads(m, p, np, scratch);
+    for (size_t i = 0; i < np; i++)
+        p[i].c->len += p[i].n;
     return MHSA_OK;
+}
+
+// Part i's checks (fn names the call; `which` its index, or -1 alone).
+static mhsa_status check_part(const mhsa_llama *m, const mhsa_llama_part *p,
+                              const char *fn, long which)
+{
+    char at[32] = "";
+    if (which >= 0)
+        snprintf(at, sizeof at, "part %ld: ", which);
+    if (!p->c || !p->tokens || !p->logits)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %s%s is NULL", fn, at,
+                          !p->c ? "c" : !p->tokens ? "tokens" : "logits");
+    if (p->c->m != m)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %sthe cache belongs "
+                          "to another model", fn, at);
+    if (p->n < 1)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %sn = %d (need >= 1)",
+                          fn, at, p->n);
+    if ((size_t)p->n > m->cap - (size_t)p->c->len)
+        return mhsa__fail(MHSA_ERR_SHAPE, "%s: %s%d cached + %d new tokens "
+                          "> capacity %zu", fn, at, p->c->len, p->n, m->cap);
+    for (int i = 0; i < p->n; i++)
+        if (p->tokens[i] < 0 || (size_t)p->tokens[i] >= m->V)
+            return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %stokens[%d] = %d "
+                              "is outside [0, %zu)", fn, at, i,
+                              (int)p->tokens[i], m->V);
+    return MHSA_OK;
+}
+
+static mhsa_status forward_parts(mhsa_llama *m, const mhsa_llama_part *p,
+                                 size_t np)
+{
+    static const char fn[] = "mhsa__llama_forward_parts";
+    if (!m || (!p && np))
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %s is NULL", fn,
+                          !m ? "m" : "p");
+    for (size_t i = 0; i < np; i++) {
+        mhsa_status st = check_part(m, &p[i], fn, np > 1 ? (long)i : -1);
+        if (st != MHSA_OK)
+            return st;
+        for (size_t j = 0; j < i; j++)
+            if (p[j].c == p[i].c)
+                return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: parts %zu and "
+                                  "%zu have the same cache", fn, j, i);
+    }
+    // Groups of consecutive parts whose rows fit the activation buffers
+    // (cap rows; each part alone does), one forward each; one part a
+    // group where the forward cannot be shared.
+    int share = np > 1 && shares_forward(m);
+    float *scratch = NULL;
+    if (share && m->head.quant) {
+        size_t rows = 0;
+        for (size_t i = 0; i < np; i++)
+            rows += p[i].all_logits ? (size_t)p[i].n : 1;
+        if (!(scratch = mhsa__alloc(rows * m->V * sizeof(float))))
+            return mhsa__fail(MHSA_ERR_NO_MEMORY, "%s: logits of %zu rows",
+                              fn, rows);
+    }
+    mhsa_status st = MHSA_OK;
+    for (size_t a = 0; a < np && st == MHSA_OK;) {
+        size_t b = a + 1, rows = (size_t)p[a].n;
+        while (share && b < np && rows + (size_t)p[b].n <= m->cap)
+            rows += (size_t)p[b++].n;
+        st = forward_group(m, p + a, b - a, scratch);
+        a = b;
+    }
+    mhsa__free(scratch);
+    return st;
+}
+
+mhsa_status mhsa__llama_forward_parts(mhsa_llama *m, const mhsa_llama_part *p,
+                                      size_t np)
+{
+    MHSA__FP_RETURN(forward_parts(m, p, np));
 }
 
 mhsa_status mhsa__llama_forward(mhsa_llama *m, mhsa_llama_cache *c,
                                 const int32_t *tokens, int n, int all_logits,
                                 float *logits)
 {
-    MHSA__FP_RETURN(llama_forward(m, c, tokens, n, all_logits, logits));
+    static const char fn[] = "mhsa__llama_forward";
+    if (!m || !c || !tokens || !logits)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %s is NULL", fn,
+                          !m ? "m" : !c ? "c" : !tokens ? "tokens"
+                          : "logits");
+    mhsa_llama_part p = { c, tokens, n, all_logits, logits };
+    return mhsa__llama_forward_parts(m, &p, 1);
 }

@@ -178,4 +178,26 @@ mhsa_status mhsa__llama_forward(mhsa_llama *m, mhsa_llama_cache *c,
                                 const int32_t *tokens, int n, int all_logits,
                                 float *logits);
 
+// One sequence's part of a batched forward: mhsa__llama_forward's
+// arguments.
+typedef struct mhsa_llama_part {
+    mhsa_llama_cache *c;
+    const int32_t *tokens;
+    int n;
+    int all_logits;
+    float *logits;
+} mhsa_llama_part;
+
+// Runs every part p[0..np) as mhsa__llama_forward runs it alone, with the
+// same bits (logits and caches): in one forward where the products allow
+// it (every layer matrix quantized, whose products give each row the bits
+// it has alone), the rows of all parts through each matrix together and
+// each part's attention through its own cache; else part after part.
+// Every part is checked before any runs (with the errors of
+// mhsa__llama_forward, naming the part; two parts with one cache:
+// MHSA_ERR_INVALID_ARG), so on an error no cache changed. Allocates only
+// the logits of a shared quantized head (the wanted rows of a step).
+mhsa_status mhsa__llama_forward_parts(mhsa_llama *m, const mhsa_llama_part *p,
+                                      size_t np);
+
 #endif

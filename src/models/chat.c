@@ -1,0 +1,241 @@
+// chat.c — a conversation as one prompt in the model's chat format
+// (include/mhsa_model.h, mhsa_chat_apply). The formats are recognised by
+// marks in tokenizer.chat_template, not by running the Jinja template, as
+// llama.cpp's llama_chat_apply_template does; each writes the text
+// llama.cpp writes for the same messages, so that a server or a script
+// gets llama.cpp's prompt.
+#include "mhsa_model.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "core/status.h"
+#include "io/file_read.h"
+
+// A growing text written into the caller's buffer while it fits; len
+// counts every byte asked for (snprintf's way).
+typedef struct chat_out {
+    char *buf;
+    size_t cap, len;
+} chat_out;
+
+static void put_n(chat_out *o, const char *s, size_t n)
+{
+    if (o->len < o->cap && n) {
+        size_t room = o->cap - o->len;
+        memcpy(o->buf + o->len, s, n < room ? n : room);
+    }
+    o->len += n;
+}
+
+static void put(chat_out *o, const char *s) { put_n(o, s, strlen(s)); }
+
+// s without the whitespace at either end (llama.cpp's trim: " \t\n\r").
+static void put_trim(chat_out *o, const char *s)
+{
+    const char *ws = " \t\n\r";
+    size_t n = strlen(s), a = 0;
+    while (a < n && strchr(ws, s[a]))
+        a++;
+    while (n > a && strchr(ws, s[n - 1]))
+        n--;
+    put_n(o, s + a, n - a);
+}
+
+// <|im_start|>role\ncontent<|im_end|>\n ... <|im_start|>assistant\n
+static void chatml(chat_out *o, const mhsa_chat_message *msg, size_t n,
+                   int add_assistant)
+{
+    for (size_t i = 0; i < n; i++) {
+        put(o, "<|im_start|>");
+        put(o, msg[i].role);
+        put(o, "\n");
+        put(o, msg[i].content);
+        put(o, "<|im_end|>\n");
+    }
+    if (add_assistant)
+        put(o, "<|im_start|>assistant\n");
+}
+
+// <|start_header_id|>role<|end_header_id|>\n\ncontent<|eot_id|> (trimmed).
+static void llama3(chat_out *o, const mhsa_chat_message *msg, size_t n,
+                   int add_assistant)
+{
+    for (size_t i = 0; i < n; i++) {
+        put(o, "<|start_header_id|>");
+        put(o, msg[i].role);
+        put(o, "<|end_header_id|>\n\n");
+        put_trim(o, msg[i].content);
+        put(o, "<|eot_id|>");
+    }
+    if (add_assistant)
+        put(o, "<|start_header_id|>assistant<|end_header_id|>\n\n");
+}
+
+// Gemma has no system turn: the last system message is put before the
+// next user turn's text; the assistant is "model".
+static void gemma(chat_out *o, const mhsa_chat_message *msg, size_t n,
+                  int add_assistant)
+{
+    const char *system = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (!strcmp(msg[i].role, "system")) {
+            system = msg[i].content;
+            continue;
+        }
+        int model = !strcmp(msg[i].role, "assistant");
+        put(o, "<start_of_turn>");
+        put(o, model ? "model" : msg[i].role);
+        put(o, "\n");
+        if (system && !model) {
+            chat_out t = { NULL, 0, 0 };
+            put_trim(&t, system);       // (an empty one is dropped)
+            if (t.len) {
+                put_trim(o, system);
+                put(o, "\n\n");
+            }
+            system = NULL;
+        }
+        put_trim(o, msg[i].content);
+        put(o, "<end_of_turn>\n");
+    }
+    if (add_assistant)
+        put(o, "<start_of_turn>model\n");
+}
+
+// [INST] <<SYS>>\nsystem\n<</SYS>>\n\nuser [/INST]assistant</s>[INST] ...
+// (llama.cpp's "llama2-sys"; the assistant's turn is open after [/INST]).
+static void llama2(chat_out *o, const mhsa_chat_message *msg, size_t n,
+                   int add_assistant)
+{
+    (void)add_assistant;
+    int inside = 1;
+    put(o, "[INST] ");
+    for (size_t i = 0; i < n; i++) {
+        if (!inside) {
+            inside = 1;
+            put(o, "[INST] ");
+        }
+        if (!strcmp(msg[i].role, "system")) {
+            put(o, "<<SYS>>\n");
+            put(o, msg[i].content);
+            put(o, "\n<</SYS>>\n\n");
+        } else if (!strcmp(msg[i].role, "user")) {
+            put(o, msg[i].content);
+            put(o, " [/INST]");
+        } else {
+            put(o, msg[i].content);
+            put(o, "</s>");
+            inside = 0;
+        }
+    }
+}
+
+typedef void (*chat_writer)(chat_out *, const mhsa_chat_message *, size_t,
+                            int);
+
+static const struct {
+    const char *name;
+    chat_writer write;
+} formats[] = {
+    { "chatml", chatml },
+    { "llama3", llama3 },
+    { "gemma", gemma },
+    { "llama2", llama2 },
+};
+
+#define N_FORMATS (sizeof formats / sizeof formats[0])
+
+static const char *format_of(const char *tmpl)
+{
+    if (!tmpl)
+        return NULL;
+    for (size_t i = 0; i < N_FORMATS; i++)   // a template that is a name
+        if (!strcmp(tmpl, formats[i].name))
+            return formats[i].name;
+    // llama.cpp's marks, in its order (other formats of its list that
+    // share a mark are refused rather than written as these).
+    if (strstr(tmpl, "<|im_start|>"))
+        return strstr(tmpl, "<|im_sep|>") ? NULL : "chatml";
+    if (strstr(tmpl, "[INST]"))
+        return strstr(tmpl, "<<SYS>>") && !strstr(tmpl, "bos_token +") &&
+               !strstr(tmpl, "strip()") ? "llama2" : NULL;
+    if (strstr(tmpl, "<start_of_turn>"))
+        return "gemma";
+    if (strstr(tmpl, "<|start_header_id|>") &&
+        strstr(tmpl, "<|end_header_id|>"))
+        return "llama3";
+    return NULL;
+}
+
+const char *mhsa_model_chat_format(const mhsa_model *m)
+{
+    return m ? format_of(mhsa_model_chat_template(m)) : NULL;
+}
+
+static const char *const roles[] = { "system", "user", "assistant" };
+
+mhsa_status mhsa_chat_apply(const mhsa_model *m, const char *format,
+                            const mhsa_chat_message *msgs, size_t n,
+                            int add_assistant, char *buf, size_t cap,
+                            size_t *len)
+{
+    static const char fn[] = "mhsa_chat_apply";
+    if (!m || !len || (!msgs && n) || (!buf && cap))
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %s is NULL%s", fn,
+                          !m ? "m" : !len ? "len" : !buf && cap ? "buf"
+                                                               : "msgs",
+                          !m || !len ? "" : !buf && cap ? " with cap > 0"
+                                                        : " with n > 0");
+    if (add_assistant != 0 && add_assistant != 1)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: add_assistant = %d "
+                          "(need 0 or 1)", fn, add_assistant);
+    for (size_t i = 0; i < n; i++) {
+        if (!msgs[i].role || !msgs[i].content)
+            return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: msgs[%zu].%s is "
+                              "NULL", fn, i,
+                              !msgs[i].role ? "role" : "content");
+        size_t r = 0;
+        while (r < 3 && strcmp(msgs[i].role, roles[r]))
+            r++;
+        if (r == 3) {
+            char q[64];
+            return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: msgs[%zu].role = "
+                              "\"%s\" (need \"system\", \"user\" or "
+                              "\"assistant\")", fn, i,
+                              mhsa__esc(q, sizeof q, msgs[i].role,
+                                        strlen(msgs[i].role)));
+        }
+    }
+    const char *name = format ? format : mhsa_model_chat_format(m);
+    chat_writer write = NULL;
+    for (size_t i = 0; name && i < N_FORMATS; i++)
+        if (!strcmp(name, formats[i].name))
+            write = formats[i].write;
+    if (!write) {
+        char q[64];
+        if (format)
+            return mhsa__fail(MHSA_ERR_UNSUPPORTED, "%s: format \"%s\" is "
+                              "not one of chatml, llama3, gemma, llama2",
+                              fn, mhsa__esc(q, sizeof q, format,
+                                            strlen(format)));
+        return mhsa__fail(MHSA_ERR_UNSUPPORTED, "%s: the model's chat "
+                          "template is %s; pass a format (chatml, llama3, "
+                          "gemma, llama2)", fn,
+                          mhsa_model_chat_template(m) ? "none mhsa knows"
+                                                      : "missing");
+    }
+    // Measured first, then written only when it fits: buf is untouched
+    // otherwise.
+    chat_out o = { NULL, 0, 0 };
+    write(&o, msgs, n, add_assistant);
+    *len = o.len;
+    if (cap <= o.len)
+        return mhsa__fail(MHSA_ERR_SHAPE, "%s: the prompt is %zu bytes; "
+                          "buf has room for %zu with its NUL", fn, o.len,
+                          cap);
+    o = (chat_out){ buf, cap, 0 };
+    write(&o, msgs, n, add_assistant);
+    buf[o.len] = '\0';
+    return MHSA_OK;
+}
