@@ -20,6 +20,7 @@
 
 #include "gemm.h"
 #include "gemm_bf16.h"
+#include "pack_b16.h"
 #include "core/threads.h"
 
 #include "core/alloc.h"

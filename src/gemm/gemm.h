@@ -35,9 +35,9 @@ void mhsa_sgemm(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
 
 // mhsa_sgemm with B stored as bdt (elements of bdt, ldb in elements): a
 // 16-bit B (weights) is widened to fp32 only inside the shared packed B
-// block of each KC step (mhsa__pack_b_16), never as a whole matrix; the
-// packed values, and so C, have the bits an fp32 B holding the same
-// values would give. bp_prepacked only with MHSA_F32.
+// block of each KC step (mhsa__pack_b_16, pack_b16.h), never as a whole
+// matrix; the packed values, and so C, have the bits an fp32 B holding
+// the same values would give. bp_prepacked only with MHSA_F32.
 void mhsa_sgemm_dt(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
                    int trans_a, int trans_b, size_t m, size_t n, size_t kdim,
                    float alpha, const float *a, size_t lda, const void *b,
@@ -72,14 +72,6 @@ void mhsa_sgemm_bias(const mhsa_kernels *k, mhsa_dtype cdt,
                      const float *a, size_t lda, const void *b,
                      mhsa_dtype bdt, size_t ldb, const float *bp_prepacked,
                      const float *bias, float *c, size_t ldc);
-
-// One table pack_b call's worth (w <= nr columns, kc depth) of op(B) with
-// B stored as F16 or BF16: exactly the panel k->pack_b writes for the
-// widened values. Widened a slab of 16 KiB at a time by
-// the table's cvt_to_f32 into an L1 buffer, then packed by k->pack_b.
-void mhsa__pack_b_16(const mhsa_kernels *k, size_t kc, size_t w,
-                     const void *b, size_t ldb, int trans, mhsa_dtype dt,
-                     float *bp);
 
 // y (n) = beta * y + W (n, d; row stride ldw) x (d): one row through a
 // weight matrix (a decoding step), streaming W once with the table's

@@ -1,5 +1,5 @@
 // pack_b16.c — packing a 16-bit (F16 / BF16) op(B) into the table's fp32
-// B micro-panels: how the GEMM reads 16-bit weights (gemm.h).
+// B micro-panels: how the GEMM reads 16-bit weights (pack_b16.h).
 //
 // Why through a slab: the packed block is the only place the GEMM keeps B
 // in fp32 anyway (KC deep, in L1/L2), so widening there adds no fp32 copy
@@ -8,7 +8,7 @@
 // transposes) gives each ISA the same panel bits as fp32 B holding the
 // widened values, with no second set of packers to keep in step. The slab
 // (16 KiB) stays in L1 between the two passes.
-#include "gemm.h"
+#include "pack_b16.h"
 
 enum { SLAB_FLOATS = 4096 };   // 256 depth steps at nr 16, 128 at nr 32
 

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "gemm/gemm.h"
+#include "gemm/pack_b16.h"
 #include "kernels/half.h"
 #include "util.h"
 
