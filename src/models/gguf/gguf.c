@@ -1,6 +1,6 @@
 // gguf.c — mhsa__gguf_open: reading and validating a GGUF file's header
 // (see gguf.h for the format and the guarantees, gguf_impl.h for the
-// handle), and mhsa__gguf_close.
+// handle), mhsa__gguf_close, and the key index every lookup uses.
 //
 // I/O is pread, not mmap: a file that shrinks while it is open then gives
 // a short read and an error, where a mapping would die of SIGBUS; memory
@@ -366,6 +366,51 @@ static mhsa_status rd_tensor(cursor *c, size_t i)
         return bad(c, "byte size overflows");
     t->bytes = numel / info->block * info->bytes;
     return rd_u64(c, &t->offset, "data offset");
+}
+
+// ---- the value types and the key index ------------------------------------
+// What the parser needs first and the getters (gguf_meta.c) stand on as
+// well: the value types' names and sizes, and the key index that the
+// parser sorts and mhsa__gguf_find searches with the same comparison.
+
+const char *mhsa__gguf_type_name(uint32_t type)
+{
+    static const char *const names[] = {
+        "u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "string",
+        "array", "u64", "i64", "f64",
+    };
+    return type < sizeof names / sizeof names[0] ? names[type] : "?";
+}
+
+size_t mhsa__gguf_fixed_size(uint32_t type)
+{
+    static const unsigned char size[] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0,
+                                         8, 8, 8};
+    return type < sizeof size ? size[type] : 0;
+}
+
+int mhsa__gguf_cmp_kv(const void *a, const void *b)
+{
+    const gguf_kv *x = *(const gguf_kv *const *)a;
+    const gguf_kv *y = *(const gguf_kv *const *)b;
+    uint64_t n = x->key_len < y->key_len ? x->key_len : y->key_len;
+    int r = memcmp(x->key, y->key, (size_t)n);
+    if (r)
+        return r;
+    return x->key_len < y->key_len ? -1 : x->key_len > y->key_len;
+}
+
+const mhsa_gguf_val *mhsa__gguf_find(const mhsa_gguf_file *f,
+                                     const char *key)
+{
+    if (!f || !key || !f->n_kv)   // (bsearch must not see a NULL array)
+        return NULL;
+    gguf_kv probe = {.key = key, .key_len = strlen(key)};
+    const gguf_kv *pp = &probe;
+    const gguf_kv *const *hit = bsearch(&pp, f->kv_sorted, f->n_kv,
+                                        sizeof *f->kv_sorted,
+                                        mhsa__gguf_cmp_kv);
+    return hit ? &(*hit)->val : NULL;
 }
 
 int mhsa__gguf_cmp_tensor_name(const void *a, const void *b)
