@@ -5,6 +5,7 @@
 
 #include "core/status.h"
 #include "tok_internal.h"
+#include "tokenizer.h"
 #include "unicode.h"
 
 // ---- decoding ---------------------------------------------------------------

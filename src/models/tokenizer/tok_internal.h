@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #include "pretok.h"
-#include "tokenizer.h"
+#include "tok_types.h"
 
 typedef enum mhsa_tok_kind {
     MHSA_TOK_BPE,   // tokenizer.ggml.model "gpt2"

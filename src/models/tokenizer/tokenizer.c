@@ -14,6 +14,7 @@
 #include "io/file_read.h"
 #include "pretok.h"
 #include "tok_internal.h"
+#include "tokenizer.h"
 #include "unicode.h"
 
 typedef unsigned long long ull;   // for printf

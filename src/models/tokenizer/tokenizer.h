@@ -50,14 +50,7 @@
 
 #include "models/gguf/gguf.h"
 #include "mhsa.h"
-
-typedef struct mhsa_tokenizer mhsa_tokenizer;
-
-// Token types (tokenizer.ggml.token_type; all NORMAL when absent).
-enum {
-    MHSA_TOKEN_NORMAL = 1, MHSA_TOKEN_UNKNOWN = 2, MHSA_TOKEN_CONTROL = 3,
-    MHSA_TOKEN_USER_DEFINED = 4, MHSA_TOKEN_UNUSED = 5, MHSA_TOKEN_BYTE = 6
-};
+#include "tok_types.h"
 
 // Builds the tokenizer from f's tokenizer.* keys; it copies what it needs
 // (f may be closed afterwards).
