@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "train_args.h"
 
 #define DEFAULT_STEPS 50
 #define DEFAULT_BATCH 32

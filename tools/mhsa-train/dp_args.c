@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "args_util.h"
-#include "dp_cli.h"
+#include "dp_args.h"
 
 void dp_args_defaults(dp_args *d)
 {

@@ -3,8 +3,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cli.h"
+#include "dp_cli.h"
 #include "dp_run.h"
+#include "train_args.h"
 #include "train/dp/dp_lm.h"
 
 int dp_cli_wanted(const train_args *a, const dp_comm *c)

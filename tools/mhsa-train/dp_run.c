@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cli.h"
+#include "args_util.h"
 #include "dp_run.h"
 
 static double now_s(void)

@@ -12,8 +12,14 @@
 
 #include <stdint.h>
 
-#include "dp_cli.h"
+#include "dp_args.h"
 #include "train/dp/dp.h"
+
+// What the loop leaves for the report.
+typedef struct dp_cli_result {
+    int n_losses;     // steps run by this process (losses[0..n))
+    int first_step;   // 0, or the step a resumed run started from
+} dp_cli_result;
 
 // A checkpoint entry that must match on resume for the data to be the
 // same: the metadata key, the option it comes from, this run's value.

@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "args_util.h"
+#include "png.h"
 
 #if MHSA_HAVE_STB
 #pragma GCC diagnostic push

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "term.h"
 
 static int has_utf8(const char *s)
 {

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cli.h"
+#include "args_util.h"
 #include "text.h"
 
 // The default model: trains in under two minutes on two cores (docs/training.md,

@@ -36,9 +36,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "args_util.h"
 #include "dp_run.h"
 #include "io/safetensors.h"
+#include "png.h"
+#include "term.h"
 #include "text.h"
 #include "train/dp/dp_gpt.h"
 
