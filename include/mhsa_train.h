@@ -168,6 +168,20 @@ MHSA_API mhsa_status mhsa_lm_attention(mhsa_lm *lm, const int32_t *tokens, int T
 /* The configuration the model was created with; NULL for NULL. */
 MHSA_API const mhsa_lm_config *mhsa_lm_get_config(const mhsa_lm *lm);
 
+/* Saves the parameters to a safetensors file, each tensor as F32 under its
+ * name (mhsa_lm_get_tensor), with no metadata: the state_dict of the
+ * PyTorch model of the same shape. The file is written beside path,
+ * fsync'd and renamed over it. Errors: NULL arguments:
+ * MHSA_ERR_INVALID_ARG; MHSA_ERR_IO; MHSA_ERR_UNSUPPORTED (built without
+ * safetensors). */
+MHSA_API mhsa_status mhsa_lm_save(const mhsa_lm *lm, const char *path);
+
+/* Loads every parameter tensor of lm from such a file (F32, F16 or BF16,
+ * each of lm's shape). A missing tensor or one of another shape:
+ * MHSA_ERR_FORMAT naming it; MHSA_ERR_IO (cannot open). On any failure lm
+ * is unchanged. */
+MHSA_API mhsa_status mhsa_lm_load(mhsa_lm *lm, const char *path);
+
 /* ---- Parameter tensors (for saving, loading, inspection, tests) --------- */
 
 typedef struct mhsa_lm_tensor {
@@ -417,6 +431,23 @@ MHSA_API mhsa_status mhsa_gpt_save(const mhsa_gpt *g, const char *path, int with
  * Errors: MHSA_ERR_IO (cannot open), MHSA_ERR_FORMAT (not a valid file, or
  * no GPT configuration in it, naming the missing key). */
 MHSA_API mhsa_status mhsa_gpt_read_config(const char *path, mhsa_gpt_config *cfg);
+
+/* A metadata value asked of mhsa_gpt_read_meta: key in; value out,
+ * NUL-terminated, and present 1 when the file has the key ("" and 0 when
+ * it has not). */
+typedef struct mhsa_meta_value {
+    const char *key;
+    char value[128];
+    int present;
+} mhsa_meta_value;
+
+/* Reads the __metadata__ values of want[0..n_want) from a checkpoint (those
+ * mhsa_gpt_save wrote from its meta entries, or any other key of the
+ * file). Errors: NULL path, want or a key: MHSA_ERR_INVALID_ARG;
+ * MHSA_ERR_IO (cannot open); MHSA_ERR_FORMAT (not a valid file, or a value
+ * of 128 bytes or more, naming its key). On any error want is unchanged. */
+MHSA_API mhsa_status mhsa_gpt_read_meta(const char *path, mhsa_meta_value *want,
+                                        size_t n_want);
 
 /* Loads a checkpoint into g: every parameter tensor (F32, F16 or BF16) and,
  * with with_optim, the moments and step (a file without them: FORMAT).

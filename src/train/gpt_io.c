@@ -154,6 +154,35 @@ mhsa_status mhsa_gpt_read_config(const char *path, mhsa_gpt_config *cfg)
     return s;
 }
 
+mhsa_status mhsa_gpt_read_meta(const char *path, mhsa_meta_value *want,
+                               size_t n_want)
+{
+    if (!path || (n_want && !want))
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa_gpt_read_meta: %s is "
+                          "NULL", !path ? "path" : "want");
+    for (size_t i = 0; i < n_want; i++)
+        if (!want[i].key)
+            return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa_gpt_read_meta: "
+                              "want[%zu].key is NULL", i);
+    mhsa_st_file *f = NULL;
+    mhsa_status s = mhsa__st_open(path, &f);
+    for (size_t i = 0; s == MHSA_OK && i < n_want; i++) {
+        const char *v = mhsa__st_meta(f, want[i].key);
+        if (v && strlen(v) >= sizeof want[i].value)
+            s = mhsa__fail(MHSA_ERR_FORMAT, "%s: metadata '%s' is longer "
+                           "than %zu bytes", path, want[i].key,
+                           sizeof want[i].value - 1);
+    }
+    // All or nothing: the values are written only once every one fits.
+    for (size_t i = 0; s == MHSA_OK && i < n_want; i++) {
+        const char *v = mhsa__st_meta(f, want[i].key);
+        want[i].present = v != NULL;
+        strcpy(want[i].value, v ? v : "");
+    }
+    mhsa__st_close(f);
+    return s;
+}
+
 // Reads one tensor, prefixing the reader's message with the file name.
 static mhsa_status read_one(const mhsa_st_file *f, const char *path,
                             const char *name, int ndim, const size_t *dims,

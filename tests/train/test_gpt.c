@@ -916,6 +916,14 @@ START_TEST(checkpoint_resumes_bit_for_bit)
     uint64_t db = da;
     train_steps(a, &da, 6, la + 4);
 
+    mhsa_meta_value mv[2] = { { .key = "data" }, { .key = "absent" } };
+    ck_assert_int_eq(mhsa_gpt_read_meta(p, mv, 2), MHSA_OK);
+    ck_assert(mv[0].present && !strcmp(mv[0].value, "8"));
+    ck_assert(!mv[1].present && !mv[1].value[0]);
+    ck_assert_int_eq(mhsa_gpt_read_meta(NULL, mv, 2), MHSA_ERR_INVALID_ARG);
+    ck_assert_int_eq(mhsa_gpt_read_meta("/nonexistent/x.st", mv, 2),
+                     MHSA_ERR_IO);
+
     mhsa_gpt_config rc;
     ck_assert_int_eq(mhsa_gpt_read_config(p, &rc), MHSA_OK);
     ck_assert_int_eq(rc.n_embd, 32);
@@ -934,6 +942,42 @@ START_TEST(checkpoint_resumes_bit_for_bit)
     unlink(p);
     mhsa_gpt_destroy(a);
     mhsa_gpt_destroy(b);
+}
+END_TEST
+
+// The demo model's weights: saved, loaded into another model, the same
+// bits; a file of another shape leaves the model as it was.
+START_TEST(lm_weights_round_trip)
+{
+    mhsa_lm_config c = { .vocab = 8, .d_model = 16, .n_heads = 2,
+                         .max_seq_len = 6, .max_batch = 2 };
+    mhsa_lm *a = NULL, *b = NULL, *o = NULL;
+    ck_assert_int_eq(mhsa_lm_create(&c, &a), MHSA_OK);
+    ck_assert_int_eq(mhsa_lm_create(&c, &b), MHSA_OK);
+    ck_assert_int_eq(mhsa_lm_init_random(a, 3), MHSA_OK);
+    const char *p = tmp_path("lm.safetensors");
+    ck_assert_int_eq(mhsa_lm_save(a, p), MHSA_OK);
+    ck_assert_int_eq(mhsa_lm_load(b, p), MHSA_OK);
+    for (int i = 0; i < mhsa_lm_n_tensors(a); i++) {
+        mhsa_lm_tensor x, y;
+        mhsa_lm_get_tensor(a, i, &x);
+        mhsa_lm_get_tensor(b, i, &y);
+        ck_assert_mem_eq(x.data, y.data, x.numel * sizeof(float));
+    }
+    c.d_model = 8;
+    ck_assert_int_eq(mhsa_lm_create(&c, &o), MHSA_OK);
+    ck_assert_int_eq(mhsa_lm_init_random(o, 5), MHSA_OK);
+    mhsa_lm_tensor before;
+    mhsa_lm_get_tensor(o, 0, &before);
+    float first = before.data[0];
+    ck_assert_int_eq(mhsa_lm_load(o, p), MHSA_ERR_FORMAT);
+    ck_assert(before.data[0] == first);
+    ck_assert_int_eq(mhsa_lm_save(NULL, p), MHSA_ERR_INVALID_ARG);
+    ck_assert_int_eq(mhsa_lm_load(b, NULL), MHSA_ERR_INVALID_ARG);
+    unlink(p);
+    mhsa_lm_destroy(a);
+    mhsa_lm_destroy(b);
+    mhsa_lm_destroy(o);
 }
 END_TEST
 
@@ -1276,6 +1320,7 @@ static Suite *suite(void)
     tcase_add_loop_test(tt, matches_pytorch, 0,
                         (int)(sizeof ref_files / sizeof ref_files[0]));
     tcase_add_test(tt, checkpoint_resumes_bit_for_bit);
+    tcase_add_test(tt, lm_weights_round_trip);
     tcase_add_test(tt, checkpoint_of_another_shape);
     tcase_add_test(tt, failed_write_keeps_previous_checkpoint);
 #endif

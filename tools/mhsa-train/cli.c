@@ -14,7 +14,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "io/safetensors.h"
 #include "text.h"
 
 enum { EVAL_BATCHES = 8 };
@@ -41,60 +40,12 @@ static uint64_t stream(uint64_t seed, uint64_t purpose)
 
 static int save_model(const mhsa_lm *lm, const char *path)
 {
-    mhsa_st_tensor t[16];
-    int n = mhsa_lm_n_tensors(lm);
-    for (int i = 0; i < n; i++) {
-        mhsa_lm_tensor x;
-        mhsa_lm_get_tensor(lm, i, &x);
-        memset(&t[i], 0, sizeof t[i]);
-        t[i].name = x.name;
-        t[i].ndim = x.rank;
-        t[i].dims[0] = (size_t)x.shape[0];
-        t[i].dims[1] = (size_t)x.shape[1];
-        t[i].data = x.data;
-    }
-    if (mhsa__st_write_f32(path, t, (size_t)n) != MHSA_OK)
-        return fail("--save");
-    return CLI_OK;
+    return mhsa_lm_save(lm, path) == MHSA_OK ? CLI_OK : fail("--save");
 }
 
 static int load_model(mhsa_lm *lm, const char *path)
 {
-    mhsa_st_file *f = NULL;
-    if (mhsa__st_open(path, &f) != MHSA_OK)
-        return fail("--load");
-    // Read into a copy first so that a bad file leaves the model as it was.
-    size_t np = mhsa_lm_n_params(lm);
-    float *tmp = malloc(np * sizeof(float));
-    if (!tmp) {
-        mhsa__st_close(f);
-        fprintf(stderr, "mhsa-train: --load: out of memory\n");
-        return CLI_FAIL;
-    }
-    size_t off = 0;
-    int n = mhsa_lm_n_tensors(lm);
-    for (int i = 0; i < n; i++) {
-        mhsa_lm_tensor x;
-        mhsa_lm_get_tensor(lm, i, &x);
-        size_t dims[2] = { (size_t)x.shape[0], (size_t)x.shape[1] };
-        if (mhsa__st_read_f32(f, x.name, x.rank, dims, tmp + off) !=
-            MHSA_OK) {
-            free(tmp);
-            mhsa__st_close(f);
-            return fail("--load");
-        }
-        off += x.numel;
-    }
-    off = 0;
-    for (int i = 0; i < n; i++) {
-        mhsa_lm_tensor x;
-        mhsa_lm_get_tensor(lm, i, &x);
-        memcpy(x.data, tmp + off, x.numel * sizeof(float));
-        off += x.numel;
-    }
-    free(tmp);
-    mhsa__st_close(f);
-    return CLI_OK;
+    return mhsa_lm_load(lm, path) == MHSA_OK ? CLI_OK : fail("--load");
 }
 
 // first: the step before loss[0] (0, or where a resumed run started).

@@ -38,7 +38,6 @@
 
 #include "args_util.h"
 #include "dp_run.h"
-#include "io/safetensors.h"
 #include "png.h"
 #include "term.h"
 #include "text.h"
@@ -170,8 +169,8 @@ static int save(text_run *r, const char *path)
 }
 
 // Reads the "train.*" settings of a checkpoint back into the arguments.
-static int read_meta(const mhsa_st_file *f, const char *path, text_run *r,
-                     uint64_t *bytes, uint64_t *hash)
+static int read_meta(const char *path, text_run *r, uint64_t *bytes,
+                     uint64_t *hash)
 {
     text_args *a = &r->a;
     struct { const char *key; char type; void *dst; } keys[] = {
@@ -184,8 +183,15 @@ static int read_meta(const mhsa_st_file *f, const char *path, text_run *r,
         { "train.val_fraction", 'f', &a->val_fraction },
         { "train.data_bytes", 'u', bytes }, { "train.data_hash", 'x', hash },
     };
-    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
-        const char *v = mhsa__st_meta(f, keys[i].key);
+    enum { N_KEYS = sizeof keys / sizeof keys[0] };
+    mhsa_meta_value want[N_KEYS + 1];
+    for (size_t i = 0; i < N_KEYS; i++)
+        want[i].key = keys[i].key;
+    want[N_KEYS].key = "train.grad_groups";
+    if (mhsa_gpt_read_meta(path, want, N_KEYS + 1) != MHSA_OK)
+        return fail(CLI_USAGE, "--resume");
+    for (size_t i = 0; i < N_KEYS; i++) {
+        const char *v = want[i].present ? want[i].value : NULL;
         char *end = NULL;
         errno = 0;
         if (v && keys[i].type == 'u')
@@ -206,7 +212,7 @@ static int read_meta(const mhsa_st_file *f, const char *path, text_run *r,
     // The groups fix how a step's gradient is summed: the checkpoint's,
     // unless the command line says otherwise (then the rest of the run
     // rounds differently from an uninterrupted one). Absent: 1.
-    const char *v = mhsa__st_meta(f, "train.grad_groups");
+    const char *v = want[N_KEYS].present ? want[N_KEYS].value : NULL;
     char *end = NULL;
     long G = v ? strtol(v, &end, 10) : 1;
     if (v && (!*v || *end || G < 1 || G > 4096)) {
@@ -296,12 +302,8 @@ static int setup_resume(text_run *r)
     mhsa_gpt_config c;
     if (mhsa_gpt_read_config(a->resume, &c) != MHSA_OK)
         return fail(CLI_USAGE, "--resume");
-    mhsa_st_file *f = NULL;
-    if (mhsa__st_open(a->resume, &f) != MHSA_OK)
-        return fail(CLI_USAGE, "--resume");
     uint64_t bytes = 0, hash = 0;
-    int rc = read_meta(f, a->resume, r, &bytes, &hash);
-    mhsa__st_close(f);
+    int rc = read_meta(a->resume, r, &bytes, &hash);
     if (rc != CLI_OK)
         return rc;
     args_of(a, &c);
