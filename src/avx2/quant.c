@@ -11,6 +11,7 @@
 // so in range the truncation is exact). The sums s and bsum are integer
 // sums of the q (vpsadbw on q + 128), exact.
 #include "avx2/quant.h"
+#include "avx2/vmath.h"
 
 // The largest |x_i| of n (a multiple of 32) values, 0 if none is above 0.
 static float amax_of(const float *x, size_t n)
@@ -25,11 +26,7 @@ static float amax_of(const float *x, size_t n)
                 _mm256_andnot_ps(sign, _mm256_loadu_ps(x + i + 8 * k)), m[k]);
     __m256 v = _mm256_max_ps(_mm256_max_ps(m[0], m[1]),
                              _mm256_max_ps(m[2], m[3]));
-    __m128 h = _mm_max_ps(_mm256_castps256_ps128(v),
-                          _mm256_extractf128_ps(v, 1));
-    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-    h = _mm_max_ss(h, _mm_movehdup_ps(h));
-    return _mm_cvtss_f32(h);
+    return mhsa_hmax_ps__avx2(v);
 }
 
 // 32 values times id, rounded, as int8 in order.
