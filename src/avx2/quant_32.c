@@ -10,18 +10,6 @@
 // term mw dx s is its own scalar FMA chain (avx2/quant.h).
 #include "avx2/quant.h"
 
-// Bytes of one block of t.
-Q2_INLINE size_t q2_wbytes32(mhsa_qtype t)
-{
-    switch (t) {
-    case MHSA_Q8_0: return 34;
-    case MHSA_Q4_0: return 18;
-    case MHSA_Q4_1: return 20;
-    case MHSA_Q5_0: return 22;
-    default:        return 24;   // MHSA_Q5_1
-    }
-}
-
 // The 16 bytes at qs as 32 nibbles: lo(qs[i]) in byte i, hi(qs[i]) in
 // byte 16 + i (the blocks' element order).
 Q2_INLINE __m256i q2_nibbles(const unsigned char *qs)
@@ -66,7 +54,7 @@ Q2_INLINE void q2_tile32(mhsa_qtype t, size_t nb, const unsigned char *w,
                          size_t ldw, const unsigned char *x, size_t ldx,
                          float *y, size_t ldy, int add, int NW, int NA)
 {
-    const size_t wbytes = q2_wbytes32(t), xbytes = sizeof(mhsa_q8_32);
+    const size_t wbytes = mhsa_qtype_bytes32(t), xbytes = sizeof(mhsa_q8_32);
     const int has_min = t == MHSA_Q4_1 || t == MHSA_Q5_1;
     const int zero = t == MHSA_Q4_0 ? 8 : t == MHSA_Q5_0 ? 16 : 0;
     __m256 acc[4][4];

@@ -51,18 +51,6 @@ Q512_INLINE void nibbles(const q512_rows *R, size_t off, __m512i W[8])
     }
 }
 
-// Block bytes of the 32-element type t.
-Q512_INLINE size_t bytes32(mhsa_qtype t)
-{
-    switch (t) {
-    case MHSA_Q8_0: return 34;
-    case MHSA_Q4_0: return 18;
-    case MHSA_Q4_1: return 20;
-    case MHSA_Q5_0: return 22;
-    default:        return 24;   // MHSA_Q5_1
-    }
-}
-
 // One block at off of the unit's rows: W, dw and (Q4_1, Q5_1) mw.
 Q512_INLINE void unpack32(mhsa_qtype t, const q512_rows *R, size_t off,
                           __m512i W[8], __m512 *dw, __m512 *mw)
@@ -115,7 +103,7 @@ Q512_INLINE void tile32(mhsa_qtype t, const q512_rows *R, size_t nb,
         q512_prefetch_next(R, b);
         __m512i W[8];
         __m512 dw, mw = _mm512_setzero_ps();
-        unpack32(t, R, b * bytes32(t), W, &dw, &mw);
+        unpack32(t, R, b * mhsa_qtype_bytes32(t), W, &dw, &mw);
         for (int i = 0; i < n; i++) {
             const mhsa_q8_32 *xb = (const mhsa_q8_32 *)(x + i * ldx) + b;
             __m512i isum = q512_dot(W, 8, xb->q,

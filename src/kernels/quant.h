@@ -138,6 +138,20 @@ int mhsa_qtype_from_ggml(uint32_t ggml_type);
 // Bytes of one activation block of form a (40 or 292).
 size_t mhsa_qact_bytes(mhsa_qact a);
 
+// mhsa_qtype_bytes of a 32-element type (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1),
+// inlined, so that a kernel specialised for one type has it as a constant.
+static inline __attribute__((always_inline)) size_t
+mhsa_qtype_bytes32(mhsa_qtype t)
+{
+    switch (t) {
+    case MHSA_Q8_0: return 34;
+    case MHSA_Q4_0: return 18;
+    case MHSA_Q4_1: return 20;
+    case MHSA_Q5_0: return 22;
+    default:        return 24;   // MHSA_Q5_1
+    }
+}
+
 // The scalar references (src/scalar/quant_ref.c): the kernels of the
 // scalar table, and the plain dequantization (ggml's dequantize_row,
 // bit for bit) the tests and the embedding lookup use.
