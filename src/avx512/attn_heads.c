@@ -130,16 +130,7 @@ MHSA_AVX512_INLINE int group_softmax(const __m512 *st, size_t nk, __m512 hif,
                                                _CMP_LT_OQ),
                             st[j])
                       : ninf;
-    __m512 y[8];
-    for (size_t t = 0; t < 8; t++)
-        y[t] = _mm512_max_ps(x[t], x[t + 8]);
-    for (size_t t = 0; t < 4; t++)
-        y[t] = _mm512_max_ps(y[t], y[t + 4]);
-    for (size_t t = 0; t < 2; t++)
-        y[t] = _mm512_max_ps(y[t], y[t + 2]);
-    __m512 mx = _mm512_max_ps(y[0], y[1]);
-    __m512 m = _mm512_mask_mov_ps(ninf, _mm512_cmp_ps_mask(mx, ninf,
-                                                           _CMP_GT_OQ), mx);
+    __m512 m = mhsa_keys_max16__avx512(x);
     if (_mm512_cmp_ps_mask(m, _mm512_set1_ps(INFINITY), _CMP_EQ_OQ))
         return 0;
     __m512 mu = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(m, ninf, _CMP_NEQ_UQ),

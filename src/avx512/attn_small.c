@@ -171,18 +171,7 @@ MHSA_AVX512_INLINE int softmax16(__m512 *st, const float *mask,
     }
     if (nan_seen)
         return 0;
-    // mhsa_hmax__avx512: 256-bit halves, 128-bit halves, movehl, movehdup.
-    __m512 y[8];
-    for (size_t t = 0; t < 8; t++)
-        y[t] = _mm512_max_ps(x[t], x[t + 8]);
-    for (size_t t = 0; t < 4; t++)
-        y[t] = _mm512_max_ps(y[t], y[t + 4]);
-    for (size_t t = 0; t < 2; t++)
-        y[t] = _mm512_max_ps(y[t], y[t + 2]);
-    __m512 mx = _mm512_max_ps(y[0], y[1]);
-    // if (!(m_new > m_old)) m_new = m_old, with m_old = -inf
-    __m512 m = _mm512_mask_mov_ps(ninf, _mm512_cmp_ps_mask(mx, ninf,
-                                                           _CMP_GT_OQ), mx);
+    __m512 m = mhsa_keys_max16__avx512(x);
     if (_mm512_cmp_ps_mask(m, pinf, _CMP_EQ_OQ))
         return 0;
     // A row with no unblocked key keeps m = -inf, l = 0 and p = +0

@@ -6,6 +6,7 @@
 #ifndef MHSA_AVX512_VMATH_H
 #define MHSA_AVX512_VMATH_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,6 +55,27 @@ MHSA_AVX512_INLINE float mhsa_hmax__avx512(__m512 v)
     x = _mm_max_ps(x, _mm_movehl_ps(x, x));
     x = _mm_max_ss(x, _mm_movehdup_ps(x));
     return _mm_cvtss_f32(x);
+}
+
+// Lane by lane, the max of the 16 key vectors x[0 .. 16) of a transposed
+// small tile in mhsa_hmax__avx512's order (x[t] against x[t + 8], then
+// t + 4, t + 2, 0 and 1), then against -inf as the online softmax takes a
+// new max (if (!(m_new > m_old)) m_new = m_old, with m_old = -inf): the
+// row maxima of the fused small views, which must give the tiled path's
+// bits. x holds no NaN (the callers decline such tiles first).
+MHSA_AVX512_INLINE __m512 mhsa_keys_max16__avx512(const __m512 x[16])
+{
+    const __m512 ninf = _mm512_set1_ps(-INFINITY);
+    __m512 y[8];
+    for (size_t t = 0; t < 8; t++)
+        y[t] = _mm512_max_ps(x[t], x[t + 8]);
+    for (size_t t = 0; t < 4; t++)
+        y[t] = _mm512_max_ps(y[t], y[t + 4]);
+    for (size_t t = 0; t < 2; t++)
+        y[t] = _mm512_max_ps(y[t], y[t + 2]);
+    __m512 mx = _mm512_max_ps(y[0], y[1]);
+    return _mm512_mask_mov_ps(ninf, _mm512_cmp_ps_mask(mx, ninf, _CMP_GT_OQ),
+                              mx);
 }
 
 // The trees of mhsa_hmax__avx512 (max != 0) or mhsa_hsum__avx512 over 16
