@@ -32,6 +32,30 @@ static void emit(span *p, size_t upto)
     p->prev = upto;
 }
 
+// ASCII lower case (the regex's [sS] pairs are ASCII only).
+static uint32_t lower(uint32_t c)
+{
+    return c >= 'A' && c <= 'Z' ? c + 32 : c;
+}
+
+// The units of an English contraction at pos ('s 't 'm 'd: 2; 're 've
+// 'll: 3), or 0: the first alternative of both regexes below, GPT-2's in
+// lower case only, Llama 3's with fold, in either case of ASCII.
+static size_t contraction(const span *p, size_t pos, int fold)
+{
+    if (cp(p, pos) != '\'' || pos + 1 >= p->end)
+        return 0;
+    uint32_t n1 = cp(p, pos + 1), n2 = cp(p, pos + 2);
+    if (fold)
+        n1 = lower(n1), n2 = lower(n2);
+    if (n1 == 's' || n1 == 't' || n1 == 'm' || n1 == 'd')
+        return 2;
+    if ((n1 == 'r' && n2 == 'e') || (n1 == 'v' && n2 == 'e') ||
+        (n1 == 'l' && n2 == 'l'))
+        return 3;
+    return 0;
+}
+
 // GPT-2's regex over units [start, end) (see pretok.h), alternative by
 // alternative in its order.
 // \s+(?!\S)|\s+ over the run of ws spaces at pos, emitted; returns where
@@ -54,17 +78,10 @@ static void split_gpt2(span *p, size_t start)
     for (size_t pos = start; pos < p->end;) {
         uint32_t c = cp(p, pos);
         // 's|'t|'re|'ve|'m|'ll|'d (lower case only, as the regex says)
-        if (c == '\'' && pos + 1 < p->end) {
-            uint32_t n1 = cp(p, pos + 1), n2 = cp(p, pos + 2);
-            if (n1 == 's' || n1 == 't' || n1 == 'm' || n1 == 'd') {
-                emit(p, pos += 2);
-                continue;
-            }
-            if ((n1 == 'r' && n2 == 'e') || (n1 == 'v' && n2 == 'e') ||
-                (n1 == 'l' && n2 == 'l')) {
-                emit(p, pos += 3);
-                continue;
-            }
+        size_t ct = contraction(p, pos, 0);
+        if (ct) {
+            emit(p, pos += ct);
+            continue;
         }
         //  ?\p{L}+ |  ?\p{N}+ |  ?[^\s\p{L}\p{N}]+
         unsigned k = c == ' ' ? cls(p, pos + 1) : cls(p, pos);
@@ -85,12 +102,6 @@ static void split_gpt2(span *p, size_t start)
 
 static int is_cr_lf(uint32_t c) { return c == '\r' || c == '\n'; }
 
-// ASCII lower case (the regex's [sS] pairs are ASCII only).
-static uint32_t lower(uint32_t c)
-{
-    return c >= 'A' && c <= 'Z' ? c + 32 : c;
-}
-
 // Llama 3's regex over units [start, end) (see pretok.h), alternative by
 // alternative in its order; max_digits: 3, or 1 for Qwen2's \p{N}.
 static void split_llama3(span *p, size_t start, size_t max_digits)
@@ -100,17 +111,10 @@ static void split_llama3(span *p, size_t start, size_t max_digits)
         uint32_t c = cp(p, pos);
         unsigned k = cls(p, pos);
         // (?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])
-        if (c == '\'' && pos + 1 < p->end) {
-            uint32_t n1 = lower(cp(p, pos + 1)), n2 = lower(cp(p, pos + 2));
-            if (n1 == 's' || n1 == 't' || n1 == 'm' || n1 == 'd') {
-                emit(p, pos += 2);
-                continue;
-            }
-            if ((n1 == 'r' && n2 == 'e') || (n1 == 'v' && n2 == 'e') ||
-                (n1 == 'l' && n2 == 'l')) {
-                emit(p, pos += 3);
-                continue;
-            }
+        size_t ct = contraction(p, pos, 1);
+        if (ct) {
+            emit(p, pos += ct);
+            continue;
         }
         // [^\r\n\p{L}\p{N}]?\p{L}+: one unit of anything else may lead
         if (!is_cr_lf(c) && k != MHSA_CP_NUMBER &&
