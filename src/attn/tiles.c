@@ -2,6 +2,7 @@
 // (tiles.h), for the tiled path (attention.c) and the small backward's
 // three calls (small_bwd.c) alike.
 #include "tiles.h"
+#include "kernels/bwd_delta.h"
 
 void mhsa__attn_bwd_rows(const mhsa_kernels *k, size_t dh, float *tiles,
                          float **s, float **dp, float **delta)
@@ -21,11 +22,5 @@ size_t mhsa__attn_tile_floats(const mhsa_kernels *k, size_t dh)
 
 void mhsa__attn_deltas(const head_args *a, float *delta)
 {
-    for (size_t r = 0; r < a->tq; r++) {
-        const float *o = a->o + r * a->ldo, *dout = a->dout + r * a->lddo;
-        float sum = 0.0f;
-        for (size_t d = 0; d < a->dh; d++)
-            sum += dout[d] * o[d];
-        delta[r] = sum;
-    }
+    mhsa_bwd_delta(a->tq, a->dh, a->o, a->ldo, a->dout, a->lddo, delta);
 }
