@@ -150,12 +150,8 @@ MHSA_AVX512_INLINE int group_softmax(const __m512 *st, size_t nk, __m512 hif,
         s[t] = _mm512_add_ps(_mm512_add_ps(zero, p0),
                              _mm512_add_ps(zero, p1));
     }
-    for (size_t t = 0; t < 4; t++)
-        s[t] = _mm512_add_ps(s[t], s[t + 4]);
-    for (size_t t = 0; t < 2; t++)
-        s[t] = _mm512_add_ps(s[t], s[t + 2]);
     *m_out = m;
-    *l_out = _mm512_add_ps(s[0], s[1]);
+    *l_out = mhsa_sum8_tree__avx512(s);
     return 1;
 }
 

@@ -192,12 +192,8 @@ MHSA_AVX512_INLINE int softmax16(__m512 *st, const float *mask,
         s[t] = _mm512_add_ps(_mm512_add_ps(zero, p0),
                              _mm512_add_ps(zero, p1));
     }
-    for (size_t t = 0; t < 4; t++)
-        s[t] = _mm512_add_ps(s[t], s[t + 4]);
-    for (size_t t = 0; t < 2; t++)
-        s[t] = _mm512_add_ps(s[t], s[t + 2]);
     _mm512_storeu_ps(m_out, m);
-    _mm512_storeu_ps(l_out, _mm512_add_ps(s[0], s[1]));   // + l * alpha = +0
+    _mm512_storeu_ps(l_out, mhsa_sum8_tree__avx512(s));   // + l * alpha = +0
     return 1;
 }
 

@@ -78,6 +78,16 @@ MHSA_AVX512_INLINE __m512 mhsa_keys_max16__avx512(const __m512 x[16])
                               mx);
 }
 
+// The sum of eight vectors as the small views close their weight sums:
+// ((s0 + s4) + (s2 + s6)) + ((s1 + s5) + (s3 + s7)), lane by lane.
+MHSA_AVX512_INLINE __m512 mhsa_sum8_tree__avx512(const __m512 s[8])
+{
+    __m512 h[4];
+    for (size_t t = 0; t < 4; t++)
+        h[t] = _mm512_add_ps(s[t], s[t + 4]);
+    return _mm512_add_ps(_mm512_add_ps(h[0], h[2]), _mm512_add_ps(h[1], h[3]));
+}
+
 // The trees of mhsa_hmax__avx512 (max != 0) or mhsa_hsum__avx512 over 16
 // vectors at once: lane i of the result is hmax(v[i]) or hsum(v[i]), bit
 // for bit. Each level of the tree pairs the same lanes (t and t + 8, then
