@@ -250,9 +250,11 @@ typedef struct mhsa_chat_message {
 
 /* The chat format of m's tokenizer.chat_template, recognised by the
  * marks in it as llama.cpp's llama_chat_apply_template does: "chatml"
- * (SmolLM2, Qwen2), "llama3", "gemma" (Gemma 1-3) or "llama2" (with a
- * <<SYS>> system block); NULL when m has no template or it is none of
- * these. */
+ * (SmolLM2, Qwen2), "llama3", "gemma" (Gemma 1-3), or Llama 2's:
+ * "llama2" (no system block), "llama2-sys", "llama2-sys-bos" (<s> before
+ * each later turn) and "llama2-sys-strip" (messages trimmed), llama.cpp's
+ * names; NULL when m has no template or it is none of these (Mistral's
+ * among them). */
 MHSA_API const char *mhsa_model_chat_format(const mhsa_model *m);
 
 /* The prompt of the conversation msgs[0..n) in chat format `format` (a
