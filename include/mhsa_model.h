@@ -33,8 +33,9 @@
  * OMP_NUM_THREADS (or omp_set_num_threads) says how many threads, and the
  * logits are the same bits on any number of them.
  *  - A model is shared: once loaded, any number of threads may use it at
- *    once for the queries, tokenize and detokenize (read-only), and for
- *    the evaluation of its sequences. The model holds one set of
+ *    once for the queries, tokenize, detokenize and chat_apply
+ *    (read-only), and for the evaluation of its sequences (mhsa_seq_eval,
+ *    mhsa_batch_eval). The model holds one set of
  *    activation buffers, so evaluations of the same model run one at a time
  *    (a lock inside the model orders them; their results do not depend on
  *    that order). For evaluations in parallel, load the model once per
