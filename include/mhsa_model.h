@@ -204,8 +204,9 @@ typedef enum mhsa_logits {
  * outside [0, n_vocab), an unknown `which`: MHSA_ERR_INVALID_ARG; cap
  * less than n_vocab (LAST) or n * n_vocab (ALL), or more tokens than s
  * has room for (mhsa_model_n_ctx - mhsa_seq_len): MHSA_ERR_SHAPE. (A
- * prompt evaluated in one call or in pieces may differ in the last
- * bits.) */
+ * prompt evaluated in one call or in pieces may differ in the last bits:
+ * with quantized weights pieces of two or more tokens give the same bits,
+ * a piece of one token goes through the decoding kernel, docs/api.md.) */
 MHSA_API mhsa_status mhsa_seq_eval(mhsa_seq *s, const int32_t *tokens,
                                    size_t n, mhsa_logits which,
                                    float *logits, size_t cap);
