@@ -189,7 +189,8 @@ int mhsa__bf16_measure(const mhsa_kernels *k, const mhsa_bf16_tiles *t,
     // through, and its failing only means "no measurement" (the caller
     // then takes the exact fallback).
     size_t fa = m * kd, fb = kd * n, fc = m * n;
-    size_t fap = mhsa_tile_a_floats(k, m, kd), fbp = mhsa_tile_b_floats(k, kd, n);
+    size_t fap = mhsa_tile_a_floats(k, m, kd);
+    size_t fbp = mhsa_tile_b_floats(k, kd, n);
     size_t ea = mhsa_tile_bf16_a_elems(t, m, kd);
     size_t eb = mhsa_tile_bf16_b_elems(t, kd, n);
     float *a = aligned_alloc(64, up64(fa * 4));
