@@ -15,6 +15,7 @@
 #include <stddef.h>
 
 #include "gemm/gemm_scratch.h"
+#include "gemm/tile.h"
 #include "kernels/kernels.h"
 
 // A whole k x n op(B) packed once for repeated use ("prepacked B", e.g. a
@@ -111,38 +112,3 @@ void mhsa_gemv_rows_16m(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
                         size_t ldx, float *y, size_t ldy, float beta);
 
 #endif
-
-// ---- single-threaded tile helpers for the attention loops --------------
-// The attention code multiplies small blocks (a query block by a key tile)
-// whose depth fits one pass, so it packs whole blocks and runs the micro-
-// kernel over them directly, without the driver's KC blocking or threads.
-
-// Packs all of an m x kdim op(A) (times alpha) as ceil(m/mr) panels of
-// depth kdim; with cdt MHSA_BF16 the packed values are then rounded to
-// bf16 (as mhsa_sgemm_cd's panels), MHSA_F32 leaves them.
-void mhsa_tile_pack_a(const mhsa_kernels *k, size_t m, size_t kdim,
-                      const float *a, size_t lda, int trans, float alpha,
-                      mhsa_dtype cdt, float *ap);
-// Packs all of a kdim x n op(B) as ceil(n/nr) panels of depth kdim,
-// rounded to bf16 with cdt MHSA_BF16.
-void mhsa_tile_pack_b(const mhsa_kernels *k, size_t kdim, size_t n,
-                      const float *b, size_t ldb, int trans, mhsa_dtype cdt,
-                      float *bp);
-// C (m x n) = beta * C + Ap Bp for blocks packed by the two functions above.
-void mhsa_tile_gemm(const mhsa_kernels *k, size_t m, size_t n, size_t kdim,
-                    const float *ap, const float *bp, float *c, size_t ldc,
-                    float beta);
-// The same product with A (m x kdim, row stride lda) read row-major by
-// the table's sgemm_ukr_ra, no packing: C = beta * C + fl(alpha A) Bp,
-// the bits of mhsa_tile_pack_a(..., trans 0, alpha, MHSA_F32, ap) then
-// mhsa_tile_gemm. Only where mhsa_tile_has_ra(k) and with compute dtype
-// F32 (the bf16 rounding lives in the packer). For the attention loops'
-// Q, dO, P and dS (alpha = scale) blocks, which are read by a tile or a
-// few each (attn/attention.c: a_side).
-int mhsa_tile_has_ra(const mhsa_kernels *k);
-void mhsa_tile_gemm_ra(const mhsa_kernels *k, size_t m, size_t n,
-                       size_t kdim, const float *a, size_t lda, float alpha,
-                       const float *bp, float *c, size_t ldc, float beta);
-// Floats that mhsa_tile_pack_a / _b write.
-size_t mhsa_tile_a_floats(const mhsa_kernels *k, size_t m, size_t kdim);
-size_t mhsa_tile_b_floats(const mhsa_kernels *k, size_t kdim, size_t n);
