@@ -69,6 +69,43 @@ def _held(text: str, stops: List[str]) -> int:
     return best
 
 
+class _Text:
+    """Tokens' bytes in, text out: decoded as UTF-8 incrementally (a
+    character split across tokens comes out with the token that completes
+    it; invalid bytes become U+FFFD), and cut at the first stop string,
+    holding back any end of the text that could still begin one."""
+
+    def __init__(self, stops: List[str]) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._stops = stops
+        self._pending = ""     # decoded, not given out yet
+        self.stopped = False   # a stop string was found: the text ends
+
+    def feed(self, data: bytes) -> str:
+        """The text that may be given out after `data` ("" for none)."""
+        self._pending += self._decoder.decode(data)
+        pending = self._pending
+        if not self._stops:
+            self._pending = ""
+            return pending
+        cut = min((j for j in (pending.find(s) for s in self._stops)
+                   if j >= 0), default=-1)
+        if cut >= 0:
+            self._pending = ""
+            self.stopped = True
+            return pending[:cut]
+        keep = _held(pending, self._stops)
+        self._pending = pending[len(pending) - keep:]
+        return pending[:len(pending) - keep]
+
+    def finish(self) -> str:
+        """What is left at the end: held-back text and incomplete bytes
+        (as U+FFFD)."""
+        rest = self._pending + self._decoder.decode(b"", True)
+        self._pending = ""
+        return rest
+
+
 class _Run:
     """What one generation left behind once its iterator is done: why it
     ended ("stop": an end-of-generation token or a stop string; "length":
@@ -349,8 +386,7 @@ class Model:
         hist = np.empty(self.n_ctx, np.int32)
         hist[:n] = ids
         logits = np.empty(self._n_vocab, np.float32)
-        decoder = codecs.getincrementaldecoder("utf-8")("replace")
-        pending = ""   # decoded text not yet given out
+        text = _Text(stops)
         room = self.n_ctx - n
         seq = self._take_seq()
         try:
@@ -364,29 +400,18 @@ class Model:
                 hist[n] = tok
                 n += 1
                 run.completion_tokens += 1
-                pending += decoder.decode(c.piece(tok, 0))
-                if stops:
-                    cut = min((j for j in (pending.find(s) for s in stops)
-                               if j >= 0), default=-1)
-                    if cut >= 0:
-                        if cut:
-                            yield pending[:cut]
-                        pending = ""
-                        run.finish_reason = "stop"
-                        return
-                    keep = _held(pending, stops)
-                    if len(pending) > keep:
-                        yield pending[:len(pending) - keep]
-                        pending = pending[len(pending) - keep:]
-                elif pending:
-                    yield pending
-                    pending = ""
+                piece = text.feed(c.piece(tok, 0))
+                if piece:
+                    yield piece
+                if text.stopped:
+                    run.finish_reason = "stop"
+                    return
                 if i + 1 == max_tokens or i + 1 == room:
                     break
                 seq.eval(tok, logits, False)
-            pending += decoder.decode(b"", True)
-            if pending:
-                yield pending
+            rest = text.finish()
+            if rest:
+                yield rest
         finally:
             self._give_seq(seq)
 

@@ -236,14 +236,60 @@ def test_stop_strings(model):
 
 @logic
 def test_streamed_pieces_never_show_a_stop_strings_start(model):
-    full = model.generate(PROMPT, max_tokens=N_NEW)
-    stop = full[len(full) // 2:len(full) // 2 + 4]
+    pieces = list(model.generate(PROMPT, max_tokens=N_NEW, stream=True))
+    full = "".join(pieces)
+    # A stop string that spans two tokens' pieces: the end of the first
+    # piece must wait until the next shows whether it is the stop.
+    at = next(i for i in range(1, len(pieces) - 1)
+              if len(pieces[i + 1]) >= 2
+              and full.find(pieces[i][-1] + pieces[i + 1][:2]) ==
+              len("".join(pieces[:i + 1])) - 1)
+    stop = pieces[at][-1] + pieces[at + 1][:2]
+    expected = full[:full.index(stop)]
     shown = ""
     for piece in model.generate(PROMPT, max_tokens=N_NEW, stop=stop,
                                 stream=True):
         shown += piece
-        assert stop not in shown
-    assert shown == full[:full.index(stop)]
+        assert expected.startswith(shown), (shown, stop)
+    assert shown == expected
+
+
+def test_text_is_utf8_decoded_across_tokens():
+    # The Python layer's text of tokens' bytes, without a model: a
+    # character split across tokens, stop strings across pieces.
+    from mhsa._model import _Text
+    t = _Text([])
+    assert [t.feed(b) for b in (b"a\xf0\x9f", b"\x99", b"\x82b")] == \
+        ["a", "", "\U0001f642b"]
+    assert t.finish() == ""
+    t = _Text([])
+    assert t.feed(b"x\xe6\x9d") == "x" and t.finish() == "\ufffd"
+    t = _Text(["STOP", "end."])
+    assert t.feed(b"one S") == "one "
+    assert t.feed(b"T") == ""
+    assert t.feed(b"ory") == "STory" and not t.stopped
+    assert t.feed(b" the en") == " the "
+    assert t.feed(b"d. more") == "" and t.stopped
+    t = _Text(["ab", "b"])   # the first found in the text wins
+    assert t.feed(b"xab") == "x" and t.stopped
+    t = _Text(["\U0001f642!"])
+    assert t.feed(b"hi \xf0\x9f\x99") == "hi "
+    assert t.feed(b"\x82") == "" and t.feed(b"?") == "\U0001f642?"
+    assert t.finish() == ""
+
+
+def test_split_characters_come_whole(model, model_path, generate_bin):
+    # This prompt's greedy tokens split Japanese characters into byte
+    # tokens: the pieces are whole characters, and the text is
+    # mhsa-generate's bytes.
+    prompt = "東京は日本の"
+    pieces = list(model.generate(prompt, max_tokens=N_NEW, stream=True))
+    # A token that ends inside a character gives no piece of its own.
+    assert len(pieces) < N_NEW, "no character was split across tokens"
+    assert all("\ufffd" not in p for p in pieces[:-1])
+    out = run_generate(generate_bin, model_path, prompt, "-n", str(N_NEW),
+                       "--temperature", "0", "--no-parse-special")
+    assert out.decode("utf-8", "replace") == prompt + "".join(pieces) + "\n"
 
 
 # ---- logits ------------------------------------------------------------------
