@@ -26,7 +26,7 @@ _ADD_SPECIAL, _PARSE_SPECIAL = 1, 2                     # MHSA_TOKENIZE_*
 _DETOK_SPECIAL = 1                                      # MHSA_DETOKENIZE_*
 _ROLES = ("system", "user", "assistant")
 
-Prompt = Union[str, Sequence[int], np.ndarray]
+Prompt = Union[str, bytes, Sequence[int], np.ndarray]
 Stop = Union[None, str, Sequence[str]]
 
 

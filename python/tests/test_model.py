@@ -136,7 +136,7 @@ def test_ids_equal_mhsa_generates(model, model_path, generate_bin):
     assert c_plain != c_parsed
 
 
-# ---- generation against mhsa-generate -----------------------------------------
+# ---- generation against mhsa-generate ---------------------------------------
 
 def test_greedy_text_equals_mhsa_generates(model, model_path, generate_bin):
     text = model.generate(PROMPT, max_tokens=N_NEW)
@@ -210,7 +210,7 @@ def test_max_tokens_and_context_end_generation(model):
         assert text == model.generate(ids, max_tokens=3)
 
 
-# ---- stop strings ------------------------------------------------------------
+# ---- stop strings -----------------------------------------------------------
 
 @logic
 def test_stop_strings(model):
@@ -292,7 +292,7 @@ def test_split_characters_come_whole(model, model_path, generate_bin):
     assert out.decode("utf-8", "replace") == prompt + "".join(pieces) + "\n"
 
 
-# ---- logits ------------------------------------------------------------------
+# ---- logits -----------------------------------------------------------------
 
 def test_logits_bits_equal_the_c_api(model, model_path, logits_bin, tmp_path):
     ids = model.tokenize("The quick brown fox jumps")
@@ -387,7 +387,7 @@ def test_chat_completion_stream(model):
     assert text == whole["choices"][0]["message"]["content"]
 
 
-# ---- errors ------------------------------------------------------------------
+# ---- errors -----------------------------------------------------------------
 
 def test_a_bad_path_raises_with_the_c_message(tmp_path):
     missing = tmp_path / "nothing.gguf"
@@ -484,7 +484,7 @@ def m_ids(model_path):
         return m.tokenize(PROMPT)
 
 
-# ---- threads -----------------------------------------------------------------
+# ---- threads ----------------------------------------------------------------
 
 @logic
 def test_python_runs_during_an_evaluation(model):
