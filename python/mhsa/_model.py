@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import codecs
 import os
+import threading
 import time
 import uuid
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
@@ -164,8 +165,10 @@ class Model:
         self._n_vocab = self._c.n_vocab
         # One sequence kept for the next call (its cache is the largest
         # allocation a call makes); a call that finds it taken makes its
-        # own. list.pop and append are atomic under the GIL.
+        # own. The lock keeps close() from racing a sequence given back,
+        # which would keep the C model alive after it.
         self._spare: List[Any] = []
+        self._spare_lock = threading.Lock()
 
     # ---- what the model is ----------------------------------------------
 
@@ -293,15 +296,16 @@ class Model:
     # ---- evaluation -----------------------------------------------------
 
     def _take_seq(self) -> Any:
-        try:
-            return self._spare.pop()
-        except IndexError:
-            return _mhsa.Seq(self._c, self._kv)
+        with self._spare_lock:
+            if self._spare:
+                return self._spare.pop()
+        return _mhsa.Seq(self._c, self._kv)
 
     def _give_seq(self, seq: Any) -> None:
         seq.reset()
-        if not self._spare and not self._c.closed:
-            self._spare.append(seq)
+        with self._spare_lock:
+            if not self._spare and not self._c.closed:
+                self._spare.append(seq)
 
     def logits(self, ids: Union[Sequence[int], np.ndarray]) -> np.ndarray:
         """The logits of every position of `ids` run as a fresh sequence:
@@ -522,8 +526,9 @@ class Model:
         """Frees the model (at once, or when the calls in flight and the
         unfinished iterators are done); later calls raise ValueError.
         Closing twice is a no-op."""
-        self._spare.clear()
-        self._c.close()
+        with self._spare_lock:
+            self._spare.clear()
+            self._c.close()
 
     def __enter__(self) -> "Model":
         return self
