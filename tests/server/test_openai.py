@@ -228,6 +228,29 @@ def test_concurrent_streams_equal_solo(client, model_name, server_url):
     assert busiest[0] >= 2, "the requests never ran together"
 
 
+def test_one_thread_equals_two(client, model_name, start_server):
+    """The same requests batched on a server with 1 thread give the bits
+    of the 2-thread server's solo runs."""
+    jobs = PROMPTS[:4]
+    two = [complete(client, model_name, p, max_tokens=16).choices[0].text
+           for p in jobs]
+    srv = start_server("--threads", "1", "--parallel", "4")
+    c1 = openai.OpenAI(base_url=srv.url + "/v1", api_key="none",
+                       max_retries=0, timeout=300)
+    got = [None] * len(jobs)
+
+    def run(i):
+        got[i] = complete_stream(c1, model_name, jobs[i], max_tokens=16)[0]
+
+    threads = [threading.Thread(target=run, args=(i,))
+               for i in range(len(jobs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got == two
+
+
 # ---- Bad input ----------------------------------------------------------------
 
 def error_of(status, body, want_status):
