@@ -33,8 +33,9 @@
  * OMP_NUM_THREADS (or omp_set_num_threads) says how many threads, and the
  * logits are the same bits on any number of them.
  *  - A model is shared: once loaded, any number of threads may use it at
- *    once for the queries, tokenize and detokenize (read-only), and for
- *    the evaluation of its sequences. The model holds one set of
+ *    once for the queries, tokenize, detokenize and chat_apply
+ *    (read-only), and for the evaluation of its sequences (mhsa_seq_eval,
+ *    mhsa_batch_eval). The model holds one set of
  *    activation buffers, so evaluations of the same model run one at a time
  *    (a lock inside the model orders them; their results do not depend on
  *    that order). For evaluations in parallel, load the model once per
@@ -203,8 +204,9 @@ typedef enum mhsa_logits {
  * outside [0, n_vocab), an unknown `which`: MHSA_ERR_INVALID_ARG; cap
  * less than n_vocab (LAST) or n * n_vocab (ALL), or more tokens than s
  * has room for (mhsa_model_n_ctx - mhsa_seq_len): MHSA_ERR_SHAPE. (A
- * prompt evaluated in one call or in pieces may differ in the last
- * bits.) */
+ * prompt evaluated in one call or in pieces may differ in the last bits:
+ * with quantized weights pieces of two or more tokens give the same bits,
+ * a piece of one token goes through the decoding kernel, docs/api.md.) */
 MHSA_API mhsa_status mhsa_seq_eval(mhsa_seq *s, const int32_t *tokens,
                                    size_t n, mhsa_logits which,
                                    float *logits, size_t cap);
@@ -250,9 +252,11 @@ typedef struct mhsa_chat_message {
 
 /* The chat format of m's tokenizer.chat_template, recognised by the
  * marks in it as llama.cpp's llama_chat_apply_template does: "chatml"
- * (SmolLM2, Qwen2), "llama3", "gemma" (Gemma 1-3) or "llama2" (with a
- * <<SYS>> system block); NULL when m has no template or it is none of
- * these. */
+ * (SmolLM2, Qwen2), "llama3", "gemma" (Gemma 1-3), or Llama 2's:
+ * "llama2" (no system block), "llama2-sys", "llama2-sys-bos" (<s> before
+ * each later turn) and "llama2-sys-strip" (messages trimmed), llama.cpp's
+ * names; NULL when m has no template or it is none of these (Mistral's
+ * among them). */
 MHSA_API const char *mhsa_model_chat_format(const mhsa_model *m);
 
 /* The prompt of the conversation msgs[0..n) in chat format `format` (a

@@ -103,32 +103,63 @@ static void gemma(chat_out *o, const mhsa_chat_message *msg, size_t n,
         put(o, "<start_of_turn>model\n");
 }
 
-// [INST] <<SYS>>\nsystem\n<</SYS>>\n\nuser [/INST]assistant</s>[INST] ...
-// (llama.cpp's "llama2-sys"; the assistant's turn is open after [/INST]).
-static void llama2(chat_out *o, const mhsa_chat_message *msg, size_t n,
-                   int add_assistant)
+// Llama 2 (llama.cpp's "llama2", "llama2-sys" and two variants):
+// [INST] <<SYS>>\nsystem\n<</SYS>>\n\nuser [/INST]answer</s>[INST] ...;
+// "llama2" has no system block (its text and a newline instead), "-bos"
+// puts <s> before each later [INST], "-strip" trims every message. The
+// assistant's turn is open after [/INST] already.
+static void llama2_sys(chat_out *o, const mhsa_chat_message *msg, size_t n,
+                       int sys, int bos, int strip)
 {
-    (void)add_assistant;
     int inside = 1;
     put(o, "[INST] ");
     for (size_t i = 0; i < n; i++) {
         if (!inside) {
             inside = 1;
-            put(o, "[INST] ");
+            put(o, bos ? "<s>[INST] " : "[INST] ");
         }
-        if (!strcmp(msg[i].role, "system")) {
+        const char *role = msg[i].role;
+        int system = !strcmp(role, "system");
+        if (system && sys)
             put(o, "<<SYS>>\n");
-            put(o, msg[i].content);
-            put(o, "\n<</SYS>>\n\n");
-        } else if (!strcmp(msg[i].role, "user")) {
-            put(o, msg[i].content);
+        (strip ? put_trim : put)(o, msg[i].content);
+        if (system)
+            put(o, sys ? "\n<</SYS>>\n\n" : "\n");
+        else if (!strcmp(role, "user"))
             put(o, " [/INST]");
-        } else {
-            put(o, msg[i].content);
+        else {
             put(o, "</s>");
             inside = 0;
         }
     }
+}
+
+static void llama2(chat_out *o, const mhsa_chat_message *msg, size_t n,
+                   int add_assistant)
+{
+    (void)add_assistant;
+    llama2_sys(o, msg, n, 0, 0, 0);
+}
+
+static void llama2_sysb(chat_out *o, const mhsa_chat_message *msg,
+                        size_t n, int add_assistant)
+{
+    (void)add_assistant;
+    llama2_sys(o, msg, n, 1, 0, 0);
+}
+
+static void llama2_bos(chat_out *o, const mhsa_chat_message *msg, size_t n,
+                       int add_assistant)
+{
+    (void)add_assistant;
+    llama2_sys(o, msg, n, 1, 1, 0);
+}
+
+static void llama2_strip(chat_out *o, const mhsa_chat_message *msg,
+                         size_t n, int add_assistant)
+{
+    (void)add_assistant;
+    llama2_sys(o, msg, n, 1, 0, 1);
 }
 
 typedef void (*chat_writer)(chat_out *, const mhsa_chat_message *, size_t,
@@ -142,6 +173,9 @@ static const struct {
     { "llama3", llama3 },
     { "gemma", gemma },
     { "llama2", llama2 },
+    { "llama2-sys", llama2_sysb },
+    { "llama2-sys-bos", llama2_bos },
+    { "llama2-sys-strip", llama2_strip },
 };
 
 #define N_FORMATS (sizeof formats / sizeof formats[0])
@@ -157,9 +191,17 @@ static const char *format_of(const char *tmpl)
     // share a mark are refused rather than written as these).
     if (strstr(tmpl, "<|im_start|>"))
         return strstr(tmpl, "<|im_sep|>") ? NULL : "chatml";
-    if (strstr(tmpl, "[INST]"))
-        return strstr(tmpl, "<<SYS>>") && !strstr(tmpl, "bos_token +") &&
-               !strstr(tmpl, "strip()") ? "llama2" : NULL;
+    if (!strncmp(tmpl, "mistral", 7) || strstr(tmpl, "[INST]")) {
+        if (strstr(tmpl, "[SYSTEM_PROMPT]") ||
+            strstr(tmpl, "' [INST] ' + system_message") ||
+            strstr(tmpl, "[AVAILABLE_TOOLS]"))
+            return NULL;   // Mistral's formats: not written here
+        if (strstr(tmpl, "content.strip()"))
+            return "llama2-sys-strip";
+        if (strstr(tmpl, "bos_token + '[INST]"))
+            return "llama2-sys-bos";
+        return strstr(tmpl, "<<SYS>>") ? "llama2-sys" : "llama2";
+    }
     if (strstr(tmpl, "<start_of_turn>"))
         return "gemma";
     if (strstr(tmpl, "<|start_header_id|>") &&
@@ -216,12 +258,14 @@ mhsa_status mhsa_chat_apply(const mhsa_model *m, const char *format,
         char q[64];
         if (format)
             return mhsa__fail(MHSA_ERR_UNSUPPORTED, "%s: format \"%s\" is "
-                              "not one of chatml, llama3, gemma, llama2",
+                              "not one of chatml, llama3, gemma, llama2, "
+                              "llama2-sys, llama2-sys-bos, llama2-sys-strip",
                               fn, mhsa__esc(q, sizeof q, format,
                                             strlen(format)));
         return mhsa__fail(MHSA_ERR_UNSUPPORTED, "%s: the model's chat "
                           "template is %s; pass a format (chatml, llama3, "
-                          "gemma, llama2)", fn,
+                          "gemma, llama2, llama2-sys, llama2-sys-bos, "
+                          "llama2-sys-strip)", fn,
                           mhsa_model_chat_template(m) ? "none mhsa knows"
                                                       : "missing");
     }
