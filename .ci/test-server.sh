@@ -48,7 +48,9 @@ ctx=512
 tmp=$(mktemp -d)
 server_pid=""
 cleanup() {
-    [[ -n $server_pid ]] && kill -KILL "$server_pid" 2>/dev/null || true
+    if [[ -n $server_pid ]]; then
+        kill -KILL "$server_pid" 2>/dev/null || true
+    fi
     rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -79,7 +81,16 @@ MHSA_SERVER_CTX=$ctx \
     "$venv/bin/python" -m pytest -q -p no:cacheprovider -r fEs \
     "${marks[@]}" tests/server || rc=$?
 
+# SIGTERM: it must exit 0 within a minute (a hang is killed and fails).
 kill -TERM "$server_pid"
+for _ in $(seq 600); do
+    kill -0 "$server_pid" 2>/dev/null || break
+    sleep 0.1
+done
+if kill -0 "$server_pid" 2>/dev/null; then
+    kill -KILL "$server_pid"
+    echo "server: mhsa-server did not exit within 60 s of SIGTERM" >&2
+fi
 src=0
 wait "$server_pid" || src=$?
 server_pid=""
@@ -94,5 +105,5 @@ if [[ $rc -ne 0 ]]; then
     exit 1
 fi
 client=$("$venv/bin/python" -c 'import openai; print(openai.__version__)')
-echo "server: the ${MHSA_SERVER_TESTS:-all} tests passed (openai $client);" \
-     "SIGTERM: exit 0"
+echo "server: pytest passed (${MHSA_SERVER_TESTS:-all} tests, openai" \
+     "$client); SIGTERM: exit 0"
