@@ -2,8 +2,9 @@
 // shim.h) and hands the command line to Google Benchmark, so every
 // --benchmark_* flag works (--benchmark_filter=sgemm, --benchmark_min_time=0.2
 // in plain seconds for libbenchmark 1.7, --benchmark_format=json, ...),
-// --summary for the table of headline figures (see shim.h), and --tune
-// for the GEMM tuning harness (bench_tune.c).
+// --headlines for the table of every headline figure (see shim.h),
+// --summary for the short table of the issue rows with the kernels chosen
+// (bench_summary.c), and --tune for the GEMM tuning harness (bench_tune.c).
 #include <benchmark/benchmark.h>
 
 #include <cstring>
@@ -16,6 +17,8 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++)
         if (std::strcmp(argv[i], "--tune") == 0)
             return mhsa_bench_tune(argc, argv);
+        else if (std::strcmp(argv[i], "--summary") == 0)
+            return mhsa_bench_summary(argc, argv);
     mhsa_bench_register_roofline();
     mhsa_bench_register_attention();
     mhsa_bench_register_latency();

@@ -370,12 +370,12 @@ extern "C" int mhsa_bench_add_ratio(const char *label, const char *num,
 
 int mhsa_bench_main(int argc, char **argv)
 {
-    // --summary: only the headline cases (unless a filter is given), each
-    // repeated (5 unless given), then one table of their medians.
+    // --headlines: only the headline cases (unless a filter is given),
+    // each repeated (5 unless given), then one table of their medians.
     bool summary = false;
     std::vector<char *> args;
     for (int i = 0; i < argc; i++) {
-        if (i > 0 && std::strcmp(argv[i], "--summary") == 0)
+        if (i > 0 && std::strcmp(argv[i], "--headlines") == 0)
             summary = true;
         else
             args.push_back(argv[i]);

@@ -73,7 +73,7 @@ void mhsa_bench_rate(mhsa_bench_state *st, const char *name, double per_iter);
 // Keeps the compiler from dropping work whose result is never read.
 void mhsa_bench_use(const void *p);
 
-// ---- headline figures: the rows of `./bench --summary` ----------------
+// ---- headline figures: the rows of `./bench --headlines` --------------
 
 // What a headline row is checked against (the kernel targets).
 typedef enum mhsa_bench_goal {
@@ -128,6 +128,10 @@ void mhsa_bench_register_phases(void);
 // ./bench --tune ...: the GEMM tuning harness (bench_tune.c), instead of
 // Google Benchmark's run.
 int mhsa_bench_tune(int argc, char **argv);
+// ./bench --summary [--rounds N] [--window-ms W]: the short table of the
+// headline rows with the kernel dispatch chose beside each
+// (bench_summary.c), instead of Google Benchmark's run.
+int mhsa_bench_summary(int argc, char **argv);
 void mhsa_bench_register_compute_bf16(void);
 void mhsa_bench_register_latency(void);
 void mhsa_bench_register_threads(void);
@@ -137,8 +141,8 @@ void mhsa_bench_register_quant(void);
 }
 
 // main's body after registration (C++ only): Google Benchmark's flags plus
-// --summary, which runs only the headline cases, repeated, and prints one
-// table of their medians against their targets.
+// --headlines, which runs only the headline cases, repeated, and prints
+// one table of their medians against their targets.
 int mhsa_bench_main(int argc, char **argv);
 #endif
 

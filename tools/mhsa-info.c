@@ -138,21 +138,16 @@ int main(int argc, char **argv)
            f->avx512_bf16 ? " avx512_bf16" : "",
            f->avx512_fp16 ? " avx512_fp16" : "", f->amx_bf16 ? " amx_bf16" : "",
            f->neon ? " neon" : "", f->neon_dotprod ? " dotprod" : "");
-    // The bf16 tile sets of the active table (MHSA_BF16_TILES applied),
-    // and those this build has that cannot run here, with the reason.
+    // The bf16 tile set of the active table, and why: forced by
+    // MHSA_BF16_TILES, a row of the table of measured CPUs, or the
+    // one-time measurement (which runs here if nothing ran it before).
     const mhsa_kernels *k = mhsa__kernels();
-    const mhsa_bf16_tiles *use = mhsa_gemm_bf16_tiles(k);
-    const mhsa_bf16_tiles *best = NULL;
-    for (const mhsa_bf16_tiles *const *b = k->bf16; b && *b && !best; b++)
-        if (mhsa_gemm_bf16_runnable(*b))
-            best = *b;
-    printf("bf16 tiles: %s (MHSA_BF16_TILES %s)%s%s\n",
-           use ? use->name : "none", mhsa__bf16_selected(),
-           use ? "" : ": bf16 compute takes the exact fp32 fallback",
-           !use && best && !mhsa__bf16_auto_takes(f, best)
-               ? ", measured faster here than the avx512_bf16 tiles (Intel "
-                 "without usable AMX)"
-               : "");
+    mhsa_bf16_choice ch = mhsa__bf16_choice(k);
+    char why[256];
+    mhsa__bf16_explain(&ch, why, sizeof why);
+    printf("bf16 tiles: %s (MHSA_BF16_TILES %s): %s%s\n",
+           ch.tiles ? ch.tiles->name : "none", mhsa__bf16_selected(), why,
+           ch.tiles ? "" : "; bf16 compute takes the exact fp32 fallback");
     for (mhsa_isa i = MHSA_ISA_SCALAR; i <= MHSA_ISA_LAST; i++) {
         const mhsa_kernels *t = i == MHSA_ISA_AVX512
 #if MHSA_HAVE_AVX512

@@ -12,12 +12,16 @@
 // AMX sets configure the tiles once per thread and GEMM (thread_begin)
 // and release them at the end (thread_end).
 #include <omp.h>
+#include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gemm_bf16.h"
+#include "gemm.h"
 #include "core/cpu_features.h"
 #include "core/status.h"
 #include "core/threads.h"
@@ -90,6 +94,7 @@ static int available(const char *name)
 }
 
 static _Atomic int choice = -1;   // index into choices; -1: not read yet
+static _Atomic int choice_by_env; // 1: MHSA_BF16_TILES made the choice
 
 // The choice, read from MHSA_BF16_TILES at the first call unless
 // mhsa__bf16_select came first; several threads may race here, all
@@ -105,29 +110,306 @@ static int choice_now(void)
         if (strcmp(e, choices[i]) == 0 && (i < 2 || available(e)))
             want = i;
     int expected = -1;
+    if (want > 0)   // before the CAS: whoever reads the choice sees it
+        atomic_store_explicit(&choice_by_env, 1, memory_order_relaxed);
     if (atomic_compare_exchange_strong(&choice, &expected, want))
         return want;
     return expected;
 }
 
-int mhsa__bf16_auto_takes(const mhsa_cpu_features *f,
-                          const mhsa_bf16_tiles *t)
+// ---- auto: the table of measured CPUs, else a measurement ---------------
+
+// The CPUs whose choice was measured (docs/performance.md has the figures,
+// each machine's bf16 rows). A row matches a CPU of its vendor and family
+// with a model in [model_lo, model_hi], whose AVX512-BF16 and AMX-BF16
+// flags equal avx512_bf16 and amx (-1: either). take is the set auto runs
+// there, or "none" for the exact fallback. Only measured CPUs belong here:
+// any other one is measured at its first bf16 product (measure below).
+static const mhsa_bf16_row rows[] = {
+    // Every family 25 part with AVX512-BF16 is a Zen 4 core: 512-bit
+    // vdpbf16ps gives twice the products of the fp32 FMAs it is issued
+    // like, so the tiles beat rounding plus the fp32 micro-kernel.
+    { "AMD Zen 4 (family 25) with AVX512-BF16, no AMX: avx512_bf16 tiles",
+      MHSA_CPU_AMD, 25, 0x00, 0xff, 1, 0, "avx512_bf16" },
+    // Emerald Rapids with AMX hidden by the host: vdpbf16ps gives no more
+    // products per cycle than fp32 FMAs, so the tiles lose to the
+    // fallback; without AVX512-BF16 no tile set runs at all.
+    { "Intel Emerald Rapids (family 6 model 207), AMX not exposed: exact "
+      "fallback", MHSA_CPU_INTEL, 6, 207, 207, -1, 0, "none" },
+};
+
+const mhsa_bf16_row *mhsa__bf16_table_row(const mhsa_cpu_features *f)
 {
-    if (t->emulated || t->needs != MHSA_BF16_NEEDS_AVX512_BF16)
-        return 1;
-    return f->vendor != MHSA_CPU_INTEL;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        const mhsa_bf16_row *r = &rows[i];
+        if (f->vendor == r->vendor && f->family == r->family &&
+            f->model >= r->model_lo && f->model <= r->model_hi &&
+            (r->avx512_bf16 < 0 || !f->avx512_bf16 == !r->avx512_bf16) &&
+            (r->amx < 0 || !f->amx_bf16 == !r->amx))
+            return r;
+    }
+    return NULL;
+}
+
+int mhsa__bf16_tiles_win(double ms_tiles, double ms_fallback)
+{
+    // Ties go to the exact fallback: it needs no measurement to trust, and
+    // a margin keeps a CPU whose two candidates run about level from
+    // flipping between processes on timing noise.
+    return ms_tiles > 0.0 && ms_fallback > 0.0 &&
+           ms_tiles <= 0.9 * ms_fallback;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+}
+
+static void fill(float *x, size_t n, uint32_t seed)
+{
+    for (size_t i = 0; i < n; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        x[i] = (float)(seed >> 8) * (2.0f / 16777216.0f) - 1.0f;
+    }
+}
+
+static size_t up64(size_t bytes) { return round_up(bytes ? bytes : 1, 64); }
+
+int mhsa__bf16_measure(const mhsa_kernels *k, const mhsa_bf16_tiles *t,
+                       size_t m, size_t n, size_t kd, double budget_ms,
+                       double *ms_tiles, double *ms_fallback)
+{
+    *ms_tiles = *ms_fallback = 0.0;
+    if (!m || !n || !kd)
+        return -1;
+    // C11's allocator, not mhsa__alloc: a one-time, process-wide probe
+    // must not shift the allocation count that fault-injection tests step
+    // through, and its failing only means "no measurement" (the caller
+    // then takes the exact fallback).
+    size_t fa = m * kd, fb = kd * n, fc = m * n;
+    size_t fap = mhsa_tile_a_floats(k, m, kd);
+    size_t fbp = mhsa_tile_b_floats(k, kd, n);
+    size_t ea = mhsa_tile_bf16_a_elems(t, m, kd);
+    size_t eb = mhsa_tile_bf16_b_elems(t, kd, n);
+    float *a = aligned_alloc(64, up64(fa * 4));
+    float *b = aligned_alloc(64, up64(fb * 4));
+    float *c = aligned_alloc(64, up64(fc * 4));
+    float *ap = aligned_alloc(64, up64(fap * 4));
+    float *bp = aligned_alloc(64, up64(fbp * 4));
+    uint16_t *ap16 = aligned_alloc(64, up64(ea * 2));
+    uint16_t *bp16 = aligned_alloc(64, up64(eb * 2));
+    int rc = -1;
+    if (a && b && c && ap && bp && ap16 && bp16) {
+        fill(a, fa, 1);
+        fill(b, fb, 2);
+        // B is packed once, outside the clock, for both: the drivers pack
+        // a weight's panels once per call and share them over every row
+        // block, so per row of A their cost is small. A is packed (and
+        // rounded) at every trial, as each call does.
+        mhsa_tile_pack_b(k, kd, n, b, n, 0, MHSA_BF16, bp);
+        mhsa_tile_bf16_pack_b(t, kd, n, b, MHSA_F32, n, 0, bp16);
+        double best_f = 0.0, best_t = 0.0, start = now_ms();
+        // A round that warms the caches and the code, not counted; then
+        // alternating trials, the best of each (noise only adds time): at
+        // least two rounds, then more while the budget lasts.
+        for (int round = 0; round < 16; round++) {
+            double t0 = now_ms();
+            mhsa_tile_pack_a(k, m, kd, a, kd, 0, 1.0f, MHSA_BF16, ap);
+            mhsa_tile_gemm(k, m, n, kd, ap, bp, c, n, 0.0f);
+            double t1 = now_ms();
+            mhsa_tile_bf16_begin(t);
+            mhsa_tile_bf16_pack_a(t, m, kd, a, kd, 0, 1.0f, ap16);
+            mhsa_tile_bf16_gemm(t, m, n, kd, ap16, bp16, c, n, 0.0f);
+            mhsa_tile_bf16_end(t);
+            double t2 = now_ms();
+            if (round > 0) {
+                if (best_f == 0.0 || t1 - t0 < best_f)
+                    best_f = t1 - t0;
+                if (best_t == 0.0 || t2 - t1 < best_t)
+                    best_t = t2 - t1;
+            }
+            if (round >= 2 && t2 - start >= budget_ms)
+                break;
+        }
+        // Timer granularity can round a tiny product to nothing.
+        *ms_fallback = best_f > 0.0 ? best_f : 1e-6;
+        *ms_tiles = best_t > 0.0 ? best_t : 1e-6;
+        rc = 0;
+    }
+    free(a);
+    free(b);
+    free(c);
+    free(ap);
+    free(bp);
+    free(ap16);
+    free(bp16);
+    return rc;
+}
+
+// Measurements made in this process, one per first runnable set of a
+// table (the set pointer is the key: the tuned and fixed copies of a
+// table share their sets). Written once each under the lock, published by
+// the release store of t; read without the lock.
+enum { MEASURED_SLOTS = 8 };
+static struct measured {
+    _Atomic(const mhsa_bf16_tiles *) key;
+    const mhsa_bf16_tiles *take;   // NULL: the exact fallback
+    const mhsa_bf16_tiles *timed;  // the set set against the fallback
+    double ms_tiles, ms_fallback;
+} measured[MEASURED_SLOTS];
+static pthread_mutex_t measure_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const struct measured *find_measured(const mhsa_bf16_tiles *key)
+{
+    for (int i = 0; i < MEASURED_SLOTS; i++) {
+        const mhsa_bf16_tiles *s =
+            atomic_load_explicit(&measured[i].key, memory_order_acquire);
+        if (s == key)
+            return &measured[i];
+        if (!s)
+            break;
+    }
+    return NULL;
+}
+
+// The micro-benchmark's shape: a block of a projection's rows by one
+// weight panel set, a multiple of every tile set's mr, nr and kgran, and
+// within their kc: about 25 MFLOP, a tenth of a millisecond or two on
+// the CPUs that have such tiles.
+enum { PROBE_M = 192, PROBE_N = 256, PROBE_K = 256 };
+#define PROBE_BUDGET_MS 4.0
+
+// The measured choice for table k, whose first runnable set is first:
+// each runnable set of k timed against the exact fallback, once per
+// process; the fastest set if it wins (mhsa__bf16_tiles_win), else none.
+static const struct measured *measure_once(const mhsa_kernels *k,
+                                           const mhsa_bf16_tiles *first)
+{
+    const struct measured *m = find_measured(first);
+    if (m)
+        return m;
+    pthread_mutex_lock(&measure_lock);
+    m = find_measured(first);
+    int slot = -1;
+    for (int i = 0; !m && i < MEASURED_SLOTS && slot < 0; i++)
+        if (!atomic_load_explicit(&measured[i].key, memory_order_relaxed))
+            slot = i;
+    if (!m && slot >= 0) {
+        struct measured *w = &measured[slot];
+        w->take = NULL;
+        w->timed = first;
+        w->ms_tiles = w->ms_fallback = 0.0;
+        double best = 0.0;
+        for (const mhsa_bf16_tiles *const *t = k->bf16; *t; t++) {
+            double mt, mf;
+            // The test-only emulated sets (only tests measure them) at a
+            // small shape: their C emulation is slow.
+            size_t sm = (*t)->emulated ? 24 : PROBE_M;
+            size_t sn = (*t)->emulated ? 64 : PROBE_N;
+            size_t sk = (*t)->emulated ? 64 : PROBE_K;
+            if (!mhsa_gemm_bf16_runnable(*t) || !mhsa_gemm_bf16_fits(k, *t) ||
+                mhsa__bf16_measure(k, *t, sm, sn, sk, PROBE_BUDGET_MS, &mt,
+                                   &mf) != 0)
+                continue;
+            if (!w->ms_fallback || mf < w->ms_fallback)
+                w->ms_fallback = mf;
+            if (!best || mt < best) {
+                best = mt;
+                w->timed = *t;
+                w->ms_tiles = mt;
+            }
+        }
+        if (mhsa__bf16_tiles_win(w->ms_tiles, w->ms_fallback))
+            w->take = w->timed;
+        atomic_store_explicit(&w->key, first, memory_order_release);
+        m = w;
+    }
+    pthread_mutex_unlock(&measure_lock);
+    return m;   // NULL only when every slot is taken: the fallback then
+}
+
+mhsa_bf16_choice mhsa__bf16_choice(const mhsa_kernels *k)
+{
+    mhsa_bf16_choice r = { NULL, MHSA_BF16_NO_TILES, NULL, NULL, 0.0, 0.0 };
+    int c = choice_now();
+    if (c >= 1) {
+        r.how = atomic_load_explicit(&choice_by_env, memory_order_relaxed)
+                ? MHSA_BF16_FORCED_ENV : MHSA_BF16_FORCED_CALL;
+        if (c == 1)
+            return r;
+        r.tiles = usable(k, choices[c]);
+        if (r.tiles)
+            return r;
+        // The set chosen is not k's (another table's): auto for k.
+    }
+    const mhsa_bf16_tiles *first = usable(k, NULL);
+    if (first && first->emulated) {   // test-only: always run, to be tested
+        r.how = MHSA_BF16_EMULATED;
+        r.tiles = first;
+        return r;
+    }
+    const mhsa_bf16_row *row = mhsa__bf16_table_row(mhsa__cpu_features());
+    if (row) {
+        r.how = MHSA_BF16_TABLE;
+        r.row = row;
+        if (strcmp(row->take, "none") == 0)
+            return r;
+        r.tiles = usable(k, row->take);
+        if (r.tiles)
+            return r;
+        // The row's set does not run with k: as if the CPU had no row.
+        r.row = NULL;
+    }
+    return mhsa__bf16_measured_choice(k);
+}
+
+mhsa_bf16_choice mhsa__bf16_measured_choice(const mhsa_kernels *k)
+{
+    mhsa_bf16_choice r = { NULL, MHSA_BF16_NO_TILES, NULL, NULL, 0.0, 0.0 };
+    const mhsa_bf16_tiles *first = usable(k, NULL);
+    if (!first)
+        return r;
+    const struct measured *m = measure_once(k, first);
+    r.how = MHSA_BF16_MEASURED;
+    if (m) {
+        r.tiles = m->take;
+        r.timed = m->timed;
+        r.ms_tiles = m->ms_tiles;
+        r.ms_fallback = m->ms_fallback;
+    }
+    return r;
+}
+
+int mhsa__bf16_explain(const mhsa_bf16_choice *c, char *buf, size_t n)
+{
+    switch (c->how) {
+    case MHSA_BF16_FORCED_ENV:
+        return snprintf(buf, n, "forced by MHSA_BF16_TILES=%s",
+                        choices[choice_now()]);
+    case MHSA_BF16_FORCED_CALL:
+        return snprintf(buf, n, "forced by mhsa__bf16_select(\"%s\")",
+                        choices[choice_now()]);
+    case MHSA_BF16_NO_TILES:
+        return snprintf(buf, n, "no bf16 tile set runs with this table "
+                        "on this CPU");
+    case MHSA_BF16_EMULATED:
+        return snprintf(buf, n, "the test-only emulated set");
+    case MHSA_BF16_TABLE:
+        return snprintf(buf, n, "table: %s", c->row ? c->row->what : "?");
+    case MHSA_BF16_MEASURED:
+        return snprintf(buf, n, "measured: %s tiles %.3f ms vs exact "
+                        "fallback %.3f ms (best trials; tiles taken at <= "
+                        "0.9x)", c->timed ? c->timed->name : "?",
+                        c->ms_tiles, c->ms_fallback);
+    }
+    return snprintf(buf, n, "?");
 }
 
 const mhsa_bf16_tiles *mhsa_gemm_bf16_tiles(const mhsa_kernels *k)
 {
-    int c = choice_now();
-    if (c == 1)
-        return NULL;
-    const mhsa_bf16_tiles *t = c >= 2 ? usable(k, choices[c]) : NULL;
-    if (t)
-        return t;
-    t = usable(k, NULL);
-    return t && mhsa__bf16_auto_takes(mhsa__cpu_features(), t) ? t : NULL;
+    return mhsa__bf16_choice(k).tiles;
 }
 
 int mhsa_gemm_bf16_native(const mhsa_kernels *k)
@@ -153,6 +435,7 @@ mhsa_status mhsa__bf16_select(const char *name)
                               "bf16 tiles '%s' are not available (this CPU "
                               "or OS lacks them, or the build does)", name);
     }
+    atomic_store_explicit(&choice_by_env, 0, memory_order_relaxed);
     atomic_store_explicit(&choice, c, memory_order_release);
     return MHSA_OK;
 }

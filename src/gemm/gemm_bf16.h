@@ -21,22 +21,84 @@
 #include "core/cpu_features.h"
 #include "gemm/gemm_scratch.h"
 
-// The tile set table k runs bf16 products with in this process, or NULL:
-// the first of k->bf16 that the CPU and OS allow (AVX512_BF16; AMX-BF16
-// with AVX512_BF16 and Linux's tile data permission, asked once) and that
-// fits k's fp32 scratch, unless MHSA_BF16_TILES or mhsa__bf16_select
-// chose otherwise. The test-only emulated AVX-512 table has emulated sets
-// (t->emulated), which run anywhere.
+// The tile set table k runs bf16 products with in this process, or NULL
+// for the exact fallback (fp32 products of the rounded operands): what
+// mhsa__bf16_choice(k) chose.
 const mhsa_bf16_tiles *mhsa_gemm_bf16_tiles(const mhsa_kernels *k);
-// Whether "auto" takes the best runnable set t on a CPU with features f,
-// by measurement (docs/performance.md, the bf16 rows of each machine): a
-// set of AMX tiles, an emulated set, and AVX512-BF16 on AMD (Zen 4, Zen
-// 5: vdpbf16ps at twice the fp32 FMA rate) yes; AVX512-BF16 on Intel
-// without usable AMX (Sapphire and Emerald Rapids with AMX hidden) no:
-// there vdpbf16ps gives no more products per cycle than fp32 FMAs and the
-// tiles took 1.84x the exact fallback's time. Then auto is none.
-int mhsa__bf16_auto_takes(const mhsa_cpu_features *f,
-                          const mhsa_bf16_tiles *t);
+
+// ---- the choice, and why ----------------------------------------------------
+// MHSA_BF16_TILES (or mhsa__bf16_select) naming a set of k or "none" forces
+// it. Otherwise ("auto"), among k's sets the CPU and OS allow (AVX512_BF16;
+// AMX-BF16 with AVX512_BF16 and Linux's tile data permission, asked once)
+// and that fit k's fp32 scratch:
+//   - the test-only emulated sets (the emulated AVX-512 table): taken;
+//   - a CPU in the table of measured CPUs (mhsa__bf16_table_row): its
+//     row (a row naming a set k lacks counts as no row);
+//   - no set: the fallback;
+//   - any other CPU: a micro-benchmark at the first call for k (a few
+//     milliseconds, single-threaded, once per process, under a lock), each
+//     set against the fallback; the fastest set if mhsa__bf16_tiles_win,
+//     else the fallback.
+// The tiles and the fallback differ in their last bits (docs/api.md): on
+// a CPU outside the table the bits follow that measurement, and
+// MHSA_BF16_TILES pins them.
+
+// A row of the table of measured CPUs: vendor (MHSA_CPU_*), family, models
+// model_lo..model_hi, AVX512-BF16 and AMX-BF16 flags as avx512_bf16 and
+// amx (0 or 1; -1 either), and take: "none", "avx512_bf16" or "amx_bf16".
+typedef struct mhsa_bf16_row {
+    const char *what;
+    int vendor, family, model_lo, model_hi;
+    int avx512_bf16, amx;
+    const char *take;
+} mhsa_bf16_row;
+
+// The first row of the table that matches f, or NULL (then auto measures).
+const mhsa_bf16_row *mhsa__bf16_table_row(const mhsa_cpu_features *f);
+
+typedef enum mhsa_bf16_how {
+    MHSA_BF16_FORCED_ENV,    // MHSA_BF16_TILES
+    MHSA_BF16_FORCED_CALL,   // mhsa__bf16_select
+    MHSA_BF16_NO_TILES,      // no set of k runs here
+    MHSA_BF16_EMULATED,      // the test-only emulated set
+    MHSA_BF16_TABLE,         // a row of the table
+    MHSA_BF16_MEASURED,      // the micro-benchmark
+} mhsa_bf16_how;
+
+typedef struct mhsa_bf16_choice {
+    const mhsa_bf16_tiles *tiles;   // what runs; NULL: the exact fallback
+    mhsa_bf16_how how;
+    const mhsa_bf16_row *row;       // MHSA_BF16_TABLE: the row
+    const mhsa_bf16_tiles *timed;   // MHSA_BF16_MEASURED: the fastest set
+    double ms_tiles, ms_fallback;   // MHSA_BF16_MEASURED: best trial times
+} mhsa_bf16_choice;
+
+// The choice for table k (above). Thread-safe; the first call for a table
+// outside the table of measured CPUs may take a few milliseconds.
+mhsa_bf16_choice mhsa__bf16_choice(const mhsa_kernels *k);
+// The measured choice alone, whatever the table says (what auto takes on
+// a CPU outside it): NO_TILES where k has no runnable set, else MEASURED,
+// made at the first call for k's first runnable set and then remembered
+// for the process (the test-only emulated sets are measured too, at a
+// smaller shape; only tests ask).
+mhsa_bf16_choice mhsa__bf16_measured_choice(const mhsa_kernels *k);
+// Why, in one line for mhsa-info ("table: <row>", "measured: x ms vs y
+// ms", "forced by MHSA_BF16_TILES=..."); snprintf's return.
+int mhsa__bf16_explain(const mhsa_bf16_choice *c, char *buf, size_t n);
+
+// The micro-benchmark: bf16(A) (m x kd) times B (kd x n) on set t against
+// the exact fallback on k's fp32 micro-kernel, single-threaded, B packed
+// once for each and A packed at every trial (as each call packs it); one
+// warm-up round, then alternating trials, at least two, more while
+// budget_ms lasts (at most 15). *ms_tiles, *ms_fallback: the best trial
+// of each. 0, or -1 (no memory, or an empty shape).
+int mhsa__bf16_measure(const mhsa_kernels *k, const mhsa_bf16_tiles *t,
+                       size_t m, size_t n, size_t kd, double budget_ms,
+                       double *ms_tiles, double *ms_fallback);
+// Whether tiles timed ms_tiles beat the fallback timed ms_fallback by the
+// margin auto asks (ties go to the fallback).
+int mhsa__bf16_tiles_win(double ms_tiles, double ms_fallback);
+
 // Nonzero when k has bf16 tiles this process can run (above): then
 // mhsa_sgemm_bf16 may be called with k; otherwise the caller takes the
 // exact fallback (fp32 products of the rounded operands).
@@ -54,8 +116,8 @@ void mhsa_sgemm_bf16(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
 
 // Which tile set runs, process-wide: name "amx_bf16" or "avx512_bf16"
 // prefers that set (where a table has it), "none" uses none (every bf16
-// product takes the exact fallback), NULL or "auto" the best one where
-// mhsa__bf16_auto_takes it. A set
+// product takes the exact fallback), NULL or "auto" what auto chooses
+// (mhsa__bf16_choice). A set
 // that no table of this build can run here is MHSA_ERR_UNSUPPORTED (never
 // an illegal instruction later), an unknown name MHSA_ERR_INVALID_ARG;
 // either way the choice is unchanged. The environment variable

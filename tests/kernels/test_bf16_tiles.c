@@ -513,48 +513,178 @@ START_TEST(env_chooses)
 }
 END_TEST
 
-// auto's table (mhsa__bf16_auto_takes): AVX512-BF16 tiles on Intel
-// without AMX are declined (the exact fallback measured faster there),
-// taken on AMD and other vendors; AMX and emulated sets always taken.
-START_TEST(auto_follows_the_measurements)
+// The table of measured CPUs, on synthetic CPU ids: Zen 4 with
+// AVX512-BF16 takes the avx512_bf16 tiles, Emerald Rapids without AMX
+// the exact fallback (with AVX512-BF16 or without), and CPUs nobody
+// measured (Sapphire Rapids, Zen 5, Emerald Rapids with AMX, other
+// vendors) no row: auto measures them.
+START_TEST(table_of_measured_cpus)
 {
     mhsa_cpu_features f;
     memset(&f, 0, sizeof f);
     f.avx512 = f.avx512_bf16 = 1;
-    mhsa_bf16_tiles dp, amx, emul;
-    memset(&dp, 0, sizeof dp);
-    dp.needs = MHSA_BF16_NEEDS_AVX512_BF16;
-    amx = dp;
-    amx.needs = MHSA_BF16_NEEDS_AMX_BF16;
-    emul = dp;
-    emul.emulated = 1;
-    f.vendor = MHSA_CPU_INTEL;
-    ck_assert(!mhsa__bf16_auto_takes(&f, &dp));
-    ck_assert(mhsa__bf16_auto_takes(&f, &amx));
-    ck_assert(mhsa__bf16_auto_takes(&f, &emul));
     f.vendor = MHSA_CPU_AMD;
-    ck_assert(mhsa__bf16_auto_takes(&f, &dp));
+    f.family = 25;
+    f.model = 17;
+    const mhsa_bf16_row *r = mhsa__bf16_table_row(&f);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_str_eq(r->take, "avx512_bf16");
+    f.avx512_bf16 = 0;   // Zen 3 is family 25 too: no AVX512-BF16, no row
+    ck_assert_ptr_null(mhsa__bf16_table_row(&f));
+    f.avx512_bf16 = 1;
+    f.family = 26;       // Zen 5: not measured
+    f.model = 2;
+    ck_assert_ptr_null(mhsa__bf16_table_row(&f));
+
+    f.vendor = MHSA_CPU_INTEL;
+    f.family = 6;
+    f.model = 207;
+    r = mhsa__bf16_table_row(&f);
+    ck_assert_ptr_nonnull(r);
+    ck_assert_str_eq(r->take, "none");
+    f.avx512_bf16 = 0;   // this row's CPU with no bf16 instructions
+    ck_assert_ptr_eq(mhsa__bf16_table_row(&f), r);
+    f.avx512_bf16 = f.amx_bf16 = 1;   // AMX exposed: not measured
+    ck_assert_ptr_null(mhsa__bf16_table_row(&f));
+    f.amx_bf16 = 0;
+    f.model = 143;       // Sapphire Rapids: not measured
+    ck_assert_ptr_null(mhsa__bf16_table_row(&f));
     f.vendor = MHSA_CPU_OTHER;
-    ck_assert(mhsa__bf16_auto_takes(&f, &dp));
-    // This CPU: auto takes the best runnable native set exactly when the
-    // table says so.
-    const mhsa_kernels *k = mhsa__kernels();
-    const mhsa_bf16_tiles *best = NULL;
-    for (const mhsa_bf16_tiles *const *b = k->bf16; b && *b && !best; b++)
-        if (mhsa_gemm_bf16_runnable(*b) && mhsa_gemm_bf16_fits(k, *b))
-            best = *b;
+    f.model = 207;
+    ck_assert_ptr_null(mhsa__bf16_table_row(&f));
+
+    // The margin: ties and near-ties go to the exact fallback.
+    ck_assert(mhsa__bf16_tiles_win(0.5, 1.0));
+    ck_assert(!mhsa__bf16_tiles_win(1.0, 1.0));
+    ck_assert(!mhsa__bf16_tiles_win(0.95, 1.0));
+    ck_assert(!mhsa__bf16_tiles_win(1.84, 1.0));
+    ck_assert(!mhsa__bf16_tiles_win(0.0, 1.0));
+}
+END_TEST
+
+// This CPU: auto's choice for its own table follows the rules of
+// gemm_bf16.h, says why, and is what the driver then uses.
+START_TEST(auto_follows_the_rules)
+{
+    mhsa__set_stand_in(NULL);
     ck_assert_int_eq(mhsa__bf16_select("auto"), MHSA_OK);
-    ck_assert_ptr_eq(mhsa_gemm_bf16_tiles(k),
-                     best && mhsa__bf16_auto_takes(mhsa__cpu_features(), best)
-                         ? best
-                         : NULL);
+    const mhsa_kernels *k = mhsa__kernels();
+    const mhsa_bf16_tiles *first = NULL;
+    for (const mhsa_bf16_tiles *const *b = k->bf16; b && *b && !first; b++)
+        if (mhsa_gemm_bf16_runnable(*b) && mhsa_gemm_bf16_fits(k, *b))
+            first = *b;
+    mhsa_bf16_choice c = mhsa__bf16_choice(k);
+    char why[256];
+    ck_assert_int_gt(mhsa__bf16_explain(&c, why, sizeof why), 0);
+    printf("bf16 auto on this CPU (%s table): %s, %s\n", k->name,
+           c.tiles ? c.tiles->name : "none", why);
+    const mhsa_bf16_row *row = mhsa__bf16_table_row(mhsa__cpu_features());
+    if (first && first->emulated) {
+        ck_assert_int_eq(c.how, MHSA_BF16_EMULATED);
+    } else if (row && strcmp(row->take, "none") == 0) {
+        ck_assert_int_eq(c.how, MHSA_BF16_TABLE);
+        ck_assert_ptr_null(c.tiles);
+        ck_assert(strncmp(why, "table: ", 7) == 0);
+    } else if (c.how == MHSA_BF16_TABLE) {
+        ck_assert_ptr_eq(c.row, row);
+        ck_assert_str_eq(c.tiles->name, row->take);
+    } else if (!first) {
+        ck_assert_int_eq(c.how, MHSA_BF16_NO_TILES);
+        ck_assert_ptr_null(c.tiles);
+    } else {
+        ck_assert_int_eq(c.how, MHSA_BF16_MEASURED);
+        ck_assert(strncmp(why, "measured: ", 10) == 0);
+        ck_assert(c.tiles == NULL || c.tiles == c.timed);
+    }
+    ck_assert_ptr_eq(mhsa_gemm_bf16_tiles(k), c.tiles);
+    // Asked again: the same (a measurement is made once).
+    mhsa_bf16_choice again = mhsa__bf16_choice(k);
+    ck_assert_ptr_eq(again.tiles, c.tiles);
+    ck_assert_int_eq(again.how, c.how);
+    ck_assert(again.ms_tiles == c.ms_tiles);
+}
+END_TEST
+
+// The micro-benchmark runs and its verdict is one of the two candidates
+// (timing itself is never asserted): on a native set where the CPU has
+// one, else on the emulated avx512_bf16 set, at a small shape.
+START_TEST(measurement_picks_a_candidate)
+{
+    const mhsa_bf16_tiles *t = NULL;
+    const mhsa_kernels *k = NULL;
+    for (int i = 0; i < N_SETS && !k; i++)
+        k = table_for(set_names[i], &t);
+    if (!k)
+        return;
+    double mt = -1.0, mf = -1.0;
+    ck_assert_int_eq(mhsa__bf16_measure(k, t, 24, 64, 64, 0.5, &mt, &mf), 0);
+    ck_assert(mt > 0.0 && mf > 0.0);
+    int win = mhsa__bf16_tiles_win(mt, mf);
+    ck_assert(win == 0 || win == 1);
+    printf("bf16 measurement of %s%s: %.4f ms against the fallback's "
+           "%.4f ms: %s\n", t->name, t->emulated ? " (emulated)" : "", mt,
+           mf, win ? "tiles" : "fallback");
+    ck_assert_int_eq(mhsa__bf16_measure(k, t, 0, 64, 64, 0.5, &mt, &mf), -1);
+    // The whole path auto takes on a CPU outside the table: each set of
+    // the table against the fallback, once, remembered.
+    mhsa_bf16_choice c = mhsa__bf16_measured_choice(k);
+    ck_assert_int_eq(c.how, MHSA_BF16_MEASURED);
+    int listed = 0;
+    for (const mhsa_bf16_tiles *const *b = k->bf16; *b; b++)
+        listed |= *b == c.timed;
+    ck_assert(listed);
+    ck_assert(c.tiles == NULL || c.tiles == c.timed);
+    ck_assert_int_eq(c.tiles != NULL,
+                     mhsa__bf16_tiles_win(c.ms_tiles, c.ms_fallback));
+    mhsa_bf16_choice again = mhsa__bf16_measured_choice(k);
+    ck_assert_ptr_eq(again.tiles, c.tiles);
+    ck_assert(again.ms_tiles == c.ms_tiles &&
+              again.ms_fallback == c.ms_fallback);
+    char why[256];
+    mhsa__bf16_explain(&c, why, sizeof why);
+    ck_assert(strncmp(why, "measured: ", 10) == 0);
+    printf("bf16 measured choice: %s (%s)\n",
+           c.tiles ? c.tiles->name : "none", why);
+    // A table without sets: nothing to measure.
+    ck_assert_int_eq(mhsa__bf16_measured_choice(&mhsa_kernels_scalar).how,
+                     MHSA_BF16_NO_TILES);
+    mhsa__set_stand_in(NULL);
+}
+END_TEST
+
+// A forced choice wins over the table and the measurement, and says so.
+START_TEST(forced_choice_says_so)
+{
+    mhsa__set_stand_in(NULL);
+    const mhsa_kernels *k = mhsa__kernels();
+    char why[256];
+    if (_i == 0) {
+        ck_assert_int_eq(mhsa__bf16_select("none"), MHSA_OK);
+        mhsa_bf16_choice c = mhsa__bf16_choice(k);
+        ck_assert_ptr_null(c.tiles);
+        ck_assert_int_eq(c.how, MHSA_BF16_FORCED_CALL);
+        mhsa__bf16_explain(&c, why, sizeof why);
+        ck_assert_str_eq(why, "forced by mhsa__bf16_select(\"none\")");
+        ck_assert_int_eq(mhsa__bf16_select("auto"), MHSA_OK);
+        ck_assert_int_ne(mhsa__bf16_choice(k).how, MHSA_BF16_FORCED_CALL);
+    } else {
+        // A fresh process (fork mode): the environment is read first.
+        setenv("MHSA_BF16_TILES", "none", 1);
+        mhsa_bf16_choice c = mhsa__bf16_choice(k);
+        ck_assert_ptr_null(c.tiles);
+        ck_assert_int_eq(c.how, MHSA_BF16_FORCED_ENV);
+        mhsa__bf16_explain(&c, why, sizeof why);
+        ck_assert_str_eq(why, "forced by MHSA_BF16_TILES=none");
+    }
 }
 END_TEST
 
 int main(void)
 {
     Suite *s = suite_create("bf16_tiles");
-    ADD_CASE(s, auto_follows_the_measurements, 1, NULL);
+    ADD_CASE(s, table_of_measured_cpus, 1, NULL);
+    ADD_CASE(s, auto_follows_the_rules, 1, NULL);
+    ADD_CASE(s, measurement_picks_a_candidate, 1, NULL);
     // The edge lists and the driver's shapes take minutes under valgrind
     // on the emulated tiles (slow: valgrind leaves them out, ASan and the
     // native run take them); the tile helpers still run there, through
@@ -568,5 +698,8 @@ int main(void)
     const char *fork = getenv("CK_FORK");
     if (!fork || strcmp(fork, "no") != 0)
         ADD_CASE(s, env_chooses, 3, NULL);
+    // The second case reads MHSA_BF16_TILES: a fresh process only.
+    ADD_CASE(s, forced_choice_says_so,
+             !fork || strcmp(fork, "no") != 0 ? 2 : 1, NULL);
     return run_suite(s);
 }
