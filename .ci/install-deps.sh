@@ -35,7 +35,8 @@ done
 # mhsa-train --task text learns by default (Debian's fortune files) and
 # PyTorch for the GPT's comparison with its PyTorch peer (tools/gpt_*.py);
 # for the Python package (pip install ., .ci/test-python.sh) the Python
-# headers, venv, Debian's meson-python (an offline build) and pytest.
+# headers, venv, Debian's meson-python (an offline build) and pytest; for
+# mhsa-server libmicrohttpd (and, from PyPI, the openai client below).
 native_pkgs=(
     meson ninja-build pkg-config g++ check libbenchmark-dev libopenblas-dev
     libsimde-dev libdnnl-dev
@@ -109,7 +110,36 @@ if [[ $mode == all ]]; then
     fi
 fi
 
+# The official openai Python client, pinned, for mhsa-server's tests
+# (.ci/test-server.sh): in a venv of its own over Debian's Python, whose
+# pytest and numpy it sees (--system-site-packages). Quiet and without
+# pip when that version is already there.
+OPENAI_VERSION=3.51.0
+openai_venv() {
+    local venv=${XDG_CACHE_HOME:-$HOME/.cache}/mhsa/openai-venv
+    if [[ -x $venv/bin/python ]] &&
+       [[ $("$venv/bin/python" -c 'import openai; print(openai.__version__)' \
+            2>/dev/null) == "$OPENAI_VERSION" ]]; then
+        return 0
+    fi
+    echo "install-deps.sh: openai $OPENAI_VERSION into $venv"
+    rm -rf "$venv"
+    mkdir -p "$(dirname "$venv")"
+    /usr/bin/python3 -m venv --system-site-packages "$venv"
+    local log
+    log=$(mktemp)
+    if ! "$venv/bin/python" -m pip install -q --disable-pip-version-check \
+            "openai==$OPENAI_VERSION" >"$log" 2>&1; then
+        cat "$log" >&2
+        rm -f "$log"
+        echo "install-deps.sh: pip install openai==$OPENAI_VERSION failed" >&2
+        return 1
+    fi
+    rm -f "$log"
+}
+
 if [[ ${#need[@]} -eq 0 ]]; then
+    openai_venv
     echo "install-deps.sh: all packages present ($mode)"
     exit 0
 fi
@@ -122,4 +152,5 @@ if [[ -n $left ]]; then
     echo "install-deps.sh: still missing after install: $left" >&2
     exit 1
 fi
+openai_venv
 echo "install-deps.sh: done ($mode)"

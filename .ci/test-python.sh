@@ -6,16 +6,27 @@
 # from outside the tree so that `import mhsa` is the installed package; once
 # with the dispatch's choice and once with MHSA_ISA=scalar. BUILD_DIR is a
 # meson build of the library (the native step's): its tests/io/interop driver
-# is the C side of the bitwise comparison. Nothing is written outside a
-# temporary directory (pip's cache is off) but the meson-python native
-# file it keeps in the tree (.mesonpy-native-file.ini, ignored by git).
+# is the C side of the bitwise comparison, and its mhsa-generate and
+# tests/model_logits are the C side of the model tests, which run on the
+# SmolLM2 file of .ci/fetch-model.sh (fetched once, then cached; given to
+# them as MHSA_TEST_MODEL). Nothing is written outside a temporary
+# directory (pip's cache is off) but the meson-python native file it keeps
+# in the tree (.mesonpy-native-file.ini, ignored by git) and the model's
+# cache.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 src=$PWD
 build=$(cd "${1:?usage: test-python.sh BUILD_DIR}" && pwd)
 driver=$build/tests/io/interop/interop_driver
-[[ -x $driver ]] || { echo "test-python: no $driver" >&2; exit 1; }
+generate=$build/mhsa-generate
+model_logits=$build/tests/model_logits
+for exe in "$driver" "$generate" "$model_logits"; do
+    [[ -x $exe ]] || { echo "test-python: no $exe" >&2; exit 1; }
+done
+# The model tests' file; a failure to get it fails this step (the tests
+# would fail too: MHSA_PY_STRICT=1).
+model=$(bash .ci/fetch-model.sh smollm2 | tail -n 1)
 work=$(mktemp -d "${TMPDIR:-/tmp}/mhsa-python.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
@@ -43,6 +54,8 @@ echo "$files" | grep -v '^mhsa/\|^mhsa-.*\.dist-info/' &&
     { echo "test-python: the wheel installed files outside mhsa/" >&2; exit 1; }
 
 export MHSA_PY_STRICT=1 MHSA_PY_C_DRIVER=$driver PYTHONDONTWRITEBYTECODE=1
+export MHSA_TEST_MODEL=$model MHSA_PY_GENERATE=$generate \
+    MHSA_PY_MODEL_LOGITS=$model_logits
 # -p no:cacheprovider: nothing written into the source tree.
 for isa in auto scalar; do
     echo "== pytest, MHSA_ISA=$isa"

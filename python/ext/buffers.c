@@ -41,7 +41,7 @@ static int get(PyObject *obj, Py_buffer *view, Py_ssize_t n, int writable,
         mhsa_py_release(view);
         return -1;
     }
-    if (view->len != n * 4) {
+    if (n >= 0 && view->len != n * 4) {
         PyErr_Format(PyExc_ValueError, "%s: expected %zd elements, got %zd",
                      what, n, view->len / 4);
         mhsa_py_release(view);

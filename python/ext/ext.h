@@ -50,6 +50,10 @@ typedef struct {
 extern PyTypeObject MhsaPyBlock_Type;
 extern PyTypeObject MhsaPyWorkspace_Type;
 extern PyTypeObject MhsaPyKVCache_Type;
+// model.c: an mhsa_model, a sequence of it, a sampler.
+extern PyTypeObject MhsaPyModel_Type;
+extern PyTypeObject MhsaPySeq_Type;
+extern PyTypeObject MhsaPySampler_Type;
 
 // mhsa.Error, created by the module; raised with the C message and .status.
 extern PyObject *MhsaPy_Error;
@@ -68,7 +72,8 @@ PyObject *mhsa_py_raise(mhsa_status s);
     } while (0)
 
 // buffers.c: a C-contiguous float32 (or int32) buffer of exactly n
-// elements, writable if asked; else ValueError naming `what`. obj may be
+// elements (any number when n < 0), writable if asked; else ValueError
+// naming `what`. obj may be
 // None when optional: view->obj is then NULL and the pointer NULL.
 int mhsa_py_f32(PyObject *obj, Py_buffer *view, Py_ssize_t n, int writable,
                 int optional, const char *what);

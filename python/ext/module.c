@@ -1,5 +1,5 @@
 // module.c — the module mhsa._mhsa: mhsa.Error, the version, ISA selection,
-// and the types of block.c, workspace.c and kvcache.c.
+// and the types of block.c, workspace.c, kvcache.c and model.c.
 #include "ext.h"
 
 #include <string.h>
@@ -132,7 +132,10 @@ PyMODINIT_FUNC PyInit__mhsa(void)
         goto fail;
     if (add_type(m, &MhsaPyBlock_Type, "Block") != 0 ||
         add_type(m, &MhsaPyWorkspace_Type, "Workspace") != 0 ||
-        add_type(m, &MhsaPyKVCache_Type, "KVCache") != 0)
+        add_type(m, &MhsaPyKVCache_Type, "KVCache") != 0 ||
+        add_type(m, &MhsaPyModel_Type, "Model") != 0 ||
+        add_type(m, &MhsaPySeq_Type, "Seq") != 0 ||
+        add_type(m, &MhsaPySampler_Type, "Sampler") != 0)
         goto fail;
     return m;
 fail:

@@ -6,13 +6,17 @@
     y = blk.forward(x)                  # x: (B, T, 64) NumPy or CPU tensor
     dx, grads = blk.backward(dy)
 
+    with mhsa.Model("SmolLM2-135M-Instruct.Q4_1.gguf") as m:
+        print(m.generate("The capital of France is", max_tokens=16))
+
 mhsa.torch.MultiheadAttention is the torch.nn.Module (import mhsa.torch;
 importing mhsa alone does not import torch).
 """
 from . import _mhsa
 from ._block import Block, KVCache
+from ._model import Model
 
-__all__ = ["Block", "KVCache", "Error", "active_isa", "select_isa",
+__all__ = ["Block", "KVCache", "Model", "Error", "active_isa", "select_isa",
            "__version__"]
 
 #: The C library's version, mhsa_version(). The wheel's version is
