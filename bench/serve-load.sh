@@ -9,7 +9,12 @@
 #   MAX_TOKENS tokens per request (64)
 #   PARALLEL   slots of both servers (8); CTX positions per slot (512)
 #   THREADS    threads of both servers (2)
-#   OMP_WAIT_POLICY  mhsa-server's idle OpenMP threads (passive)
+#   OMP_WAIT_POLICY  mhsa-server's idle OpenMP threads (passive); with
+#              passive, llama-server gets --poll 0 (its threads sleep
+#              between steps too), so that neither server's waiting
+#              threads take the cores the clients and the other's HTTP
+#              threads need
+#   LLAMA_ARGS extra arguments for llama-server
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -29,8 +34,10 @@ echo "$(lscpu | sed -n 's/^Model name: *//p'); $(nproc) cores;" \
      "load average $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 bench/serve-load.py "${common[@]}" --label mhsa-server \
     --server-cmd "$build/mhsa-server --model $model --port {port} --parallel $parallel --ctx $ctx --threads $threads"
+poll=
+[[ $OMP_WAIT_POLICY == passive ]] && poll="--poll 0"
 if [[ -n ${LLAMA_SERVER:-} ]]; then
     python3 bench/serve-load.py "${common[@]}" --label llama-server \
-        --server-cmd "$LLAMA_SERVER -m $model --port {port} -np $parallel -c $((ctx * parallel)) -t $threads"
+        --server-cmd "$LLAMA_SERVER -m $model --port {port} -np $parallel -c $((ctx * parallel)) -t $threads $poll ${LLAMA_ARGS:-}"
 fi
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
