@@ -9,12 +9,14 @@
 #   MAX_TOKENS tokens per request (64)
 #   PARALLEL   slots of both servers (8); CTX positions per slot (512)
 #   THREADS    threads of both servers (2)
-#   OMP_WAIT_POLICY  mhsa-server's idle OpenMP threads (passive); with
-#              passive, llama-server gets --poll 0 (its threads sleep
-#              between steps too), so that neither server's waiting
-#              threads take the cores the clients and the other's HTTP
-#              threads need
+#   MHSA_ARGS  extra arguments for mhsa-server (e.g. --kv-dtype f16)
 #   LLAMA_ARGS extra arguments for llama-server
+# Both servers run with the environment as it is. Their threads spin
+# between steps by default (OpenMP's active wait; ggml's polling), which
+# is what a dedicated host wants. OMP_WAIT_POLICY=passive puts mhsa's to
+# sleep (for a shared host) but costs it about 3x at 1 client; llama.cpp
+# built with OpenMP suffers more from it (it synchronises per operation),
+# so never set it for a comparison.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
@@ -25,19 +27,14 @@ max_tokens=${MAX_TOKENS:-64}
 parallel=${PARALLEL:-8}
 ctx=${CTX:-512}
 threads=${THREADS:-2}
-# A shared machine: idle OpenMP threads wait passively (docs/api.md,
-# "Threads, practically"); OMP_WAIT_POLICY=active to measure spinning.
-export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 meson compile -C "$build" mhsa-server >/dev/null
 common=(--duration "$duration" --clients "$clients" --max-tokens "$max_tokens")
 echo "$(lscpu | sed -n 's/^Model name: *//p'); $(nproc) cores;" \
      "load average $(cut -d' ' -f1-3 /proc/loadavg)"
 python3 bench/serve-load.py "${common[@]}" --label mhsa-server \
-    --server-cmd "$build/mhsa-server --model $model --port {port} --parallel $parallel --ctx $ctx --threads $threads"
-poll=
-[[ $OMP_WAIT_POLICY == passive ]] && poll="--poll 0"
+    --server-cmd "$build/mhsa-server --model $model --port {port} --parallel $parallel --ctx $ctx --threads $threads ${MHSA_ARGS:-}"
 if [[ -n ${LLAMA_SERVER:-} ]]; then
     python3 bench/serve-load.py "${common[@]}" --label llama-server \
-        --server-cmd "$LLAMA_SERVER -m $model --port {port} -np $parallel -c $((ctx * parallel)) -t $threads $poll ${LLAMA_ARGS:-}"
+        --server-cmd "$LLAMA_SERVER -m $model --port {port} -np $parallel -c $((ctx * parallel)) -t $threads ${LLAMA_ARGS:-}"
 fi
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -21,7 +21,8 @@
 #include <time.h>
 
 #include "gemm_bf16.h"
-#include "gemm.h"
+#include "gemm_scratch.h"
+#include "tile.h"
 #include "core/cpu_features.h"
 #include "core/status.h"
 #include "core/threads.h"

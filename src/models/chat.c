@@ -42,34 +42,45 @@ static void put_trim(chat_out *o, const char *s)
     put_n(o, s + a, n - a);
 }
 
+// The formats whose every turn is open + role + mid + content + close,
+// with the assistant's turn opened the same way.
+typedef struct turn_marks {
+    const char *open, *mid, *close;
+    int trim;   // the content without its outer whitespace
+} turn_marks;
+
+static void turns(chat_out *o, const turn_marks *t,
+                  const mhsa_chat_message *msg, size_t n, int add_assistant)
+{
+    for (size_t i = 0; i < n; i++) {
+        put(o, t->open);
+        put(o, msg[i].role);
+        put(o, t->mid);
+        (t->trim ? put_trim : put)(o, msg[i].content);
+        put(o, t->close);
+    }
+    if (add_assistant) {
+        put(o, t->open);
+        put(o, "assistant");
+        put(o, t->mid);
+    }
+}
+
 // <|im_start|>role\ncontent<|im_end|>\n ... <|im_start|>assistant\n
 static void chatml(chat_out *o, const mhsa_chat_message *msg, size_t n,
                    int add_assistant)
 {
-    for (size_t i = 0; i < n; i++) {
-        put(o, "<|im_start|>");
-        put(o, msg[i].role);
-        put(o, "\n");
-        put(o, msg[i].content);
-        put(o, "<|im_end|>\n");
-    }
-    if (add_assistant)
-        put(o, "<|im_start|>assistant\n");
+    static const turn_marks t = { "<|im_start|>", "\n", "<|im_end|>\n", 0 };
+    turns(o, &t, msg, n, add_assistant);
 }
 
 // <|start_header_id|>role<|end_header_id|>\n\ncontent<|eot_id|> (trimmed).
 static void llama3(chat_out *o, const mhsa_chat_message *msg, size_t n,
                    int add_assistant)
 {
-    for (size_t i = 0; i < n; i++) {
-        put(o, "<|start_header_id|>");
-        put(o, msg[i].role);
-        put(o, "<|end_header_id|>\n\n");
-        put_trim(o, msg[i].content);
-        put(o, "<|eot_id|>");
-    }
-    if (add_assistant)
-        put(o, "<|start_header_id|>assistant<|end_header_id|>\n\n");
+    static const turn_marks t = { "<|start_header_id|>",
+                                  "<|end_header_id|>\n\n", "<|eot_id|>", 1 };
+    turns(o, &t, msg, n, add_assistant);
 }
 
 // Gemma has no system turn: the last system message is put before the

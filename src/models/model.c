@@ -192,6 +192,14 @@ const char *mhsa_model_weight_types(const mhsa_model *m)
 
 // ---- text ------------------------------------------------------------------
 
+// Flags with bits other than the call's own (named by `known`).
+static mhsa_status bad_flags(const char *fn, unsigned flags,
+                             const char *known)
+{
+    return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: flags = %#x has bits "
+                      "other than %s", fn, flags, known);
+}
+
 mhsa_status mhsa_tokenize(const mhsa_model *m, const char *text, size_t len,
                           unsigned flags, int32_t *ids, size_t cap,
                           size_t *n)
@@ -201,12 +209,10 @@ mhsa_status mhsa_tokenize(const mhsa_model *m, const char *text, size_t len,
         return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %s is NULL%s", fn,
                           !m ? "m" : !text ? "text" : !n ? "n" : "ids",
                           m && text && n ? " with cap > 0" : "");
-    const unsigned known = MHSA_TOKENIZE_ADD_SPECIAL |
-                           MHSA_TOKENIZE_PARSE_SPECIAL;
-    if (flags & ~known)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: flags = %#x has bits "
-                          "other than MHSA_TOKENIZE_ADD_SPECIAL and "
-                          "_PARSE_SPECIAL", fn, flags);
+    if (flags & ~(unsigned)(MHSA_TOKENIZE_ADD_SPECIAL |
+                            MHSA_TOKENIZE_PARSE_SPECIAL))
+        return bad_flags(fn, flags, "MHSA_TOKENIZE_ADD_SPECIAL and "
+                         "_PARSE_SPECIAL");
     unsigned tf = (flags & MHSA_TOKENIZE_ADD_SPECIAL ? MHSA_TOK_ADD_SPECIAL
                                                      : 0u) |
                   (flags & MHSA_TOKENIZE_PARSE_SPECIAL
@@ -258,12 +264,10 @@ mhsa_status mhsa_detokenize(const mhsa_model *m, const int32_t *ids,
                           !m ? "m" : !len ? "len" : !ids && n ? "ids" : "buf",
                           !m || !len ? "" : !ids && n ? " with n > 0"
                                                       : " with cap > 0");
-    const unsigned known = MHSA_DETOKENIZE_SPECIAL |
-                           MHSA_DETOKENIZE_STRIP_SPACE;
-    if (flags & ~known)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: flags = %#x has bits "
-                          "other than MHSA_DETOKENIZE_SPECIAL and "
-                          "_STRIP_SPACE", fn, flags);
+    if (flags & ~(unsigned)(MHSA_DETOKENIZE_SPECIAL |
+                            MHSA_DETOKENIZE_STRIP_SPACE))
+        return bad_flags(fn, flags, "MHSA_DETOKENIZE_SPECIAL and "
+                         "_STRIP_SPACE");
     size_t V = mhsa__tok_vocab_size(m->tok);
     for (size_t i = 0; i < n; i++)
         if (ids[i] < 0 || (size_t)ids[i] >= V)

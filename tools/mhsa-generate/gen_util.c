@@ -105,17 +105,6 @@ double gen_now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-int gen_sampler(const gen_args *a, int n_vocab, mhsa_sampler **out)
-{
-    mhsa_sampler_params p = {0};
-    p.temperature = a->temperature;
-    p.top_k = a->top_k;
-    p.seed = a->seed;
-    if (mhsa_sampler_create(&p, n_vocab, out) != MHSA_OK)
-        return gen_fail("the sampler");
-    return CLI_OK;
-}
-
 void gen_set_threads(int threads)
 {
     if (threads > 0) {

@@ -1,14 +1,14 @@
 // gen_util.h — what both of mhsa-generate's model paths (generate.c,
 // gguf_generate.c) and its option parser (args.c) stand on: the exit
-// codes, messages on stderr, quoting of what the user or a file gave,
-// the clock, and the thread count.
+// codes, messages on stderr, quoting of what the user or a file gave, the
+// clock, and the thread count. It knows nothing of the options
+// themselves (args.h stands on it, not the other way).
 #ifndef MHSA_GENERATE_GEN_UTIL_H
 #define MHSA_GENERATE_GEN_UTIL_H
 
 #include <stddef.h>
 #include <stdio.h>
 
-#include "args.h"
 #include "args_util.h"   // CLI_OK, CLI_FAIL, CLI_USAGE, value parsers
                          // (shared with mhsa-train)
 #include "mhsa_model.h"
@@ -35,11 +35,6 @@ int gen_fail(const char *what);
 
 // Monotonic seconds.
 double gen_now_s(void);
-
-// The library's sampler for a's --temperature (0: greedy), --top-k and
-// --seed over n_vocab logits, into *out. CLI_OK, or CLI_FAIL with the
-// error printed.
-int gen_sampler(const gen_args *a, int n_vocab, mhsa_sampler **out);
 
 // Sets OpenMP's thread count: threads when it is > 0 (--threads, already
 // in [1, GEN_MAX_THREADS]); else OpenMP's own count (OMP_NUM_THREADS, or

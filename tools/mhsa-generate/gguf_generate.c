@@ -70,6 +70,17 @@ int gen_gguf_start(const gen_args *a, mhsa_model **vocab)
     return CLI_OK;
 }
 
+int gen_sampler(const gen_args *a, int n_vocab, mhsa_sampler **out)
+{
+    mhsa_sampler_params p = {0};
+    p.temperature = a->temperature;
+    p.top_k = a->top_k;
+    p.seed = a->seed;
+    if (mhsa_sampler_create(&p, n_vocab, out) != MHSA_OK)
+        return gen_fail("the sampler");
+    return CLI_OK;
+}
+
 mhsa_model_weights gen_weights(const gen_args *a)
 {
     return a->weight_dtype == GEN_WEIGHTS_FILE ? MHSA_WEIGHTS_AS_STORED

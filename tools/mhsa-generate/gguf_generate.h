@@ -29,4 +29,9 @@ int gen_tokenize(const gen_args *a, const mhsa_model *vocab, unsigned flags,
 // Prints "--model FILE: <mhsa_last_error()>"; returns CLI_USAGE.
 int gen_model_error(const gen_args *a);
 
+// The library's sampler for a's --temperature (0: greedy), --top-k and
+// --seed over n_vocab logits, into *out. CLI_OK, or CLI_FAIL with the
+// error printed.
+int gen_sampler(const gen_args *a, int n_vocab, mhsa_sampler **out);
+
 #endif

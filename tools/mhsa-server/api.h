@@ -5,7 +5,7 @@
 
 #include <microhttpd.h>
 
-#include "http.h"
+#include "reply.h"
 
 // POST /v1/completions (chat 0) and /v1/chat/completions (chat 1) with
 // body[0..len). Blocks the connection's thread until the answer is done

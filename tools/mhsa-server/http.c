@@ -11,6 +11,7 @@
 
 #include "api.h"
 #include "openai.h"
+#include "reply.h"
 
 // A connection's request as it arrives.
 typedef struct conn {
@@ -20,77 +21,6 @@ typedef struct conn {
     int too_big;      // more than --max-body: answered 413
 } conn;
 
-// The OpenAI error type of an HTTP status.
-static const char *error_type(unsigned status)
-{
-    switch (status) {
-    case 400: case 405: case 413: return "invalid_request_error";
-    case 404: return "not_found_error";
-    case 503: return "unavailable_error";
-    default: return "server_error";
-    }
-}
-
-enum MHD_Result http_send_json(struct MHD_Connection *c, unsigned status,
-                               char *body)
-{
-    static const char oom[] = "{\"error\":{\"message\":\"out of memory\","
-        "\"type\":\"server_error\",\"param\":null,\"code\":null}}";
-    struct MHD_Response *r = body
-        ? MHD_create_response_from_buffer(strlen(body), body,
-                                          MHD_RESPMEM_MUST_FREE)
-        : MHD_create_response_from_buffer(sizeof oom - 1, (void *)oom,
-                                          MHD_RESPMEM_PERSISTENT);
-    if (!r) {
-        free(body);
-        return MHD_NO;
-    }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
-                            "application/json");
-    enum MHD_Result rc = MHD_queue_response(c, body ? status : 500, r);
-    MHD_destroy_response(r);
-    return rc;
-}
-
-enum MHD_Result http_send_error(struct MHD_Connection *c, unsigned status,
-                                const char *param, const char *code,
-                                const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    return http_send_json(c, status, openai_error_json(msg,
-                          error_type(status), param, code));
-}
-
-// 405 with the Allow header naming the method the path takes.
-static enum MHD_Result not_allowed(struct MHD_Connection *c,
-                                   const char *method, const char *url,
-                                   const char *allow)
-{
-    char msg[256];
-    snprintf(msg, sizeof msg, "%.16s is not allowed on %.100s; use %s",
-             method, url, allow);
-    char *body = openai_error_json(msg, error_type(405), NULL,
-                                   "method_not_allowed");
-    struct MHD_Response *r = body
-        ? MHD_create_response_from_buffer(strlen(body), body,
-                                          MHD_RESPMEM_MUST_FREE)
-        : NULL;
-    if (!r) {
-        free(body);
-        return MHD_NO;
-    }
-    MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
-                            "application/json");
-    MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
-    enum MHD_Result rc = MHD_queue_response(c, 405, r);
-    MHD_destroy_response(r);
-    return rc;
-}
-
 // The whole request is in: answer it by path and method.
 static enum MHD_Result route(srv_ctx *ctx, struct MHD_Connection *c,
                              const char *url, const char *method, conn *k)
@@ -98,13 +28,15 @@ static enum MHD_Result route(srv_ctx *ctx, struct MHD_Connection *c,
     int get = !strcmp(method, "GET") || !strcmp(method, "HEAD");
     int post = !strcmp(method, "POST");
     if (!strcmp(url, "/health"))
-        return get ? api_health(ctx, c) : not_allowed(c, method, url, "GET");
+        return get ? api_health(ctx, c)
+                   : http_send_not_allowed(c, method, url, "GET");
     if (!strcmp(url, "/v1/models"))
-        return get ? api_models(ctx, c) : not_allowed(c, method, url, "GET");
+        return get ? api_models(ctx, c)
+                   : http_send_not_allowed(c, method, url, "GET");
     int chat = !strcmp(url, "/v1/chat/completions");
     if (chat || !strcmp(url, "/v1/completions")) {
         if (!post)
-            return not_allowed(c, method, url, "POST");
+            return http_send_not_allowed(c, method, url, "POST");
         if (k->too_big)
             return http_send_error(c, 413, NULL, "request_too_large",
                                    "the request body is %zu bytes; at most "
