@@ -49,9 +49,20 @@ typedef struct turn_marks {
     int trim;   // the content without its outer whitespace
 } turn_marks;
 
-static void turns(chat_out *o, const turn_marks *t,
-                  const mhsa_chat_message *msg, size_t n, int add_assistant)
+// What a format writes: the messages, whether the assistant's turn is
+// opened, and the format's variant (Llama 2's LLAMA2_* bits).
+typedef struct chat_call {
+    const mhsa_chat_message *msg;
+    size_t n;
+    int add_assistant;
+    unsigned variant;
+} chat_call;
+
+static void turns(chat_out *o, const turn_marks *t, const chat_call *c)
 {
+    const mhsa_chat_message *msg = c->msg;
+    size_t n = c->n;
+    int add_assistant = c->add_assistant;
     for (size_t i = 0; i < n; i++) {
         put(o, t->open);
         put(o, msg[i].role);
@@ -67,28 +78,27 @@ static void turns(chat_out *o, const turn_marks *t,
 }
 
 // <|im_start|>role\ncontent<|im_end|>\n ... <|im_start|>assistant\n
-static void chatml(chat_out *o, const mhsa_chat_message *msg, size_t n,
-                   int add_assistant)
+static void chatml(chat_out *o, const chat_call *c)
 {
     static const turn_marks t = { "<|im_start|>", "\n", "<|im_end|>\n", 0 };
-    turns(o, &t, msg, n, add_assistant);
+    turns(o, &t, c);
 }
 
 // <|start_header_id|>role<|end_header_id|>\n\ncontent<|eot_id|> (trimmed).
-static void llama3(chat_out *o, const mhsa_chat_message *msg, size_t n,
-                   int add_assistant)
+static void llama3(chat_out *o, const chat_call *c)
 {
     static const turn_marks t = { "<|start_header_id|>",
                                   "<|end_header_id|>\n\n", "<|eot_id|>", 1 };
-    turns(o, &t, msg, n, add_assistant);
+    turns(o, &t, c);
 }
 
 // Gemma has no system turn: the last system message is put before the
 // next user turn's text; the assistant is "model".
-static void gemma(chat_out *o, const mhsa_chat_message *msg, size_t n,
-                  int add_assistant)
+static void gemma(chat_out *o, const chat_call *c)
 {
+    const mhsa_chat_message *msg = c->msg;
     const char *system = NULL;
+    size_t n = c->n;
     for (size_t i = 0; i < n; i++) {
         if (!strcmp(msg[i].role, "system")) {
             system = msg[i].content;
@@ -110,7 +120,7 @@ static void gemma(chat_out *o, const mhsa_chat_message *msg, size_t n,
         put_trim(o, msg[i].content);
         put(o, "<end_of_turn>\n");
     }
-    if (add_assistant)
+    if (c->add_assistant)
         put(o, "<start_of_turn>model\n");
 }
 
@@ -119,21 +129,22 @@ static void gemma(chat_out *o, const mhsa_chat_message *msg, size_t n,
 // "llama2" has no system block (its text and a newline instead), "-bos"
 // puts <s> before each later [INST], "-strip" trims every message. The
 // assistant's turn is open after [/INST] already.
-static void llama2_sys(chat_out *o, const mhsa_chat_message *msg, size_t n,
-                       int sys, int bos, int strip)
+enum { LLAMA2_SYS = 1, LLAMA2_BOS = 2, LLAMA2_STRIP = 4 };
+
+static void llama2(chat_out *o, const chat_call *c)
 {
-    int inside = 1;
+    int sys = !!(c->variant & LLAMA2_SYS), inside = 1;
     put(o, "[INST] ");
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < c->n; i++) {
         if (!inside) {
             inside = 1;
-            put(o, bos ? "<s>[INST] " : "[INST] ");
+            put(o, c->variant & LLAMA2_BOS ? "<s>[INST] " : "[INST] ");
         }
-        const char *role = msg[i].role;
+        const char *role = c->msg[i].role;
         int system = !strcmp(role, "system");
         if (system && sys)
             put(o, "<<SYS>>\n");
-        (strip ? put_trim : put)(o, msg[i].content);
+        (c->variant & LLAMA2_STRIP ? put_trim : put)(o, c->msg[i].content);
         if (system)
             put(o, sys ? "\n<</SYS>>\n\n" : "\n");
         else if (!strcmp(role, "user"))
@@ -145,48 +156,18 @@ static void llama2_sys(chat_out *o, const mhsa_chat_message *msg, size_t n,
     }
 }
 
-static void llama2(chat_out *o, const mhsa_chat_message *msg, size_t n,
-                   int add_assistant)
-{
-    (void)add_assistant;
-    llama2_sys(o, msg, n, 0, 0, 0);
-}
-
-static void llama2_sysb(chat_out *o, const mhsa_chat_message *msg,
-                        size_t n, int add_assistant)
-{
-    (void)add_assistant;
-    llama2_sys(o, msg, n, 1, 0, 0);
-}
-
-static void llama2_bos(chat_out *o, const mhsa_chat_message *msg, size_t n,
-                       int add_assistant)
-{
-    (void)add_assistant;
-    llama2_sys(o, msg, n, 1, 1, 0);
-}
-
-static void llama2_strip(chat_out *o, const mhsa_chat_message *msg,
-                         size_t n, int add_assistant)
-{
-    (void)add_assistant;
-    llama2_sys(o, msg, n, 1, 0, 1);
-}
-
-typedef void (*chat_writer)(chat_out *, const mhsa_chat_message *, size_t,
-                            int);
-
 static const struct {
     const char *name;
-    chat_writer write;
+    void (*write)(chat_out *, const chat_call *);
+    unsigned variant;
 } formats[] = {
-    { "chatml", chatml },
-    { "llama3", llama3 },
-    { "gemma", gemma },
-    { "llama2", llama2 },
-    { "llama2-sys", llama2_sysb },
-    { "llama2-sys-bos", llama2_bos },
-    { "llama2-sys-strip", llama2_strip },
+    { "chatml", chatml, 0 },
+    { "llama3", llama3, 0 },
+    { "gemma", gemma, 0 },
+    { "llama2", llama2, 0 },
+    { "llama2-sys", llama2, LLAMA2_SYS },
+    { "llama2-sys-bos", llama2, LLAMA2_SYS | LLAMA2_BOS },
+    { "llama2-sys-strip", llama2, LLAMA2_SYS | LLAMA2_STRIP },
 };
 
 #define N_FORMATS (sizeof formats / sizeof formats[0])
@@ -261,11 +242,10 @@ mhsa_status mhsa_chat_apply(const mhsa_model *m, const char *format,
         }
     }
     const char *name = format ? format : mhsa_model_chat_format(m);
-    chat_writer write = NULL;
-    for (size_t i = 0; name && i < N_FORMATS; i++)
-        if (!strcmp(name, formats[i].name))
-            write = formats[i].write;
-    if (!write) {
+    size_t f = 0;
+    while (name && f < N_FORMATS && strcmp(name, formats[f].name))
+        f++;
+    if (!name || f == N_FORMATS) {
         char q[64];
         if (format)
             return mhsa__fail(MHSA_ERR_UNSUPPORTED, "%s: format \"%s\" is "
@@ -282,15 +262,16 @@ mhsa_status mhsa_chat_apply(const mhsa_model *m, const char *format,
     }
     // Measured first, then written only when it fits: buf is untouched
     // otherwise.
+    chat_call c = { msgs, n, add_assistant, formats[f].variant };
     chat_out o = { NULL, 0, 0 };
-    write(&o, msgs, n, add_assistant);
+    formats[f].write(&o, &c);
     *len = o.len;
     if (cap <= o.len)
         return mhsa__fail(MHSA_ERR_SHAPE, "%s: the prompt is %zu bytes; "
                           "buf has room for %zu with its NUL", fn, o.len,
                           cap);
     o = (chat_out){ buf, cap, 0 };
-    write(&o, msgs, n, add_assistant);
+    formats[f].write(&o, &c);
     buf[o.len] = '\0';
     return MHSA_OK;
 }
