@@ -21,6 +21,8 @@ build=$(cd "${1:?usage: test-python.sh BUILD_DIR}" && pwd)
 driver=$build/tests/io/interop/interop_driver
 generate=$build/mhsa-generate
 model_logits=$build/tests/model_logits
+# meson test builds only what its tests use: build these three here.
+meson compile -C "$build" interop_driver mhsa-generate model_logits >/dev/null
 for exe in "$driver" "$generate" "$model_logits"; do
     [[ -x $exe ]] || { echo "test-python: no $exe" >&2; exit 1; }
 done
