@@ -30,10 +30,9 @@ static mhsa_status check_backward(const mhsa_block *blk,
         st = mhsa__check_weights(fn, blk);
     if (st != MHSA_OK)
         return st;
-    if (!dy)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: dy is NULL", fn);
-    if (!g)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: g is NULL", fn);
+    if (!dy || !g)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %s is NULL", fn,
+                          !dy ? "dy" : "g");
     const mhsa_grads_impl *gi = (const mhsa_grads_impl *)g;
     if (gi->D != blk->D || gi->nqkv != blk->nqkv ||
         gi->bias != blk->cfg.bias)

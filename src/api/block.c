@@ -197,12 +197,9 @@ oom:
 
 mhsa_status mhsa_block_create(const mhsa_config *cfg, mhsa_block **out)
 {
-    if (!out)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG,
-                          "mhsa_block_create: out is NULL");
-    if (!cfg)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG,
-                          "mhsa_block_create: cfg is NULL");
+    if (!out || !cfg)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa_block_create: %s is "
+                          "NULL", !out ? "out" : "cfg");
     mhsa_status st = check_config("mhsa_block_create", cfg);
     if (st != MHSA_OK)
         return st;
@@ -306,12 +303,9 @@ static mhsa_status check_weight_ptrs(const char *fn, const mhsa_block *blk,
                                      const void *w_qkv, const void *b_qkv,
                                      const void *w_out, const void *b_out)
 {
-    if (!blk)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: blk is NULL", fn);
-    if (!w_qkv)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: w_qkv is NULL", fn);
-    if (!w_out)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: w_out is NULL", fn);
+    if (!blk || !w_qkv || !w_out)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %s is NULL", fn,
+                          !blk ? "blk" : !w_qkv ? "w_qkv" : "w_out");
     if (blk->cfg.bias && !b_qkv)
         return mhsa__fail(MHSA_ERR_INVALID_ARG,
                           "%s: b_qkv is NULL but the block has bias = 1", fn);

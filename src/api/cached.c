@@ -33,12 +33,9 @@ static mhsa_status check_cached(const char *fn, const mhsa_block *blk,
     if (c->blk != blk || c->blk_id != blk->id)
         return mhsa__fail(MHSA_ERR_INVALID_ARG,
                           "%s: cache was created for another block", fn);
-    if (!a)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: a is NULL", fn);
-    if (!a->x_new)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: x_new is NULL", fn);
-    if (!a->y)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: y is NULL", fn);
+    if (!a || !a->x_new || !a->y)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %s is NULL", fn,
+                          !a ? "a" : !a->x_new ? "x_new" : "y");
     // The workspace holds max_seq_len (or, sized, max_t) rows per sequence
     // and its decode partials cover max_t keys; with n_new a step may be
     // wider than what any one sequence appends.

@@ -48,12 +48,9 @@ static mhsa_status check_forward(const char *fn, const mhsa_block *blk,
         st = mhsa__check_weights(fn, blk);
     if (st != MHSA_OK)
         return st;
-    if (!a)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: a is NULL", fn);
-    if (!a->x)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: x is NULL", fn);
-    if (!a->y)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: y is NULL", fn);
+    if (!a || !a->x || !a->y)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %s is NULL", fn,
+                          !a ? "a" : !a->x ? "x" : "y");
     st = mhsa__check_rows(fn, blk, ws, a->B, "T", a->T);
     if (st != MHSA_OK)
         return st;

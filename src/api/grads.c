@@ -5,10 +5,9 @@
 
 mhsa_status mhsa_grads_create(const mhsa_block *blk, mhsa_grads **out)
 {
-    if (!blk)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa_grads_create: blk is NULL");
-    if (!out)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa_grads_create: out is NULL");
+    if (!blk || !out)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa_grads_create: %s is "
+                          "NULL", !blk ? "blk" : "out");
     mhsa_status st = mhsa__check_weights("mhsa_grads_create", blk);
     if (st != MHSA_OK)
         return st;

@@ -8,12 +8,9 @@
 static mhsa_status create(const char *fn, const mhsa_block *blk,
                           const mhsa_kv_config *cfg, mhsa_kv_cache **out)
 {
-    if (!blk)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: blk is NULL", fn);
-    if (!cfg)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: cfg is NULL", fn);
-    if (!out)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: out is NULL", fn);
+    if (!blk || !cfg || !out)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %s is NULL", fn,
+                          !blk ? "blk" : !cfg ? "cfg" : "out");
     int max_batch = cfg->max_batch, capacity = cfg->capacity;
     if (max_batch < 1)
         return mhsa__fail(MHSA_ERR_INVALID_ARG,

@@ -18,10 +18,9 @@
 mhsa_status mhsa__check_ws(const char *fn, const mhsa_block *blk,
                            const mhsa_workspace *ws)
 {
-    if (!blk)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: blk is NULL", fn);
-    if (!ws)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: ws is NULL", fn);
+    if (!blk || !ws)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %s is NULL", fn,
+                          !blk ? "blk" : "ws");
     if (ws->blk != blk || ws->blk_id != blk->id)
         return mhsa__fail(MHSA_ERR_INVALID_ARG,
                           "%s: ws was created for another block", fn);
@@ -113,10 +112,9 @@ static size_t gemm_b_need(const mhsa_kernels *k, size_t n)
 static mhsa_status create(const char *fn, const mhsa_block *blk,
                           int max_batch, int max_t, mhsa_workspace **out)
 {
-    if (!blk)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: blk is NULL", fn);
-    if (!out)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: out is NULL", fn);
+    if (!blk || !out)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %s is NULL", fn,
+                          !blk ? "blk" : "out");
     if (max_batch < 1)
         return mhsa__fail(MHSA_ERR_INVALID_ARG,
                           "%s: max_batch = %d must be >= 1", fn, max_batch);

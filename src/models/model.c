@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/status.h"
 #include "io/file_read.h"
 #include "models/gguf/gguf.h"
@@ -84,9 +85,8 @@ void mhsa_model_free(mhsa_model *m)
         return;
     mhsa__llama_destroy(m->llama);
     mhsa__tok_free(m->tok);
-    free(m->chat_template);
     pthread_mutex_destroy(&m->lock);
-    free(m);
+    MHSA_FREE_ALL(m->chat_template, m);
 }
 
 mhsa_status mhsa_model_load(const char *path, const mhsa_model_params *params,

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/alloc.h"
 #include "core/status.h"
 #include "nn/sample.h"
 
@@ -72,12 +73,8 @@ mhsa_status mhsa_sampler_create(const mhsa_sampler_params *params,
 
 void mhsa_sampler_destroy(mhsa_sampler *s)
 {
-    if (!s)
-        return;
-    free(s->z);
-    free(s->order);
-    free(s->seen);
-    free(s);
+    if (s)
+        MHSA_FREE_ALL(s->z, s->order, s->seen, s);
 }
 
 void mhsa_sampler_reset(mhsa_sampler *s)

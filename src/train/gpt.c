@@ -802,31 +802,24 @@ MHSA_CLONES static double sum_squares(const float *x, size_t n)
            ((acc[1] + acc[5]) + (acc[3] + acc[7]));
 }
 
+// Tensor k's slice of the flat buffers, for mhsa__optim_step.
+static mhsa__slice gpt_slice(const void *ctx, int k)
+{
+    const gpt_tensor_info *t = &((const mhsa_gpt *)ctx)->tensors[k];
+    return (mhsa__slice){ t->off, t->rows * t->cols, t->rank == 2 };
+}
+
 static mhsa_status gpt_step(mhsa_gpt *g, const mhsa_optim_config *cfg,
                             float *grad_norm)
 {
-    if (!g)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa_gpt_step: g is NULL");
-    mhsa_status st = mhsa__optim_check(cfg, "mhsa_gpt_step");
+    mhsa_status st = mhsa__optim_check_step("mhsa_gpt_step", g, "g", cfg);
     if (st != MHSA_OK)
         return st;
     if (g->wdt != MHSA_F32)
         return training_refused(g, "mhsa_gpt_step");
     double norm = sqrt(sum_squares(g->grad, g->n_params));
-    float scale = mhsa__clip_scale(cfg, norm);
-    g->step++;
-    for (int k = 0; k < g->n_tensors; k++) {
-        const gpt_tensor_info *t = &g->tensors[k];
-        size_t o = t->off;
-        st = mhsa_optim_update(cfg, g->step, t->rows * t->cols, g->param + o,
-                               g->grad + o, g->m + o, g->v + o, scale,
-                               t->rank == 2);
-        if (st != MHSA_OK)
-            return st;   // cannot happen: cfg was checked above
-    }
-    if (grad_norm)
-        *grad_norm = (float)norm;
-    return MHSA_OK;
+    return mhsa__optim_step(cfg, norm, &g->step, g->param, g->grad, g->m,
+                            g->v, g->n_tensors, gpt_slice, g, grad_norm);
 }
 
 mhsa_status mhsa_gpt_step(mhsa_gpt *g, const mhsa_optim_config *cfg,

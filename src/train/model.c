@@ -462,30 +462,26 @@ mhsa_status mhsa_lm_backward(mhsa_lm *lm)
     MHSA__FP_RETURN(lm_backward(lm));
 }
 
+// Tensor t's slice of the flat buffers, for mhsa__optim_step.
+static mhsa__slice lm_slice(const void *ctx, int t)
+{
+    const mhsa_lm *lm = ctx;
+    return (mhsa__slice){ lm->off[t], lm->off[t + 1] - lm->off[t],
+                          is_matrix(t) };
+}
+
 static mhsa_status lm_step(mhsa_lm *lm, const mhsa_optim_config *cfg,
                            float *grad_norm)
 {
-    if (!lm)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa_lm_step: lm is NULL");
-    mhsa_status st = mhsa__optim_check(cfg, "mhsa_lm_step");
+    mhsa_status st = mhsa__optim_check_step("mhsa_lm_step", lm, "lm", cfg);
     if (st != MHSA_OK)
         return st;
     double ss = 0.0;
     for (size_t i = 0; i < lm->n_params; i++)
         ss += (double)lm->grad[i] * (double)lm->grad[i];
-    double norm = sqrt(ss);
-    float scale = mhsa__clip_scale(cfg, norm);
-    lm->step++;
-    for (int t = 0; t < N_TENSORS; t++) {
-        size_t o = lm->off[t], n = lm->off[t + 1] - o;
-        st = mhsa_optim_update(cfg, lm->step, n, lm->param + o, lm->grad + o,
-                               lm->m + o, lm->v + o, scale, is_matrix(t));
-        if (st != MHSA_OK)
-            return st;   // cannot happen: cfg was checked above
-    }
-    if (grad_norm)
-        *grad_norm = (float)norm;
-    return MHSA_OK;
+    return mhsa__optim_step(cfg, sqrt(ss), &lm->step, lm->param, lm->grad,
+                            lm->m, lm->v, N_TENSORS, lm_slice, lm,
+                            grad_norm);
 }
 
 mhsa_status mhsa_lm_step(mhsa_lm *lm, const mhsa_optim_config *cfg,

@@ -79,6 +79,15 @@ MHSA_CLONES static void adamw(size_t n, float *p, const float *g, float *m,
     }
 }
 
+mhsa_status mhsa__optim_check_step(const char *fn, const void *model,
+                                   const char *what,
+                                   const mhsa_optim_config *cfg)
+{
+    if (!model)
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %s is NULL", fn, what);
+    return mhsa__optim_check(cfg, fn);
+}
+
 float mhsa__clip_scale(const mhsa_optim_config *cfg, double norm)
 {
     if (cfg->clip_norm > 0.0f && norm > (double)cfg->clip_norm)
@@ -125,4 +134,25 @@ mhsa_status mhsa_optim_update(const mhsa_optim_config *cfg, int64_t step,
                               float *v, float grad_scale, int decay)
 {
     MHSA__FP_RETURN(optim_update(cfg, step, n, p, g, m, v, grad_scale, decay));
+}
+
+mhsa_status mhsa__optim_step(const mhsa_optim_config *cfg, double norm,
+                             int64_t *step, float *param, const float *grad,
+                             float *m, float *v, int n_tensors,
+                             mhsa__slice (*slice)(const void *ctx, int k),
+                             const void *ctx, float *grad_norm)
+{
+    float scale = mhsa__clip_scale(cfg, norm);
+    ++*step;
+    for (int k = 0; k < n_tensors; k++) {
+        mhsa__slice t = slice(ctx, k);
+        mhsa_status st = mhsa_optim_update(cfg, *step, t.n, param + t.off,
+                                           grad + t.off, m + t.off,
+                                           v + t.off, scale, t.decay);
+        if (st != MHSA_OK)
+            return st;   // cannot happen: cfg was checked by the caller
+    }
+    if (grad_norm)
+        *grad_norm = (float)norm;
+    return MHSA_OK;
 }

@@ -7,10 +7,34 @@
 
 // Validates an optimiser config; fn names the public caller in the error.
 mhsa_status mhsa__optim_check(const mhsa_optim_config *c, const char *fn);
+// What a model's step fn checks first: its model (called `what` in the
+// message) is not NULL, then mhsa__optim_check(cfg, fn).
+mhsa_status mhsa__optim_check_step(const char *fn, const void *model,
+                                   const char *what,
+                                   const mhsa_optim_config *cfg);
 // The factor on every gradient of a step whose global gradient norm is
 // norm: clip_norm / (norm + 1e-6) when a positive clip_norm is exceeded
 // (torch's clip_grad_norm_), else 1.
 float mhsa__clip_scale(const mhsa_optim_config *cfg, double norm);
+
+// One tensor's slice [off, off + n) of a model's flat buffers; decay: 1
+// when weight decay applies (matrices).
+typedef struct mhsa__slice {
+    size_t off, n;
+    int decay;
+} mhsa__slice;
+
+// The step every model takes once its gradients are in: clip by the
+// global gradient norm `norm` (which the model sums in its own order),
+// count the step (*step + 1), then mhsa_optim_update each tensor
+// slice(ctx, k), k in [0, n_tensors), of the flat buffers param, grad and
+// the moments m, v. *grad_norm (optional) = norm. cfg must have passed
+// mhsa__optim_check.
+mhsa_status mhsa__optim_step(const mhsa_optim_config *cfg, double norm,
+                             int64_t *step, float *param, const float *grad,
+                             float *m, float *v, int n_tensors,
+                             mhsa__slice (*slice)(const void *ctx, int k),
+                             const void *ctx, float *grad_norm);
 
 // x (n) uniform in [-a, a), the same bits on every platform.
 void     mhsa__fill_uniform(uint64_t *s, float *x, size_t n, float a);
