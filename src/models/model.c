@@ -31,6 +31,10 @@ struct mhsa_model {
     int n_ctx;                  // a sequence's positions
     char *chat_template;        // NUL-terminated, or NULL
     pthread_mutex_t lock;       // orders the evaluations
+    // mhsa_batch_eval's parts (under lock), grown to the largest batch
+    // so far and kept, so that a server's steps do not allocate.
+    mhsa_llama_part *parts;
+    size_t parts_cap;
 };
 
 struct mhsa_seq {
@@ -86,7 +90,7 @@ void mhsa_model_free(mhsa_model *m)
     mhsa__llama_destroy(m->llama);
     mhsa__tok_free(m->tok);
     pthread_mutex_destroy(&m->lock);
-    MHSA_FREE_ALL(m->chat_template, m);
+    MHSA_FREE_ALL(m->chat_template, m->parts, m);
 }
 
 mhsa_status mhsa_model_load(const char *path, const mhsa_model_params *params,
@@ -422,17 +426,26 @@ mhsa_status mhsa_batch_eval(mhsa_model *m, const mhsa_batch_item *items,
                                   "and items[%zu] are the same sequence", fn,
                                   j, i);
     }
-    mhsa_llama_part *p = malloc(n_items * sizeof *p);
-    if (!p)
-        return mhsa__fail(MHSA_ERR_NO_MEMORY, "%s: %zu items", fn, n_items);
-    for (size_t i = 0; i < n_items; i++)
-        p[i] = (mhsa_llama_part){ items[i].seq->c, items[i].tokens,
-                                  (int)items[i].n,
-                                  items[i].which == MHSA_LOGITS_ALL,
-                                  items[i].logits };
     pthread_mutex_lock(&m->lock);
-    mhsa_status st = mhsa__llama_forward_parts(m->llama, p, n_items);
+    mhsa_status st = MHSA_OK;
+    if (n_items > m->parts_cap) {
+        mhsa_llama_part *p = malloc(n_items * sizeof *p);
+        if (p) {
+            free(m->parts);
+            m->parts = p;
+            m->parts_cap = n_items;
+        } else {
+            st = mhsa__fail(MHSA_ERR_NO_MEMORY, "%s: %zu items", fn,
+                            n_items);
+        }
+    }
+    for (size_t i = 0; st == MHSA_OK && i < n_items; i++)
+        m->parts[i] = (mhsa_llama_part){ items[i].seq->c, items[i].tokens,
+                                         (int)items[i].n,
+                                         items[i].which == MHSA_LOGITS_ALL,
+                                         items[i].logits };
+    if (st == MHSA_OK)
+        st = mhsa__llama_forward_parts(m->llama, m->parts, n_items);
     pthread_mutex_unlock(&m->lock);
-    free(p);
     return st;
 }

@@ -138,28 +138,27 @@ size_t text_safe_end(const char *s, size_t n, size_t from,
     return end;
 }
 
-int text_sse_event(char **out, size_t *len, size_t *cap, const char *payload)
+// "<prefix><body>\n\n": one SSE line and the blank line that ends it.
+static int sse_line(char **out, size_t *len, size_t *cap, const char *prefix,
+                    const char *body)
 {
-    size_t m = strlen(payload);
-    if (grow(out, len, cap, m + 8))
+    size_t p = strlen(prefix), m = strlen(body);
+    if (grow(out, len, cap, p + m + 2))
         return -1;
-    memcpy(*out + *len, "data: ", 6);
-    memcpy(*out + *len + 6, payload, m);
-    memcpy(*out + *len + 6 + m, "\n\n", 2);
-    *len += m + 8;
+    memcpy(*out + *len, prefix, p);
+    memcpy(*out + *len + p, body, m);
+    memcpy(*out + *len + p + m, "\n\n", 2);
+    *len += p + m + 2;
     (*out)[*len] = '\0';
     return 0;
 }
 
+int text_sse_event(char **out, size_t *len, size_t *cap, const char *payload)
+{
+    return sse_line(out, len, cap, "data: ", payload);
+}
+
 int text_sse_comment(char **out, size_t *len, size_t *cap, const char *text)
 {
-    size_t m = strlen(text);
-    if (grow(out, len, cap, m + 4))
-        return -1;
-    memcpy(*out + *len, ": ", 2);
-    memcpy(*out + *len + 2, text, m);
-    memcpy(*out + *len + 2 + m, "\n\n", 2);
-    *len += m + 4;
-    (*out)[*len] = '\0';
-    return 0;
+    return sse_line(out, len, cap, ": ", text);
 }

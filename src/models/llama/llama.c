@@ -11,8 +11,8 @@
 // Shapes, for n new tokens (N = n rows): x, h, att (N, D); g, u (N, F);
 // file mode: qkv (N, nqkv), the int8 input rows in m->xq.
 // Every buffer was sized at load for the model's capacity: nothing here
-// allocates (but a batched step's shared head, below), so memory stays
-// flat while generating.
+// allocates but a batched step's shared head (m->head_rows, grown to the
+// largest step and kept), so memory stays flat while generating.
 //
 // A batched forward (mhsa__llama_forward_parts) runs the rows of several
 // sequences one after another through the same buffers; each layer's
@@ -527,9 +527,8 @@ static void head(mhsa_llama *m, size_t r, const mhsa_llama_part *p)
 
 // The heads of parts p[0..np) (rows one after another from row 0). A
 // quantized head takes every part's wanted rows in one product, into
-// `scratch` (rows, V), and hands each part its rows.
-static void heads(mhsa_llama *m, const mhsa_llama_part *p, size_t np,
-                  float *scratch)
+// m->head_rows, and hands each part its rows.
+static void heads(mhsa_llama *m, const mhsa_llama_part *p, size_t np)
 {
     size_t D = m->D, V = m->V;
     if (np == 1 || !m->head.quant) {
@@ -544,12 +543,12 @@ static void heads(mhsa_llama *m, const mhsa_llama_part *p, size_t np,
             mhsa__rmsnorm_forward(m->h + k * D, m->x + (r + j) * D,
                                   m->out_norm, 1, D, m->cfg.rms_eps);
     }
-    llama_prod q = { &m->head, scratch, V, 0 };
+    llama_prod q = { &m->head, m->head_rows, V, 0 };
     products(m, m->h, k, D, &q, 1);
     k = 0;
     for (size_t i = 0; i < np; i++) {
         size_t rows = p[i].all_logits ? (size_t)p[i].n : 1;
-        memcpy(p[i].logits, scratch + k * V, rows * V * sizeof(float));
+        memcpy(p[i].logits, m->head_rows + k * V, rows * V * sizeof(float));
         k += rows;
     }
 }
@@ -580,8 +579,22 @@ static int shares_forward(const mhsa_llama *m)
 // when shares_forward): the rows one after another, every layer's
 // products over all of them, each part's attention through its cache.
 static mhsa_status forward_group(mhsa_llama *m, const mhsa_llama_part *p,
-                                 size_t np, float *scratch)
+                                 size_t np)
 {
+    if (np > 1 && m->head.quant) {   // before any cache changes
+        size_t rows = 0;
+        for (size_t i = 0; i < np; i++)
+            rows += p[i].all_logits ? (size_t)p[i].n : 1;
+        if (rows > m->head_rows_cap) {
+            float *h = mhsa__alloc(rows * m->V * sizeof(float));
+            if (!h)
+                return mhsa__fail(MHSA_ERR_NO_MEMORY, "mhsa__llama_forward_"
+                                  "parts: logits of %zu rows", rows);
+            mhsa__free(m->head_rows);   // nothing in it outlives a step
+            m->head_rows = h;
+            m->head_rows_cap = rows;
+        }
+    }
     size_t N = 0;
     for (size_t i = 0; i < np; i++) {
         embed(m, p[i].tokens, (size_t)p[i].n, m->x + N * m->D);
@@ -595,7 +608,7 @@ static mhsa_status forward_group(mhsa_llama *m, const mhsa_llama_part *p,
         if (st != MHSA_OK)
             return st;
     }
-    heads(m, p, np, scratch);
+    heads(m, p, np);
     for (size_t i = 0; i < np; i++)
         p[i].c->len += p[i].n;
     return MHSA_OK;
@@ -648,24 +661,14 @@ static mhsa_status forward_parts(mhsa_llama *m, const mhsa_llama_part *p,
     // (cap rows; each part alone does), one forward each; one part a
     // group where the forward cannot be shared.
     int share = np > 1 && shares_forward(m);
-    float *scratch = NULL;
-    if (share && m->head.quant) {
-        size_t rows = 0;
-        for (size_t i = 0; i < np; i++)
-            rows += p[i].all_logits ? (size_t)p[i].n : 1;
-        if (!(scratch = mhsa__alloc(rows * m->V * sizeof(float))))
-            return mhsa__fail(MHSA_ERR_NO_MEMORY, "%s: logits of %zu rows",
-                              fn, rows);
-    }
     mhsa_status st = MHSA_OK;
     for (size_t a = 0; a < np && st == MHSA_OK;) {
         size_t b = a + 1, rows = (size_t)p[a].n;
         while (share && b < np && rows + (size_t)p[b].n <= m->cap)
             rows += (size_t)p[b++].n;
-        st = forward_group(m, p + a, b - a, scratch);
+        st = forward_group(m, p + a, b - a);
         a = b;
     }
-    mhsa__free(scratch);
     return st;
 }
 

@@ -78,6 +78,10 @@ struct mhsa_llama {
     void *xq[MHSA_QACT_COUNT];
     mhsa_gemm_scratch gs;
     float *gemm_buf;
+    // A batched step's quantized head: the logits of every part's wanted
+    // rows, (head_rows_cap, V), grown to the largest step so far and kept.
+    float *head_rows;
+    size_t head_rows_cap;
 };
 
 struct mhsa_llama_cache {

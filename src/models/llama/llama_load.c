@@ -32,7 +32,7 @@ void mhsa__llama_free(mhsa_llama *m)
     mhsa_workspace_destroy(m->ws_local);
     mhsa__unmap_file(&m->map);
     MHSA_FREE_ALL(m->weights, m->mats, m->acts, m->gemm_buf, m->qkv,
-                  m->xq[MHSA_QACT_32], m->xq[MHSA_QACT_256], m);
+                  m->xq[MHSA_QACT_32], m->xq[MHSA_QACT_256], m->head_rows, m);
 }
 
 void mhsa__llama_destroy(mhsa_llama *m) { mhsa__llama_free(m); }
