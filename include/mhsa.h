@@ -107,6 +107,16 @@ MHSA_API mhsa_isa    mhsa_active_isa(void);
 /* "auto", "scalar", "avx2", "neon", "avx512"; "unknown" for a value outside
  * the enum. */
 MHSA_API const char *mhsa_isa_name(mhsa_isa isa);
+/* What the library chose on this machine and why, as text of a few lines
+ * (what `mhsa-info` prints): the version, the active and available ISAs
+ * and those this build has but the CPU cannot run, the CPU and its
+ * features, the bf16 tile set and the reason for it, the cache sizes and
+ * each runnable table's GEMM blocking. Like snprintf: writes at most cap
+ * bytes of it into buf, NUL-terminated when cap > 0 (buf may be NULL when
+ * cap is 0), and returns the length of the whole report. The first call
+ * may run the one-time bf16 measurement (at most a few milliseconds). The
+ * wording is for people and may change between versions. */
+MHSA_API size_t      mhsa_describe(char *buf, size_t cap);
 
 /* ---- Element types ---------------------------------------------------- */
 

@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -511,6 +512,57 @@ START_TEST(fp_control_state_is_isolated_and_restored)
 }
 END_TEST
 
+// mhsa_describe: snprintf's contract (the whole length from any cap, a
+// NUL-terminated prefix of the same text), and a report that names the
+// ISA in use, which follows mhsa_select_isa.
+START_TEST(describe_is_snprintf_like_and_names_the_isa)
+{
+    size_t n = mhsa_describe(NULL, 0);
+    ck_assert_uint_gt(n, 40);
+    char *full = malloc(n + 1);
+    ck_assert_ptr_nonnull(full);
+    memset(full, 'x', n + 1);
+    ck_assert_uint_eq(mhsa_describe(full, n + 1), n);
+    ck_assert_uint_eq(strlen(full), n);
+    ck_assert_int_eq(full[n - 1], '\n');
+    char line[64];
+    snprintf(line, sizeof line, "\nactive isa: %s\n",
+             mhsa_isa_name(mhsa_active_isa()));
+    ck_assert_ptr_nonnull(strstr(full, line));
+    ck_assert_ptr_nonnull(strstr(full, mhsa_version()));
+    // Caps of 1, 7, a prime and one short of the end: prefixes, each
+    // ending in a NUL at cap - 1, nothing written past cap.
+    size_t caps[] = { 1, 7, 61, n };
+    for (size_t i = 0; i < sizeof caps / sizeof caps[0]; i++) {
+        size_t cap = caps[i];
+        char *part = malloc(cap + 8);
+        ck_assert_ptr_nonnull(part);
+        memset(part, '#', cap + 8);
+        ck_assert_uint_eq(mhsa_describe(part, cap), n);
+        ck_assert_int_eq(part[cap - 1], '\0');
+        ck_assert(!memcmp(part, full, cap - 1));
+        for (size_t j = cap; j < cap + 8; j++)
+            ck_assert_int_eq(part[j], '#');
+        free(part);
+    }
+    // Nothing is written when cap is 0.
+    char one = '#';
+    ck_assert_uint_eq(mhsa_describe(&one, 0), n);
+    ck_assert_int_eq(one, '#');
+    // The report follows the ISA chosen.
+    mhsa_isa was = mhsa_active_isa();
+    ck_assert_int_eq(mhsa_select_isa(MHSA_ISA_SCALAR), MHSA_OK);
+    size_t m = mhsa_describe(NULL, 0);
+    char *scalar = malloc(m + 1);
+    ck_assert_ptr_nonnull(scalar);
+    mhsa_describe(scalar, m + 1);
+    ck_assert_ptr_nonnull(strstr(scalar, "\nactive isa: scalar\n"));
+    ck_assert_int_eq(mhsa_select_isa(was), MHSA_OK);
+    free(scalar);
+    free(full);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("block_api");
@@ -528,6 +580,7 @@ int main(void)
     tcase_add_test(tc, isa_switch_after_set_weights);
     tcase_add_test(tc, isa_switch_between_every_pair);
     tcase_add_test(tc, fp_control_state_is_isolated_and_restored);
+    tcase_add_test(tc, describe_is_snprintf_like_and_names_the_isa);
     suite_add_tcase(s, tc);
     return run_suite(s);
 }
