@@ -45,6 +45,20 @@ static PyObject *py_active_isa(PyObject *self, PyObject *unused)
     return PyUnicode_FromString(mhsa_isa_name(mhsa_active_isa()));
 }
 
+static PyObject *py_describe(PyObject *self, PyObject *unused)
+{
+    (void)self, (void)unused;
+    size_t n = mhsa_describe(NULL, 0);
+    char *text = PyMem_Malloc(n + 1);
+    if (!text)
+        return PyErr_NoMemory();
+    mhsa_describe(text, n + 1);
+    PyObject *s = PyUnicode_DecodeUTF8(text, (Py_ssize_t)strlen(text),
+                                       "replace");
+    PyMem_Free(text);
+    return s;
+}
+
 static const mhsa_isa all_isas[] = {
     MHSA_ISA_AUTO, MHSA_ISA_SCALAR, MHSA_ISA_AVX2, MHSA_ISA_NEON,
     MHSA_ISA_AVX512,
@@ -80,6 +94,7 @@ static PyObject *dtype_names(int have)
 static PyMethodDef methods[] = {
     {"version", py_version, METH_NOARGS, "mhsa_version()"},
     {"active_isa", py_active_isa, METH_NOARGS, "the ISA dispatch uses"},
+    {"describe", py_describe, METH_NOARGS, "mhsa_describe()"},
     {"select_isa", py_select_isa, METH_VARARGS,
      "select_isa(name): process-wide; mhsa.Error if unavailable"},
     {NULL, NULL, 0, NULL},

@@ -17,7 +17,7 @@ from ._block import Block, KVCache
 from ._model import Model
 
 __all__ = ["Block", "KVCache", "Model", "Error", "active_isa", "select_isa",
-           "__version__"]
+           "describe", "__version__"]
 
 #: The C library's version, mhsa_version(). The wheel's version is
 #: meson.build's project version (pyproject.toml: dynamic); the tests check
@@ -33,6 +33,13 @@ Error = _mhsa.Error
 def active_isa():
     """The kernels dispatch uses: "scalar", "avx2", "avx512" or "neon"."""
     return _mhsa.active_isa()
+
+
+def describe():
+    """What the library chose on this machine and why, as the lines
+    mhsa-info prints (mhsa_describe): ISAs, CPU features, the bf16 tile
+    set, cache sizes, GEMM blocking. For logs; the wording may change."""
+    return _mhsa.describe()
 
 
 def select_isa(name):

@@ -67,10 +67,17 @@ def test_import_does_not_import_torch():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+def test_describe_names_the_active_isa():
+    text = mhsa.describe()
+    assert text.startswith("mhsa " + mhsa.__version__ + "\n")
+    assert "\nactive isa: " + mhsa.active_isa() + "\n" in text
+
+
 def test_select_isa():
     before = mhsa.active_isa()
     mhsa.select_isa("scalar")
     assert mhsa.active_isa() == "scalar"
+    assert "\nactive isa: scalar\n" in mhsa.describe()
     other = "neon" if before != "neon" else "avx2"
     with pytest.raises(mhsa.Error) as e:
         mhsa.select_isa(other)
