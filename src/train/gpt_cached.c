@@ -12,6 +12,7 @@
 #include "core/threads.h"
 #include "gemm/gemv_share.h"
 #include "gpt_internal.h"
+#include "nn/kv_layers.h"
 
 struct mhsa_gpt_cache {
     const mhsa_gpt *g;
@@ -23,10 +24,13 @@ void mhsa_gpt_cache_destroy(mhsa_gpt_cache *c)
 {
     if (!c)
         return;
-    for (size_t l = 0; c->kv && l < c->g->L; l++)
-        mhsa_kv_cache_destroy(c->kv[l]);
-    mhsa__free(c->kv);
+    mhsa__kv_layers_destroy(c->kv, c->g->L);
     mhsa__free(c);
+}
+
+static const mhsa_block *layer_block(const void *g, size_t l)
+{
+    return ((const mhsa_gpt *)g)->blk[l];
 }
 
 mhsa_status mhsa_gpt_cache_create(const mhsa_gpt *g, int capacity,
@@ -48,19 +52,12 @@ mhsa_status mhsa_gpt_cache_create(const mhsa_gpt *g, int capacity,
                           "memory");
     c->g = g;
     c->capacity = capacity;
-    c->kv = mhsa__alloc(g->L * sizeof *c->kv);
-    if (!c->kv) {
+    mhsa_kv_config kc = { 1, capacity, MHSA_F32 };
+    mhsa_status st = mhsa__kv_layers_create("mhsa_gpt_cache_create", g->L,
+                                            &kc, layer_block, g, &c->kv);
+    if (st != MHSA_OK) {
         mhsa__free(c);
-        return mhsa__fail(MHSA_ERR_NO_MEMORY, "mhsa_gpt_cache_create: no "
-                          "memory");
-    }
-    for (size_t l = 0; l < g->L; l++) {
-        mhsa_status st = mhsa_kv_cache_create(g->blk[l], 1, capacity,
-                                              &c->kv[l]);
-        if (st != MHSA_OK) {
-            mhsa_gpt_cache_destroy(c);
-            return st;
-        }
+        return st;
     }
     *out = c;
     return MHSA_OK;
@@ -70,8 +67,7 @@ void mhsa_gpt_cache_reset(mhsa_gpt_cache *c)
 {
     if (!c)
         return;
-    for (size_t l = 0; l < c->g->L; l++)
-        mhsa_kv_cache_reset(c->kv[l]);
+    mhsa__kv_layers_reset(c->kv, c->g->L);
     c->len = 0;
 }
 

@@ -25,6 +25,7 @@
 #include "gemm/gemv_share.h"
 #include "api/cached_qkv.h"
 #include "models/llama/llama_internal.h"
+#include "nn/kv_layers.h"
 #include "nn/layers.h"
 
 const mhsa_llama_config *mhsa__llama_config(const mhsa_llama *m)
@@ -66,10 +67,13 @@ void mhsa__llama_cache_destroy(mhsa_llama_cache *c)
 {
     if (!c)
         return;
-    for (size_t l = 0; c->kv && l < c->m->L; l++)
-        mhsa_kv_cache_destroy(c->kv[l]);
-    mhsa__free(c->kv);
+    mhsa__kv_layers_destroy(c->kv, c->m->L);
     mhsa__free(c);
+}
+
+static const mhsa_block *layer_block(const void *m, size_t l)
+{
+    return ((const mhsa_llama *)m)->layer[l].blk;
 }
 
 mhsa_status mhsa__llama_cache_create(const mhsa_llama *m, mhsa_dtype dtype,
@@ -84,20 +88,12 @@ mhsa_status mhsa__llama_cache_create(const mhsa_llama *m, mhsa_dtype dtype,
         return mhsa__fail(MHSA_ERR_NO_MEMORY, "%s: no memory", fn);
     c->m = m;
     c->len = 0;
-    c->kv = mhsa__alloc(m->L * sizeof *c->kv);
-    if (!c->kv) {
-        mhsa__free(c);
-        return mhsa__fail(MHSA_ERR_NO_MEMORY, "%s: no memory", fn);
-    }
-    memset(c->kv, 0, m->L * sizeof *c->kv);
     mhsa_kv_config kc = { 1, (int)m->cap, dtype };
-    for (size_t l = 0; l < m->L; l++) {
-        mhsa_status st = mhsa_kv_cache_create_ex(m->layer[l].blk, &kc,
-                                                 &c->kv[l]);
-        if (st != MHSA_OK) {
-            mhsa__llama_cache_destroy(c);
-            return st;
-        }
+    mhsa_status st = mhsa__kv_layers_create(fn, m->L, &kc, layer_block, m,
+                                            &c->kv);
+    if (st != MHSA_OK) {
+        mhsa__free(c);
+        return st;
     }
     *out = c;
     return MHSA_OK;
@@ -107,8 +103,7 @@ void mhsa__llama_cache_reset(mhsa_llama_cache *c)
 {
     if (!c)
         return;
-    for (size_t l = 0; l < c->m->L; l++)
-        mhsa_kv_cache_reset(c->kv[l]);
+    mhsa__kv_layers_reset(c->kv, c->m->L);
     c->len = 0;
 }
 
