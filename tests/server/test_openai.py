@@ -137,6 +137,43 @@ def test_greedy_equals_mhsa_generate(client, model_name, prompt):
                                           == 24 else "stop")
 
 
+@pytest.mark.skipif(not os.environ.get("MHSA_GENERATE"),
+                    reason="MHSA_GENERATE not set")
+@pytest.mark.parametrize("prompt", PROMPTS[3:5])
+def test_token_id_prompt_equals_text(client, model_name, prompt):
+    # mhsa-generate --ids gives the prompt's ids (BOS included where the
+    # model adds one) and the greedy answer's; the server given those ids
+    # answers what it answers to the text, in both list shapes.
+    out = subprocess.run([os.environ["MHSA_GENERATE"], "--model",
+                          os.environ["MHSA_MODEL"], "--prompt", prompt,
+                          "--temperature", "0", "-n", "12", "--ids",
+                          "--threads", "2"], capture_output=True,
+                         check=True).stdout.decode()
+    ids = {k: [int(t) for t in v.split()] for k, v in
+           (line.split(":", 1) for line in out.splitlines() if ":" in line)}
+    by_text = complete(client, model_name, prompt, max_tokens=12)
+    for shape in (ids["prompt_ids"], [ids["prompt_ids"]]):
+        r = complete(client, model_name, shape, max_tokens=12)
+        assert r.choices[0].text == by_text.choices[0].text
+        assert r.usage.prompt_tokens == len(ids["prompt_ids"])
+        assert r.usage.completion_tokens == len(ids["new_ids"])
+
+
+@pytest.mark.bad
+def test_token_ids_outside_the_vocabulary(server_url, model_name):
+    for prompt, what in (([1, 2, 10 ** 7], "token 2 is 10000000"),
+                         ([5, -1], "token 1 is -1"),
+                         ([[1, 2], [3]], "exactly one prompt"),
+                         ([], "not list")):
+        st, b = raw(server_url, "POST", "/v1/completions",
+                    json.dumps({"prompt": prompt}).encode())
+        e = error_of(st, b, 400)
+        assert e["param"] == "prompt"
+        if what != "not list":
+            assert what in e["message"], e
+    health(server_url)
+
+
 @pytest.mark.parametrize("prompt", PROMPTS[:2])
 def test_stream_equals_whole(client, model_name, prompt):
     r = complete(client, model_name, prompt, max_tokens=40)

@@ -72,6 +72,20 @@ static char *prompt_text(srv_ctx *ctx, struct MHD_Connection *c,
     return t;
 }
 
+// 1 after answering 400 when a prompt of n tokens leaves no position for
+// the answer in --ctx.
+static int too_long(srv_ctx *ctx, struct MHD_Connection *c,
+                    const char *field, size_t n, enum MHD_Result *rc)
+{
+    if (n < (size_t)ctx->n_ctx)
+        return 0;
+    *rc = http_send_error(c, 400, field, "context_length_exceeded",
+                          "the prompt is %zu tokens; a request holds at "
+                          "most %d positions (--ctx), the prompt and at "
+                          "least one token of answer", n, ctx->n_ctx);
+    return 1;
+}
+
 // text[0..len) as the model's ids (BOS as the model adds it; special
 // tokens' text is that token, as mhsa-generate parses a prompt). An empty
 // prompt is BOS alone. NULL after answering the error: a prompt that
@@ -89,13 +103,8 @@ static int32_t *prompt_ids(srv_ctx *ctx, struct MHD_Connection *c,
                               "tokenized: %s", field, mhsa_last_error());
         return NULL;
     }
-    if (*n >= (size_t)ctx->n_ctx) {
-        *rc = http_send_error(c, 400, field, "context_length_exceeded",
-                              "the prompt is %zu tokens; a request holds at "
-                              "most %d positions (--ctx), the prompt and at "
-                              "least one token of answer", *n, ctx->n_ctx);
+    if (too_long(ctx, c, field, *n, rc))
         return NULL;
-    }
     int32_t *ids = malloc((*n + 1) * sizeof *ids);
     if (!ids) {
         *rc = http_send_json(c, 500, NULL);
@@ -116,6 +125,31 @@ static int32_t *prompt_ids(srv_ctx *ctx, struct MHD_Connection *c,
     return ids;
 }
 
+// The prompt p gave as token ids, checked against the model and --ctx
+// and copied. NULL after answering the error (400).
+static int32_t *given_ids(srv_ctx *ctx, struct MHD_Connection *c,
+                          const srv_params *p, size_t *n, enum MHD_Result *rc)
+{
+    *n = p->n_prompt_ids;
+    int V = mhsa_model_n_vocab(ctx->m);
+    for (size_t i = 0; i < *n; i++)
+        if (p->prompt_ids[i] >= V) {
+            *rc = http_send_error(c, 400, "prompt", NULL, "'prompt' token "
+                                  "%zu is %d; this model's ids are 0 to %d",
+                                  i, (int)p->prompt_ids[i], V - 1);
+            return NULL;
+        }
+    if (too_long(ctx, c, "prompt", *n, rc))
+        return NULL;
+    int32_t *ids = malloc(*n * sizeof *ids);
+    if (!ids) {
+        *rc = http_send_json(c, 500, NULL);
+        return NULL;
+    }
+    memcpy(ids, p->prompt_ids, *n * sizeof *ids);
+    return ids;
+}
+
 // A request from p: prompt ids, sampler (seeded from p or from the
 // request's number), max_tokens (the default when not given). NULL after
 // answering the error.
@@ -124,11 +158,16 @@ static srv_req *make_request(srv_ctx *ctx, struct MHD_Connection *c,
                              long *n_prompt, enum MHD_Result *rc)
 {
     size_t len = 0, n = 0;
-    char *text = prompt_text(ctx, c, p, &len, rc);
-    if (!text)
-        return NULL;
-    int32_t *ids = prompt_ids(ctx, c, p, text, len, &n, rc);
-    free(text);
+    int32_t *ids;
+    if (p->prompt_ids) {
+        ids = given_ids(ctx, c, p, &n, rc);
+    } else {
+        char *text = prompt_text(ctx, c, p, &len, rc);
+        if (!text)
+            return NULL;
+        ids = prompt_ids(ctx, c, p, text, len, &n, rc);
+        free(text);
+    }
     if (!ids)
         return NULL;
     if (!p->seed_given)   // a different stream for every request

@@ -5,6 +5,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,6 +15,7 @@ void openai_params_free(srv_params *p)
     for (size_t i = 0; i < p->n_stops; i++)
         free(p->stops[i]);
     free(p->prompt);
+    free(p->prompt_ids);
     for (size_t i = 0; i < p->n_msgs; i++) {
         free((char *)p->msgs[i].role);
         free((char *)p->msgs[i].content);
@@ -153,23 +155,59 @@ static int get_stops(json_t *o, srv_params *p, char *err, size_t cap,
     return 0;
 }
 
-// "prompt": a string, or a list of exactly one string.
+// 1 when v is a non-empty list of integers (token ids).
+static int is_id_list(const json_t *v)
+{
+    if (!json_is_array(v) || json_array_size(v) == 0)
+        return 0;
+    for (size_t i = 0; i < json_array_size(v); i++)
+        if (!json_is_integer(json_array_get(v, i)))
+            return 0;
+    return 1;
+}
+
+// The token ids of the list v (is_id_list), each in [0, 2^31); whether a
+// model has them is the caller's check.
+static int get_prompt_ids(const json_t *v, srv_params *p, char *err,
+                          size_t cap, const char **param)
+{
+    size_t n = json_array_size(v);
+    if (!(p->prompt_ids = malloc(n * sizeof *p->prompt_ids)))
+        return bad(err, cap, param, NULL, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        json_int_t id = json_integer_value(json_array_get(v, i));
+        if (id < 0 || id > INT32_MAX)
+            return bad(err, cap, param, "prompt", "'prompt' token %zu is "
+                       "%lld, not a token id", i, (long long)id);
+        p->prompt_ids[i] = (int32_t)id;
+    }
+    p->n_prompt_ids = n;
+    return 0;
+}
+
+// "prompt": a string, a non-empty list of token ids, or a list of exactly
+// one of either (OpenAI's shapes for one prompt; several prompts in one
+// request are refused).
 static int get_prompt(json_t *o, srv_params *p, char *err, size_t cap,
                       const char **param)
 {
     json_t *v = json_object_get(o, "prompt");
     if (!v)
         return bad(err, cap, param, "prompt", "'prompt' is missing");
+    if (is_id_list(v))
+        return get_prompt_ids(v, p, err, cap, param);
     if (json_is_array(v)) {
         if (json_array_size(v) != 1)
             return bad(err, cap, param, "prompt", "'prompt' as a list must "
-                       "hold exactly one string (it holds %zu items)",
-                       json_array_size(v));
+                       "be token ids or hold exactly one prompt (it holds "
+                       "%zu items)", json_array_size(v));
         v = json_array_get(v, 0);
+        if (is_id_list(v))
+            return get_prompt_ids(v, p, err, cap, param);
     }
     if (!json_is_string(v))
-        return bad(err, cap, param, "prompt", "'prompt' must be a string, "
-                   "not %s", type_name(v));
+        return bad(err, cap, param, "prompt", "'prompt' must be a string or "
+                   "a list of token ids, not %s", type_name(v));
     if (!(p->prompt = dup_string(v, &p->prompt_len)))
         return bad(err, cap, param, NULL, "out of memory");
     return 0;

@@ -24,8 +24,10 @@ typedef struct srv_params {
     int seed_given;
     char *stops[OPENAI_MAX_STOPS];
     size_t n_stops;
-    char *prompt;           // completions: the prompt text
-    size_t prompt_len;
+    char *prompt;           // completions: the prompt text, or NULL when
+    size_t prompt_len;      // it came as token ids:
+    int32_t *prompt_ids;    // (n_prompt_ids >= 1), each in [0, 2^31),
+    size_t n_prompt_ids;    // used as given (no BOS is added)
     mhsa_chat_message *msgs;  // chat: role and content, both owned
     size_t n_msgs;
 } srv_params;
