@@ -105,14 +105,7 @@ INLINE void store_row(float *c, const float *cin, __m256 lo, __m256 hi,
     if (beta != 0.0f) {
         __m256 c0 = load_cols(cin, nlo);
         __m256 c1 = nhi ? load_cols(cin + 8, nhi) : _mm256_setzero_ps();
-        if (beta == 1.0f) {
-            lo = add_sum(lo, c0);
-            hi = add_sum(hi, c1);
-        } else {
-            __m256 vb = _mm256_set1_ps(beta);
-            lo = fma_acc(lo, vb, c0);
-            hi = fma_acc(hi, vb, c1);
-        }
+        MHSA_SGEMM_ADD_BETA(lo, hi, c0, c1, beta, _mm256_set1_ps);
     }
     store_cols(c, lo, nlo);
     if (nhi)
@@ -136,12 +129,7 @@ INLINE void tile(size_t k, const float *a, size_t rs, size_t cs, int clamp,
                  size_t ldc, size_t m, size_t n, float beta,
                  const float *bias, int halves, int rows)
 {
-    __m256 acc0_lo = _mm256_setzero_ps(), acc0_hi = _mm256_setzero_ps();
-    __m256 acc1_lo = _mm256_setzero_ps(), acc1_hi = _mm256_setzero_ps();
-    __m256 acc2_lo = _mm256_setzero_ps(), acc2_hi = _mm256_setzero_ps();
-    __m256 acc3_lo = _mm256_setzero_ps(), acc3_hi = _mm256_setzero_ps();
-    __m256 acc4_lo = _mm256_setzero_ps(), acc4_hi = _mm256_setzero_ps();
-    __m256 acc5_lo = _mm256_setzero_ps(), acc5_hi = _mm256_setzero_ps();
+    MHSA_SGEMM_ACC6(_mm256_setzero_ps(), 0, 1, 2, 3, 4, 5);
     __m256 va = _mm256_set1_ps(alpha);
     const float *a0 = a, *a1 = a + rs, *a2 = a + 2 * rs, *a3 = a + 3 * rs,
                 *a4 = a + 4 * rs, *a5 = a + 5 * rs;
@@ -167,12 +155,7 @@ INLINE void tile(size_t k, const float *a, size_t rs, size_t cs, int clamp,
         _mm_prefetch((const char *)(b + 8 * NR), _MM_HINT_T0);
         __m256 b_lo = _mm256_loadu_ps(b);
         __m256 b_hi = halves == 2 ? _mm256_loadu_ps(b + 8) : b_lo;
-        MHSA_SGEMM_ROW_FMA(0);
-        MHSA_SGEMM_ROW_FMA(1);
-        MHSA_SGEMM_ROW_FMA(2);
-        MHSA_SGEMM_ROW_FMA(3);
-        MHSA_SGEMM_ROW_FMA(4);
-        MHSA_SGEMM_ROW_FMA(5);
+        MHSA_SGEMM_ROWS6_FMA(0, 1, 2, 3, 4, 5);
     }
 
     size_t nn = n < NR ? n : NR;

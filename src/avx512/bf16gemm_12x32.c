@@ -15,8 +15,23 @@
 #include <string.h>
 
 #include "avx512/bf16.h"
+#include "kernels/sgemm_entries.h"
 
 enum { MR = 12, NR = 32 };
+
+// The beta term's add and FMA (sgemm_entries.h: MHSA_SGEMM_ADD_BETA) as
+// plain intrinsics, c + sum and b * a + acc: this tile makes no promise of
+// which NaN comes out (sgemm_12x32.c's fixed order is for its two
+// kernels, which must agree with each other).
+MHSA_AVX512_INLINE __m512 add_sum(__m512 sum, __m512 c)
+{
+    return _mm512_add_ps(c, sum);
+}
+
+MHSA_AVX512_INLINE __m512 fma_acc(__m512 acc, __m512 b, __m512 a)
+{
+    return _mm512_fmadd_ps(b, a, acc);
+}
 
 MHSA_AVX512_INLINE void store_row(float *c, __m512 lo, __m512 hi,
                                   float beta, __mmask16 m0, __mmask16 m1)
@@ -24,14 +39,7 @@ MHSA_AVX512_INLINE void store_row(float *c, __m512 lo, __m512 hi,
     if (beta != 0.0f) {
         __m512 c0 = _mm512_maskz_loadu_ps(m0, c);
         __m512 c1 = _mm512_maskz_loadu_ps(m1, c + 16);
-        if (beta == 1.0f) {
-            lo = _mm512_add_ps(c0, lo);
-            hi = _mm512_add_ps(c1, hi);
-        } else {
-            __m512 vb = _mm512_set1_ps(beta);
-            lo = _mm512_fmadd_ps(vb, c0, lo);
-            hi = _mm512_fmadd_ps(vb, c1, hi);
-        }
+        MHSA_SGEMM_ADD_BETA(lo, hi, c0, c1, beta, _mm512_set1_ps);
     }
     _mm512_mask_storeu_ps(c, m0, lo);
     _mm512_mask_storeu_ps(c + 16, m1, hi);

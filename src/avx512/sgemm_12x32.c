@@ -101,14 +101,7 @@ MHSA_AVX512_INLINE void store_row(float *c, const float *cin, __m512 lo,
         __m512 c1 = halves == 1 ? _mm512_setzero_ps()
                     : full      ? _mm512_loadu_ps(cin + 16)
                                 : _mm512_maskz_loadu_ps(m1, cin + 16);
-        if (beta == 1.0f) {
-            lo = add_sum(lo, c0);
-            hi = add_sum(hi, c1);
-        } else {
-            __m512 vb = _mm512_set1_ps(beta);
-            lo = fma_acc(lo, vb, c0);
-            hi = fma_acc(hi, vb, c1);
-        }
+        MHSA_SGEMM_ADD_BETA(lo, hi, c0, c1, beta, _mm512_set1_ps);
     }
     if (full) {
         _mm512_storeu_ps(c, lo);
@@ -147,18 +140,8 @@ MHSA_AVX512_INLINE void tile(size_t k, const float *a, size_t rs, size_t cs,
                              size_t m, size_t n, float beta,
                              const float *bias, int halves, int rows)
 {
-    __m512 acc0_lo = _mm512_setzero_ps(), acc0_hi = _mm512_setzero_ps();
-    __m512 acc1_lo = _mm512_setzero_ps(), acc1_hi = _mm512_setzero_ps();
-    __m512 acc2_lo = _mm512_setzero_ps(), acc2_hi = _mm512_setzero_ps();
-    __m512 acc3_lo = _mm512_setzero_ps(), acc3_hi = _mm512_setzero_ps();
-    __m512 acc4_lo = _mm512_setzero_ps(), acc4_hi = _mm512_setzero_ps();
-    __m512 acc5_lo = _mm512_setzero_ps(), acc5_hi = _mm512_setzero_ps();
-    __m512 acc6_lo = _mm512_setzero_ps(), acc6_hi = _mm512_setzero_ps();
-    __m512 acc7_lo = _mm512_setzero_ps(), acc7_hi = _mm512_setzero_ps();
-    __m512 acc8_lo = _mm512_setzero_ps(), acc8_hi = _mm512_setzero_ps();
-    __m512 acc9_lo = _mm512_setzero_ps(), acc9_hi = _mm512_setzero_ps();
-    __m512 acc10_lo = _mm512_setzero_ps(), acc10_hi = _mm512_setzero_ps();
-    __m512 acc11_lo = _mm512_setzero_ps(), acc11_hi = _mm512_setzero_ps();
+    MHSA_SGEMM_ACC6(_mm512_setzero_ps(), 0, 1, 2, 3, 4, 5);
+    MHSA_SGEMM_ACC6(_mm512_setzero_ps(), 6, 7, 8, 9, 10, 11);
     __m512 va = _mm512_set1_ps(alpha);
     // Row i's A: a + min(i, m - 1) * rs when clamping (rows >= m repeat
     // row m - 1; their sums are dropped), else a + i * rs.
@@ -189,18 +172,8 @@ MHSA_AVX512_INLINE void tile(size_t k, const float *a, size_t rs, size_t cs,
             _mm_prefetch((const char *)(b + 4 * NR + 16), _MM_HINT_T0);
         __m512 b_lo = _mm512_loadu_ps(b);
         __m512 b_hi = halves == 2 ? _mm512_loadu_ps(b + 16) : b_lo;
-        MHSA_SGEMM_ROW_FMA(0);
-        MHSA_SGEMM_ROW_FMA(1);
-        MHSA_SGEMM_ROW_FMA(2);
-        MHSA_SGEMM_ROW_FMA(3);
-        MHSA_SGEMM_ROW_FMA(4);
-        MHSA_SGEMM_ROW_FMA(5);
-        MHSA_SGEMM_ROW_FMA(6);
-        MHSA_SGEMM_ROW_FMA(7);
-        MHSA_SGEMM_ROW_FMA(8);
-        MHSA_SGEMM_ROW_FMA(9);
-        MHSA_SGEMM_ROW_FMA(10);
-        MHSA_SGEMM_ROW_FMA(11);
+        MHSA_SGEMM_ROWS6_FMA(0, 1, 2, 3, 4, 5);
+        MHSA_SGEMM_ROWS6_FMA(6, 7, 8, 9, 10, 11);
     }
 
     size_t nn = n < NR ? n : NR;

@@ -8,7 +8,10 @@
 //     at a[i*rs + kk*cs] (clamp: rows past m repeat row m - 1), multiplied
 //     by alpha first when scale, halves 1 for columns [0, NR/2) only;
 // then MHSA_SGEMM_ENTRIES(isa, mr, nr, always_scale) (mr, nr: MR and NR as
-// numbers, for the names) defines the entry points.
+// numbers, for the names) defines the entry points. The pieces of a tile
+// that every x86 tile writes alike (its accumulators, a depth step's FMAs,
+// the beta term) are the macros below, also for a tile of another kind
+// (bf16gemm_12x32.c's beta term).
 //
 // The in-place entries are macros, not an inline function, so that each
 // compiles its instances with its own stride a constant: an inline
@@ -23,6 +26,17 @@
 
 #include "kernels/kernel_decl.h"
 
+// The accumulators of six rows, acc<i>_lo and acc<i>_hi for the rows i
+// named, each set to zero (the ISA's zero vector, an expression): a tile
+// of MR rows, 6 or 12, declares its accumulators six rows at a time.
+#define MHSA_SGEMM_ACC6(zero, i0, i1, i2, i3, i4, i5)                         \
+    __typeof__(zero) acc##i0##_lo = zero, acc##i0##_hi = zero,                \
+                     acc##i1##_lo = zero, acc##i1##_hi = zero,                \
+                     acc##i2##_lo = zero, acc##i2##_hi = zero,                \
+                     acc##i3##_lo = zero, acc##i3##_hi = zero,                \
+                     acc##i4##_lo = zero, acc##i4##_hi = zero,                \
+                     acc##i5##_lo = zero, acc##i5##_hi = zero
+
 // In the tile's depth loop: acc<i>_lo/hi += A[i][kk] * (b_lo, b_hi) for
 // the rows the tile computes (i < rows), through the ISA's fma_acc (its
 // fixed NaN operand order) and its A_AT(row), A[i][kk] times alpha first
@@ -35,6 +49,34 @@
         acc##i##_lo = fma_acc(acc##i##_lo, b_lo, ai);                         \
         if (halves == 2)                                                      \
             acc##i##_hi = fma_acc(acc##i##_hi, b_hi, ai);                     \
+    } while (0)
+
+// MHSA_SGEMM_ROW_FMA for six rows, in the order named.
+#define MHSA_SGEMM_ROWS6_FMA(i0, i1, i2, i3, i4, i5)                          \
+    do {                                                                      \
+        MHSA_SGEMM_ROW_FMA(i0);                                               \
+        MHSA_SGEMM_ROW_FMA(i1);                                               \
+        MHSA_SGEMM_ROW_FMA(i2);                                               \
+        MHSA_SGEMM_ROW_FMA(i3);                                               \
+        MHSA_SGEMM_ROW_FMA(i4);                                               \
+        MHSA_SGEMM_ROW_FMA(i5);                                               \
+    } while (0)
+
+// The beta term of one row's two accumulators, for beta != 0 and C's
+// values c0, c1 (zeros in the lanes not stored): lo + c0 at beta == 1 (one
+// add, no multiply by 1), else lo + beta * c0 in one FMA; likewise hi.
+// Through the ISA's add_sum(sum, c) and fma_acc(acc, b, a), whose operand
+// order decides which NaN comes out; set1 is the ISA's broadcast.
+#define MHSA_SGEMM_ADD_BETA(lo, hi, c0, c1, beta, set1)                       \
+    do {                                                                      \
+        if ((beta) == 1.0f) {                                                 \
+            lo = add_sum(lo, c0);                                             \
+            hi = add_sum(hi, c1);                                             \
+        } else {                                                              \
+            __typeof__(lo) vb_ = set1(beta);                                  \
+            lo = fma_acc(lo, vb_, c0);                                        \
+            hi = fma_acc(hi, vb_, c1);                                        \
+        }                                                                     \
     } while (0)
 
 // The tile on A at (rs, cs), multiplied by alpha first when scale_.
