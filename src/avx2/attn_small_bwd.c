@@ -22,12 +22,10 @@
 
 #include "avx2/avx2.h"
 #include "avx2/small_bwd.h"
-#include "kernels/asan.h"
+#include "kernels/small_bwd_entry.h"
+#include "kernels/small_rows.h"
 
 enum { SB_ = MHSA_SBW };
-
-// The AddressSanitizer builds compile one instance (kernels/asan.h).
-#define ONE_INSTANCE MHSA_ASAN
 
 // out[g][h] lane i = sum over c < dh of xt[c][h] lane i * y[j0 + g][c],
 // from +0 in the order of c, for 4 keys and NH halves; keys from n on
@@ -93,12 +91,7 @@ MHSA_SBW_INLINE int bwd(const mhsa_attn_small_bwd_args *g, size_t dh)
         }
     } else {
         float lo[SB_] = { 0 }, hi[SB_] = { 0 };
-        for (size_t r = 0; r < tq; r++) {
-            size_t l, h;
-            mhsa_mask_view_range(mv, r, n, &l, &h);
-            lo[r] = (float)l;
-            hi[r] = (float)h;
-        }
+        mhsa_small_rows_range(mv, tq, n, lo, hi);
         for (size_t h = 0; h < 2; h++) {
             vlo[h] = _mm256_loadu_ps(lo + 8 * h);
             vhi[h] = _mm256_loadu_ps(hi + 8 * h);
@@ -152,16 +145,4 @@ MHSA_SBW_INLINE int bwd(const mhsa_attn_small_bwd_args *g, size_t dh)
     return 1;
 }
 
-int mhsa_attn_small_bwd__avx2(const mhsa_attn_small_bwd_args *g)
-{
-    if (!mhsa_attn_small_bwd_sizes_fit(g))
-        return 0;
-    size_t dh = g->p->dh;
-#if !ONE_INSTANCE
-    if (dh == 8)
-        return bwd(g, 8);
-    if (dh == 16)
-        return bwd(g, 16);
-#endif
-    return bwd(g, dh);
-}
+MHSA_ATTN_SMALL_BWD_ENTRY(avx2)

@@ -12,9 +12,14 @@
 
 #include "avx2/vmath.h"
 #include "avx2/vtranspose.h"
+#include "kernels/asan.h"
 #include "kernels/kernels.h"
 
 enum { MHSA_SBW = MHSA_SMALL_BWD_MAX };
+
+// The AddressSanitizer builds compile one instance of the fused kernel,
+// with the head width at run time (kernels/asan.h).
+#define MHSA_SBW_RUN_TIME_SIZES MHSA_ASAN
 
 // Inlined wherever called, so that the group sizes are constants there.
 #define MHSA_SBW_INLINE static inline __attribute__((always_inline))

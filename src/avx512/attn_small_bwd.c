@@ -30,6 +30,8 @@
 
 #include "avx512/avx512.h"
 #include "avx512/small_bwd.h"
+#include "kernels/small_bwd_entry.h"
+#include "kernels/small_rows.h"
 
 enum { SB_ = MHSA_SBW };
 
@@ -82,12 +84,7 @@ MHSA_AVX512_INLINE int bwd(const mhsa_attn_small_bwd_args *g, size_t dh)
                                                   iota))));
     } else {
         float lo[SB_] = { 0 }, hi[SB_] = { 0 };
-        for (size_t r = 0; r < tq; r++) {
-            size_t l, h;
-            mhsa_mask_view_range(mv, r, n, &l, &h);
-            lo[r] = (float)l;
-            hi[r] = (float)h;
-        }
+        mhsa_small_rows_range(mv, tq, n, lo, hi);
         vlo = _mm512_loadu_ps(lo);
         vhi = _mm512_loadu_ps(hi);
     }
@@ -135,16 +132,4 @@ MHSA_AVX512_INLINE int bwd(const mhsa_attn_small_bwd_args *g, size_t dh)
     return 1;
 }
 
-int mhsa_attn_small_bwd__avx512(const mhsa_attn_small_bwd_args *g)
-{
-    if (!mhsa_attn_small_bwd_sizes_fit(g))
-        return 0;
-    size_t dh = g->p->dh;
-#if !MHSA_SBW_RUN_TIME_SIZES
-    if (dh == 8)
-        return bwd(g, 8);
-    if (dh == 16)
-        return bwd(g, 16);
-#endif
-    return bwd(g, dh);
-}
+MHSA_ATTN_SMALL_BWD_ENTRY(avx512)

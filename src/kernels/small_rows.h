@@ -1,6 +1,6 @@
 // small_rows.h — the keys each query row of a small attention tile sees,
-// shared by the x86 attn_small kernels (contract in kernels.h), whose
-// lanes compare a key index with the row's end.
+// shared by the x86 attn_small and attn_small_bwd kernels (contract in
+// kernels.h), whose lanes compare a key index with the row's ends.
 #ifndef MHSA_KERNELS_SMALL_ROWS_H
 #define MHSA_KERNELS_SMALL_ROWS_H
 
@@ -29,6 +29,21 @@ mhsa_small_rows_hi(const mhsa_mask_view *mv, size_t tq, size_t n, float *hi,
         *hmax = h > *hmax ? h : *hmax;
     }
     return 1;
+}
+
+// For r < tq: [lo[r], hi[r]) = the keys row r sees by
+// mhsa_mask_view_range, as floats (exact for these small counts, for the
+// lanes' compares); the rows from tq on are left as they are.
+static inline __attribute__((always_inline)) void
+mhsa_small_rows_range(const mhsa_mask_view *mv, size_t tq, size_t n,
+                      float *lo, float *hi)
+{
+    for (size_t r = 0; r < tq; r++) {
+        size_t l, h;
+        mhsa_mask_view_range(mv, r, n, &l, &h);
+        lo[r] = (float)l;
+        hi[r] = (float)h;
+    }
 }
 
 #endif
