@@ -21,6 +21,7 @@
 #include "avx2/vmath.h"
 #include "avx2/heads.h"
 #include "avx2/vtranspose.h"
+#include "kernels/heads_bwd.h"
 
 enum { MAX = MHSA_SMALL_BWD_MAX, DH = 8, HEADS = 4, KEYS_AT_ONCE = 4 };
 
@@ -64,13 +65,8 @@ static void group_weights(const heads_view *w, size_t g, size_t kg,
 {
     const __m256 zero = _mm256_setzero_ps(), ninf = _mm256_set1_ps(-INFINITY);
     const __m256 vscale = _mm256_set1_ps(w->t.scale);
-    __m256 qt[DH], dot[DH], ot[DH];
-    group_columns(w, g, NULL, 0, w->t.q, qt);
-    group_columns(w, g, w->t.dout, w->t.lddo, NULL, dot);
-    group_columns(w, g, w->t.o, w->t.ldo, NULL, ot);
-    __m256 delta = zero;
-    for (size_t c = 0; c < DH; c++)
-        delta = _mm256_add_ps(delta, _mm256_mul_ps(dot[c], ot[c]));
+    __m256 qt[DH], dot[DH], delta = zero;
+    MHSA_HEADS_BWD_COLUMNS(w, g, qt, dot, delta, _mm256_add_ps, _mm256_mul_ps);
     __m256 lse = _mm256_loadu_ps(w->lse + 8 * g);
     __m256 hi = _mm256_set_m128(_mm_set1_ps(w->hi[2 * g + 1]),
                                 _mm_set1_ps(w->hi[2 * g]));
@@ -155,14 +151,9 @@ INLINE void rows_dq(const mhsa_small_bwd_args *p0, const heads_view *w,
 // comment); fills w.
 static int takes(const mhsa_attn_heads_bwd_args *a, heads_view *w)
 {
-    if (!mhsa_attn_heads_bwd_fit(a, DH))
+    if (!mhsa_heads_bwd_take(a, DH, &w->t))
         return 0;
-    size_t nh = a->nh;
-    const mhsa_attn_small_bwd_args *g0 = a->h[0];
-    const mhsa_small_bwd_args *p0 = g0->p;
-    const mhsa_mask_view *mv = &g0->mv;
-    size_t tq = p0->tq;
-    mhsa_heads_bwd_tiles_of(a, &w->t);
+    size_t nh = w->t.nh, tq = w->t.tq;
     for (size_t hh = 0; hh < HEADS; hh++) {
         const mhsa_attn_small_bwd_args *gh = a->h[hh < nh ? hh : nh - 1];
         for (size_t r = 0; r < MAX; r++) {
@@ -174,7 +165,7 @@ static int takes(const mhsa_attn_heads_bwd_args *a, heads_view *w)
         }
     }
     float ef, cf;
-    mhsa_mask_view_hi16(mv, w->t.n, &ef, &cf);
+    mhsa_mask_view_hi16(&a->h[0]->mv, w->t.n, &ef, &cf);
     for (size_t r = 0; r <= MAX; r++) {   // max(0, min(e, c + r))
         float h = cf + (float)r < ef ? cf + (float)r : ef;
         w->hi[r] = r < tq && h > 0.0f ? h : 0.0f;

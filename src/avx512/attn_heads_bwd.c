@@ -28,6 +28,7 @@
 #include "avx512/vmath.h"
 #include "avx512/heads.h"
 #include "avx512/vtranspose.h"
+#include "kernels/heads_bwd.h"
 
 enum { MAX = MHSA_SMALL_BWD_MAX, DH = 8, HEADS = 4, KEYS_AT_ONCE = 4 };
 
@@ -103,13 +104,8 @@ MHSA_AVX512_INLINE void group_weights(const heads_view *w, size_t g,
 {
     const __m512 zero = _mm512_setzero_ps(), ninf = _mm512_set1_ps(-INFINITY);
     const __m512 vscale = _mm512_set1_ps(w->t.scale);
-    __m512 qt[DH], dot[DH], ot[DH];
-    group_columns(w, g, NULL, 0, w->t.q, qt);
-    group_columns(w, g, w->t.dout, w->t.lddo, NULL, dot);
-    group_columns(w, g, w->t.o, w->t.ldo, NULL, ot);
-    __m512 delta = zero;
-    for (size_t c = 0; c < DH; c++)
-        delta = _mm512_add_ps(delta, _mm512_mul_ps(dot[c], ot[c]));
+    __m512 qt[DH], dot[DH], delta = zero;
+    MHSA_HEADS_BWD_COLUMNS(w, g, qt, dot, delta, _mm512_add_ps, _mm512_mul_ps);
     __m512 row = _mm512_add_ps(
         _mm512_set1_ps((float)(4 * g)),
         _mm512_set_ps(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0));
@@ -305,14 +301,9 @@ MHSA_AVX512_INLINE void grads(const mhsa_attn_heads_bwd_args *a,
 // comment); fills w.
 static int takes(const mhsa_attn_heads_bwd_args *a, heads_view *w)
 {
-    if (!mhsa_attn_heads_bwd_fit(a, DH))
+    if (!mhsa_heads_bwd_take(a, DH, &w->t))
         return 0;
-    size_t nh = a->nh;
-    const mhsa_attn_small_bwd_args *g0 = a->h[0];
-    const mhsa_small_bwd_args *p0 = g0->p;
-    const mhsa_mask_view *mv = &g0->mv;
-    size_t tq = p0->tq;
-    mhsa_heads_bwd_tiles_of(a, &w->t);
+    size_t nh = w->t.nh, tq = w->t.tq;
     w->half[0] = nh >= 2 ? 0xffff : 0x00ff;
     w->half[1] = nh >= 4 ? 0xffff : nh == 3 ? 0x00ff : 0;
     __mmask16 rows = mhsa_mask16__avx512(tq), bad = 0;
@@ -325,7 +316,7 @@ static int takes(const mhsa_attn_heads_bwd_args *a, heads_view *w)
                _mm512_cmp_ps_mask(w->lse[hh], _mm512_set1_ps(-INFINITY),
                                   _CMP_EQ_OQ);
     }
-    mhsa_mask_view_hi16(mv, w->t.n, &w->ef, &w->cf);
+    mhsa_mask_view_hi16(&a->h[0]->mv, w->t.n, &w->ef, &w->cf);
     return !bad;
 }
 
