@@ -10,6 +10,8 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "kernels/x86_htree.h"
+
 // Lane mask with the first n (0..8) lanes set, for _mm256_mask{load,store}_ps:
 // masked-off lanes are neither read nor written, so tails never touch memory
 // past n (the kernel contract in kernels.h).
@@ -20,13 +22,10 @@ static inline __m256i mhsa_tail_mask__avx2(size_t n)
     return _mm256_loadu_si256((const __m256i *)(lanes + 8 - (n > 8 ? 8 : n)));
 }
 
+// Horizontal max and sum: the fixed trees of kernels/x86_htree.h.
 static inline float mhsa_hmax_ps__avx2(__m256 v)
 {
-    __m128 x = _mm_max_ps(_mm256_castps256_ps128(v),
-                          _mm256_extractf128_ps(v, 1));
-    x = _mm_max_ps(x, _mm_movehl_ps(x, x));
-    x = _mm_max_ss(x, _mm_movehdup_ps(x));
-    return _mm_cvtss_f32(x);
+    return mhsa_htree_max8(v);
 }
 
 // Lane i: the max of lane i over the vectors s[0 .. n), n <= 16 (-inf
@@ -52,11 +51,7 @@ static inline __m256 mhsa_lane_max16__avx2(const __m256 *s, size_t n)
 
 static inline float mhsa_hsum_ps__avx2(__m256 v)
 {
-    __m128 x = _mm_add_ps(_mm256_castps256_ps128(v),
-                          _mm256_extractf128_ps(v, 1));
-    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
-    x = _mm_add_ss(x, _mm_movehdup_ps(x));
-    return _mm_cvtss_f32(x);
+    return mhsa_htree_add8(v);
 }
 
 // exp(x) for 8 floats. Range reduction x = n ln2 + r, |r| <= ln2/2, with

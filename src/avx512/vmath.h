@@ -12,6 +12,7 @@
 
 #include "kernels/kernels.h"
 #include "avx512/intrin.h"
+#include "kernels/x86_htree.h"
 
 #define MHSA_AVX512_INLINE static inline __attribute__((always_inline))
 
@@ -32,29 +33,19 @@ MHSA_AVX512_INLINE __m256 mhsa_hi256__avx512(__m512 v)
 
 // Horizontal sum and max by halving: a fixed tree, so the bits depend only
 // on v (written out rather than _mm512_reduce_add_ps, whose tree is the
-// compiler's).
+// compiler's): the two 256-bit halves, then kernels/x86_htree.h's tree.
 MHSA_AVX512_INLINE float mhsa_hsum__avx512(__m512 v)
 {
-    __m256 y = _mm256_add_ps(_mm512_castps512_ps256(v),
-                             mhsa_hi256__avx512(v));
-    __m128 x = _mm_add_ps(_mm256_castps256_ps128(y),
-                          _mm256_extractf128_ps(y, 1));
-    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
-    x = _mm_add_ss(x, _mm_movehdup_ps(x));
-    return _mm_cvtss_f32(x);
+    return mhsa_htree_add8(_mm256_add_ps(_mm512_castps512_ps256(v),
+                                         mhsa_hi256__avx512(v)));
 }
 
 // Max of 16 lanes that hold no NaN (callers keep NaN out: max_ps(x, acc)
 // returns acc when x is NaN).
 MHSA_AVX512_INLINE float mhsa_hmax__avx512(__m512 v)
 {
-    __m256 y = _mm256_max_ps(_mm512_castps512_ps256(v),
-                             mhsa_hi256__avx512(v));
-    __m128 x = _mm_max_ps(_mm256_castps256_ps128(y),
-                          _mm256_extractf128_ps(y, 1));
-    x = _mm_max_ps(x, _mm_movehl_ps(x, x));
-    x = _mm_max_ss(x, _mm_movehdup_ps(x));
-    return _mm_cvtss_f32(x);
+    return mhsa_htree_max8(_mm256_max_ps(_mm512_castps512_ps256(v),
+                                         mhsa_hi256__avx512(v)));
 }
 
 // Lane by lane, the max of the 16 key vectors x[0 .. 16) of a transposed
