@@ -262,47 +262,52 @@ QN_INLINE void qn_rows4_32(mhsa_qtype t, int A, size_t nb,
         acc[a] = s[a];
 }
 
-// The driver of the 32-element types: row groups of four, activation
-// rows four at a time (then the 1..3 left) within L2-sized chunks.
-QN_INLINE void qn_qmm32(mhsa_qtype t, size_t nb, const void *w, size_t ldw,
-                        size_t nw, const void *x, size_t ldx, size_t m,
-                        float *y, size_t ldy, int add)
+// Weight rows r .. r + 3 (those past nw repeat the last) into rows[];
+// returns how many are real, 1..4.
+QN_INLINE int qn_row_group(const unsigned char *wp, size_t ldw, size_t nw,
+                           size_t r, const unsigned char *rows[4])
 {
-    const unsigned char *wp = w, *xp = x;
-    size_t mc = qn_act_chunk(nb * sizeof(mhsa_q8_32));
-    for (size_t j0 = 0; j0 < m; j0 += mc) {
-        size_t j1 = m - j0 < mc ? m : j0 + mc;
-        for (size_t r = 0; r < nw; r += 4) {
-            int nr = nw - r < 4 ? (int)(nw - r) : 4;
-            const unsigned char *rows[4];
+    int nr = nw - r < 4 ? (int)(nw - r) : 4;
+    QN_UNROLL
+    for (int i = 0; i < 4; i++)
+        rows[i] = wp + (r + (size_t)(i < nr ? i : nr - 1)) * ldw;
+    return nr;
+}
+
+// One chunk of the 32-element types, activation rows [j0, j1): row groups
+// of four, activation rows four at a time (then the 1..3 left).
+QN_INLINE void qn_chunk32(mhsa_qtype t, size_t nb, const unsigned char *wp,
+                          size_t ldw, size_t nw, const unsigned char *xp,
+                          size_t ldx, size_t j0, size_t j1, float *y,
+                          size_t ldy, int add)
+{
+    for (size_t r = 0; r < nw; r += 4) {
+        const unsigned char *rows[4];
+        int nr = qn_row_group(wp, ldw, nw, r, rows);
+        size_t j = j0;
+        for (; j + 4 <= j1; j += 4) {
+            float32x4_t acc[4];
+            qn_rows4_32(t, 4, nb, rows, xp + j * ldx, ldx, acc);
             QN_UNROLL
-            for (int i = 0; i < 4; i++)
-                rows[i] = wp + (r + (size_t)(i < nr ? i : nr - 1)) * ldw;
-            size_t j = j0;
-            for (; j + 4 <= j1; j += 4) {
-                float32x4_t acc[4];
-                qn_rows4_32(t, 4, nb, rows, xp + j * ldx, ldx, acc);
-                QN_UNROLL
-                for (int a = 0; a < 4; a++)
-                    qn_store(y + (j + a) * ldy + r, nr, acc[a], add);
-            }
-            float32x4_t acc[3];
-            switch (j1 - j) {
-            case 3:
-                qn_rows4_32(t, 3, nb, rows, xp + j * ldx, ldx, acc);
-                break;
-            case 2:
-                qn_rows4_32(t, 2, nb, rows, xp + j * ldx, ldx, acc);
-                break;
-            case 1:
-                qn_rows4_32(t, 1, nb, rows, xp + j * ldx, ldx, acc);
-                break;
-            default:
-                break;
-            }
-            for (size_t a = 0; a < j1 - j; a++)
+            for (int a = 0; a < 4; a++)
                 qn_store(y + (j + a) * ldy + r, nr, acc[a], add);
         }
+        float32x4_t acc[3];
+        switch (j1 - j) {
+        case 3:
+            qn_rows4_32(t, 3, nb, rows, xp + j * ldx, ldx, acc);
+            break;
+        case 2:
+            qn_rows4_32(t, 2, nb, rows, xp + j * ldx, ldx, acc);
+            break;
+        case 1:
+            qn_rows4_32(t, 1, nb, rows, xp + j * ldx, ldx, acc);
+            break;
+        default:
+            break;
+        }
+        for (size_t a = 0; a < j1 - j; a++)
+            qn_store(y + (j + a) * ldy + r, nr, acc[a], add);
     }
 }
 
@@ -570,58 +575,57 @@ QN_INLINE float32x4_t qn_acts4_k(mhsa_qtype t, size_t nb,
     return acc;
 }
 
-// The driver of the k-quants: within L2-sized chunks of activation rows,
-// each weight row against them four at a time, then the 1..3 left over
-// against row groups of four.
-QN_INLINE void qn_qmmk(mhsa_qtype t, size_t nb, const void *w, size_t ldw,
-                       size_t nw, const void *x, size_t ldx, size_t m,
-                       float *y, size_t ldy, int add)
+// One chunk of the k-quants, activation rows [j0, j1): each weight row
+// against them four at a time, then the 1..3 left over against row groups
+// of four.
+QN_INLINE void qn_chunkk(mhsa_qtype t, size_t nb, const unsigned char *wp,
+                         size_t ldw, size_t nw, const unsigned char *xp,
+                         size_t ldx, size_t j0, size_t j1, float *y,
+                         size_t ldy, int add)
 {
-    const unsigned char *wp = w, *xp = x;
-    size_t mc = qn_act_chunk(nb * sizeof(mhsa_q8_256));
-    for (size_t j0 = 0; j0 < m; j0 += mc) {
-        size_t j1 = m - j0 < mc ? m : j0 + mc;
-        size_t j4 = j0 + ((j1 - j0) & ~(size_t)3);
-        if (j4 > j0)
-            for (size_t r = 0; r < nw; r++)
-                for (size_t j = j0; j < j4; j += 4)
-                    qn_store_strided(y + j * ldy + r, ldy, 4,
-                                     qn_acts4_k(t, nb, wp + r * ldw,
-                                                xp + j * ldx, ldx),
-                                     add);
-        if (j4 == j1)
-            continue;
-        for (size_t r = 0; r < nw; r += 4) {
-            int nr = nw - r < 4 ? (int)(nw - r) : 4;
-            const unsigned char *rows[4];
-            QN_UNROLL
-            for (int i = 0; i < 4; i++)
-                rows[i] = wp + (r + (size_t)(i < nr ? i : nr - 1)) * ldw;
-            for (size_t j = j4; j < j1; j++)
-                qn_store(y + j * ldy + r, nr,
-                         qn_rows4_k(t, nb, rows, xp + j * ldx), add);
-        }
+    size_t j4 = j0 + ((j1 - j0) & ~(size_t)3);
+    if (j4 > j0)
+        for (size_t r = 0; r < nw; r++)
+            for (size_t j = j0; j < j4; j += 4)
+                qn_store_strided(y + j * ldy + r, ldy, 4,
+                                 qn_acts4_k(t, nb, wp + r * ldw,
+                                            xp + j * ldx, ldx),
+                                 add);
+    if (j4 == j1)
+        return;
+    for (size_t r = 0; r < nw; r += 4) {
+        const unsigned char *rows[4];
+        int nr = qn_row_group(wp, ldw, nw, r, rows);
+        for (size_t j = j4; j < j1; j++)
+            qn_store(y + j * ldy + r, nr,
+                     qn_rows4_k(t, nb, rows, xp + j * ldx), add);
     }
 }
 
 // ---- the set ----------------------------------------------------------------
 
-#define QN_QMM(fn, T, driver)                                                 \
+// The product of type T: L2-sized chunks of activation rows (blocks of
+// type xblock), each by chunk (qn_chunk32 or qn_chunkk).
+#define QN_QMM(fn, T, chunk, xblock)                                          \
     static void fn(size_t nb, const void *w, size_t ldw, size_t nw,           \
                    const void *x, size_t ldx, size_t m, float *y, size_t ldy, \
                    int add)                                                   \
     {                                                                         \
-        driver(T, nb, w, ldw, nw, x, ldx, m, y, ldy, add);                    \
+        const unsigned char *wp = w, *xp = x;                                 \
+        size_t mc = qn_act_chunk(nb * sizeof(xblock));                        \
+        for (size_t j0 = 0; j0 < m; j0 += mc)                                 \
+            chunk(T, nb, wp, ldw, nw, xp, ldx, j0,                            \
+                  m - j0 < mc ? m : j0 + mc, y, ldy, add);                    \
     }
 
-QN_QMM(qn_qmm_q8_0, MHSA_Q8_0, qn_qmm32)
-QN_QMM(qn_qmm_q4_0, MHSA_Q4_0, qn_qmm32)
-QN_QMM(qn_qmm_q4_1, MHSA_Q4_1, qn_qmm32)
-QN_QMM(qn_qmm_q5_0, MHSA_Q5_0, qn_qmm32)
-QN_QMM(qn_qmm_q5_1, MHSA_Q5_1, qn_qmm32)
-QN_QMM(qn_qmm_q4_k, MHSA_Q4_K, qn_qmmk)
-QN_QMM(qn_qmm_q5_k, MHSA_Q5_K, qn_qmmk)
-QN_QMM(qn_qmm_q6_k, MHSA_Q6_K, qn_qmmk)
+QN_QMM(qn_qmm_q8_0, MHSA_Q8_0, qn_chunk32, mhsa_q8_32)
+QN_QMM(qn_qmm_q4_0, MHSA_Q4_0, qn_chunk32, mhsa_q8_32)
+QN_QMM(qn_qmm_q4_1, MHSA_Q4_1, qn_chunk32, mhsa_q8_32)
+QN_QMM(qn_qmm_q5_0, MHSA_Q5_0, qn_chunk32, mhsa_q8_32)
+QN_QMM(qn_qmm_q5_1, MHSA_Q5_1, qn_chunk32, mhsa_q8_32)
+QN_QMM(qn_qmm_q4_k, MHSA_Q4_K, qn_chunkk, mhsa_q8_256)
+QN_QMM(qn_qmm_q5_k, MHSA_Q5_K, qn_chunkk, mhsa_q8_256)
+QN_QMM(qn_qmm_q6_k, MHSA_Q6_K, qn_chunkk, mhsa_q8_256)
 
 #define QN_QMM_FNS                                                            \
     { qn_qmm_q8_0, qn_qmm_q4_0, qn_qmm_q4_1, qn_qmm_q5_0, qn_qmm_q5_1,        \
