@@ -525,6 +525,291 @@ MHSA_API mhsa_status mhsa_text_val_batch(const mhsa_text *t, size_t first, int B
                                          int T, int32_t *tokens, int32_t *targets,
                                          int *rows);
 
+/* ---- Data-parallel training ---------------------------------------------
+ *
+ * Training that gives the same bits on any number of ranks (processes), and
+ * checkpoints that do not depend on it either.
+ *
+ * The global batch of every step is cut into G equal groups (G fixed for
+ * the run, mhsa-train's --grad-groups). Rank r of P (P divides G) computes
+ * the gradients of groups [r G/P, (r+1) G/P), each normalised by the
+ * counted positions of the whole batch, so that the groups' gradients add
+ * up to the batch's. Their sum is then taken by one fixed tree whose
+ * bracketing depends on G only (a node [lo, hi) splits at lo + the largest
+ * power of two below hi - lo). One step:
+ *
+ *   1. every rank sums the whole tree nodes inside its groups
+ *   2. reduce-scatter, as bytes: rank q receives from every rank the slice
+ *      [off[q], off[q+1]) of its node sums (alltoallv), and finishes the
+ *      tree over [0, G) on that slice: rank q now has the batch gradient of
+ *      its shard of the parameters
+ *   3. the gradient norm (for clipping) is the model's own double sum
+ *      (mhsa_dp_model.norm_lanes), in parameter order: the running sums go
+ *      from rank to rank (64 bytes each way) instead of being split into
+ *      partial sums
+ *   4. each rank updates its shard with mhsa_optim_update; the AdamW
+ *      moments exist only for that shard (ZeRO stage 1)
+ *   5. allgatherv of the updated shards: every rank has all parameters
+ *   The groups' losses are gathered and summed by the same tree.
+ *
+ * Nothing in 1-5 depends on P but the shards' boundaries, and every
+ * operation that sees those boundaries is elementwise. So the parameters
+ * after any step are the same bits for every P that divides G, and with
+ * G = 1 the same bits as mhsa_lm_forward/backward/step (one group with its
+ * own count, the same norm, the same updates).
+ *
+ * The model is anything with a flat parameter buffer, a flat gradient
+ * buffer and a forward+backward of one group (mhsa_dp_model): the
+ * synthetic-task model (mhsa_lm, mhsa_dp_lm_bind) and the GPT (mhsa_gpt,
+ * mhsa_dp_gpt_bind).
+ *
+ * Threads: one thread per rank calls the trainer (MPI_THREAD_FUNNELED);
+ * the model and the tree sums use OpenMP inside. Steps allocate nothing. */
+
+/* -- the transport: how the ranks exchange bytes --
+ *
+ * The trainer needs a handful of collective operations. They only ever
+ * move bytes: every floating-point sum is done by the trainer itself, in
+ * its fixed tree, never by the transport. That is the whole point:
+ * MPI_Allreduce and MPI_Reduce leave the order of their sums to the MPI
+ * library (and to the number of ranks), so their results change with both;
+ * a byte copy cannot.
+ *
+ * Transports:
+ *   mhsa_dp_comm_self()  one process, rank 0 of 1: copies or nothing
+ *   mhsa-train's MPI transport (tools/mhsa-train/mpi_comm.c, only in its
+ *                        mpi build): Open MPI, one rank per process
+ *   the tests' P ranks as threads of one process (tests/train/dp_threads.c)
+ *
+ * Every operation is collective unless said otherwise: all ranks call it in
+ * the same order with matching sizes. Sizes and offsets are in bytes.
+ * Operations return 0, or -1 after setting mhsa_last_error (a transport
+ * written outside the library sets it with mhsa_dp_comm_error; the MPI
+ * transport's errors are fatal to the job instead: MPI's default
+ * handler). */
+typedef struct mhsa_dp_comm mhsa_dp_comm;
+
+typedef struct mhsa_dp_comm_ops {
+    /* Rank q receives scount[q] bytes from send + sdispl[q] of every rank;
+     * this rank stores what rank q sent it at recv + rdispl[q] (rcount[q]
+     * bytes, equal to q's scount[this rank]). */
+    int (*alltoallv)(mhsa_dp_comm *c, const void *send, const size_t *scount,
+                     const size_t *sdispl, void *recv, const size_t *rcount,
+                     const size_t *rdispl);
+    /* In place: every rank's own part is already at buf + displ[rank];
+     * afterwards every rank q's part (count[q] bytes) is at buf + displ[q]
+     * on every rank. */
+    int (*allgatherv)(mhsa_dp_comm *c, void *buf, const size_t *count,
+                      const size_t *displ);
+    /* root's n bytes at buf to every rank's buf. */
+    int (*bcast)(mhsa_dp_comm *c, void *buf, size_t n, int root);
+    /* root receives rank q's count[q] bytes from its send at
+     * buf + displ[q]; root's own part is already in place (its send is
+     * ignored); buf is only used on root. */
+    int (*gatherv)(mhsa_dp_comm *c, const void *send, void *buf,
+                   const size_t *count, const size_t *displ, int root);
+    /* Point to point (not collective): n bytes to / from one rank. */
+    int (*send)(mhsa_dp_comm *c, const void *buf, size_t n, int to);
+    int (*recv)(mhsa_dp_comm *c, void *buf, size_t n, int from);
+    /* Ends every rank of the job with exit status `code` (does not
+     * return); NULL when the transport has nothing to end but this
+     * process. */
+    void (*abort_job)(mhsa_dp_comm *c, int code);
+    /* What to call the transport in messages ("mpi", "self", ...). */
+    const char *name;
+} mhsa_dp_comm_ops;
+
+struct mhsa_dp_comm {
+    const mhsa_dp_comm_ops *ops;
+    int rank, size;   /* 0 <= rank < size */
+    void *impl;       /* the transport's own state */
+};
+
+/* The single-process transport (a static object: never freed). */
+MHSA_API mhsa_dp_comm *mhsa_dp_comm_self(void);
+
+/* For a transport's operations: sets this thread's mhsa_last_error() to
+ * msg and returns -1, the operations' failure (return
+ * mhsa_dp_comm_error("...");). */
+MHSA_API int mhsa_dp_comm_error(const char *msg);
+
+/* -- the model: flat buffers and one group's forward+backward -- */
+
+/* One parameter tensor, a slice of the flat buffer. */
+typedef struct mhsa_dp_tensor {
+    const char *name;   /* unique, as saved in checkpoints */
+    int ndim;           /* 1 or 2 */
+    size_t dims[2];
+    size_t offset, numel;
+    int decay;          /* 1: weight decay applies (matrices) */
+} mhsa_dp_tensor;
+
+typedef struct mhsa_dp_model {
+    float *param;       /* (n_params) read by group_grad, written by steps */
+    float *grad;        /* (n_params) overwritten by each group_grad */
+    size_t n_params;
+    const mhsa_dp_tensor *tensors;   /* tile [0, n_params) in order */
+    int n_tensors;
+    /* Forward and backward of group `group` of n_groups of the batch the
+     * caller prepared for this step, with the loss normalised by the
+     * counted positions of the whole batch. Overwrites grad; *loss is the
+     * group's share of the batch's mean loss. */
+    mhsa_status (*group_grad)(void *ctx, int group, int n_groups,
+                              float *loss);
+    void *ctx;
+    /* How the model's own step sums the squared gradient norm, which the
+     * trainer repeats so that G = 1 clips to the same bits: 0 or 1, one
+     * running double sum in parameter order (mhsa_lm_step); 8, eight
+     * interleaved double lanes (element i into lane i % 8) closed by
+     * ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)) (mhsa_gpt_step). */
+    int norm_lanes;
+} mhsa_dp_model;
+
+/* The step's whole batch (B, T), as on every rank, and how the model runs
+ * a group of it: the group_grad (ctx) of the models of mhsa_dp_lm_bind and
+ * mhsa_dp_gpt_bind, which fill in rows_grad, model and who, while
+ * mhsa_dp_lm_set_batch and mhsa_dp_gpt_set_batch set the rest. Group k of
+ * G is rows [k B/G, (k+1) B/G). */
+typedef struct mhsa_dp_batch {
+    const int32_t *tokens, *targets;
+    int B, T;
+    size_t count;   /* counted targets (>= 0) of the whole batch */
+    /* Forward+backward of `rows` rows of T tokens from tokens and
+     * targets, the loss divided by count (0: the model's own rule, loss 0
+     * and no gradient), so that the groups' gradients add up to the
+     * batch's. */
+    mhsa_status (*rows_grad)(void *model, const int32_t *tokens,
+                             const int32_t *targets, int rows, int T,
+                             size_t count, float *loss);
+    void *model;
+    const char *who;   /* the model in messages */
+} mhsa_dp_batch;
+
+/* The synthetic-task model (mhsa_lm) as a mhsa_dp_model: its flat buffers
+ * and tensors, and the forward+backward of one group of the batch. */
+enum { MHSA_DP_LM_MAX_TENSORS = 16 };
+
+typedef struct mhsa_dp_lm {
+    mhsa_lm *lm;
+    mhsa_dp_tensor tensors[MHSA_DP_LM_MAX_TENSORS];
+    mhsa_dp_batch batch;   /* the step's whole batch; the model's ctx */
+} mhsa_dp_lm;
+
+/* Fills *a and *m for lm (a must stay where it is: m->ctx points to it). */
+MHSA_API mhsa_status mhsa_dp_lm_bind(mhsa_dp_lm *a, mhsa_lm *lm,
+                                     mhsa_dp_model *m);
+
+/* The batch of the next mhsa_dp_step; its counted targets are the
+ * normaliser of every group. The arrays are read by the step, not
+ * copied. */
+MHSA_API void mhsa_dp_lm_set_batch(mhsa_dp_lm *a, const int32_t *tokens,
+                                   const int32_t *targets, int B, int T);
+
+/* The GPT (mhsa_gpt) as a mhsa_dp_model, the counterpart of mhsa_dp_lm for
+ * `mhsa-train --task text`. */
+typedef struct mhsa_dp_gpt {
+    mhsa_gpt *g;
+    mhsa_dp_tensor *tensors;   /* (mhsa_gpt_n_tensors) malloc'd by
+                                  mhsa_dp_gpt_bind */
+    mhsa_dp_batch batch;       /* the step's whole batch; the model's ctx */
+} mhsa_dp_gpt;
+
+/* Fills *a and *m for g (a must stay where it is: m->ctx points to it).
+ * The GPT's max_batch must hold a group's rows. Release with
+ * mhsa_dp_gpt_unbind. Errors: NULL arguments: MHSA_ERR_INVALID_ARG; a
+ * 16-bit weight_dtype: MHSA_ERR_UNSUPPORTED; MHSA_ERR_NO_MEMORY. */
+MHSA_API mhsa_status mhsa_dp_gpt_bind(mhsa_dp_gpt *a, mhsa_gpt *g,
+                                      mhsa_dp_model *m);
+/* A zeroed or unbound a is a no-op. */
+MHSA_API void mhsa_dp_gpt_unbind(mhsa_dp_gpt *a);
+
+/* The batch of the next mhsa_dp_step, as mhsa_dp_lm_set_batch. */
+MHSA_API void mhsa_dp_gpt_set_batch(mhsa_dp_gpt *a, const int32_t *tokens,
+                                    const int32_t *targets, int B, int T);
+
+/* -- the trainer -- */
+
+/* Seconds spent in each part of the steps so far (this rank). */
+typedef struct mhsa_dp_stats {
+    double compute;   /* group forward+backward */
+    double wait;      /* for the slowest rank to finish its groups (a tiny
+                         allgather before the reduce-scatter measures it) */
+    double reduce;    /* node sums, reduce-scatter, tree, loss, norm */
+    double update;    /* the optimiser on this rank's shard */
+    double gather;    /* allgather of the updated parameters */
+    int64_t steps;
+} mhsa_dp_stats;
+
+typedef struct mhsa_dp_trainer mhsa_dp_trainer;
+
+/* A trainer for model m over comm with `groups` groups per batch and
+ * optimiser `kind` (AdamW keeps moments for this rank's shard). comm and
+ * the model must outlive the trainer. Errors: groups < 1, groups not a
+ * multiple of the number of ranks, an inconsistent model:
+ * MHSA_ERR_INVALID_ARG; no memory: MHSA_ERR_NO_MEMORY. */
+MHSA_API mhsa_status mhsa_dp_create(const mhsa_dp_model *m, mhsa_dp_comm *comm,
+                                    int groups, mhsa_optim_kind kind,
+                                    mhsa_dp_trainer **out);
+MHSA_API void mhsa_dp_destroy(mhsa_dp_trainer *dp);   /* NULL is a no-op */
+
+/* Rank 0's parameters to every rank (collective). */
+MHSA_API mhsa_status mhsa_dp_broadcast_params(mhsa_dp_trainer *dp);
+
+/* One training step on the batch the model's group_grad sees
+ * (collective). loss: out, the batch's mean loss; grad_norm: optional out,
+ * the global L2 norm before clipping (computed only when asked or when
+ * clipping). Errors: a bad cfg or another kind than at creation:
+ * MHSA_ERR_INVALID_ARG; a failing group_grad: its status (the ranks then
+ * disagree: end the job). */
+MHSA_API mhsa_status mhsa_dp_step(mhsa_dp_trainer *dp,
+                                  const mhsa_optim_config *cfg, float *loss,
+                                  float *grad_norm);
+
+/* Optimiser steps made (and restored by mhsa_dp_load); groups per batch;
+ * the time per part; the transport. 0 / NULL for NULL. */
+MHSA_API int64_t mhsa_dp_steps(const mhsa_dp_trainer *dp);
+MHSA_API int     mhsa_dp_groups(const mhsa_dp_trainer *dp);
+MHSA_API const mhsa_dp_stats *mhsa_dp_get_stats(const mhsa_dp_trainer *dp);
+MHSA_API mhsa_dp_comm *mhsa_dp_get_comm(const mhsa_dp_trainer *dp);
+
+/* Compares a hash of every rank's parameters (collective). MHSA_ERR_STATE
+ * on every rank, naming the first rank that differs from rank 0, when they
+ * are not all the same bits. */
+MHSA_API mhsa_status mhsa_dp_verify(mhsa_dp_trainer *dp);
+
+/* The optimiser state as one process would hold it, for a model whose own
+ * checkpoints carry it (the GPT's mhsa_gpt_save / mhsa_gpt_load):
+ * mhsa_dp_export_state gathers the AdamW moments (n_params each, parameter
+ * order) into rank 0's m and v and gives it the step count (the others'
+ * arguments are ignored); mhsa_dp_import_state makes rank 0's parameters
+ * (the model's buffer), moments and step every rank's state (the others'
+ * m and v are ignored). Both collective; with SGD the moments are zeros. */
+MHSA_API mhsa_status mhsa_dp_export_state(mhsa_dp_trainer *dp, float *m,
+                                          float *v, int64_t *step);
+MHSA_API mhsa_status mhsa_dp_import_state(mhsa_dp_trainer *dp, const float *m,
+                                          const float *v, int64_t step);
+
+/* -- the trainer's checkpoints -- */
+
+/* Checkpoint (collective): the parameters (their names), the AdamW moments
+ * (flat "optim.m" and "optim.v", the layout of the GPT's own checkpoints)
+ * gathered to rank 0, and in __metadata__ "mhsa.step", "mhsa.optim",
+ * "mhsa.grad_groups" followed by meta[0..n_meta). Rank 0 writes a
+ * temporary file, fsyncs it and renames it over path: a run killed at any
+ * moment leaves the previous complete checkpoint. The file does not depend
+ * on the number of ranks. Every rank returns rank 0's status. */
+MHSA_API mhsa_status mhsa_dp_save(mhsa_dp_trainer *dp, const char *path,
+                                  const mhsa_meta *meta, size_t n_meta);
+
+/* Resumes from a mhsa_dp_save checkpoint (collective): rank 0 reads the
+ * file and sends parameters, moments, step and the values of
+ * want[0..n_want) (as mhsa_gpt_read_meta: "" and present 0 when the file
+ * has no such key) to every rank. On any error (missing file, other
+ * shapes, another optimiser) nothing changes and every rank returns the
+ * status, rank 0's message naming the problem. */
+MHSA_API mhsa_status mhsa_dp_load(mhsa_dp_trainer *dp, const char *path,
+                                  mhsa_meta_value *want, size_t n_want);
+
 #ifdef __cplusplus
 }
 #endif

@@ -57,7 +57,7 @@ mhsa_status mhsa__lm_forward_over(mhsa_lm *lm, const int32_t *tokens,
 
 // The model's flat parameter and gradient buffers (mhsa_lm_n_params floats
 // each, the tensors back to back in mhsa_lm_get_tensor order): what the
-// data-parallel trainer (dp.h) reads, updates and reduces.
+// data-parallel trainer (src/train/dp/) reads, updates and reduces.
 void mhsa__lm_flat(mhsa_lm *lm, float **param, float **grad);
 
 // Token ids: ids[0..n) within [lo, V) (targets: lo = -1, ignored rows);

@@ -30,12 +30,12 @@ typedef struct world {
     pthread_cond_t cv;
     slot slots[MAX_RANKS];
     mailbox box[MAX_RANKS][MAX_RANKS];   // [to][from]
-    dp_comm comms[MAX_RANKS];
-    void (*fn)(dp_comm *, void *);
+    mhsa_dp_comm comms[MAX_RANKS];
+    void (*fn)(mhsa_dp_comm *, void *);
     void **arg;
 } world;
 
-static void publish(dp_comm *c, const void *p, const size_t *a,
+static void publish(mhsa_dp_comm *c, const void *p, const size_t *a,
                     const size_t *b)
 {
     world *w = c->impl;
@@ -43,7 +43,7 @@ static void publish(dp_comm *c, const void *p, const size_t *a,
     pthread_barrier_wait(&w->bar);
 }
 
-static int t_alltoallv(dp_comm *c, const void *send, const size_t *scount,
+static int t_alltoallv(mhsa_dp_comm *c, const void *send, const size_t *scount,
                        const size_t *sdispl, void *recv, const size_t *rcount,
                        const size_t *rdispl)
 {
@@ -61,7 +61,7 @@ static int t_alltoallv(dp_comm *c, const void *send, const size_t *scount,
     return bad ? -1 : 0;
 }
 
-static int t_allgatherv(dp_comm *c, void *buf, const size_t *count,
+static int t_allgatherv(mhsa_dp_comm *c, void *buf, const size_t *count,
                         const size_t *displ)
 {
     world *w = c->impl;
@@ -74,7 +74,7 @@ static int t_allgatherv(dp_comm *c, void *buf, const size_t *count,
     return 0;
 }
 
-static int t_bcast(dp_comm *c, void *buf, size_t n, int root)
+static int t_bcast(mhsa_dp_comm *c, void *buf, size_t n, int root)
 {
     world *w = c->impl;
     publish(c, buf, NULL, NULL);
@@ -84,7 +84,7 @@ static int t_bcast(dp_comm *c, void *buf, size_t n, int root)
     return 0;
 }
 
-static int t_gatherv(dp_comm *c, const void *send, void *buf,
+static int t_gatherv(mhsa_dp_comm *c, const void *send, void *buf,
                      const size_t *count, const size_t *displ, int root)
 {
     world *w = c->impl;
@@ -97,7 +97,7 @@ static int t_gatherv(dp_comm *c, const void *send, void *buf,
     return 0;
 }
 
-static int t_send(dp_comm *c, const void *buf, size_t n, int to)
+static int t_send(mhsa_dp_comm *c, const void *buf, size_t n, int to)
 {
     world *w = c->impl;
     if (n > MAX_MSG)
@@ -114,7 +114,7 @@ static int t_send(dp_comm *c, const void *buf, size_t n, int to)
     return 0;
 }
 
-static int t_recv(dp_comm *c, void *buf, size_t n, int from)
+static int t_recv(mhsa_dp_comm *c, void *buf, size_t n, int from)
 {
     world *w = c->impl;
     pthread_mutex_lock(&w->mu);
@@ -129,21 +129,21 @@ static int t_recv(dp_comm *c, void *buf, size_t n, int from)
     return bad ? -1 : 0;
 }
 
-static const dp_comm_ops thread_ops = {
+static const mhsa_dp_comm_ops thread_ops = {
     t_alltoallv, t_allgatherv, t_bcast, t_gatherv, t_send, t_recv, NULL,
     "threads",
 };
 
 static void *rank_main(void *p)
 {
-    dp_comm *c = p;
+    mhsa_dp_comm *c = p;
     world *w = c->impl;
     omp_set_num_threads(w->omp_threads);
     w->fn(c, w->arg[c->rank]);
     return NULL;
 }
 
-void dp_threads_run(int P, int omp_threads, void (*fn)(dp_comm *, void *),
+void dp_threads_run(int P, int omp_threads, void (*fn)(mhsa_dp_comm *, void *),
                     void **arg)
 {
     ck_assert_int_le(P, MAX_RANKS);
@@ -158,7 +158,7 @@ void dp_threads_run(int P, int omp_threads, void (*fn)(dp_comm *, void *),
     pthread_cond_init(&w->cv, NULL);
     pthread_t th[MAX_RANKS];
     for (int r = 0; r < P; r++) {
-        w->comms[r] = (dp_comm){ &thread_ops, r, P, w };
+        w->comms[r] = (mhsa_dp_comm){ &thread_ops, r, P, w };
         ck_assert_int_eq(pthread_create(&th[r], NULL, rank_main,
                                         &w->comms[r]), 0);
     }

@@ -1,10 +1,10 @@
-// test_dp.c — data-parallel training (src/train/dp/dp.h) without MPI: ranks are
-// threads (dp_threads.c) or the single-process transport. The fixed tree
-// against hand-bracketed sums; per-group losses normalised by the batch's
+// test_dp.c — data-parallel training (mhsa_train.h, src/train/dp/) without MPI:
+// ranks are threads (dp_threads.c) or the single-process transport. The fixed
+// tree against hand-bracketed sums; per-group losses normalised by the batch's
 // count; G = 1 against the plain mhsa_lm loop bit for bit; the same bits for
-// every rank count and thread count at a given G; checkpoints that resume
-// on another rank count to the same file; the weight check; errors that end
-// every rank together instead of leaving one waiting.
+// every rank count and thread count at a given G; checkpoints that resume on
+// another rank count to the same file; the weight check; errors that end every
+// rank together instead of leaving one waiting.
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -13,12 +13,11 @@
 #include <unistd.h>
 
 #include "core/alloc.h"
-#include "train/dp/dp.h"
-#include "train/dp/dp_gpt.h"
+#include "mhsa_train.h"
 #include "train/dp/dp_internal.h"
-#include "train/dp/dp_lm.h"
 #include "dp_threads.h"
 #include "train/dp/dp_tree.h"
+#include "io/safetensors.h"
 #include "train/train_internal.h"
 #include "util.h"
 #include "tmpdir.h"
@@ -67,8 +66,8 @@ static void tree_of(const float *g, int G, size_t len, float *out)
         scratch[i] = malloc(len * sizeof(float));
     leaves l = { g, len };
     const float *res;
-    ck_assert_int_eq(dp_tree_sum(0, G, len, leaf_source, &l, out, scratch,
-                                 &res), 0);
+    ck_assert_int_eq(mhsa__dp_tree_sum(0, G, len, leaf_source, &l, out, scratch,
+                                       &res), 0);
     if (res != out)
         memcpy(out, res, len * sizeof(float));
     for (int i = 0; i < 8; i++)
@@ -114,11 +113,11 @@ START_TEST(tree_brackets_as_documented)
     }
     tree_of(&g[0][0], 1, LEN, got);
     ck_assert_mem_eq(got, g[0], sizeof got);
-    ck_assert_int_eq(dp_tree_split(0, 2), 1);
-    ck_assert_int_eq(dp_tree_split(4, 9), 8);
-    ck_assert_int_eq(dp_tree_split(0, 8), 4);
-    ck_assert_int_eq(dp_tree_height(1), 0);
-    ck_assert_int_eq(dp_tree_height(5), 3);
+    ck_assert_int_eq(mhsa__dp_tree_split(0, 2), 1);
+    ck_assert_int_eq(mhsa__dp_tree_split(4, 9), 8);
+    ck_assert_int_eq(mhsa__dp_tree_split(0, 8), 4);
+    ck_assert_int_eq(mhsa__dp_tree_height(1), 0);
+    ck_assert_int_eq(mhsa__dp_tree_height(5), 3);
 }
 END_TEST
 
@@ -136,7 +135,7 @@ START_TEST(tree_from_partials_is_the_same_for_every_split)
     spread_values(g, (size_t)GMAX * LEN, 11);
     for (int G = 1; G <= GMAX; G++) {
         tree_of(g, G, LEN, want);
-        int h = dp_tree_height(G);
+        int h = mhsa__dp_tree_height(G);
         ck_assert_int_le(1 << h, 2 * G);
         for (int P = 1; P <= G; P++) {
             if (G % P)
@@ -145,7 +144,7 @@ START_TEST(tree_from_partials_is_the_same_for_every_split)
             partials p = { 0 };
             for (int q = 0; q < P; q++) {
                 int lo[64], hi[64];
-                int k = dp_tree_cover(G, q * L, (q + 1) * L, lo, hi, 64);
+                int k = mhsa__dp_tree_cover(G, q * L, (q + 1) * L, lo, hi, 64);
                 ck_assert_int_le(k, 2 * h + 2);
                 int at = q * L;
                 for (int j = 0; j < k; j++) {
@@ -155,9 +154,9 @@ START_TEST(tree_from_partials_is_the_same_for_every_split)
                     float *dst = part + (size_t)p.n * LEN;
                     leaves l = { g, LEN };
                     const float *res;
-                    ck_assert_int_eq(dp_tree_sum(lo[j], hi[j], LEN,
-                                                 leaf_source, &l, dst,
-                                                 scratch, &res), 0);
+                    ck_assert_int_eq(mhsa__dp_tree_sum(lo[j], hi[j], LEN,
+                                                       leaf_source, &l, dst,
+                                                       scratch, &res), 0);
                     p.lo[p.n] = lo[j];
                     p.hi[p.n] = hi[j];
                     p.v[p.n++] = res;
@@ -165,8 +164,8 @@ START_TEST(tree_from_partials_is_the_same_for_every_split)
                 ck_assert_int_eq(at, (q + 1) * L);
             }
             const float *res;
-            ck_assert_int_eq(dp_tree_sum(0, G, LEN, partial_source, &p, got,
-                                         scratch, &res), 0);
+            ck_assert_int_eq(mhsa__dp_tree_sum(0, G, LEN, partial_source, &p,
+                                               got, scratch, &res), 0);
             ck_assert_msg(memcmp(res, want, sizeof want) == 0,
                           "G=%d P=%d: not the bits of the whole tree", G, P);
         }
@@ -285,7 +284,7 @@ typedef struct job {
     int save_at;
     const char *resume;      // loaded before training
     int corrupt_rank;        // flips a weight bit on this rank (-1: none)
-    int lanes;               // dp_model.norm_lanes
+    int lanes;               // mhsa_dp_model.norm_lanes
     // A state handed over as one process holds it: exported at the end of
     // the run (rank 0: export_* malloc'd), imported before training.
     int export_state;
@@ -321,33 +320,33 @@ static void fail_job(job *j, mhsa_status st)
 
 // One rank's whole run. Ranks other than 0 start from other weights: the
 // broadcast (or the checkpoint) must overwrite them.
-static void rank_train(dp_comm *c, void *arg)
+static void rank_train(mhsa_dp_comm *c, void *arg)
 {
     job *j = arg;
     mhsa_lm *lm = make_lm(MV, MD, MH, MT, MB / j->G, 1 + 1000 * c->rank);
-    dp_lm a;
-    dp_model m;
-    dp_trainer *dp = NULL;
+    mhsa_dp_lm a;
+    mhsa_dp_model m;
+    mhsa_dp_trainer *dp = NULL;
     int32_t tok[MB * MT], tgt[MB * MT];
     uint64_t s = 77;
     mhsa_optim_config cfg = job_cfg(j);
-    mhsa_status st = dp_lm_bind(&a, lm, &m);
+    mhsa_status st = mhsa_dp_lm_bind(&a, lm, &m);
     m.norm_lanes = j->lanes;
     if (st == MHSA_OK)
-        st = dp_create(&m, c, j->G, j->kind, &dp);
+        st = mhsa_dp_create(&m, c, j->G, j->kind, &dp);
     if (st == MHSA_OK)
-        st = dp_broadcast_params(dp);
+        st = mhsa_dp_broadcast_params(dp);
     if (st == MHSA_OK && j->import_param) {
         if (c->rank == 0)
             memcpy(m.param, j->import_param, m.n_params * sizeof(float));
-        st = dp_import_state(dp, c->rank == 0 ? j->import_m : NULL,
-                             c->rank == 0 ? j->import_v : NULL,
-                             j->import_step);
+        st = mhsa_dp_import_state(dp, c->rank == 0 ? j->import_m : NULL,
+                                  c->rank == 0 ? j->import_v : NULL,
+                                  j->import_step);
         s = j->import_rng;
     }
     if (st == MHSA_OK && j->resume) {
-        dp_meta_value want = { .key = "test.rng" };
-        st = dp_load(dp, j->resume, &want, 1);
+        mhsa_meta_value want = { .key = "test.rng" };
+        st = mhsa_dp_load(dp, j->resume, &want, 1);
         if (st == MHSA_OK)
             s = strtoull(want.value, NULL, 10);
     }
@@ -355,11 +354,11 @@ static void rank_train(dp_comm *c, void *arg)
         fail_job(j, st);
         goto out;
     }
-    for (int64_t step = dp_steps(dp); step < j->steps; step++) {
+    for (int64_t step = mhsa_dp_steps(dp); step < j->steps; step++) {
         make_batch(&s, MB, MT, MV, tok, tgt);
-        dp_lm_set_batch(&a, tok, tgt, MB, MT);
+        mhsa_dp_lm_set_batch(&a, tok, tgt, MB, MT);
         float norm;
-        st = dp_step(dp, &cfg, &j->losses[step], &norm);
+        st = mhsa_dp_step(dp, &cfg, &j->losses[step], &norm);
         if (st != MHSA_OK) {
             fail_job(j, st);
             goto out;
@@ -367,8 +366,8 @@ static void rank_train(dp_comm *c, void *arg)
         if (step + 1 == j->save_at) {
             char rs[32];
             snprintf(rs, sizeof rs, "%llu", (unsigned long long)s);
-            mhsa_st_meta meta = { "test.rng", rs };
-            st = dp_save(dp, j->save_path, &meta, 1);
+            mhsa_meta meta = { "test.rng", rs };
+            st = mhsa_dp_save(dp, j->save_path, &meta, 1);
             if (st != MHSA_OK) {
                 fail_job(j, st);
                 goto out;
@@ -379,7 +378,8 @@ static void rank_train(dp_comm *c, void *arg)
         int root = c->rank == 0;
         j->export_m = root ? malloc(m.n_params * sizeof(float)) : NULL;
         j->export_v = root ? malloc(m.n_params * sizeof(float)) : NULL;
-        st = dp_export_state(dp, j->export_m, j->export_v, &j->export_step);
+        st = mhsa_dp_export_state(dp, j->export_m, j->export_v,
+                                  &j->export_step);
         if (st != MHSA_OK) {
             fail_job(j, st);
             goto out;
@@ -388,15 +388,15 @@ static void rank_train(dp_comm *c, void *arg)
     j->end_rng = s;
     if (c->rank == j->corrupt_rank)
         m.param[m.n_params / 2] = nextafterf(m.param[m.n_params / 2], 1e9f);
-    j->verify_st = dp_verify(dp);
+    j->verify_st = mhsa_dp_verify(dp);
     if (j->verify_st != MHSA_OK)
         snprintf(j->msg, sizeof j->msg, "%s", mhsa_last_error());
-    j->steps_done = dp_steps(dp);
+    j->steps_done = mhsa_dp_steps(dp);
     j->n = m.n_params;
     j->params = malloc(j->n * sizeof(float));
     memcpy(j->params, m.param, j->n * sizeof(float));
 out:
-    dp_destroy(dp);
+    mhsa_dp_destroy(dp);
     mhsa_lm_destroy(lm);
 }
 
@@ -413,7 +413,7 @@ static void run_ranks(int P, int omp, const job *tmpl, job *out)
     }
     if (P == 0) {
         omp_set_num_threads(omp);
-        rank_train(dp_comm_self(), &jobs[0]);
+        rank_train(mhsa_dp_comm_self(), &jobs[0]);
     } else {
         dp_threads_run(P, omp, rank_train, args);
     }
@@ -539,29 +539,29 @@ START_TEST(eight_norm_lanes_are_the_same_on_every_rank_count)
 }
 END_TEST
 
-// The norm dp_step uses is the model's own sum over the batch gradient, bit
-// for bit in double, for both rules (G = 1: the model's gradient is the
+// The norm mhsa_dp_step uses is the model's own sum over the batch gradient,
+// bit for bit in double, for both rules (G = 1: the model's gradient is the
 // batch's), and the two rules do round differently.
 START_TEST(norm_is_the_models_own_sum)
 {
     mhsa_lm *lm = make_lm(MV, MD, MH, MT, MB, 1);
-    dp_lm a;
-    dp_model m;
-    ck_assert_int_eq(dp_lm_bind(&a, lm, &m), MHSA_OK);
+    mhsa_dp_lm a;
+    mhsa_dp_model m;
+    ck_assert_int_eq(mhsa_dp_lm_bind(&a, lm, &m), MHSA_OK);
     int32_t tok[MB * MT], tgt[MB * MT];
     uint64_t s = 5;
     mhsa_optim_config cfg = mhsa_optim_defaults(MHSA_OPTIM_SGD);
     int differ = 0;
     for (int lanes = 1; lanes <= 8; lanes += 7) {
         m.norm_lanes = lanes;
-        dp_trainer *dp = NULL;
-        ck_assert_int_eq(dp_create(&m, dp_comm_self(), 1, MHSA_OPTIM_SGD,
-                                   &dp), MHSA_OK);
+        mhsa_dp_trainer *dp = NULL;
+        ck_assert_int_eq(mhsa_dp_create(&m, mhsa_dp_comm_self(), 1,
+                                        MHSA_OPTIM_SGD, &dp), MHSA_OK);
         for (int step = 0; step < 8; step++) {
             make_batch(&s, MB, MT, MV, tok, tgt);
-            dp_lm_set_batch(&a, tok, tgt, MB, MT);
+            mhsa_dp_lm_set_batch(&a, tok, tgt, MB, MT);
             float loss, norm;
-            ck_assert_int_eq(dp_step(dp, &cfg, &loss, &norm), MHSA_OK);
+            ck_assert_int_eq(mhsa_dp_step(dp, &cfg, &loss, &norm), MHSA_OK);
             double acc[8] = { 0 }, seq = 0.0;
             for (size_t i = 0; i < m.n_params; i++) {
                 double g2 = (double)m.grad[i] * (double)m.grad[i];
@@ -578,13 +578,14 @@ START_TEST(norm_is_the_models_own_sum)
             float wf = (float)want;
             ck_assert_mem_eq(&norm, &wf, sizeof wf);
         }
-        dp_destroy(dp);
+        mhsa_dp_destroy(dp);
     }
     // The two rules rounded differently on some batch: the check can fail.
     ck_assert(differ);
     m.norm_lanes = 3;
-    dp_trainer *dp = NULL;
-    ck_assert_int_eq(dp_create(&m, dp_comm_self(), 1, MHSA_OPTIM_SGD, &dp),
+    mhsa_dp_trainer *dp = NULL;
+    ck_assert_int_eq(mhsa_dp_create(&m, mhsa_dp_comm_self(), 1,
+                                    MHSA_OPTIM_SGD, &dp),
                      MHSA_ERR_INVALID_ARG);
     ck_assert_ptr_nonnull(strstr(mhsa_last_error(), "norm_lanes = 3"));
     mhsa_lm_destroy(lm);
@@ -790,14 +791,14 @@ START_TEST(verify_names_the_rank_that_differs)
 }
 END_TEST
 
-static void rank_bad_groups(dp_comm *c, void *arg)
+static void rank_bad_groups(mhsa_dp_comm *c, void *arg)
 {
     mhsa_lm *lm = make_lm(MV, MD, MH, MT, 1, 1);
-    dp_lm a;
-    dp_model m;
-    dp_trainer *dp = NULL;
-    ck_assert_int_eq(dp_lm_bind(&a, lm, &m), MHSA_OK);
-    *(mhsa_status *)arg = dp_create(&m, c, 3, MHSA_OPTIM_ADAMW, &dp);
+    mhsa_dp_lm a;
+    mhsa_dp_model m;
+    mhsa_dp_trainer *dp = NULL;
+    ck_assert_int_eq(mhsa_dp_lm_bind(&a, lm, &m), MHSA_OK);
+    *(mhsa_status *)arg = mhsa_dp_create(&m, c, 3, MHSA_OPTIM_ADAMW, &dp);
     ck_assert_ptr_null(dp);
     mhsa_lm_destroy(lm);
 }
@@ -811,26 +812,27 @@ START_TEST(groups_must_be_a_multiple_of_the_ranks)
     ck_assert_int_eq(st[1], MHSA_ERR_INVALID_ARG);
 
     mhsa_lm *lm = make_lm(MV, MD, MH, MT, 2, 1);
-    dp_lm a;
-    dp_model m;
-    dp_trainer *dp = NULL;
-    ck_assert_int_eq(dp_lm_bind(&a, lm, &m), MHSA_OK);
-    ck_assert_int_eq(dp_create(&m, dp_comm_self(), 0, MHSA_OPTIM_ADAMW, &dp),
+    mhsa_dp_lm a;
+    mhsa_dp_model m;
+    mhsa_dp_trainer *dp = NULL;
+    ck_assert_int_eq(mhsa_dp_lm_bind(&a, lm, &m), MHSA_OK);
+    ck_assert_int_eq(mhsa_dp_create(&m, mhsa_dp_comm_self(), 0,
+                                    MHSA_OPTIM_ADAMW, &dp),
                      MHSA_ERR_INVALID_ARG);
     ck_assert_ptr_nonnull(strstr(mhsa_last_error(), "groups = 0"));
     // A batch the groups do not divide: the step fails, naming both.
-    ck_assert_int_eq(dp_create(&m, dp_comm_self(), 5, MHSA_OPTIM_ADAMW, &dp),
-                     MHSA_OK);
+    ck_assert_int_eq(mhsa_dp_create(&m, mhsa_dp_comm_self(), 5,
+                                    MHSA_OPTIM_ADAMW, &dp), MHSA_OK);
     int32_t tok[MB * MT] = { 0 }, tgt[MB * MT] = { 0 };
-    dp_lm_set_batch(&a, tok, tgt, MB, MT);
+    mhsa_dp_lm_set_batch(&a, tok, tgt, MB, MT);
     mhsa_optim_config cfg = mhsa_optim_defaults(MHSA_OPTIM_ADAMW);
     float loss;
-    ck_assert_int_eq(dp_step(dp, &cfg, &loss, NULL), MHSA_ERR_STATE);
+    ck_assert_int_eq(mhsa_dp_step(dp, &cfg, &loss, NULL), MHSA_ERR_STATE);
     ck_assert_ptr_nonnull(strstr(mhsa_last_error(), "group 0 of 5 of a "
                                  "batch of 12 rows"));
     cfg.kind = MHSA_OPTIM_SGD;
-    ck_assert_int_eq(dp_step(dp, &cfg, &loss, NULL), MHSA_ERR_INVALID_ARG);
-    dp_destroy(dp);
+    ck_assert_int_eq(mhsa_dp_step(dp, &cfg, &loss, NULL), MHSA_ERR_INVALID_ARG);
+    mhsa_dp_destroy(dp);
     mhsa_lm_destroy(lm);
 }
 END_TEST
@@ -838,12 +840,12 @@ END_TEST
 START_TEST(steps_allocate_nothing)
 {
     mhsa_lm *lm = make_lm(MV, MD, MH, MT, MB / 4, 1);
-    dp_lm a;
-    dp_model m;
-    dp_trainer *dp = NULL;
-    ck_assert_int_eq(dp_lm_bind(&a, lm, &m), MHSA_OK);
-    ck_assert_int_eq(dp_create(&m, dp_comm_self(), 4, MHSA_OPTIM_ADAMW, &dp),
-                     MHSA_OK);
+    mhsa_dp_lm a;
+    mhsa_dp_model m;
+    mhsa_dp_trainer *dp = NULL;
+    ck_assert_int_eq(mhsa_dp_lm_bind(&a, lm, &m), MHSA_OK);
+    ck_assert_int_eq(mhsa_dp_create(&m, mhsa_dp_comm_self(), 4,
+                                    MHSA_OPTIM_ADAMW, &dp), MHSA_OK);
     int32_t tok[MB * MT], tgt[MB * MT];
     uint64_t s = 1;
     mhsa_optim_config cfg = mhsa_optim_defaults(MHSA_OPTIM_ADAMW);
@@ -852,18 +854,18 @@ START_TEST(steps_allocate_nothing)
     mhsa__alloc_fail_at(1);
     for (int i = 0; i < 3; i++) {
         make_batch(&s, MB, MT, MV, tok, tgt);
-        dp_lm_set_batch(&a, tok, tgt, MB, MT);
-        ck_assert_int_eq(dp_step(dp, &cfg, &loss, &norm), MHSA_OK);
+        mhsa_dp_lm_set_batch(&a, tok, tgt, MB, MT);
+        ck_assert_int_eq(mhsa_dp_step(dp, &cfg, &loss, &norm), MHSA_OK);
     }
-    ck_assert_int_eq(dp_verify(dp), MHSA_OK);
+    ck_assert_int_eq(mhsa_dp_verify(dp), MHSA_OK);
     ck_assert_uint_eq(mhsa__alloc_fail_at(0), 0);
-    ck_assert_int_eq(dp_get_stats(dp)->steps, 3);
-    dp_destroy(dp);
+    ck_assert_int_eq(mhsa_dp_get_stats(dp)->steps, 3);
+    mhsa_dp_destroy(dp);
     mhsa_lm_destroy(lm);
 }
 END_TEST
 
-// ---- the GPT (dp_gpt.h) ----------------------------------------------------
+// ---- the GPT (mhsa_dp_gpt_bind) --------------------------------------------
 
 enum { GV = 29, GL = 2, GD = 16, GH = 2, GT = 8, GB = 8, GSTEPS = 6 };
 
@@ -902,36 +904,36 @@ typedef struct gpt_job {
 
 // One rank's run of the GPT. Ranks other than 0 start from other weights:
 // the broadcast must overwrite them. Each rank's model holds one group.
-static void rank_gpt(dp_comm *c, void *arg)
+static void rank_gpt(mhsa_dp_comm *c, void *arg)
 {
     gpt_job *j = arg;
     mhsa_gpt *g = make_gpt(GB / j->G, 1 + 1000 * (uint64_t)c->rank);
-    dp_gpt a = { 0 };
-    dp_model m;
-    dp_trainer *dp = NULL;
+    mhsa_dp_gpt a = { 0 };
+    mhsa_dp_model m;
+    mhsa_dp_trainer *dp = NULL;
     int32_t tok[GB * GT], tgt[GB * GT];
     uint64_t s = 77;
     mhsa_optim_config cfg = gpt_cfg();
-    mhsa_status st = dp_gpt_bind(&a, g, &m);
+    mhsa_status st = mhsa_dp_gpt_bind(&a, g, &m);
     if (st == MHSA_OK)
-        st = dp_create(&m, c, j->G, MHSA_OPTIM_ADAMW, &dp);
+        st = mhsa_dp_create(&m, c, j->G, MHSA_OPTIM_ADAMW, &dp);
     if (st == MHSA_OK)
-        st = dp_broadcast_params(dp);
+        st = mhsa_dp_broadcast_params(dp);
     for (int step = 0; step < GSTEPS && st == MHSA_OK; step++) {
         make_batch(&s, GB, GT, GV, tok, tgt);
-        dp_gpt_set_batch(&a, tok, tgt, GB, GT);
-        st = dp_step(dp, &cfg, &j->losses[step], NULL);
+        mhsa_dp_gpt_set_batch(&a, tok, tgt, GB, GT);
+        st = mhsa_dp_step(dp, &cfg, &j->losses[step], NULL);
     }
     if (st == MHSA_OK)
-        st = dp_verify(dp);
+        st = mhsa_dp_verify(dp);
     j->st = st;
     if (st != MHSA_OK)
         snprintf(j->msg, sizeof j->msg, "%s", mhsa_last_error());
     j->n = m.n_params;
     j->params = malloc(j->n * sizeof(float));
     memcpy(j->params, m.param, j->n * sizeof(float));
-    dp_destroy(dp);
-    dp_gpt_unbind(&a);
+    mhsa_dp_destroy(dp);
+    mhsa_dp_gpt_unbind(&a);
     mhsa_gpt_destroy(g);
 }
 
@@ -947,7 +949,7 @@ static void run_gpt(int P, int G, gpt_job *out)
         args[r] = &jobs[r];
     }
     if (P == 0)
-        rank_gpt(dp_comm_self(), &jobs[0]);
+        rank_gpt(mhsa_dp_comm_self(), &jobs[0]);
     else
         dp_threads_run(P, 1, rank_gpt, args);
     ck_assert_msg(jobs[0].st == MHSA_OK, "P=%d G=%d: %s", P, G, jobs[0].msg);
@@ -1017,28 +1019,28 @@ START_TEST(gpt_one_group_is_the_plain_loop)
 }
 END_TEST
 
-// The norm dp_step clips with is the GPT's own (mhsa_gpt_step's eight
+// The norm mhsa_dp_step clips with is the GPT's own (mhsa_gpt_step's eight
 // lanes), bit for bit in double, over the batch gradient (G = 1: the
 // model's gradient buffer); the one-lane rule rounds otherwise on some
 // batch, so the check can fail; and the steps really clip.
 START_TEST(gpt_norm_is_the_gpts_own_sum)
 {
     mhsa_gpt *g = make_gpt(GB, 1);
-    dp_gpt a = { 0 };
-    dp_model m;
-    dp_trainer *dp = NULL;
-    ck_assert_int_eq(dp_gpt_bind(&a, g, &m), MHSA_OK);
-    ck_assert_int_eq(dp_create(&m, dp_comm_self(), 1, MHSA_OPTIM_ADAMW, &dp),
-                     MHSA_OK);
+    mhsa_dp_gpt a = { 0 };
+    mhsa_dp_model m;
+    mhsa_dp_trainer *dp = NULL;
+    ck_assert_int_eq(mhsa_dp_gpt_bind(&a, g, &m), MHSA_OK);
+    ck_assert_int_eq(mhsa_dp_create(&m, mhsa_dp_comm_self(), 1,
+                                    MHSA_OPTIM_ADAMW, &dp), MHSA_OK);
     int32_t tok[GB * GT], tgt[GB * GT];
     uint64_t s = 5;
     mhsa_optim_config cfg = gpt_cfg();
     int differ = 0, clipped = 0;
     for (int step = 0; step < 8; step++) {
         make_batch(&s, GB, GT, GV, tok, tgt);
-        dp_gpt_set_batch(&a, tok, tgt, GB, GT);
+        mhsa_dp_gpt_set_batch(&a, tok, tgt, GB, GT);
         float loss;
-        ck_assert_int_eq(dp_step(dp, &cfg, &loss, NULL), MHSA_OK);
+        ck_assert_int_eq(mhsa_dp_step(dp, &cfg, &loss, NULL), MHSA_OK);
         double acc[8] = { 0 }, seq = 0.0;
         for (size_t i = 0; i < m.n_params; i++) {
             double g2 = (double)m.grad[i] * (double)m.grad[i];
@@ -1055,8 +1057,8 @@ START_TEST(gpt_norm_is_the_gpts_own_sum)
     }
     ck_assert(differ);
     ck_assert_int_gt(clipped, 4);
-    dp_destroy(dp);
-    dp_gpt_unbind(&a);
+    mhsa_dp_destroy(dp);
+    mhsa_dp_gpt_unbind(&a);
     mhsa_gpt_destroy(g);
 }
 END_TEST

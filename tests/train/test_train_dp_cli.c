@@ -219,7 +219,7 @@ typedef struct rank_cli {
     int rc;
 } rank_cli;
 
-static void rank_main(dp_comm *c, void *arg)
+static void rank_main(mhsa_dp_comm *c, void *arg)
 {
     rank_cli *x = arg;
     x->rc = mhsa_train_cli_comm(x->argc, (char **)x->argv, c);

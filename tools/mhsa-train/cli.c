@@ -73,7 +73,7 @@ typedef struct run {
     float *losses;            // (epochs * steps)
     float *attn;              // (H, T, T)
     int32_t *sample;          // (T)
-    dp_comm *comm;            // the ranks of the job (one: dp_comm_self)
+    mhsa_dp_comm *comm;       // the ranks of the job (one: mhsa_dp_comm_self)
     int n_losses, first_step; // steps run here, after first_step (resume)
 } run;
 
@@ -273,10 +273,10 @@ static int report(run *r)
 
 int mhsa_train_cli(int argc, char **argv)
 {
-    return mhsa_train_cli_comm(argc, argv, dp_comm_self());
+    return mhsa_train_cli_comm(argc, argv, mhsa_dp_comm_self());
 }
 
-int mhsa_train_cli_comm(int argc, char **argv, dp_comm *comm)
+int mhsa_train_cli_comm(int argc, char **argv, mhsa_dp_comm *comm)
 {
     // The GPT on text has its own flags and run (text_cli.c).
     if (wants_text_task(argc, argv))

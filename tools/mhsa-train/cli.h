@@ -13,6 +13,6 @@
 int mhsa_train_cli(int argc, char **argv);
 // The command as one rank of a data-parallel job over comm (mpirun); rank 0
 // alone prints. mhsa_train_cli is this with the single-process transport.
-int mhsa_train_cli_comm(int argc, char **argv, dp_comm *comm);
+int mhsa_train_cli_comm(int argc, char **argv, mhsa_dp_comm *comm);
 
 #endif

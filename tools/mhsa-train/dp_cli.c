@@ -1,14 +1,13 @@
 // dp_cli.c — mhsa-train's synthetic tasks on the data-parallel loop: the
-// job of dp_run.c for mhsa_lm (src/train/dp_lm.h) and mhsa_task_batch.
+// job of dp_run.c for mhsa_lm (mhsa_dp_lm_bind) and mhsa_task_batch.
 #include <stdio.h>
 #include <string.h>
 
 #include "dp_cli.h"
 #include "dp_run.h"
 #include "train_args.h"
-#include "train/dp/dp_lm.h"
 
-int dp_cli_wanted(const train_args *a, const dp_comm *c)
+int dp_cli_wanted(const train_args *a, const mhsa_dp_comm *c)
 {
     return c->size > 1 || a->dp.grad_groups > 1 || a->dp.checkpoint ||
            a->dp.resume;
@@ -16,7 +15,7 @@ int dp_cli_wanted(const train_args *a, const dp_comm *c)
 
 typedef struct task_data {
     const train_args *a;
-    dp_lm *model;
+    mhsa_dp_lm *model;
     int32_t *tok, *tgt;
 } task_data;
 
@@ -27,18 +26,18 @@ static mhsa_status next_batch(void *ctx, uint64_t *rng)
     mhsa_status st = mhsa_task_batch(a->task, rng, a->batch, a->seq_len,
                                      a->vocab, t->tok, t->tgt);
     if (st == MHSA_OK)
-        dp_lm_set_batch(t->model, t->tok, t->tgt, a->batch, a->seq_len);
+        mhsa_dp_lm_set_batch(t->model, t->tok, t->tgt, a->batch, a->seq_len);
     return st;
 }
 
-int dp_cli_train(const train_args *a, dp_comm *c, mhsa_lm *lm, int32_t *tok,
-                 int32_t *tgt, uint64_t data_state, float *losses,
-                 dp_cli_result *res)
+int dp_cli_train(const train_args *a, mhsa_dp_comm *c, mhsa_lm *lm,
+                 int32_t *tok, int32_t *tgt, uint64_t data_state,
+                 float *losses, dp_cli_result *res)
 {
-    dp_lm ad;
-    dp_model m;
+    mhsa_dp_lm ad;
+    mhsa_dp_model m;
     memset(res, 0, sizeof *res);
-    if (dp_lm_bind(&ad, lm, &m) != MHSA_OK) {
+    if (mhsa_dp_lm_bind(&ad, lm, &m) != MHSA_OK) {
         fprintf(stderr, "mhsa-train: %s\n", mhsa_last_error());
         return CLI_FAIL;
     }

@@ -1,5 +1,6 @@
 // dp_cli.h — the synthetic tasks' data-parallel training (dp_cli.c, on the
-// model-agnostic loop of dp_run.c and the trainer of src/train/dp/dp.h).
+// model-agnostic loop of dp_run.c and the data-parallel trainer of
+// mhsa_train.h).
 //
 // A run goes through the data-parallel trainer when it has more than one
 // rank (mpirun -np P), more than one gradient group, or a checkpoint to
@@ -16,13 +17,13 @@
 struct train_args;
 
 // 1 when the run needs the data-parallel trainer (see above).
-int dp_cli_wanted(const struct train_args *a, const dp_comm *c);
+int dp_cli_wanted(const struct train_args *a, const mhsa_dp_comm *c);
 
 // Trains lm on the task of a over comm, from rank 0's weights (or the
 // --resume checkpoint), with the batch buffers tok, tgt (a->batch rows) and
 // the data stream starting at data_state. Rank 0 prints progress. Returns
 // as dp_run (dp_run.h).
-int dp_cli_train(const struct train_args *a, dp_comm *c, mhsa_lm *lm,
+int dp_cli_train(const struct train_args *a, mhsa_dp_comm *c, mhsa_lm *lm,
                  int32_t *tok, int32_t *tgt, uint64_t data_state,
                  float *losses, dp_cli_result *res);
 

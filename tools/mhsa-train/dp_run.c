@@ -24,8 +24,8 @@ static double now_s(void)
 
 typedef struct loop {
     const dp_run_job *j;
-    dp_comm *c;
-    dp_trainer *dp;
+    mhsa_dp_comm *c;
+    mhsa_dp_trainer *dp;
     int root;
     uint64_t data;   // the data stream's state
 } loop;
@@ -33,7 +33,7 @@ typedef struct loop {
 // A failure: every rank saw it (agreed), so all return together; or only
 // this rank did, and the others may be waiting in a collective, so the
 // whole job ends here.
-int dp_run_fail(dp_comm *c, const char *what, int agreed, int code)
+int dp_run_fail(mhsa_dp_comm *c, const char *what, int agreed, int code)
 {
     if (!agreed || c->rank == 0) {
         if (c->size > 1 && !agreed)
@@ -52,7 +52,7 @@ static int failed(const loop *l, const char *what, int agreed, int code)
     return dp_run_fail(l->c, what, agreed, code);
 }
 
-int dp_run_agree(dp_comm *c, int rc)
+int dp_run_agree(mhsa_dp_comm *c, int rc)
 {
     int P = c->size;
     if (P == 1)
@@ -91,7 +91,7 @@ static int save(loop *l, const char *path)
 {
     const dp_run_job *j = l->j;
     size_t n = 2 + (size_t)j->n_ident + j->n_extra, k = 0;
-    mhsa_st_meta *m = calloc(n, sizeof *m);
+    mhsa_meta *m = calloc(n, sizeof *m);
     if (!m) {
         fprintf(stderr, "mhsa-train: rank %d: out of memory\n", l->c->rank);
         if (l->c->size > 1 && l->c->ops->abort_job)
@@ -99,17 +99,17 @@ static int save(loop *l, const char *path)
         return CLI_FAIL;
     }
     char rng[32], lr[32];
-    int64_t s = dp_steps(l->dp);
+    int64_t s = mhsa_dp_steps(l->dp);
     snprintf(rng, sizeof rng, "%" PRIu64, l->data);
     snprintf(lr, sizeof lr, "%.9g",
              (double)(j->lr_at ? j->lr_at(j->ctx, s) : j->cfg.lr));
-    m[k++] = (mhsa_st_meta){ "mhsa.data_rng", rng };
-    m[k++] = (mhsa_st_meta){ "mhsa.lr", lr };
+    m[k++] = (mhsa_meta){ "mhsa.data_rng", rng };
+    m[k++] = (mhsa_meta){ "mhsa.lr", lr };
     for (int i = 0; i < j->n_ident; i++)
-        m[k++] = (mhsa_st_meta){ j->ident[i].key, j->ident[i].value };
+        m[k++] = (mhsa_meta){ j->ident[i].key, j->ident[i].value };
     for (size_t i = 0; i < j->n_extra; i++)
         m[k++] = j->extra[i];
-    mhsa_status st = dp_save(l->dp, path, m, n);
+    mhsa_status st = mhsa_dp_save(l->dp, path, m, n);
     free(m);
     if (st != MHSA_OK)
         return failed(l, "--checkpoint", 1, CLI_FAIL);
@@ -120,7 +120,7 @@ static int resume(loop *l, const char *path)
 {
     const dp_run_job *j = l->j;
     size_t n = 1 + (size_t)j->n_ident;
-    dp_meta_value *w = calloc(n, sizeof *w);
+    mhsa_meta_value *w = calloc(n, sizeof *w);
     if (!w) {
         fprintf(stderr, "mhsa-train: rank %d: out of memory\n", l->c->rank);
         if (l->c->size > 1 && l->c->ops->abort_job)
@@ -131,7 +131,7 @@ static int resume(loop *l, const char *path)
     for (int i = 0; i < j->n_ident; i++)
         w[1 + i].key = j->ident[i].key;
     int rc = CLI_OK;
-    if (dp_load(l->dp, path, w, n) != MHSA_OK)
+    if (mhsa_dp_load(l->dp, path, w, n) != MHSA_OK)
         rc = failed(l, "--resume", 1, CLI_FAIL);
     // Every rank got the same values: all decide alike.
     for (int i = 0; i < j->n_ident && rc == CLI_OK; i++)
@@ -163,7 +163,7 @@ static int resume(loop *l, const char *path)
 // so ranks on machines that dispatch differently would drift apart (the
 // weight check would stop them later; this says why, before the first
 // step). Returns CLI_OK, or CLI_USAGE on every rank.
-static int same_kernels(dp_comm *c)
+static int same_kernels(mhsa_dp_comm *c)
 {
     int P = c->size;
     int32_t *isa = calloc((size_t)P, sizeof *isa);
@@ -202,8 +202,8 @@ static int same_kernels(dp_comm *c)
 
 // ---- the start every run shares -------------------------------------------
 
-int dp_run_open(dp_comm *c, const dp_model *m, int G, mhsa_optim_kind kind,
-                dp_trainer **out)
+int dp_run_open(mhsa_dp_comm *c, const mhsa_dp_model *m, int G,
+                mhsa_optim_kind kind, mhsa_dp_trainer **out)
 {
     *out = NULL;
     if (G % c->size != 0) {   // the same on every rank
@@ -214,14 +214,14 @@ int dp_run_open(dp_comm *c, const dp_model *m, int G, mhsa_optim_kind kind,
                     "ranks)\n", G, c->size, c->size);
         return CLI_USAGE;
     }
-    dp_trainer *dp = NULL;
-    if (dp_create(m, c, G, kind, &dp) != MHSA_OK)
+    mhsa_dp_trainer *dp = NULL;
+    if (mhsa_dp_create(m, c, G, kind, &dp) != MHSA_OK)
         return dp_run_fail(c, "data parallel", 1, CLI_FAIL);
     int rc = same_kernels(c);
-    if (rc == CLI_OK && dp_broadcast_params(dp) != MHSA_OK)
+    if (rc == CLI_OK && mhsa_dp_broadcast_params(dp) != MHSA_OK)
         rc = dp_run_fail(c, "broadcasting the weights", 0, CLI_FAIL);
     if (rc != CLI_OK) {
-        dp_destroy(dp);
+        mhsa_dp_destroy(dp);
         return rc;
     }
     *out = dp;
@@ -233,12 +233,12 @@ int dp_run_open(dp_comm *c, const dp_model *m, int G, mhsa_optim_kind kind,
 // The time per step of every part, over all steps of this run; compute and
 // wait as the range over the ranks (collective: every rank's stats are
 // gathered to every rank, 48 bytes each).
-void dp_run_print_stats(dp_trainer *dp, double wall, int64_t steps,
+void dp_run_print_stats(mhsa_dp_trainer *dp, double wall, int64_t steps,
                         double tokens_per_step)
 {
-    dp_comm *c = dp_get_comm(dp);
+    mhsa_dp_comm *c = mhsa_dp_get_comm(dp);
     int P = c->size;
-    const dp_stats *s = dp_get_stats(dp);
+    const mhsa_dp_stats *s = mhsa_dp_get_stats(dp);
     double *all = calloc((size_t)P * 6, sizeof *all);
     size_t *cnt = calloc(2 * (size_t)P, sizeof *cnt);
     if (!all || !cnt) {
@@ -281,7 +281,7 @@ void dp_run_print_stats(dp_trainer *dp, double wall, int64_t steps,
                 "%.2f, update %.2f, gather %.2f; ms per rank); "
                 "deterministic reduction %.1f%% of a step; %.0f tokens/s\n",
                 P, P == 1 ? "" : "s", nt, nt == 1 ? "" : "s",
-                dp_groups(dp), step, lo[0], hi[0], lo[1], hi[1], hi[2],
+                mhsa_dp_groups(dp), step, lo[0], hi[0], lo[1], hi[1], hi[2],
                 hi[3], hi[4], 100.0 * det / step,
                 tokens_per_step * (double)steps / wall);
     }
@@ -294,7 +294,7 @@ static int run_steps(loop *l, dp_cli_result *res)
     const dp_run_job *j = l->j;
     const dp_args *d = j->opt;
     mhsa_optim_config oc = j->cfg;
-    int64_t total = j->total_steps, first = dp_steps(l->dp);
+    int64_t total = j->total_steps, first = mhsa_dp_steps(l->dp);
     res->first_step = (int)first;
     double t0 = now_s(), te = t0, sum = 0.0;
     int in_epoch = 0;
@@ -304,7 +304,7 @@ static int run_steps(loop *l, dp_cli_result *res)
             oc.lr = j->lr_at(j->ctx, step);
         if (j->next_batch(j->ctx, &l->data) != MHSA_OK)
             return failed(l, "making a batch", 0, CLI_FAIL);
-        if (dp_step(l->dp, &oc, &loss, NULL) != MHSA_OK)
+        if (mhsa_dp_step(l->dp, &oc, &loss, NULL) != MHSA_OK)
             return failed(l, "training", 0, CLI_FAIL);
         if (!isfinite(loss)) {   // the same loss on every rank
             if (l->root)
@@ -327,7 +327,7 @@ static int run_steps(loop *l, dp_cli_result *res)
             sum = 0.0;
             in_epoch = 0;
         }
-        if (done % d->verify_every == 0 && dp_verify(l->dp) != MHSA_OK)
+        if (done % d->verify_every == 0 && mhsa_dp_verify(l->dp) != MHSA_OK)
             return failed(l, "weight check", 1, CLI_FAIL);
         if (d->checkpoint && d->checkpoint_every > 0 &&
             done % d->checkpoint_every == 0 && done < total &&
@@ -335,7 +335,7 @@ static int run_steps(loop *l, dp_cli_result *res)
             return CLI_FAIL;
     }
     double wall = now_s() - t0;
-    if (dp_verify(l->dp) != MHSA_OK)
+    if (mhsa_dp_verify(l->dp) != MHSA_OK)
         return failed(l, "weight check", 1, CLI_FAIL);
     if (d->checkpoint && save(l, d->checkpoint) != CLI_OK)
         return CLI_FAIL;
@@ -346,7 +346,7 @@ static int run_steps(loop *l, dp_cli_result *res)
 
 int dp_run(const dp_run_job *j, dp_cli_result *res)
 {
-    dp_comm *c = j->comm;
+    mhsa_dp_comm *c = j->comm;
     loop l = { j, c, NULL, c->rank == 0, j->rng };
     memset(res, 0, sizeof *res);
     int G = j->opt->grad_groups;
@@ -363,9 +363,9 @@ int dp_run(const dp_run_job *j, dp_cli_result *res)
                 mhsa_isa_name(mhsa_active_isa()), nt, nt == 1 ? "" : "s");
     if (rc == CLI_OK && j->opt->resume && l.root)
         fprintf(stderr, "mhsa-train: resumed from %s at step %lld\n",
-                j->opt->resume, (long long)dp_steps(l.dp));
+                j->opt->resume, (long long)mhsa_dp_steps(l.dp));
     if (rc == CLI_OK)
         rc = run_steps(&l, res);
-    dp_destroy(l.dp);
+    mhsa_dp_destroy(l.dp);
     return rc;
 }

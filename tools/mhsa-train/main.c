@@ -5,20 +5,20 @@
 #include "cli.h"
 
 #if MHSA_HAVE_MPI
-#include "train/dp/dp_mpi.h"
+#include "mpi_comm.h"
 #endif
 
 int main(int argc, char **argv)
 {
 #if MHSA_HAVE_MPI
-    if (dp_mpi_launched()) {
-        dp_comm *c = NULL;
-        if (dp_mpi_init(&argc, &argv, &c) != MHSA_OK) {
+    if (mpi_comm_launched()) {
+        mhsa_dp_comm *c = NULL;
+        if (mpi_comm_init(&argc, &argv, &c) != MHSA_OK) {
             fprintf(stderr, "mhsa-train: %s\n", mhsa_last_error());
             return CLI_FAIL;
         }
         int rc = mhsa_train_cli_comm(argc, argv, c);
-        dp_mpi_finalize(c);
+        mpi_comm_finalize(c);
         return rc;
     }
 #endif

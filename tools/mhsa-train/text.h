@@ -3,7 +3,7 @@
 // (text_args.c) and run (text_cli.c); mhsa_train_cli hands a command line
 // with --task text over to text_train_cli_comm. Under mpirun (or with
 // --grad-groups G > 1) the run is data parallel: the trainer of
-// src/train/dp/dp.h on the GPT (dp_gpt.h), the same bits on any number of
+// mhsa_train.h on the GPT (mhsa_dp_gpt_bind), the same bits on any number of
 // ranks, and the same checkpoints as one process writes.
 #ifndef MHSA_TRAIN_TEXT_H
 #define MHSA_TRAIN_TEXT_H
@@ -12,7 +12,6 @@
 #include <stdio.h>
 
 #include "mhsa_train.h"
-#include "train/dp/dp_comm.h"
 
 // Flags that fix the model or the schedule: a resumed run takes them from
 // its checkpoint, so giving one with --resume (or --eval) is an error.
@@ -59,6 +58,6 @@ const char *default_corpus(void);
 
 int text_train_cli(int argc, char **argv);
 // The same as one rank of a data-parallel job over c (rank 0 alone prints).
-int text_train_cli_comm(int argc, char **argv, dp_comm *c);
+int text_train_cli_comm(int argc, char **argv, mhsa_dp_comm *c);
 
 #endif

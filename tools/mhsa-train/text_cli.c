@@ -9,18 +9,17 @@
 // Everything is allocated before the first step (the model never
 // allocates in forward, backward or step).
 //
-// Data parallel (mpirun -np P, or --grad-groups G > 1): rank 0 sets up as
-// one process would (data, checks, the checkpoint it resumes) and sends
-// the settings to the others, which load the same data (its hash must
-// match) and build the same model; then dp_run_open broadcasts rank 0's
-// weights and every step goes through the trainer of src/train/dp/dp.h on the
-// GPT (dp_gpt.h): every rank draws the whole batch from the same stream
-// and computes its groups. Checkpoints are the GPT's own files: the
-// optimiser's shards are gathered into rank 0's model, which writes them
-// as one process would, so a file does not depend on P, resumes on any P
-// (or in one process) and loads in mhsa-generate. Rank 0 alone evaluates
-// and prints. With G = 1 in one process nothing of this runs: the plain
-// loop, as before.
+// Data parallel (mpirun -np P, or --grad-groups G > 1): rank 0 sets up as one
+// process would (data, checks, the checkpoint it resumes) and sends the
+// settings to the others, which load the same data (its hash must match) and
+// build the same model; then dp_run_open broadcasts rank 0's weights and every
+// step goes through the data-parallel trainer (mhsa_train.h) on the GPT
+// (mhsa_dp_gpt_bind): every rank draws the whole batch from the same stream and
+// computes its groups. Checkpoints are the GPT's own files: the optimiser's
+// shards are gathered into rank 0's model, which writes them as one process
+// would, so a file does not depend on P, resumes on any P (or in one process)
+// and loads in mhsa-generate. Rank 0 alone evaluates and prints. With G = 1 in
+// one process nothing of this runs: the plain loop, as before.
 //
 // Exit status: 0 done, 1 a failure while running (e.g. the checkpoint
 // cannot be written), 2 bad flags, data or checkpoint — checked before the
@@ -41,7 +40,6 @@
 #include "png.h"
 #include "term.h"
 #include "text.h"
-#include "train/dp/dp_gpt.h"
 
 typedef struct text_run {
     text_args a;
@@ -58,11 +56,11 @@ typedef struct text_run {
     uint64_t data_hash;
     int tty;
     // Data parallel (dp != NULL) over comm; rank 0 (root) prints.
-    dp_comm *comm;
+    mhsa_dp_comm *comm;
     int root;
-    dp_trainer *dp;
-    dp_gpt ad;
-    dp_model dm;
+    mhsa_dp_trainer *dp;
+    mhsa_dp_gpt ad;
+    mhsa_dp_model dm;
 } text_run;
 
 static double now_s(void)
@@ -151,9 +149,9 @@ static int save(text_run *r, const char *path)
     // Collective: the moments' shards into rank 0's model, whose
     // parameters are every rank's; it writes what one process would.
     int64_t step = 0;
-    if (dp_export_state(r->dp, r->root ? mhsa_gpt_moment1(r->g) : NULL,
-                        r->root ? mhsa_gpt_moment2(r->g) : NULL,
-                        &step) != MHSA_OK)
+    if (mhsa_dp_export_state(r->dp, r->root ? mhsa_gpt_moment1(r->g) : NULL,
+                             r->root ? mhsa_gpt_moment2(r->g) : NULL,
+                             &step) != MHSA_OK)
         return dp_run_fail(r->comm, "--save", 0, CLI_FAIL);
     int32_t code = MHSA_OK;
     if (r->root) {
@@ -560,8 +558,9 @@ static int setup_ranks(text_run *r)
 // and on --resume the moments and step rank 0 loaded.
 static int start_dp(text_run *r)
 {
-    dp_comm *c = r->comm;
-    int rc = dp_gpt_bind(&r->ad, r->g, &r->dm) == MHSA_OK ? CLI_OK : CLI_FAIL;
+    mhsa_dp_comm *c = r->comm;
+    int rc = mhsa_dp_gpt_bind(&r->ad, r->g, &r->dm) == MHSA_OK ? CLI_OK
+                                                               : CLI_FAIL;
     if (rc != CLI_OK)
         fprintf(stderr, "mhsa-train: rank %d: %s\n", c->rank,
                 mhsa_last_error());
@@ -570,9 +569,9 @@ static int start_dp(text_run *r)
     rc = dp_run_open(c, &r->dm, r->a.grad_groups, MHSA_OPTIM_ADAMW, &r->dp);
     if (rc != CLI_OK || !r->a.resume)
         return rc;
-    if (dp_import_state(r->dp, r->root ? mhsa_gpt_moment1(r->g) : NULL,
-                        r->root ? mhsa_gpt_moment2(r->g) : NULL,
-                        r->root ? mhsa_gpt_get_step(r->g) : 0) != MHSA_OK)
+    if (mhsa_dp_import_state(r->dp, r->root ? mhsa_gpt_moment1(r->g) : NULL,
+                             r->root ? mhsa_gpt_moment2(r->g) : NULL,
+                             r->root ? mhsa_gpt_get_step(r->g) : 0) != MHSA_OK)
         return dp_run_fail(c, "--resume", 0, CLI_FAIL);
     return CLI_OK;
 }
@@ -621,7 +620,7 @@ static void fmt_eta(char *buf, size_t n, double s)
 // ---- training ---------------------------------------------------------------
 
 // One training step on the next batch: the plain loop, or the trainer over
-// the ranks (which sees the batch through the GPT's dp_model).
+// the ranks (which sees the batch through the GPT's mhsa_dp_model).
 static mhsa_status one_step(text_run *r, const mhsa_optim_config *oc,
                             float *loss)
 {
@@ -630,8 +629,8 @@ static mhsa_status one_step(text_run *r, const mhsa_optim_config *oc,
     if (st != MHSA_OK)
         return st;
     if (r->dp) {
-        dp_gpt_set_batch(&r->ad, r->tok, r->tgt, B, T);
-        return dp_step(r->dp, oc, loss, NULL);
+        mhsa_dp_gpt_set_batch(&r->ad, r->tok, r->tgt, B, T);
+        return mhsa_dp_step(r->dp, oc, loss, NULL);
     }
     if ((st = mhsa_gpt_forward(r->g, r->tok, r->tgt, B, T, 0.0, loss)) !=
             MHSA_OK ||
@@ -736,14 +735,14 @@ static int train(text_run *r)
             }
         }
         if (r->dp && (s + 1) % a->verify_every == 0 &&
-            dp_verify(r->dp) != MHSA_OK)
+            mhsa_dp_verify(r->dp) != MHSA_OK)
             return dp_run_fail(r->comm, "weight check", 1, CLI_FAIL);
         if (a->save && a->save_every && (s + 1) % a->save_every == 0 &&
             !last && save(r, a->save) != CLI_OK)
             return CLI_FAIL;
     }
     if (r->dp) {
-        if (dp_verify(r->dp) != MHSA_OK)
+        if (mhsa_dp_verify(r->dp) != MHSA_OK)
             return dp_run_fail(r->comm, "weight check", 1, CLI_FAIL);
         if (done > 0)   // the same test on every rank
             dp_run_print_stats(r->dp, train_time, done, (double)B * T);
@@ -877,10 +876,10 @@ static int eval_only(text_run *r)
 
 int text_train_cli(int argc, char **argv)
 {
-    return text_train_cli_comm(argc, argv, dp_comm_self());
+    return text_train_cli_comm(argc, argv, mhsa_dp_comm_self());
 }
 
-int text_train_cli_comm(int argc, char **argv, dp_comm *c)
+int text_train_cli_comm(int argc, char **argv, mhsa_dp_comm *c)
 {
     text_run r;
     memset(&r, 0, sizeof r);
@@ -917,8 +916,8 @@ int text_train_cli_comm(int argc, char **argv, dp_comm *c)
         else if (rc == CLI_OK)
             rc = saved;
     }
-    dp_destroy(r.dp);
-    dp_gpt_unbind(&r.ad);
+    mhsa_dp_destroy(r.dp);
+    mhsa_dp_gpt_unbind(&r.ad);
     mhsa_gpt_destroy(r.g);
     mhsa_text_destroy(r.text);
     free(r.tok);

@@ -1,4 +1,4 @@
-// dp.c — the data-parallel trainer of dp.h: set-up of shards and tree
+// dp.c — the data-parallel trainer (mhsa_train.h): set-up of shards and tree
 // nodes, one step (groups, reduce-scatter, tree, norm, update, allgather),
 // and the weight check. Checkpoints are in dp_ckpt.c.
 #include <math.h>
@@ -18,15 +18,15 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-void dp_destroy(dp_trainer *dp)
+void mhsa_dp_destroy(mhsa_dp_trainer *dp)
 {
     if (!dp)
         return;
     MHSA_FREE_ALL(dp->buf, dp->sizes, dp->ints, dp->hashes, dp);
 }
 
-void dp_batch_set(dp_batch *b, const int32_t *tokens, const int32_t *targets,
-                  int B, int T)
+void mhsa__dp_batch_set(mhsa_dp_batch *b, const int32_t *tokens,
+                        const int32_t *targets, int B, int T)
 {
     b->tokens = tokens;
     b->targets = targets;
@@ -38,31 +38,38 @@ void dp_batch_set(dp_batch *b, const int32_t *tokens, const int32_t *targets,
     b->count = c;
 }
 
-mhsa_status dp_batch_group(const dp_batch *b, int k, int G, const char *who,
-                           int *rows, size_t *at)
+// group_grad of a model over a mhsa_dp_batch (mhsa__dp_model_set): the
+// group's rows with the whole batch's count.
+static mhsa_status batch_group_grad(void *ctx, int k, int G, float *loss)
 {
+    const mhsa_dp_batch *b = ctx;
     if (G < 1 || b->B % G != 0 || k < 0 || k >= G)
         return mhsa__fail(MHSA_ERR_SHAPE, "%s: group %d of %d of a batch of "
-                          "%d rows (the groups must divide the batch)", who,
-                          k, G, b->B);
-    *rows = b->B / G;
-    *at = (size_t)k * (size_t)*rows * (size_t)b->T;
-    return MHSA_OK;
+                          "%d rows (the groups must divide the batch)",
+                          b->who, k, G, b->B);
+    int rows = b->B / G;
+    size_t at = (size_t)k * (size_t)rows * (size_t)b->T;
+    return b->rows_grad(b->model, b->tokens + at, b->targets + at, rows,
+                        b->T, b->count, loss);
 }
 
-void dp_model_set(dp_model *m, float *param, float *grad, size_t n_params,
-                  const dp_tensor *tensors, int n_tensors,
-                  mhsa_status (*group_grad)(void *, int, int, float *),
-                  void *ctx, int norm_lanes)
+void mhsa__dp_model_set(mhsa_dp_model *m, float *param, float *grad,
+                        size_t n_params, const mhsa_dp_tensor *tensors,
+                        int n_tensors, int norm_lanes, mhsa_dp_batch *b,
+                        void *model, const char *who,
+                        mhsa__dp_rows_grad rows_grad)
 {
+    b->rows_grad = rows_grad;
+    b->model = model;
+    b->who = who;
     memset(m, 0, sizeof *m);
     m->param = param;
     m->grad = grad;
     m->n_params = n_params;
     m->tensors = tensors;
     m->n_tensors = n_tensors;
-    m->group_grad = group_grad;
-    m->ctx = ctx;
+    m->group_grad = batch_group_grad;
+    m->ctx = b;
     m->norm_lanes = norm_lanes;
 }
 
@@ -77,59 +84,62 @@ static void plan_shards(size_t n, int P, size_t *off)
     }
 }
 
-static mhsa_status check_model(const dp_model *m)
+static mhsa_status check_model(const mhsa_dp_model *m)
 {
     if (!m->param || !m->grad || !m->tensors || !m->group_grad ||
         m->n_params < 1 || m->n_tensors < 1)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "dp_create: the model lacks "
-                          "parameters, gradients, tensors or group_grad");
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa_dp_create: the model "
+                          "lacks parameters, gradients, tensors or "
+                          "group_grad");
     if (m->norm_lanes != 0 && m->norm_lanes != 1 && m->norm_lanes != 8)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "dp_create: norm_lanes = %d "
-                          "(0 or 1: one running sum; 8: eight lanes)",
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa_dp_create: "
+                          "norm_lanes = %d (0 or 1: one running sum; 8: "
+                          "eight lanes)",
                           m->norm_lanes);
     size_t at = 0;
     for (int t = 0; t < m->n_tensors; t++) {
-        const dp_tensor *x = &m->tensors[t];
+        const mhsa_dp_tensor *x = &m->tensors[t];
         size_t prod = x->dims[0] * (x->ndim == 2 ? x->dims[1] : 1);
         if (!x->name || x->offset != at || x->numel != prod ||
             x->ndim < 1 || x->ndim > 2)
-            return mhsa__fail(MHSA_ERR_INVALID_ARG, "dp_create: tensor %d "
+            return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa_dp_create: tensor %d "
                               "('%s') does not follow the previous one or "
                               "its shape", t, x->name ? x->name : "(null)");
         at += x->numel;
     }
     if (at != m->n_params)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "dp_create: the tensors "
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa_dp_create: the tensors "
                           "cover %zu of %zu parameters", at, m->n_params);
     return MHSA_OK;
 }
 
 // Every rank's tree nodes, in rank order, and the scratch heights.
-static mhsa_status plan_nodes(dp_trainer *dp, int cap)
+static mhsa_status plan_nodes(mhsa_dp_trainer *dp, int cap)
 {
     int P = dp->comm->size, r = dp->comm->rank, L = dp->G / P, total = 0;
     for (int q = 0; q < P; q++) {
         dp->node_first[q] = (size_t)total;
-        int k = dp_tree_cover(dp->G, q * L, (q + 1) * L, dp->node_lo + total,
-                              dp->node_hi + total, cap - total);
+        int k = mhsa__dp_tree_cover(dp->G, q * L, (q + 1) * L,
+                                    dp->node_lo + total, dp->node_hi + total,
+                                    cap - total);
         if (total + k > cap)   // cannot happen: cap is the proven bound
-            return mhsa__fail(MHSA_ERR_STATE, "dp_create: more than %d tree "
-                              "nodes", cap);
+            return mhsa__fail(MHSA_ERR_STATE, "mhsa_dp_create: more than %d "
+                              "tree nodes", cap);
         total += k;
     }
     dp->node_first[P] = (size_t)total;
     dp->n_nodes = total;
     dp->my_nodes = (int)(dp->node_first[r + 1] - dp->node_first[r]);
     for (size_t j = dp->node_first[r]; j < dp->node_first[r + 1]; j++) {
-        int h = dp_tree_height(dp->node_hi[j] - dp->node_lo[j]);
+        int h = mhsa__dp_tree_height(dp->node_hi[j] - dp->node_lo[j]);
         dp->h_local = h > dp->h_local ? h : dp->h_local;
     }
-    dp->h_root = dp_tree_height(dp->G);
+    dp->h_root = mhsa__dp_tree_height(dp->G);
     return MHSA_OK;
 }
 
 // Byte counts and displacements of the three collectives of a step.
-static void plan_counts(dp_trainer *dp)
+static void plan_counts(mhsa_dp_trainer *dp)
 {
     int P = dp->comm->size, r = dp->comm->rank, L = dp->G / P;
     size_t shard = dp->off[r + 1] - dp->off[r], k = (size_t)dp->my_nodes;
@@ -153,7 +163,7 @@ static void plan_counts(dp_trainer *dp)
 }
 
 // Carves dp->buf into the float buffers (sizes as in dp_internal.h).
-static void carve(dp_trainer *dp, size_t n, size_t shard)
+static void carve(mhsa_dp_trainer *dp, size_t n, size_t shard)
 {
     float *p = dp->buf;
     dp->nodes = p;
@@ -181,42 +191,43 @@ static void carve(dp_trainer *dp, size_t n, size_t shard)
     dp->loss_out = p;
 }
 
-mhsa_status dp_create(const dp_model *m, dp_comm *comm, int groups,
-                      mhsa_optim_kind kind, dp_trainer **out)
+mhsa_status mhsa_dp_create(const mhsa_dp_model *m, mhsa_dp_comm *comm,
+                           int groups, mhsa_optim_kind kind,
+                           mhsa_dp_trainer **out)
 {
     if (!m || !comm || !out)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "dp_create: %s is NULL",
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa_dp_create: %s is NULL",
                           !m ? "m" : !comm ? "comm" : "out");
     mhsa_status st = check_model(m);
     if (st != MHSA_OK)
         return st;
     int P = comm->size;
     if (P < 1 || comm->rank < 0 || comm->rank >= P)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "dp_create: rank %d of %d",
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa_dp_create: rank %d of %d",
                           comm->rank, P);
     if (groups < 1 || groups > DP_MAX_GROUPS || groups % P != 0)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "dp_create: groups = %d "
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa_dp_create: groups = %d "
                           "(need 1..%d and a multiple of the %d ranks)",
                           groups, DP_MAX_GROUPS, P);
     if (kind != MHSA_OPTIM_ADAMW && kind != MHSA_OPTIM_SGD)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "dp_create: optimiser kind "
-                          "%d unknown", (int)kind);
-    dp_trainer *dp = mhsa__alloc(sizeof *dp);
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa_dp_create: optimiser "
+                          "kind %d unknown", (int)kind);
+    mhsa_dp_trainer *dp = mhsa__alloc(sizeof *dp);
     if (!dp)
-        return mhsa__fail(MHSA_ERR_NO_MEMORY, "dp_create: out of memory");
+        return mhsa__fail(MHSA_ERR_NO_MEMORY, "mhsa_dp_create: out of memory");
     dp->m = *m;
     dp->comm = comm;
     dp->G = groups;
     dp->kind = kind;
     size_t n = m->n_params, np1 = (size_t)P + 1;
     // A rank's range is covered by at most 2 nodes per level of the tree.
-    int cap = P * (2 * dp_tree_height(groups) + 2);
+    int cap = P * (2 * mhsa__dp_tree_height(groups) + 2);
     dp->sizes = mhsa__alloc(12 * np1 * sizeof(size_t));
     dp->ints = mhsa__alloc(2 * (size_t)cap * sizeof(int));
     dp->hashes = mhsa__alloc((size_t)P * sizeof(uint64_t));
     if (!dp->sizes || !dp->ints || !dp->hashes) {
-        dp_destroy(dp);
-        return mhsa__fail(MHSA_ERR_NO_MEMORY, "dp_create: out of memory");
+        mhsa_dp_destroy(dp);
+        return mhsa__fail(MHSA_ERR_NO_MEMORY, "mhsa_dp_create: out of memory");
     }
     size_t **views[] = { &dp->off, &dp->node_first, &dp->scount,
                          &dp->sdispl, &dp->rcount, &dp->rdispl, &dp->gcount,
@@ -229,7 +240,7 @@ mhsa_status dp_create(const dp_model *m, dp_comm *comm, int groups,
     plan_shards(n, P, dp->off);
     st = plan_nodes(dp, cap);
     if (st != MHSA_OK) {
-        dp_destroy(dp);
+        mhsa_dp_destroy(dp);
         return st;
     }
     plan_counts(dp);
@@ -246,8 +257,8 @@ mhsa_status dp_create(const dp_model *m, dp_comm *comm, int groups,
              mhsa__mul(floats, sizeof(float), &bytes);
     dp->buf = ok ? mhsa__alloc(bytes) : NULL;
     if (!dp->buf) {
-        dp_destroy(dp);
-        return mhsa__fail(MHSA_ERR_NO_MEMORY, "dp_create: out of memory "
+        mhsa_dp_destroy(dp);
+        return mhsa__fail(MHSA_ERR_NO_MEMORY, "mhsa_dp_create: out of memory "
                           "(%zu parameters, %d groups)", n, groups);
     }
     carve(dp, n, shard);
@@ -255,32 +266,35 @@ mhsa_status dp_create(const dp_model *m, dp_comm *comm, int groups,
     return MHSA_OK;
 }
 
-int64_t dp_steps(const dp_trainer *dp) { return dp ? dp->step : 0; }
+int64_t mhsa_dp_steps(const mhsa_dp_trainer *dp) { return dp ? dp->step : 0; }
 
-int dp_groups(const dp_trainer *dp) { return dp ? dp->G : 0; }
+int mhsa_dp_groups(const mhsa_dp_trainer *dp) { return dp ? dp->G : 0; }
 
-const dp_stats *dp_get_stats(const dp_trainer *dp)
+const mhsa_dp_stats *mhsa_dp_get_stats(const mhsa_dp_trainer *dp)
 {
     return dp ? &dp->stats : NULL;
 }
 
-dp_comm *dp_get_comm(const dp_trainer *dp) { return dp ? dp->comm : NULL; }
+mhsa_dp_comm *mhsa_dp_get_comm(const mhsa_dp_trainer *dp)
+{
+    return dp ? dp->comm : NULL;
+}
 
-mhsa_status dp__comm_fail(const char *what)
+mhsa_status mhsa__dp_comm_fail(const char *what)
 {
     char msg[200];
     snprintf(msg, sizeof msg, "%s", mhsa_last_error());
     return mhsa__fail(MHSA_ERR_STATE, "%s: %s", what, msg);
 }
 
-mhsa_status dp_broadcast_params(dp_trainer *dp)
+mhsa_status mhsa_dp_broadcast_params(mhsa_dp_trainer *dp)
 {
     if (!dp)
         return mhsa__fail(MHSA_ERR_INVALID_ARG,
-                          "dp_broadcast_params: dp is NULL");
-    dp_comm *c = dp->comm;
+                          "mhsa_dp_broadcast_params: dp is NULL");
+    mhsa_dp_comm *c = dp->comm;
     if (c->ops->bcast(c, dp->m.param, dp->m.n_params * sizeof(float), 0))
-        return dp__comm_fail("dp_broadcast_params");
+        return mhsa__dp_comm_fail("mhsa_dp_broadcast_params");
     return MHSA_OK;
 }
 
@@ -290,7 +304,7 @@ mhsa_status dp_broadcast_params(dp_trainer *dp)
 static int local_source(void *ctx, int lo, int hi, float *out,
                         const float **v)
 {
-    dp_trainer *dp = ctx;
+    mhsa_dp_trainer *dp = ctx;
     if (hi - lo != 1)
         return 0;
     double t0 = now_s();
@@ -311,7 +325,7 @@ static int local_source(void *ctx, int lo, int hi, float *out,
 static int remote_source(void *ctx, int lo, int hi, float *out,
                          const float **v)
 {
-    dp_trainer *dp = ctx;
+    mhsa_dp_trainer *dp = ctx;
     (void)out;
     int k = dp->cursor;
     if (k >= dp->n_nodes || dp->node_lo[k] != lo)
@@ -328,7 +342,7 @@ static int remote_source(void *ctx, int lo, int hi, float *out,
 static int loss_source(void *ctx, int lo, int hi, float *out,
                        const float **v)
 {
-    dp_trainer *dp = ctx;
+    mhsa_dp_trainer *dp = ctx;
     (void)out;
     if (hi - lo != 1)
         return 0;
@@ -342,9 +356,9 @@ static int loss_source(void *ctx, int lo, int hi, float *out,
 // closed by a fixed tree (norm_lanes 8, mhsa_gpt_step). Rank q continues
 // the running lanes of rank q - 1 over its shard (8 doubles each way), so
 // the chain of additions is exactly the single process's.
-static int grad_norm(dp_trainer *dp, const float *g, double *norm)
+static int grad_norm(mhsa_dp_trainer *dp, const float *g, double *norm)
 {
-    dp_comm *c = dp->comm;
+    mhsa_dp_comm *c = dp->comm;
     int r = c->rank, P = c->size;
     double acc[8] = { 0 };
     if (r > 0 && c->ops->recv(c, acc, sizeof acc, r - 1))
@@ -369,7 +383,7 @@ static int grad_norm(dp_trainer *dp, const float *g, double *norm)
 }
 
 // 1. This rank's groups, summed up to its whole nodes, in send layout.
-static mhsa_status local_nodes(dp_trainer *dp)
+static mhsa_status local_nodes(mhsa_dp_trainer *dp)
 {
     int r = dp->comm->rank, P = dp->comm->size, k = dp->my_nodes;
     size_t n = dp->m.n_params;
@@ -377,9 +391,10 @@ static mhsa_status local_nodes(dp_trainer *dp)
         size_t node = dp->node_first[r] + (size_t)j;
         float *dst = dp->nodes + (size_t)j * n;
         const float *res;
-        if (dp_tree_sum(dp->node_lo[node], dp->node_hi[node], n,
-                        local_source, dp, dst, dp->scratch_local, &res) != 0)
-            return dp__comm_fail("dp_step: a group's gradient");
+        if (mhsa__dp_tree_sum(dp->node_lo[node], dp->node_hi[node], n,
+                              local_source, dp, dst, dp->scratch_local,
+                              &res) != 0)
+            return mhsa__dp_comm_fail("mhsa_dp_step: a group's gradient");
         if (res != dst)
             memcpy(dst, res, n * sizeof(float));
     }
@@ -395,40 +410,40 @@ static mhsa_status local_nodes(dp_trainer *dp)
 }
 
 // 4. mhsa_optim_update on my shard, tensor by tensor (decay differs).
-static void update_shard(dp_trainer *dp, const mhsa_optim_config *cfg,
+static void update_shard(mhsa_dp_trainer *dp, const mhsa_optim_config *cfg,
                          const float *g, float scale)
 {
     int r = dp->comm->rank;
     size_t s0 = dp->off[r], s1 = dp->off[r + 1];
     int adam = dp->kind == MHSA_OPTIM_ADAMW;
     for (int t = 0; t < dp->m.n_tensors; t++) {
-        const dp_tensor *x = &dp->m.tensors[t];
+        const mhsa_dp_tensor *x = &dp->m.tensors[t];
         size_t a = x->offset > s0 ? x->offset : s0;
         size_t b = x->offset + x->numel < s1 ? x->offset + x->numel : s1;
         if (a >= b)
             continue;
         size_t o = a - s0;
-        // Cannot fail: cfg was checked by dp_step.
+        // Cannot fail: cfg was checked by mhsa_dp_step.
         mhsa_optim_update(cfg, dp->step, b - a, dp->m.param + a, g + o,
                           adam ? dp->mom_m + o : NULL,
                           adam ? dp->mom_v + o : NULL, scale, x->decay);
     }
 }
 
-mhsa_status dp_step(dp_trainer *dp, const mhsa_optim_config *cfg,
-                    float *loss, float *grad_norm_out)
+mhsa_status mhsa_dp_step(mhsa_dp_trainer *dp, const mhsa_optim_config *cfg,
+                         float *loss, float *grad_norm_out)
 {
     if (!dp || !loss)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "dp_step: %s is NULL",
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa_dp_step: %s is NULL",
                           !dp ? "dp" : "loss");
-    mhsa_status st = mhsa__optim_check(cfg, "dp_step");
+    mhsa_status st = mhsa__optim_check(cfg, "mhsa_dp_step");
     if (st != MHSA_OK)
         return st;
     if (cfg->kind != dp->kind)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "dp_step: cfg->kind = %d, "
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa_dp_step: cfg->kind = %d, "
                           "the trainer was made for %d", (int)cfg->kind,
                           (int)dp->kind);
-    dp_comm *c = dp->comm;
+    mhsa_dp_comm *c = dp->comm;
     int r = c->rank;
     size_t shard = dp->off[r + 1] - dp->off[r];
     double t0 = now_s();
@@ -442,7 +457,7 @@ mhsa_status dp_step(dp_trainer *dp, const mhsa_optim_config *cfg,
     double tw = now_s();
     if (c->size > 1 &&
         c->ops->allgatherv(c, dp->hashes, dp->hcount, dp->hdispl))
-        return dp__comm_fail("dp_step: waiting for the ranks");
+        return mhsa__dp_comm_fail("mhsa_dp_step: waiting for the ranks");
     double wait = now_s() - tw;
 
     // 2. Reduce-scatter as bytes, then the rest of the tree on my shard;
@@ -452,19 +467,19 @@ mhsa_status dp_step(dp_trainer *dp, const mhsa_optim_config *cfg,
                           dp->scount, dp->sdispl, dp->recv, dp->rcount,
                           dp->rdispl) ||
         c->ops->allgatherv(c, dp->losses, dp->lcount, dp->ldispl))
-        return dp__comm_fail("dp_step: reduce-scatter");
+        return mhsa__dp_comm_fail("mhsa_dp_step: reduce-scatter");
     dp->cursor = 0;
-    if (dp_tree_sum(0, dp->G, shard, remote_source, dp, dp->gshard,
-                    dp->scratch_root, &g) != 0 ||
-        dp_tree_sum(0, dp->G, 1, loss_source, dp, dp->loss_out,
-                    dp->scratch_loss, &l) != 0)
-        return mhsa__fail(MHSA_ERR_STATE, "dp_step: the received tree nodes "
-                          "do not tile the %d groups", dp->G);
+    if (mhsa__dp_tree_sum(0, dp->G, shard, remote_source, dp, dp->gshard,
+                          dp->scratch_root, &g) != 0 ||
+        mhsa__dp_tree_sum(0, dp->G, 1, loss_source, dp, dp->loss_out,
+                          dp->scratch_loss, &l) != 0)
+        return mhsa__fail(MHSA_ERR_STATE, "mhsa_dp_step: the received tree "
+                          "nodes do not tile the %d groups", dp->G);
 
     // 3. Norm and clipping factor, exactly as mhsa_lm_step.
     double norm = 0.0;
     if ((cfg->clip_norm > 0.0f || grad_norm_out) && grad_norm(dp, g, &norm))
-        return dp__comm_fail("dp_step: gradient norm");
+        return mhsa__dp_comm_fail("mhsa_dp_step: gradient norm");
     dp->last_norm = norm;
     float scale = 1.0f;
     if (cfg->clip_norm > 0.0f && norm > (double)cfg->clip_norm)
@@ -477,7 +492,7 @@ mhsa_status dp_step(dp_trainer *dp, const mhsa_optim_config *cfg,
 
     // 5. Everyone gets everyone's updated shard.
     if (c->ops->allgatherv(c, dp->m.param, dp->gcount, dp->gdispl))
-        return dp__comm_fail("dp_step: parameter allgather");
+        return mhsa__dp_comm_fail("mhsa_dp_step: parameter allgather");
     double t3 = now_s();
 
     dp->stats.compute += dp->t_compute;
@@ -507,17 +522,17 @@ static uint64_t hash_params(const float *p, size_t n)
     return h;
 }
 
-mhsa_status dp_verify(dp_trainer *dp)
+mhsa_status mhsa_dp_verify(mhsa_dp_trainer *dp)
 {
     if (!dp)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "dp_verify: dp is NULL");
-    dp_comm *c = dp->comm;
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa_dp_verify: dp is NULL");
+    mhsa_dp_comm *c = dp->comm;
     int P = c->size;
     for (int q = 0; q < P; q++)
         dp->hashes[q] = 0;
     dp->hashes[c->rank] = hash_params(dp->m.param, dp->m.n_params);
     if (c->ops->allgatherv(c, dp->hashes, dp->hcount, dp->hdispl))
-        return dp__comm_fail("dp_verify");
+        return mhsa__dp_comm_fail("mhsa_dp_verify");
     for (int q = 1; q < P; q++)
         if (dp->hashes[q] != dp->hashes[0])
             return mhsa__fail(MHSA_ERR_STATE, "the weights of rank %d differ "

@@ -1,4 +1,5 @@
-// dp_ckpt.c — checkpoints of the data-parallel trainer (dp_save, dp_load).
+// dp_ckpt.c — checkpoints of the data-parallel trainer (mhsa_dp_save,
+// mhsa_dp_load).
 //
 // A checkpoint is one .safetensors file written by rank 0 alone: the
 // parameters under the model's names (so --load can read it as plain
@@ -22,15 +23,16 @@
 #include "dp_internal.h"
 #include "core/status.h"
 #include "core/alloc.h"
+#include "io/safetensors.h"
 
 static const char *const optim_names[] = { "adamw", "sgd" };
 static const char *const mom_names[2] = { "optim.m", "optim.v" };
 
 // 1 when every rank passed ok != 0 (collective: one 8-byte slot per rank,
 // in the hash buffer).
-static int all_ok(dp_trainer *dp, int ok, int *comm_failed)
+static int all_ok(mhsa_dp_trainer *dp, int ok, int *comm_failed)
 {
-    dp_comm *c = dp->comm;
+    mhsa_dp_comm *c = dp->comm;
     for (int q = 0; q < c->size; q++)
         dp->hashes[q] = 0;
     dp->hashes[c->rank] = ok ? 1 : 0;
@@ -44,9 +46,24 @@ static int all_ok(dp_trainer *dp, int ok, int *comm_failed)
     return 1;
 }
 
+// The arguments of mhsa_dp_save and mhsa_dp_load (checked on each rank
+// before any collective): dp, path and, when n > 0, the array `what`.
+// 1 on rank 0, 0 on the others; -1 after MHSA_ERR_INVALID_ARG naming the
+// NULL one.
+static int root_of(const char *who, const mhsa_dp_trainer *dp,
+                   const char *path, const void *arr, size_t n,
+                   const char *what)
+{
+    if (dp && path && (!n || arr))
+        return dp->comm->rank == 0;
+    mhsa__fail(MHSA_ERR_INVALID_ARG, "%s: %s is NULL", who,
+               !dp ? "dp" : !path ? "path" : what);
+    return -1;
+}
+
 // Rank 0: the file itself, from the parameters and the gathered moments.
-static mhsa_status write_file(dp_trainer *dp, const char *path,
-                              const float *mom, const mhsa_st_meta *meta,
+static mhsa_status write_file(mhsa_dp_trainer *dp, const char *path,
+                              const float *mom, const mhsa_meta *meta,
                               size_t n_meta)
 {
     int nt = dp->m.n_tensors, adam = dp->kind == MHSA_OPTIM_ADAMW;
@@ -59,7 +76,7 @@ static mhsa_status write_file(dp_trainer *dp, const char *path,
         goto out;
     }
     for (int i = 0; i < nt; i++) {
-        const dp_tensor *x = &dp->m.tensors[i];
+        const mhsa_dp_tensor *x = &dp->m.tensors[i];
         t[i].name = x->name;
         t[i].ndim = x->ndim;
         t[i].dims[0] = x->dims[0];
@@ -78,8 +95,8 @@ static mhsa_status write_file(dp_trainer *dp, const char *path,
     all[0] = (mhsa_st_meta){ "mhsa.step", step };
     all[1] = (mhsa_st_meta){ "mhsa.optim", optim_names[dp->kind] };
     all[2] = (mhsa_st_meta){ "mhsa.grad_groups", groups };
-    if (n_meta)
-        memcpy(all + 3, meta, n_meta * sizeof *meta);
+    for (size_t i = 0; i < n_meta; i++)
+        all[3 + i] = (mhsa_st_meta){ meta[i].key, meta[i].value };
     st = mhsa__st_write(path, t, nten, all, n_meta + 3);
 out:
     mhsa__free(all);
@@ -89,16 +106,16 @@ out:
 
 // ---- the state as one process holds it ---------------------------------
 
-mhsa_status dp_export_state(dp_trainer *dp, float *m, float *v,
-                            int64_t *step)
+mhsa_status mhsa_dp_export_state(mhsa_dp_trainer *dp, float *m, float *v,
+                                 int64_t *step)
 {
     if (!dp)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "dp_export_state: dp is "
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa_dp_export_state: dp is "
                           "NULL");
-    dp_comm *c = dp->comm;
+    mhsa_dp_comm *c = dp->comm;
     int root = c->rank == 0;
     if (root && (!m || !v || !step))
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "dp_export_state: %s is "
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa_dp_export_state: %s is "
                           "NULL on rank 0", !m ? "m" : !v ? "v" : "step");
     size_t s0 = dp->off[c->rank], shard = dp->off[c->rank + 1] - s0;
     // Rank 0's own shard is in place before the gather (its contract).
@@ -109,27 +126,27 @@ mhsa_status dp_export_state(dp_trainer *dp, float *m, float *v,
     }
     if (c->ops->gatherv(c, dp->mom_m, m, dp->gcount, dp->gdispl, 0) ||
         c->ops->gatherv(c, dp->mom_v, v, dp->gcount, dp->gdispl, 0))
-        return dp__comm_fail("dp_export_state");
+        return mhsa__dp_comm_fail("mhsa_dp_export_state");
     return MHSA_OK;
 }
 
-mhsa_status dp_import_state(dp_trainer *dp, const float *m, const float *v,
-                            int64_t step)
+mhsa_status mhsa_dp_import_state(mhsa_dp_trainer *dp, const float *m,
+                                 const float *v, int64_t step)
 {
     if (!dp)
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "dp_import_state: dp is "
+        return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa_dp_import_state: dp is "
                           "NULL");
-    dp_comm *c = dp->comm;
+    mhsa_dp_comm *c = dp->comm;
     int root = c->rank == 0;
     size_t n = dp->m.n_params;
     // The others receive the whole moments into a temporary and keep
-    // their shard (there is no scatter in dp_comm: bcast does it).
+    // their shard (there is no scatter in mhsa_dp_comm: bcast does it).
     float *tmp = root ? NULL : mhsa__alloc(n * sizeof(float));
     int cf = 0;
     if (!all_ok(dp, root ? m && v : tmp != NULL, &cf)) {
         mhsa__free(tmp);
-        return cf ? dp__comm_fail("dp_import_state")
-                  : mhsa__fail(MHSA_ERR_NO_MEMORY, "dp_import_state: no "
+        return cf ? mhsa__dp_comm_fail("mhsa_dp_import_state")
+                  : mhsa__fail(MHSA_ERR_NO_MEMORY, "mhsa_dp_import_state: no "
                                "moments on rank 0 or no memory on a rank");
     }
     size_t s0 = dp->off[c->rank], shard = dp->off[c->rank + 1] - s0;
@@ -146,33 +163,31 @@ mhsa_status dp_import_state(dp_trainer *dp, const float *m, const float *v,
     }
     mhsa__free(tmp);
     if (bad)
-        return dp__comm_fail("dp_import_state");
+        return mhsa__dp_comm_fail("mhsa_dp_import_state");
     dp->step = step;
     return MHSA_OK;
 }
 
 // ---- checkpoints -----------------------------------------------------------
 
-mhsa_status dp_save(dp_trainer *dp, const char *path,
-                    const mhsa_st_meta *meta, size_t n_meta)
+mhsa_status mhsa_dp_save(mhsa_dp_trainer *dp, const char *path,
+                         const mhsa_meta *meta, size_t n_meta)
 {
-    if (!dp || !path || (n_meta && !meta))
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "dp_save: %s is NULL",
-                          !dp ? "dp" : !path ? "path" : "meta");
-    dp_comm *c = dp->comm;
-    int root = c->rank == 0;
-    size_t n = dp->m.n_params;
+    int root = root_of("mhsa_dp_save", dp, path, meta, n_meta, "meta");
+    if (root < 0)
+        return MHSA_ERR_INVALID_ARG;
     // Rank 0 gathers both moments into (2, n); the others send theirs.
+    size_t n = dp->m.n_params;
     float *mom = root ? mhsa__alloc(2 * n * sizeof(float)) : NULL;
     int cf = 0;
     if (!all_ok(dp, !root || mom, &cf)) {
         mhsa__free(mom);
-        return cf ? dp__comm_fail("dp_save")
-                  : mhsa__fail(MHSA_ERR_NO_MEMORY, "dp_save: rank 0 has no "
-                               "memory for the optimiser state");
+        return cf ? mhsa__dp_comm_fail("mhsa_dp_save")
+                  : mhsa__fail(MHSA_ERR_NO_MEMORY, "mhsa_dp_save: rank 0 has "
+                               "no memory for the optimiser state");
     }
     int64_t step = 0;
-    mhsa_status st = dp_export_state(dp, mom, mom ? mom + n : NULL, &step);
+    mhsa_status st = mhsa_dp_export_state(dp, mom, mom ? mom + n : NULL, &step);
     if (st != MHSA_OK) {
         mhsa__free(mom);
         return st;
@@ -181,12 +196,13 @@ mhsa_status dp_save(dp_trainer *dp, const char *path,
         st = write_file(dp, path, mom, meta, n_meta);
     mhsa__free(mom);
     // Every rank learns how rank 0 fared.
+    mhsa_dp_comm *c = dp->comm;
     int32_t code = (int32_t)st;
     char msg[256];
     snprintf(msg, sizeof msg, "%s", root ? mhsa_last_error() : "");
     if (c->ops->bcast(c, &code, sizeof code, 0) ||
         c->ops->bcast(c, msg, sizeof msg, 0))
-        return dp__comm_fail("dp_save");
+        return mhsa__dp_comm_fail("mhsa_dp_save");
     if (code != MHSA_OK && !root)
         return mhsa__fail((mhsa_status)code, "%s", msg);
     return (mhsa_status)code;
@@ -203,8 +219,8 @@ typedef struct load_header {
 
 // Rank 0: reads and checks everything into tmp (3, n): parameters, then
 // the two moments.
-static mhsa_status read_file(dp_trainer *dp, const char *path, float *tmp,
-                             int64_t *step, dp_meta_value *want,
+static mhsa_status read_file(mhsa_dp_trainer *dp, const char *path, float *tmp,
+                             int64_t *step, mhsa_meta_value *want,
                              size_t n_want)
 {
     mhsa_st_file *f = NULL;
@@ -236,7 +252,7 @@ static mhsa_status read_file(dp_trainer *dp, const char *path, float *tmp,
     *step = sv;
     size_t n = dp->m.n_params;
     for (int i = 0; i < dp->m.n_tensors && st == MHSA_OK; i++) {
-        const dp_tensor *x = &dp->m.tensors[i];
+        const mhsa_dp_tensor *x = &dp->m.tensors[i];
         st = mhsa__st_read_f32(f, x->name, x->ndim, x->dims, tmp + x->offset);
     }
     for (int k = 0; adam && k < 2 && st == MHSA_OK; k++)
@@ -259,16 +275,14 @@ out:
     return st;
 }
 
-mhsa_status dp_load(dp_trainer *dp, const char *path, dp_meta_value *want,
-                    size_t n_want)
+mhsa_status mhsa_dp_load(mhsa_dp_trainer *dp, const char *path,
+                         mhsa_meta_value *want, size_t n_want)
 {
-    if (!dp || !path || (n_want && !want))
-        return mhsa__fail(MHSA_ERR_INVALID_ARG, "dp_load: %s is NULL",
-                          !dp ? "dp" : !path ? "path" : "want");
-    dp_comm *c = dp->comm;
-    int root = c->rank == 0;
-    size_t n = dp->m.n_params;
+    int root = root_of("mhsa_dp_load", dp, path, want, n_want, "want");
+    if (root < 0)
+        return MHSA_ERR_INVALID_ARG;
     // Rank 0 reads everything into (3, n) first: a bad file changes nothing.
+    size_t n = dp->m.n_params;
     float *tmp = root ? mhsa__alloc(3 * n * sizeof(float)) : NULL;
     load_header h;
     memset(&h, 0, sizeof h);
@@ -279,9 +293,10 @@ mhsa_status dp_load(dp_trainer *dp, const char *path, dp_meta_value *want,
                                              "memory to read it", path);
         snprintf(h.msg, sizeof h.msg, "%s", mhsa_last_error());
     }
+    mhsa_dp_comm *c = dp->comm;
     if (c->ops->bcast(c, &h, sizeof h, 0)) {
         mhsa__free(tmp);
-        return dp__comm_fail("dp_load");
+        return mhsa__dp_comm_fail("mhsa_dp_load");
     }
     if (h.status != MHSA_OK) {
         mhsa__free(tmp);
@@ -294,13 +309,13 @@ mhsa_status dp_load(dp_trainer *dp, const char *path, dp_meta_value *want,
               c->ops->bcast(c, &want[i].present, sizeof want[i].present, 0);
     if (bad) {
         mhsa__free(tmp);
-        return dp__comm_fail("dp_load");
+        return mhsa__dp_comm_fail("mhsa_dp_load");
     }
     // Rank 0's parameters become the model's, then everyone's.
     if (root)
         memcpy(dp->m.param, tmp, n * sizeof(float));
-    mhsa_status st = dp_import_state(dp, tmp ? tmp + n : NULL,
-                                     tmp ? tmp + 2 * n : NULL, h.step);
+    mhsa_status st = mhsa_dp_import_state(dp, tmp ? tmp + n : NULL,
+                                          tmp ? tmp + 2 * n : NULL, h.step);
     mhsa__free(tmp);
     return st;
 }

@@ -8,13 +8,13 @@
 // Bounds that keep the per-step bookkeeping in fixed arrays of the trainer.
 enum { DP_MAX_GROUPS = 1 << 16, DP_MAX_HEIGHT = 17 };
 
-struct dp_trainer {
-    dp_model m;
-    dp_comm *comm;
+struct mhsa_dp_trainer {
+    mhsa_dp_model m;
+    mhsa_dp_comm *comm;
     int G;                  // groups per batch
     mhsa_optim_kind kind;
     int64_t step;           // optimiser steps made
-    dp_stats stats;
+    mhsa_dp_stats stats;
     double t_compute;       // this step's group time so far
     double last_norm;       // the last step's gradient norm (tests)
 
@@ -32,7 +32,7 @@ struct dp_trainer {
     size_t *gcount, *gdispl;                     // parameter allgather
     size_t *lcount, *ldispl;                     // loss allgather
     size_t *hcount, *hdispl;                     // hash allgather
-    uint64_t *hashes;       // (P) dp_verify
+    uint64_t *hashes;       // (P) mhsa_dp_verify
 
     // Float buffers (one allocation, buf).
     float *nodes;           // (my_nodes, n) this rank's node sums
@@ -52,6 +52,6 @@ struct dp_trainer {
 };
 
 // mhsa_last_error() prefixed with `what`, as MHSA_ERR_STATE.
-mhsa_status dp__comm_fail(const char *what);
+mhsa_status mhsa__dp_comm_fail(const char *what);
 
 #endif

@@ -4,12 +4,13 @@
 // of an MPI run, and is tested without MPI.
 #include <string.h>
 
-#include "dp_comm.h"
+#include "mhsa_train.h"
 #include "core/status.h"
 
-static int self_alltoallv(dp_comm *c, const void *send, const size_t *scount,
-                          const size_t *sdispl, void *recv,
-                          const size_t *rcount, const size_t *rdispl)
+static int self_alltoallv(mhsa_dp_comm *c, const void *send,
+                          const size_t *scount, const size_t *sdispl,
+                          void *recv, const size_t *rcount,
+                          const size_t *rdispl)
 {
     (void)c;
     if (scount[0] != rcount[0])
@@ -22,7 +23,7 @@ static int self_alltoallv(dp_comm *c, const void *send, const size_t *scount,
     return 0;
 }
 
-static int self_allgatherv(dp_comm *c, void *buf, const size_t *count,
+static int self_allgatherv(mhsa_dp_comm *c, void *buf, const size_t *count,
                            const size_t *displ)
 {
     (void)c;
@@ -32,7 +33,7 @@ static int self_allgatherv(dp_comm *c, void *buf, const size_t *count,
     return 0;   // the only part is in place already
 }
 
-static int self_bcast(dp_comm *c, void *buf, size_t n, int root)
+static int self_bcast(mhsa_dp_comm *c, void *buf, size_t n, int root)
 {
     (void)c;
     (void)buf;
@@ -41,7 +42,7 @@ static int self_bcast(dp_comm *c, void *buf, size_t n, int root)
     return 0;
 }
 
-static int self_gatherv(dp_comm *c, const void *send, void *buf,
+static int self_gatherv(mhsa_dp_comm *c, const void *send, void *buf,
                         const size_t *count, const size_t *displ, int root)
 {
     (void)c;
@@ -53,34 +54,39 @@ static int self_gatherv(dp_comm *c, const void *send, void *buf,
     return 0;   // root's own part is in place by contract
 }
 
-static int self_p2p(dp_comm *c, int peer)
+static int self_p2p(mhsa_dp_comm *c, int peer)
 {
     (void)c;
     return mhsa__fail(MHSA_ERR_STATE, "dp self transport: no rank %d to "
                       "talk to", peer), -1;
 }
 
-static int self_send(dp_comm *c, const void *buf, size_t n, int to)
+static int self_send(mhsa_dp_comm *c, const void *buf, size_t n, int to)
 {
     (void)buf;
     (void)n;
     return self_p2p(c, to);
 }
 
-static int self_recv(dp_comm *c, void *buf, size_t n, int from)
+static int self_recv(mhsa_dp_comm *c, void *buf, size_t n, int from)
 {
     (void)buf;
     (void)n;
     return self_p2p(c, from);
 }
 
-static const dp_comm_ops self_ops = {
+static const mhsa_dp_comm_ops self_ops = {
     self_alltoallv, self_allgatherv, self_bcast, self_gatherv,
     self_send, self_recv, NULL, "self",
 };
 
-dp_comm *dp_comm_self(void)
+mhsa_dp_comm *mhsa_dp_comm_self(void)
 {
-    static dp_comm self = { &self_ops, 0, 1, NULL };
+    static mhsa_dp_comm self = { &self_ops, 0, 1, NULL };
     return &self;
+}
+
+int mhsa_dp_comm_error(const char *msg)
+{
+    return mhsa__fail(MHSA_ERR_STATE, "%s", msg ? msg : "(no message)"), -1;
 }

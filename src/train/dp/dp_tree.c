@@ -1,7 +1,7 @@
 // dp_tree.c — the fixed summation tree of dp_tree.h.
 #include "dp_tree.h"
 
-int dp_tree_split(int lo, int hi)
+int mhsa__dp_tree_split(int lo, int hi)
 {
     int p = 1;
     while (2 * p < hi - lo)
@@ -9,7 +9,7 @@ int dp_tree_split(int lo, int hi)
     return lo + p;
 }
 
-int dp_tree_height(int n)
+int mhsa__dp_tree_height(int n)
 {
     int h = 0;
     while ((1 << h) < n)
@@ -31,12 +31,12 @@ static void cover(int lo, int hi, int a, int b, int *los, int *his, int cap,
         return;
     }
     // A leaf is always inside or outside [a, b), so here hi - lo >= 2.
-    int mid = dp_tree_split(lo, hi);
+    int mid = mhsa__dp_tree_split(lo, hi);
     cover(lo, mid, a, b, los, his, cap, n);
     cover(mid, hi, a, b, los, his, cap, n);
 }
 
-int dp_tree_cover(int G, int a, int b, int *lo, int *hi, int cap)
+int mhsa__dp_tree_cover(int G, int a, int b, int *lo, int *hi, int cap)
 {
     int n = 0;
     cover(0, G, a, b, lo, hi, cap, &n);
@@ -53,7 +53,7 @@ static int sum(int lo, int hi, size_t len, dp_tree_source src, void *ctx,
     int r = src(ctx, lo, hi, out, res);
     if (r != 0)
         return r < 0 ? -1 : 0;
-    int mid = dp_tree_split(lo, hi);
+    int mid = mhsa__dp_tree_split(lo, hi);
     const float *a, *b;
     if (sum(lo, mid, len, src, ctx, out, scratch, d + 1, &a) != 0 ||
         sum(mid, hi, len, src, ctx, scratch[d], scratch, d + 1, &b) != 0)
@@ -66,8 +66,8 @@ static int sum(int lo, int hi, size_t len, dp_tree_source src, void *ctx,
     return 0;
 }
 
-int dp_tree_sum(int lo, int hi, size_t len, dp_tree_source src, void *ctx,
-                float *out, float *const *scratch, const float **res)
+int mhsa__dp_tree_sum(int lo, int hi, size_t len, dp_tree_source src, void *ctx,
+                      float *out, float *const *scratch, const float **res)
 {
     return sum(lo, hi, len, src, ctx, out, scratch, 0, res);
 }

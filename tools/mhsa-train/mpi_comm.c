@@ -1,4 +1,6 @@
-// dp_mpi.c — dp_comm over MPI (dp_mpi.h).
+// mpi_comm.c — mhsa-train's transport over MPI (mpi_comm.h), on the public
+// transport interface of the data-parallel trainer (mhsa_dp_comm,
+// mhsa_train.h).
 //
 // Every operation moves bytes only (MPI_BYTE, or a 4-byte unit made of
 // bytes for large float arrays): MPI never adds, so its choice of algorithm
@@ -8,13 +10,10 @@
 // leaving ranks waiting.
 #include <limits.h>
 #include <mpi.h>
+#include <stdio.h>
 #include <stdlib.h>
 
-#include "dp_mpi.h"
-#include "core/status.h"
-#include "core/alloc.h"
-#include "kernels/kernels.h"
-#include "gemm/gemm.h"
+#include "mpi_comm.h"
 
 typedef struct mpi_state {
     MPI_Comm comm;
@@ -34,9 +33,12 @@ static int to_units(const mpi_state *s, int P, const size_t *c,
     size_t u = words ? 4 : 1;
     *type = words ? s->word : MPI_BYTE;
     for (int q = 0; q < P; q++) {
-        if (c[q] / u > INT_MAX || (d && d[q] / u > INT_MAX))
-            return mhsa__fail(MHSA_ERR_NO_MEMORY, "dp mpi: a message of "
-                              "%zu bytes is too large for MPI", c[q]), -1;
+        if (c[q] / u > INT_MAX || (d && d[q] / u > INT_MAX)) {
+            char msg[96];
+            snprintf(msg, sizeof msg, "dp mpi: a message of %zu bytes is "
+                     "too large for MPI", c[q]);
+            return mhsa_dp_comm_error(msg);
+        }
         ci[q] = (int)(c[q] / u);
         if (d)
             di[q] = (int)(d[q] / u);
@@ -44,7 +46,7 @@ static int to_units(const mpi_state *s, int P, const size_t *c,
     return 0;
 }
 
-static int m_alltoallv(dp_comm *c, const void *send, const size_t *scount,
+static int m_alltoallv(mhsa_dp_comm *c, const void *send, const size_t *scount,
                        const size_t *sdispl, void *recv, const size_t *rcount,
                        const size_t *rdispl)
 {
@@ -59,7 +61,7 @@ static int m_alltoallv(dp_comm *c, const void *send, const size_t *scount,
     return 0;
 }
 
-static int m_allgatherv(dp_comm *c, void *buf, const size_t *count,
+static int m_allgatherv(mhsa_dp_comm *c, void *buf, const size_t *count,
                         const size_t *displ)
 {
     mpi_state *s = c->impl;
@@ -71,7 +73,7 @@ static int m_allgatherv(dp_comm *c, void *buf, const size_t *count,
     return 0;
 }
 
-static int m_bcast(dp_comm *c, void *buf, size_t n, int root)
+static int m_bcast(mhsa_dp_comm *c, void *buf, size_t n, int root)
 {
     mpi_state *s = c->impl;
     // In slices MPI's int count can hold.
@@ -83,7 +85,7 @@ static int m_bcast(dp_comm *c, void *buf, size_t n, int root)
     return 0;
 }
 
-static int m_gatherv(dp_comm *c, const void *send, void *buf,
+static int m_gatherv(mhsa_dp_comm *c, const void *send, void *buf,
                      const size_t *count, const size_t *displ, int root)
 {
     mpi_state *s = c->impl;
@@ -99,37 +101,37 @@ static int m_gatherv(dp_comm *c, const void *send, void *buf,
     return 0;
 }
 
-static int m_send(dp_comm *c, const void *buf, size_t n, int to)
+static int m_send(mhsa_dp_comm *c, const void *buf, size_t n, int to)
 {
     mpi_state *s = c->impl;
     if (n > INT_MAX)
-        return mhsa__fail(MHSA_ERR_NO_MEMORY, "dp mpi: send too large"), -1;
+        return mhsa_dp_comm_error("dp mpi: send too large");
     MPI_Send(buf, (int)n, MPI_BYTE, to, 0, s->comm);
     return 0;
 }
 
-static int m_recv(dp_comm *c, void *buf, size_t n, int from)
+static int m_recv(mhsa_dp_comm *c, void *buf, size_t n, int from)
 {
     mpi_state *s = c->impl;
     if (n > INT_MAX)
-        return mhsa__fail(MHSA_ERR_NO_MEMORY, "dp mpi: recv too large"), -1;
+        return mhsa_dp_comm_error("dp mpi: recv too large");
     MPI_Recv(buf, (int)n, MPI_BYTE, from, 0, s->comm, MPI_STATUS_IGNORE);
     return 0;
 }
 
-static void m_abort(dp_comm *c, int code)
+static void m_abort(mhsa_dp_comm *c, int code)
 {
     mpi_state *s = c->impl;
     MPI_Abort(s->comm, code);
     abort();   // MPI_Abort does not return; this keeps the compiler sure
 }
 
-static const dp_comm_ops mpi_ops = {
+static const mhsa_dp_comm_ops mpi_ops = {
     m_alltoallv, m_allgatherv, m_bcast, m_gatherv, m_send, m_recv, m_abort,
     "mpi",
 };
 
-int dp_mpi_launched(void)
+int mpi_comm_launched(void)
 {
     static const char *const vars[] = {
         "OMPI_COMM_WORLD_SIZE",   // Open MPI's mpirun / mpiexec
@@ -142,19 +144,27 @@ int dp_mpi_launched(void)
     return 0;
 }
 
-mhsa_status dp_mpi_init(int *argc, char ***argv, dp_comm **out)
+// A failure of mpi_comm_init: msg as mhsa_last_error(), status st.
+static mhsa_status init_fail(mhsa_status st, const char *msg)
+{
+    mhsa_dp_comm_error(msg);
+    return st;
+}
+
+mhsa_status mpi_comm_init(int *argc, char ***argv, mhsa_dp_comm **out)
 {
     int provided = 0;
     if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) !=
         MPI_SUCCESS)
-        return mhsa__fail(MHSA_ERR_STATE, "MPI_Init_thread failed");
+        return init_fail(MHSA_ERR_STATE, "MPI_Init_thread failed");
     if (provided < MPI_THREAD_FUNNELED) {
         MPI_Finalize();
-        return mhsa__fail(MHSA_ERR_UNSUPPORTED, "this MPI library gives "
-                          "thread level %d, below MPI_THREAD_FUNNELED",
-                          provided);
+        char msg[96];
+        snprintf(msg, sizeof msg, "this MPI library gives thread level %d, "
+                 "below MPI_THREAD_FUNNELED", provided);
+        return init_fail(MHSA_ERR_UNSUPPORTED, msg);
     }
-    dp_comm *c = calloc(1, sizeof *c);
+    mhsa_dp_comm *c = calloc(1, sizeof *c);
     mpi_state *s = calloc(1, sizeof *s);
     int P = 0;
     MPI_Comm_size(MPI_COMM_WORLD, &P);
@@ -164,7 +174,7 @@ mhsa_status dp_mpi_init(int *argc, char ***argv, dp_comm **out)
         free(s);
         free(ints);
         MPI_Finalize();
-        return mhsa__fail(MHSA_ERR_NO_MEMORY, "dp_mpi_init: out of memory");
+        return init_fail(MHSA_ERR_NO_MEMORY, "mpi_comm_init: out of memory");
     }
     MPI_Comm_dup(MPI_COMM_WORLD, &s->comm);
     MPI_Comm_set_errhandler(s->comm, MPI_ERRORS_ARE_FATAL);
@@ -182,7 +192,7 @@ mhsa_status dp_mpi_init(int *argc, char ***argv, dp_comm **out)
     return MHSA_OK;
 }
 
-void dp_mpi_finalize(dp_comm *c)
+void mpi_comm_finalize(mhsa_dp_comm *c)
 {
     if (!c)
         return;
