@@ -665,67 +665,31 @@ typedef struct mhsa_dp_model {
     int norm_lanes;
 } mhsa_dp_model;
 
-/* The step's whole batch (B, T), as on every rank, and how the model runs
- * a group of it: the group_grad (ctx) of the models of mhsa_dp_lm_bind and
- * mhsa_dp_gpt_bind, which fill in rows_grad, model and who, while
- * mhsa_dp_lm_set_batch and mhsa_dp_gpt_set_batch set the rest. Group k of
- * G is rows [k B/G, (k+1) B/G). */
-typedef struct mhsa_dp_batch {
-    const int32_t *tokens, *targets;
-    int B, T;
-    size_t count;   /* counted targets (>= 0) of the whole batch */
-    /* Forward+backward of `rows` rows of T tokens from tokens and
-     * targets, the loss divided by count (0: the model's own rule, loss 0
-     * and no gradient), so that the groups' gradients add up to the
-     * batch's. */
-    mhsa_status (*rows_grad)(void *model, const int32_t *tokens,
-                             const int32_t *targets, int rows, int T,
-                             size_t count, float *loss);
-    void *model;
-    const char *who;   /* the model in messages */
-} mhsa_dp_batch;
+/* mhsa_lm and mhsa_gpt as mhsa_dp_models: a binding holds the model's
+ * tensors as the trainer names them and the step's whole batch (B, T),
+ * which every rank sets to the same tokens before each mhsa_dp_step; group
+ * k of G is rows [k B/G, (k+1) B/G), its loss normalised by the counted
+ * targets of the whole batch (with G = 1, the model's own forward). */
+typedef struct mhsa_dp_binding mhsa_dp_binding;
 
-/* The synthetic-task model (mhsa_lm) as a mhsa_dp_model: its flat buffers
- * and tensors, and the forward+backward of one group of the batch. */
-enum { MHSA_DP_LM_MAX_TENSORS = 16 };
-
-typedef struct mhsa_dp_lm {
-    mhsa_lm *lm;
-    mhsa_dp_tensor tensors[MHSA_DP_LM_MAX_TENSORS];
-    mhsa_dp_batch batch;   /* the step's whole batch; the model's ctx */
-} mhsa_dp_lm;
-
-/* Fills *a and *m for lm (a must stay where it is: m->ctx points to it). */
-MHSA_API mhsa_status mhsa_dp_lm_bind(mhsa_dp_lm *a, mhsa_lm *lm,
-                                     mhsa_dp_model *m);
-
-/* The batch of the next mhsa_dp_step; its counted targets are the
- * normaliser of every group. The arrays are read by the step, not
+/* *out = a binding of lm, and *m filled for mhsa_dp_create (m->ctx is the
+ * binding; norm_lanes 1, mhsa_lm_step's one running sum). Release with
+ * mhsa_dp_unbind once the trainer is destroyed. Errors: NULL arguments:
+ * MHSA_ERR_INVALID_ARG; MHSA_ERR_NO_MEMORY. */
+MHSA_API mhsa_status mhsa_dp_lm_bind(mhsa_lm *lm, mhsa_dp_model *m,
+                                     mhsa_dp_binding **out);
+/* The same for g (norm_lanes 8, mhsa_gpt_step's lanes). The GPT's
+ * max_batch must hold a group's rows. Errors as mhsa_dp_lm_bind, and a
+ * 16-bit weight_dtype: MHSA_ERR_UNSUPPORTED. */
+MHSA_API mhsa_status mhsa_dp_gpt_bind(mhsa_gpt *g, mhsa_dp_model *m,
+                                      mhsa_dp_binding **out);
+/* The batch of the next mhsa_dp_step: B rows of T tokens and targets
+ * (targets < 0 are not counted). The arrays are read by the step, not
  * copied. */
-MHSA_API void mhsa_dp_lm_set_batch(mhsa_dp_lm *a, const int32_t *tokens,
-                                   const int32_t *targets, int B, int T);
-
-/* The GPT (mhsa_gpt) as a mhsa_dp_model, the counterpart of mhsa_dp_lm for
- * `mhsa-train --task text`. */
-typedef struct mhsa_dp_gpt {
-    mhsa_gpt *g;
-    mhsa_dp_tensor *tensors;   /* (mhsa_gpt_n_tensors) malloc'd by
-                                  mhsa_dp_gpt_bind */
-    mhsa_dp_batch batch;       /* the step's whole batch; the model's ctx */
-} mhsa_dp_gpt;
-
-/* Fills *a and *m for g (a must stay where it is: m->ctx points to it).
- * The GPT's max_batch must hold a group's rows. Release with
- * mhsa_dp_gpt_unbind. Errors: NULL arguments: MHSA_ERR_INVALID_ARG; a
- * 16-bit weight_dtype: MHSA_ERR_UNSUPPORTED; MHSA_ERR_NO_MEMORY. */
-MHSA_API mhsa_status mhsa_dp_gpt_bind(mhsa_dp_gpt *a, mhsa_gpt *g,
-                                      mhsa_dp_model *m);
-/* A zeroed or unbound a is a no-op. */
-MHSA_API void mhsa_dp_gpt_unbind(mhsa_dp_gpt *a);
-
-/* The batch of the next mhsa_dp_step, as mhsa_dp_lm_set_batch. */
-MHSA_API void mhsa_dp_gpt_set_batch(mhsa_dp_gpt *a, const int32_t *tokens,
-                                    const int32_t *targets, int B, int T);
+MHSA_API void mhsa_dp_set_batch(mhsa_dp_binding *b, const int32_t *tokens,
+                                const int32_t *targets, int B, int T);
+/* NULL is a no-op. */
+MHSA_API void mhsa_dp_unbind(mhsa_dp_binding *b);
 
 /* -- the trainer -- */
 

@@ -324,13 +324,13 @@ static void rank_train(mhsa_dp_comm *c, void *arg)
 {
     job *j = arg;
     mhsa_lm *lm = make_lm(MV, MD, MH, MT, MB / j->G, 1 + 1000 * c->rank);
-    mhsa_dp_lm a;
+    mhsa_dp_binding *a = NULL;
     mhsa_dp_model m;
     mhsa_dp_trainer *dp = NULL;
     int32_t tok[MB * MT], tgt[MB * MT];
     uint64_t s = 77;
     mhsa_optim_config cfg = job_cfg(j);
-    mhsa_status st = mhsa_dp_lm_bind(&a, lm, &m);
+    mhsa_status st = mhsa_dp_lm_bind(lm, &m, &a);
     m.norm_lanes = j->lanes;
     if (st == MHSA_OK)
         st = mhsa_dp_create(&m, c, j->G, j->kind, &dp);
@@ -356,7 +356,7 @@ static void rank_train(mhsa_dp_comm *c, void *arg)
     }
     for (int64_t step = mhsa_dp_steps(dp); step < j->steps; step++) {
         make_batch(&s, MB, MT, MV, tok, tgt);
-        mhsa_dp_lm_set_batch(&a, tok, tgt, MB, MT);
+        mhsa_dp_set_batch(a, tok, tgt, MB, MT);
         float norm;
         st = mhsa_dp_step(dp, &cfg, &j->losses[step], &norm);
         if (st != MHSA_OK) {
@@ -397,6 +397,7 @@ static void rank_train(mhsa_dp_comm *c, void *arg)
     memcpy(j->params, m.param, j->n * sizeof(float));
 out:
     mhsa_dp_destroy(dp);
+    mhsa_dp_unbind(a);
     mhsa_lm_destroy(lm);
 }
 
@@ -545,9 +546,9 @@ END_TEST
 START_TEST(norm_is_the_models_own_sum)
 {
     mhsa_lm *lm = make_lm(MV, MD, MH, MT, MB, 1);
-    mhsa_dp_lm a;
+    mhsa_dp_binding *a = NULL;
     mhsa_dp_model m;
-    ck_assert_int_eq(mhsa_dp_lm_bind(&a, lm, &m), MHSA_OK);
+    ck_assert_int_eq(mhsa_dp_lm_bind(lm, &m, &a), MHSA_OK);
     int32_t tok[MB * MT], tgt[MB * MT];
     uint64_t s = 5;
     mhsa_optim_config cfg = mhsa_optim_defaults(MHSA_OPTIM_SGD);
@@ -559,7 +560,7 @@ START_TEST(norm_is_the_models_own_sum)
                                         MHSA_OPTIM_SGD, &dp), MHSA_OK);
         for (int step = 0; step < 8; step++) {
             make_batch(&s, MB, MT, MV, tok, tgt);
-            mhsa_dp_lm_set_batch(&a, tok, tgt, MB, MT);
+            mhsa_dp_set_batch(a, tok, tgt, MB, MT);
             float loss, norm;
             ck_assert_int_eq(mhsa_dp_step(dp, &cfg, &loss, &norm), MHSA_OK);
             double acc[8] = { 0 }, seq = 0.0;
@@ -588,6 +589,7 @@ START_TEST(norm_is_the_models_own_sum)
                                     MHSA_OPTIM_SGD, &dp),
                      MHSA_ERR_INVALID_ARG);
     ck_assert_ptr_nonnull(strstr(mhsa_last_error(), "norm_lanes = 3"));
+    mhsa_dp_unbind(a);
     mhsa_lm_destroy(lm);
 }
 END_TEST
@@ -794,12 +796,13 @@ END_TEST
 static void rank_bad_groups(mhsa_dp_comm *c, void *arg)
 {
     mhsa_lm *lm = make_lm(MV, MD, MH, MT, 1, 1);
-    mhsa_dp_lm a;
+    mhsa_dp_binding *a = NULL;
     mhsa_dp_model m;
     mhsa_dp_trainer *dp = NULL;
-    ck_assert_int_eq(mhsa_dp_lm_bind(&a, lm, &m), MHSA_OK);
+    ck_assert_int_eq(mhsa_dp_lm_bind(lm, &m, &a), MHSA_OK);
     *(mhsa_status *)arg = mhsa_dp_create(&m, c, 3, MHSA_OPTIM_ADAMW, &dp);
     ck_assert_ptr_null(dp);
+    mhsa_dp_unbind(a);
     mhsa_lm_destroy(lm);
 }
 
@@ -812,10 +815,10 @@ START_TEST(groups_must_be_a_multiple_of_the_ranks)
     ck_assert_int_eq(st[1], MHSA_ERR_INVALID_ARG);
 
     mhsa_lm *lm = make_lm(MV, MD, MH, MT, 2, 1);
-    mhsa_dp_lm a;
+    mhsa_dp_binding *a = NULL;
     mhsa_dp_model m;
     mhsa_dp_trainer *dp = NULL;
-    ck_assert_int_eq(mhsa_dp_lm_bind(&a, lm, &m), MHSA_OK);
+    ck_assert_int_eq(mhsa_dp_lm_bind(lm, &m, &a), MHSA_OK);
     ck_assert_int_eq(mhsa_dp_create(&m, mhsa_dp_comm_self(), 0,
                                     MHSA_OPTIM_ADAMW, &dp),
                      MHSA_ERR_INVALID_ARG);
@@ -824,7 +827,7 @@ START_TEST(groups_must_be_a_multiple_of_the_ranks)
     ck_assert_int_eq(mhsa_dp_create(&m, mhsa_dp_comm_self(), 5,
                                     MHSA_OPTIM_ADAMW, &dp), MHSA_OK);
     int32_t tok[MB * MT] = { 0 }, tgt[MB * MT] = { 0 };
-    mhsa_dp_lm_set_batch(&a, tok, tgt, MB, MT);
+    mhsa_dp_set_batch(a, tok, tgt, MB, MT);
     mhsa_optim_config cfg = mhsa_optim_defaults(MHSA_OPTIM_ADAMW);
     float loss;
     ck_assert_int_eq(mhsa_dp_step(dp, &cfg, &loss, NULL), MHSA_ERR_STATE);
@@ -833,6 +836,7 @@ START_TEST(groups_must_be_a_multiple_of_the_ranks)
     cfg.kind = MHSA_OPTIM_SGD;
     ck_assert_int_eq(mhsa_dp_step(dp, &cfg, &loss, NULL), MHSA_ERR_INVALID_ARG);
     mhsa_dp_destroy(dp);
+    mhsa_dp_unbind(a);
     mhsa_lm_destroy(lm);
 }
 END_TEST
@@ -840,10 +844,10 @@ END_TEST
 START_TEST(steps_allocate_nothing)
 {
     mhsa_lm *lm = make_lm(MV, MD, MH, MT, MB / 4, 1);
-    mhsa_dp_lm a;
+    mhsa_dp_binding *a = NULL;
     mhsa_dp_model m;
     mhsa_dp_trainer *dp = NULL;
-    ck_assert_int_eq(mhsa_dp_lm_bind(&a, lm, &m), MHSA_OK);
+    ck_assert_int_eq(mhsa_dp_lm_bind(lm, &m, &a), MHSA_OK);
     ck_assert_int_eq(mhsa_dp_create(&m, mhsa_dp_comm_self(), 4,
                                     MHSA_OPTIM_ADAMW, &dp), MHSA_OK);
     int32_t tok[MB * MT], tgt[MB * MT];
@@ -854,13 +858,14 @@ START_TEST(steps_allocate_nothing)
     mhsa__alloc_fail_at(1);
     for (int i = 0; i < 3; i++) {
         make_batch(&s, MB, MT, MV, tok, tgt);
-        mhsa_dp_lm_set_batch(&a, tok, tgt, MB, MT);
+        mhsa_dp_set_batch(a, tok, tgt, MB, MT);
         ck_assert_int_eq(mhsa_dp_step(dp, &cfg, &loss, &norm), MHSA_OK);
     }
     ck_assert_int_eq(mhsa_dp_verify(dp), MHSA_OK);
     ck_assert_uint_eq(mhsa__alloc_fail_at(0), 0);
     ck_assert_int_eq(mhsa_dp_get_stats(dp)->steps, 3);
     mhsa_dp_destroy(dp);
+    mhsa_dp_unbind(a);
     mhsa_lm_destroy(lm);
 }
 END_TEST
@@ -908,20 +913,20 @@ static void rank_gpt(mhsa_dp_comm *c, void *arg)
 {
     gpt_job *j = arg;
     mhsa_gpt *g = make_gpt(GB / j->G, 1 + 1000 * (uint64_t)c->rank);
-    mhsa_dp_gpt a = { 0 };
+    mhsa_dp_binding *a = NULL;
     mhsa_dp_model m;
     mhsa_dp_trainer *dp = NULL;
     int32_t tok[GB * GT], tgt[GB * GT];
     uint64_t s = 77;
     mhsa_optim_config cfg = gpt_cfg();
-    mhsa_status st = mhsa_dp_gpt_bind(&a, g, &m);
+    mhsa_status st = mhsa_dp_gpt_bind(g, &m, &a);
     if (st == MHSA_OK)
         st = mhsa_dp_create(&m, c, j->G, MHSA_OPTIM_ADAMW, &dp);
     if (st == MHSA_OK)
         st = mhsa_dp_broadcast_params(dp);
     for (int step = 0; step < GSTEPS && st == MHSA_OK; step++) {
         make_batch(&s, GB, GT, GV, tok, tgt);
-        mhsa_dp_gpt_set_batch(&a, tok, tgt, GB, GT);
+        mhsa_dp_set_batch(a, tok, tgt, GB, GT);
         st = mhsa_dp_step(dp, &cfg, &j->losses[step], NULL);
     }
     if (st == MHSA_OK)
@@ -933,7 +938,7 @@ static void rank_gpt(mhsa_dp_comm *c, void *arg)
     j->params = malloc(j->n * sizeof(float));
     memcpy(j->params, m.param, j->n * sizeof(float));
     mhsa_dp_destroy(dp);
-    mhsa_dp_gpt_unbind(&a);
+    mhsa_dp_unbind(a);
     mhsa_gpt_destroy(g);
 }
 
@@ -1026,10 +1031,10 @@ END_TEST
 START_TEST(gpt_norm_is_the_gpts_own_sum)
 {
     mhsa_gpt *g = make_gpt(GB, 1);
-    mhsa_dp_gpt a = { 0 };
+    mhsa_dp_binding *a = NULL;
     mhsa_dp_model m;
     mhsa_dp_trainer *dp = NULL;
-    ck_assert_int_eq(mhsa_dp_gpt_bind(&a, g, &m), MHSA_OK);
+    ck_assert_int_eq(mhsa_dp_gpt_bind(g, &m, &a), MHSA_OK);
     ck_assert_int_eq(mhsa_dp_create(&m, mhsa_dp_comm_self(), 1,
                                     MHSA_OPTIM_ADAMW, &dp), MHSA_OK);
     int32_t tok[GB * GT], tgt[GB * GT];
@@ -1038,7 +1043,7 @@ START_TEST(gpt_norm_is_the_gpts_own_sum)
     int differ = 0, clipped = 0;
     for (int step = 0; step < 8; step++) {
         make_batch(&s, GB, GT, GV, tok, tgt);
-        mhsa_dp_gpt_set_batch(&a, tok, tgt, GB, GT);
+        mhsa_dp_set_batch(a, tok, tgt, GB, GT);
         float loss;
         ck_assert_int_eq(mhsa_dp_step(dp, &cfg, &loss, NULL), MHSA_OK);
         double acc[8] = { 0 }, seq = 0.0;
@@ -1058,7 +1063,7 @@ START_TEST(gpt_norm_is_the_gpts_own_sum)
     ck_assert(differ);
     ck_assert_int_gt(clipped, 4);
     mhsa_dp_destroy(dp);
-    mhsa_dp_gpt_unbind(&a);
+    mhsa_dp_unbind(a);
     mhsa_gpt_destroy(g);
 }
 END_TEST

@@ -15,7 +15,7 @@ int dp_cli_wanted(const train_args *a, const mhsa_dp_comm *c)
 
 typedef struct task_data {
     const train_args *a;
-    mhsa_dp_lm *model;
+    mhsa_dp_binding *model;
     int32_t *tok, *tgt;
 } task_data;
 
@@ -26,7 +26,7 @@ static mhsa_status next_batch(void *ctx, uint64_t *rng)
     mhsa_status st = mhsa_task_batch(a->task, rng, a->batch, a->seq_len,
                                      a->vocab, t->tok, t->tgt);
     if (st == MHSA_OK)
-        mhsa_dp_lm_set_batch(t->model, t->tok, t->tgt, a->batch, a->seq_len);
+        mhsa_dp_set_batch(t->model, t->tok, t->tgt, a->batch, a->seq_len);
     return st;
 }
 
@@ -34,14 +34,14 @@ int dp_cli_train(const train_args *a, mhsa_dp_comm *c, mhsa_lm *lm,
                  int32_t *tok, int32_t *tgt, uint64_t data_state,
                  float *losses, dp_cli_result *res)
 {
-    mhsa_dp_lm ad;
+    mhsa_dp_binding *ad;
     mhsa_dp_model m;
     memset(res, 0, sizeof *res);
-    if (mhsa_dp_lm_bind(&ad, lm, &m) != MHSA_OK) {
+    if (mhsa_dp_lm_bind(lm, &m, &ad) != MHSA_OK) {
         fprintf(stderr, "mhsa-train: %s\n", mhsa_last_error());
         return CLI_FAIL;
     }
-    task_data td = { a, &ad, tok, tgt };
+    task_data td = { a, ad, tok, tgt };
     // What must match for a resumed run to see the same batches and compute
     // the same attention (the shapes of the tensors are checked on load).
     dp_run_ident id[4] = {
@@ -83,5 +83,7 @@ int dp_cli_train(const train_args *a, mhsa_dp_comm *c, mhsa_lm *lm,
     j.n_ident = 4;
     j.what = what;
     j.losses = losses;
-    return dp_run(&j, res);
+    int rc = dp_run(&j, res);
+    mhsa_dp_unbind(ad);
+    return rc;
 }

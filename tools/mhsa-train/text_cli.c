@@ -59,7 +59,7 @@ typedef struct text_run {
     mhsa_dp_comm *comm;
     int root;
     mhsa_dp_trainer *dp;
-    mhsa_dp_gpt ad;
+    mhsa_dp_binding *ad;
     mhsa_dp_model dm;
 } text_run;
 
@@ -559,7 +559,7 @@ static int setup_ranks(text_run *r)
 static int start_dp(text_run *r)
 {
     mhsa_dp_comm *c = r->comm;
-    int rc = mhsa_dp_gpt_bind(&r->ad, r->g, &r->dm) == MHSA_OK ? CLI_OK
+    int rc = mhsa_dp_gpt_bind(r->g, &r->dm, &r->ad) == MHSA_OK ? CLI_OK
                                                                : CLI_FAIL;
     if (rc != CLI_OK)
         fprintf(stderr, "mhsa-train: rank %d: %s\n", c->rank,
@@ -629,7 +629,7 @@ static mhsa_status one_step(text_run *r, const mhsa_optim_config *oc,
     if (st != MHSA_OK)
         return st;
     if (r->dp) {
-        mhsa_dp_gpt_set_batch(&r->ad, r->tok, r->tgt, B, T);
+        mhsa_dp_set_batch(r->ad, r->tok, r->tgt, B, T);
         return mhsa_dp_step(r->dp, oc, loss, NULL);
     }
     if ((st = mhsa_gpt_forward(r->g, r->tok, r->tgt, B, T, 0.0, loss)) !=
@@ -917,7 +917,7 @@ int text_train_cli_comm(int argc, char **argv, mhsa_dp_comm *c)
             rc = saved;
     }
     mhsa_dp_destroy(r.dp);
-    mhsa_dp_gpt_unbind(&r.ad);
+    mhsa_dp_unbind(r.ad);
     mhsa_gpt_destroy(r.g);
     mhsa_text_destroy(r.text);
     free(r.tok);

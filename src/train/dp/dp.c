@@ -25,8 +25,8 @@ void mhsa_dp_destroy(mhsa_dp_trainer *dp)
     MHSA_FREE_ALL(dp->buf, dp->sizes, dp->ints, dp->hashes, dp);
 }
 
-void mhsa__dp_batch_set(mhsa_dp_batch *b, const int32_t *tokens,
-                        const int32_t *targets, int B, int T)
+void mhsa_dp_set_batch(mhsa_dp_binding *b, const int32_t *tokens,
+                       const int32_t *targets, int B, int T)
 {
     b->tokens = tokens;
     b->targets = targets;
@@ -38,11 +38,10 @@ void mhsa__dp_batch_set(mhsa_dp_batch *b, const int32_t *tokens,
     b->count = c;
 }
 
-// group_grad of a model over a mhsa_dp_batch (mhsa__dp_model_set): the
-// group's rows with the whole batch's count.
-static mhsa_status batch_group_grad(void *ctx, int k, int G, float *loss)
+// A binding's group_grad: the group's rows with the whole batch's count.
+static mhsa_status binding_group_grad(void *ctx, int k, int G, float *loss)
 {
-    const mhsa_dp_batch *b = ctx;
+    const mhsa_dp_binding *b = ctx;
     if (G < 1 || b->B % G != 0 || k < 0 || k >= G)
         return mhsa__fail(MHSA_ERR_SHAPE, "%s: group %d of %d of a batch of "
                           "%d rows (the groups must divide the batch)",
@@ -53,12 +52,21 @@ static mhsa_status batch_group_grad(void *ctx, int k, int G, float *loss)
                         b->T, b->count, loss);
 }
 
-void mhsa__dp_model_set(mhsa_dp_model *m, float *param, float *grad,
-                        size_t n_params, const mhsa_dp_tensor *tensors,
-                        int n_tensors, int norm_lanes, mhsa_dp_batch *b,
-                        void *model, const char *who,
-                        mhsa__dp_rows_grad rows_grad)
+mhsa_status mhsa__dp_bind(const char *who, void *model, int n_tensors,
+                          mhsa__dp_rows_grad rows_grad, float *param,
+                          float *grad, size_t n_params, int norm_lanes,
+                          mhsa_dp_model *m, mhsa_dp_binding **out)
 {
+    mhsa_dp_binding *b = mhsa__alloc(sizeof *b);
+    mhsa_dp_tensor *t = mhsa__alloc((size_t)n_tensors * sizeof *t);
+    if (!b || !t) {
+        MHSA_FREE_ALL(b, t);
+        return mhsa__fail(MHSA_ERR_NO_MEMORY, "%s: out of memory", who);
+    }
+    memset(b, 0, sizeof *b);
+    memset(t, 0, (size_t)n_tensors * sizeof *t);
+    b->tensors = t;
+    b->n_tensors = n_tensors;
     b->rows_grad = rows_grad;
     b->model = model;
     b->who = who;
@@ -66,11 +74,19 @@ void mhsa__dp_model_set(mhsa_dp_model *m, float *param, float *grad,
     m->param = param;
     m->grad = grad;
     m->n_params = n_params;
-    m->tensors = tensors;
+    m->tensors = t;
     m->n_tensors = n_tensors;
-    m->group_grad = batch_group_grad;
+    m->group_grad = binding_group_grad;
     m->ctx = b;
     m->norm_lanes = norm_lanes;
+    *out = b;
+    return MHSA_OK;
+}
+
+void mhsa_dp_unbind(mhsa_dp_binding *b)
+{
+    if (b)
+        MHSA_FREE_ALL(b->tensors, b);
 }
 
 // Shard boundaries: P nearly equal slices of [0, n), inner boundaries on

@@ -11,22 +11,32 @@
 
 #include "mhsa_train.h"
 
-// Sets *b to the arrays (read by the step, not copied) and counts their
-// targets.
-void mhsa__dp_batch_set(mhsa_dp_batch *b, const int32_t *tokens,
-                        const int32_t *targets, int B, int T);
+// What a binding runs for a group: forward+backward of `rows` rows of T
+// tokens and targets, the loss divided by count (0: the model's own rule,
+// loss 0 and no gradient), so that the groups' gradients add up to the
+// batch's.
+typedef mhsa_status (*mhsa__dp_rows_grad)(void *model, const int32_t *tokens,
+                                          const int32_t *targets, int rows,
+                                          int T, size_t count, float *loss);
 
-// A model over a mhsa_dp_batch (the adapters' bind): *m with the given
-// buffers, tensors and norm_lanes, group_grad the group of *b (ctx) by
-// b->rows_grad; rows_grad, model and who of *b set (its batch is the
-// caller's). Every other field of *m 0.
-typedef mhsa_status (*mhsa__dp_rows_grad)(void *, const int32_t *,
-                                          const int32_t *, int, int, size_t,
-                                          float *);
-void mhsa__dp_model_set(mhsa_dp_model *m, float *param, float *grad,
-                        size_t n_params, const mhsa_dp_tensor *tensors,
-                        int n_tensors, int norm_lanes, mhsa_dp_batch *b,
-                        void *model, const char *who,
-                        mhsa__dp_rows_grad rows_grad);
+struct mhsa_dp_binding {
+    mhsa_dp_tensor *tensors;          // (n_tensors), filled by the bind
+    int n_tensors;
+    const int32_t *tokens, *targets;  // the step's whole batch (B, T)
+    int B, T;
+    size_t count;                     // its counted targets
+    mhsa__dp_rows_grad rows_grad;
+    void *model;
+    const char *who;                  // the bind, in messages
+};
+
+// *out = a binding of `model` (called `who` in messages) with room for
+// n_tensors tensors, for the bind to fill; *m with the given buffers and
+// norm_lanes, its tensors the binding's and its group_grad the binding's
+// group by rows_grad. MHSA_ERR_NO_MEMORY naming who.
+mhsa_status mhsa__dp_bind(const char *who, void *model, int n_tensors,
+                          mhsa__dp_rows_grad rows_grad, float *param,
+                          float *grad, size_t n_params, int norm_lanes,
+                          mhsa_dp_model *m, mhsa_dp_binding **out);
 
 #endif

@@ -1,6 +1,4 @@
 // dp_lm.c — mhsa_lm as a mhsa_dp_model (mhsa_dp_lm_bind, mhsa_train.h).
-#include <string.h>
-
 #include "dp.h"
 #include "core/status.h"
 #include "train/train_internal.h"
@@ -18,21 +16,26 @@ static mhsa_status rows_grad(void *model, const int32_t *tokens,
     return st == MHSA_OK ? mhsa_lm_backward(model) : st;
 }
 
-mhsa_status mhsa_dp_lm_bind(mhsa_dp_lm *a, mhsa_lm *lm, mhsa_dp_model *m)
+mhsa_status mhsa_dp_lm_bind(mhsa_lm *lm, mhsa_dp_model *m,
+                            mhsa_dp_binding **out)
 {
-    if (!a || !lm || !m)
+    if (!lm || !m || !out)
         return mhsa__fail(MHSA_ERR_INVALID_ARG, "mhsa_dp_lm_bind: %s is NULL",
-                          !a ? "a" : !lm ? "lm" : "m");
+                          !lm ? "lm" : !m ? "m" : "out");
     int nt = mhsa_lm_n_tensors(lm);
-    if (nt > MHSA_DP_LM_MAX_TENSORS)
-        return mhsa__fail(MHSA_ERR_STATE, "mhsa_dp_lm_bind: %d tensors", nt);
-    a->lm = lm;
     float *param, *grad;
     mhsa__lm_flat(lm, &param, &grad);
+    // norm_lanes 1: mhsa_lm_step's one running sum
+    mhsa_dp_binding *b;
+    mhsa_status st = mhsa__dp_bind("mhsa_dp_lm_bind", lm, nt, rows_grad,
+                                   param, grad, mhsa_lm_n_params(lm), 1, m,
+                                   &b);
+    if (st != MHSA_OK)
+        return st;
     for (int i = 0; i < nt; i++) {
         mhsa_lm_tensor t;
         mhsa_lm_get_tensor(lm, i, &t);
-        mhsa_dp_tensor *x = &a->tensors[i];
+        mhsa_dp_tensor *x = &b->tensors[i];
         x->name = t.name;
         x->ndim = t.rank;
         x->dims[0] = (size_t)t.shape[0];
@@ -41,14 +44,6 @@ mhsa_status mhsa_dp_lm_bind(mhsa_dp_lm *a, mhsa_lm *lm, mhsa_dp_model *m)
         x->numel = t.numel;
         x->decay = t.rank == 2;   // mhsa_lm_step decays exactly these
     }
-    // norm_lanes 1: mhsa_lm_step's one running sum
-    mhsa__dp_model_set(m, param, grad, mhsa_lm_n_params(lm), a->tensors, nt,
-                       1, &a->batch, lm, "mhsa_dp_lm", rows_grad);
+    *out = b;
     return MHSA_OK;
-}
-
-void mhsa_dp_lm_set_batch(mhsa_dp_lm *a, const int32_t *tokens,
-                          const int32_t *targets, int B, int T)
-{
-    mhsa__dp_batch_set(&a->batch, tokens, targets, B, T);
 }
