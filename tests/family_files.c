@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "gguf_writer.h"
 #include "kernels/half.h"
@@ -318,3 +319,34 @@ const char *const family_texts[] = {
     "12345678901234567890",
 };
 const size_t family_n_texts = sizeof family_texts / sizeof *family_texts;
+
+static char temp_paths[N_FAMILIES][2][2][512];   // [family][q8][template]
+
+const char *family_temp_file(family f, int q8, const char *chat_template)
+{
+    char *p = temp_paths[f][q8 != 0][chat_template != NULL];
+    if (!p[0]) {
+        const char *d = getenv("TMPDIR");
+        snprintf(p, sizeof temp_paths[0][0][0], "%s/mhsa-%s-q%d-t%d-%ld.gguf",
+                 d && d[0] ? d : "/tmp", family_name(f), q8 != 0,
+                 chat_template != NULL, (long)getpid());
+        if (family_write_ex(f, q8, chat_template, p) != 0) {
+            p[0] = '\0';
+            return NULL;
+        }
+    }
+    return p;
+}
+
+void family_temp_remove(void)
+{
+    for (int f = 0; f < N_FAMILIES; f++)
+        for (int q = 0; q < 2; q++)
+            for (int t = 0; t < 2; t++) {
+                char *p = temp_paths[f][q][t];
+                if (p[0]) {
+                    unlink(p);
+                    p[0] = '\0';
+                }
+            }
+}

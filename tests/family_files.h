@@ -27,6 +27,13 @@ int family_write(family f, int q8, const char *path);
 // The same with tokenizer.chat_template = chat_template (NULL: no key).
 int family_write_ex(family f, int q8, const char *chat_template,
                     const char *path);
+// The tests' fixture: family f's file (q8 as family_write; chat_template
+// or NULL), written once per process under $TMPDIR (else /tmp) with the
+// process id in its name, and its path; NULL if it cannot be written. A
+// process uses one template: the file is keyed on whether one is given.
+const char *family_temp_file(family f, int q8, const char *chat_template);
+// Deletes every file family_temp_file wrote (a test case's teardown).
+void family_temp_remove(void);
 // Tokens of the vocabulary (the same for both).
 int family_vocab_size(void);
 // The token ids the logits are compared on (FAMILY_N_IDS of them).

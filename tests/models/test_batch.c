@@ -19,28 +19,11 @@
 
 enum { MAX_V = 512, NSEQ = 5, GEN = 5, MAX_PROMPT = 13 };
 
-static char path[2][N_FAMILIES][512];   // [q8][family]
-
 static const char *path_of(family f, int q8)
 {
-    char *p = path[q8][f];
-    if (!p[0]) {
-        const char *d = getenv("TMPDIR");
-        snprintf(p, sizeof path[q8][f], "%s/mhsa-batch-%s-%d-%ld.gguf",
-                 d && d[0] ? d : "/tmp", family_name(f), q8, (long)getpid());
-        ck_assert_int_eq(family_write(f, q8, p), 0);
-    }
+    const char *p = family_temp_file(f, q8, NULL);
+    ck_assert_ptr_nonnull(p);
     return p;
-}
-
-static void teardown(void)
-{
-    for (int q = 0; q < 2; q++)
-        for (int f = 0; f < N_FAMILIES; f++)
-            if (path[q][f][0]) {
-                unlink(path[q][f]);
-                path[q][f][0] = '\0';
-            }
 }
 
 static mhsa_model *load(family f, int q8, int context)
@@ -337,7 +320,7 @@ int main(void)
     Suite *s = suite_create("batch");
     TCase *tc = tcase_create("batch");
     tcase_set_timeout(tc, 600);
-    tcase_add_checked_fixture(tc, NULL, teardown);
+    tcase_add_checked_fixture(tc, NULL, family_temp_remove);
     tcase_add_test(tc, items_equal_alone);
     tcase_add_test(tc, steps_beyond_the_buffers_split);
     tcase_add_test(tc, prompt_pieces_equal_one_call);

@@ -23,35 +23,16 @@
 
 enum { MAX_V = 512, T = FAMILY_N_IDS };
 
-static char paths[N_FAMILIES][2][512];   // [family][with a template]
-
 static const char tmpl[] =
     "{% for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}"
     "<|im_end|>\n{% endfor %}";
 
-// Family f's file (F32 matrices), written once per test process.
+// Family f's file (F32 matrices), with the template or none.
 static const char *path_of(family f, int with_template)
 {
-    char *p = paths[f][with_template];
-    if (!p[0]) {
-        const char *d = getenv("TMPDIR");
-        snprintf(p, sizeof paths[f][with_template],
-                 "%s/mhsa-model-api-%s-%d-%ld.gguf", d && d[0] ? d : "/tmp",
-                 family_name(f), with_template, (long)getpid());
-        ck_assert_int_eq(family_write_ex(f, 0, with_template ? tmpl : NULL,
-                                         p), 0);
-    }
+    const char *p = family_temp_file(f, 0, with_template ? tmpl : NULL);
+    ck_assert_ptr_nonnull(p);
     return p;
-}
-
-static void teardown(void)
-{
-    for (int f = 0; f < N_FAMILIES; f++)
-        for (int t = 0; t < 2; t++)
-            if (paths[f][t][0]) {
-                unlink(paths[f][t]);
-                paths[f][t][0] = '\0';
-            }
 }
 
 static mhsa_model *load(family f, const mhsa_model_params *p)
@@ -789,7 +770,7 @@ static Suite *suite(void)
 {
     Suite *s = suite_create("model_api");
     TCase *tc = tcase_create("model_api");
-    tcase_add_checked_fixture(tc, NULL, teardown);
+    tcase_add_checked_fixture(tc, NULL, family_temp_remove);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, load_and_metadata);
     tcase_add_test(tc, tokenize_and_detokenize);
