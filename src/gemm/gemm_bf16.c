@@ -132,6 +132,10 @@ static const mhsa_bf16_row rows[] = {
     // like, so the tiles beat rounding plus the fp32 micro-kernel.
     { "AMD Zen 4 (family 25) with AVX512-BF16, no AMX: avx512_bf16 tiles",
       MHSA_CPU_AMD, 25, 0x00, 0xff, 1, 0, "avx512_bf16" },
+    // Zen 5 (family 26, models 0x00-0x4f): the same, with a full 512-bit
+    // datapath; measured on model 2.
+    { "AMD Zen 5 (family 26) with AVX512-BF16, no AMX: avx512_bf16 tiles",
+      MHSA_CPU_AMD, 26, 0x00, 0x4f, 1, 0, "avx512_bf16" },
     // Emerald Rapids with AMX hidden by the host: vdpbf16ps gives no more
     // products per cycle than fp32 FMAs, so the tiles lose to the
     // fallback; without AVX512-BF16 no tile set runs at all.

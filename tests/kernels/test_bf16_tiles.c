@@ -513,11 +513,11 @@ START_TEST(env_chooses)
 }
 END_TEST
 
-// The table of measured CPUs, on synthetic CPU ids: Zen 4 with
-// AVX512-BF16 takes the avx512_bf16 tiles, Emerald Rapids without AMX
+// The table of measured CPUs, on synthetic CPU ids: Zen 4 and Zen 5 with
+// AVX512-BF16 take the avx512_bf16 tiles, Emerald Rapids without AMX
 // the exact fallback (with AVX512-BF16 or without), and CPUs nobody
-// measured (Sapphire Rapids, Zen 5, Emerald Rapids with AMX, other
-// vendors) no row: auto measures them.
+// measured (Sapphire Rapids, a later AMD family or model, Emerald Rapids
+// with AMX, other vendors) no row: auto measures them.
 START_TEST(table_of_measured_cpus)
 {
     mhsa_cpu_features f;
@@ -532,7 +532,15 @@ START_TEST(table_of_measured_cpus)
     f.avx512_bf16 = 0;   // Zen 3 is family 25 too: no AVX512-BF16, no row
     ck_assert_ptr_null(mhsa__bf16_table_row(&f));
     f.avx512_bf16 = 1;
-    f.family = 26;       // Zen 5: not measured
+    f.family = 26;       // Zen 5
+    f.model = 2;
+    const mhsa_bf16_row *zen5 = mhsa__bf16_table_row(&f);
+    ck_assert_ptr_nonnull(zen5);
+    ck_assert_ptr_ne(zen5, r);
+    ck_assert_str_eq(zen5->take, "avx512_bf16");
+    f.model = 0x50;      // a family 26 model nobody measured
+    ck_assert_ptr_null(mhsa__bf16_table_row(&f));
+    f.family = 27;       // nor a later family
     f.model = 2;
     ck_assert_ptr_null(mhsa__bf16_table_row(&f));
 
