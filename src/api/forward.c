@@ -17,9 +17,10 @@
 #include "attn/split.h"
 
 // Whether the attention can read q, k and v in place in the projection's
-// rows (attn_job.ldqkv) instead of the split's copies: the split was 11%
-// of the B8 T12 D32 H4 forward's instructions (9% of its time, perf, the
-// Intel Xeon), a copy of every row that the fused small view reads once.
+// rows (attn_job.ldqkv) instead of the split's copies: the split was a
+// large part of the B8 T12 D32 H4 forward (docs/performance.md,
+// "Measurements behind the code"), a copy of every row that the fused
+// small view reads once.
 // Only where every view is one the fused kernel takes when its values are
 // finite: its sizes, fp32 throughout, no rotation to apply (the split
 // fuses RoPE), no window cutting a row's first keys, no weights to return

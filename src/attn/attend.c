@@ -209,12 +209,13 @@ int mhsa__attention(const mhsa_kernels *k, const attn_scratch *s,
     pp.vbad = s->pack + heads * pp.per_head;
     pp.kbad = pp.vbad + heads * pp.ntiles;
     // On one thread, one finiteness pass over the call's q, k and v
-    // replaces each block's checks of its rows (q, K and V tiles: 2.4% of
-    // the GPT block's forward, perf) when it finds no inf or NaN; else the
-    // blocks check their own as before, so the same paths and bits. Only
-    // where every row of the buffers is this call's (no cache) and fp32,
-    // and not for blocks the fused small view takes (it checks in
-    // registers; the pass cost the tiny forward 3.5% more instructions).
+    // replaces each block's checks of its rows (q, K and V tiles, a part
+    // of the GPT block's forward in perf) when it finds no inf or NaN; else
+    // the blocks check their own as before, so the same paths and bits.
+    // Only where every row of the buffers is this call's (no cache) and
+    // fp32, and not for blocks the fused small view takes (it checks in
+    // registers; the pass only added instructions to the tiny forward).
+    // The figures: docs/performance.md, "Measurements behind the code".
     int small = k->attn_small && j->tq <= MHSA_SMALL_VIEW_ROWS;
     int finite = nt <= 1 && !small && !j->ldqkv &&
                  j->kv_dtype == MHSA_F32 && !j->kv_len && !j->n_new &&

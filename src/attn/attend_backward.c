@@ -172,9 +172,10 @@ void mhsa__attention_backward(const mhsa_kernels *k, const attn_scratch *s,
         for (size_t r = 0; r < B * T; r++)
             memset(g->dqkv + r * g->ld, 0, width * sizeof(float));
     // Likewise the blocks' finiteness checks (q, k, v and dO rows, four
-    // calls a block: 3% of the tiny forward+backward) become one pass over
-    // the call's buffers on one thread. Only a shortcut: when it finds a
-    // non-finite value the blocks check their own rows as before. (A team
+    // calls a block, a visible part of the tiny forward+backward:
+    // docs/performance.md, "Measurements behind the code") become one pass
+    // over the call's buffers on one thread. Only a shortcut: when it finds
+    // a non-finite value the blocks check their own rows as before. (A team
     // keeps the per-block checks, which run in parallel.)
     int finite = nt <= 1 && mhsa__attn_inputs_finite(k, j) &&
                  k->rows_finite(B * T, H * dh, g->dout, g->lddo);

@@ -403,8 +403,9 @@ void mhsa__head_forward(const mhsa_kernels *k, const head_args *a,
             continue;
         }
         // In place through the table's row op (one IEEE multiply an
-        // element, as the loop it replaces): perf put that loop, 4 floats
-        // a step in this generic file, at ~4% of the GPT block's forward.
+        // element, as the loop it replaces): perf found that loop, 4 floats
+        // a step in this generic file, a visible part of the GPT block's
+        // forward (docs/performance.md, "Measurements behind the code").
         k->scale_copy(dh, o, o, 1.0f / t.l[r]);
         if (a->lsum) {   // the log-sum-exp when a backward asks for it
             a->lse[r] = t.m[r];

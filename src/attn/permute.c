@@ -4,16 +4,16 @@
 
 // Rows this short (heads of dh <= 16) are copied by the loop nest itself:
 // at dh = 8 one indirect scale_copy call per row cost more than its copy
-// (11% of the instructions of the B8 T12 D32 H4 forward). The same bits:
+// (docs/performance.md, "Measurements behind the code"). The same bits:
 // scale_copy is a plain copy when scale == 1 and one IEEE multiply per
 // element otherwise, which is what these loops do.
 enum { SHORT_ROW = 16 };
 
 // A row of n floats, n a constant where it is inlined into the nests
 // below: the compiler then makes it a few vector moves or multiplies,
-// where a loop of unknown length cost ~60 instructions a row of 8 (15% of
-// the tiny forward's). restrict: the rows never overlap, so no runtime
-// check for it either.
+// where a loop of unknown length cost many more instructions a row of 8
+// (docs/performance.md, "Measurements behind the code"). restrict: the
+// rows never overlap, so no runtime check for it either.
 static inline void row(const float *restrict s, float *restrict d, size_t n,
                        float scale)
 {

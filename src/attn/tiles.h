@@ -88,17 +88,19 @@ static inline size_t mhsa__attn_panel_keys(const head_args *a, size_t j0,
 }
 
 // Measured (bench attention/fused, dh = 64, AVX2): 72 x 128 beats 48 x 64
-// by 5-7% at T = 512 and 2048: each K/V tile packed per query block is
-// reused by more rows, and the online rescale of O runs half as often. The
-// tiles (Q 18 KiB, K^T and V 32 KiB each, S 36 KiB) stay in L2.
+// at T = 512 and 2048 (docs/performance.md, "Measurements behind the
+// code"): each K/V tile packed per query block is reused by more rows, and
+// the online rescale of O runs half as often. The tiles (Q 18 KiB, K^T and
+// V 32 KiB each, S 36 KiB) stay in L2.
 enum { BR_ROWS = 72, BC_KEYS = 128 };
 
 // x rounded up to a multiple of `to`, a tile size. The tables' tiles are
 // 4x8 (scalar), 6x16 (AVX2), 12x32 (AVX-512) and 8x12 (NEON): for these
 // each case divides by a constant, which the compiler makes a multiply.
 // These run for every block (carve's ~7, br and bc), and a division by a
-// run-time size takes tens of cycles: ~10 of them were several percent of
-// a tiny backward, whose blocks are ~2000 cycles.
+// run-time size takes tens of cycles: ~10 of them were a measurable part
+// of a tiny backward, whose blocks are short (docs/performance.md,
+// "Measurements behind the code").
 static inline size_t mhsa__attn_up(size_t x, size_t to)
 {
 #define UP_CASE(c)                                                            \

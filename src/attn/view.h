@@ -74,7 +74,8 @@ typedef struct attn_view {
     size_t kv_head_bytes;   // one kv head's kv_t rows
     // Per call, not per block: a block's arguments were two divisions
     // (the group, the head's kv head) and a square root and a division
-    // (the scale), each tens of cycles, for a tiny view of ~600.
+    // (the scale), each tens of cycles, much for a tiny view
+    // (docs/performance.md, "Measurements behind the code").
     size_t group;           // query heads per kv head, H / Hkv
     float scale;            // 1 / sqrt(dh)
     int group_shift;        // log2(group) if a power of two, else -1
@@ -92,8 +93,8 @@ double mhsa__view_pairs(const attn_view *view, size_t b);
 // The kv head of its sequence (0 .. Hkv - 1) that query head h reads: a
 // shift when the group is a power of two (multi-head attention's 1
 // among them). The compiler made `group == 1 ? h : h / group` one 64-bit
-// division a block (h / 1 is h): about 1.5% of the tiny forward+
-// backward's time (the Intel Xeon; the forward alone within the noise).
+// division a block (h / 1 is h), a measurable part of the tiny forward+
+// backward's time (docs/performance.md, "Measurements behind the code").
 static inline size_t mhsa__view_group_head(const attn_view *v, size_t h)
 {
     return v->group_shift >= 0 ? h >> v->group_shift : h / v->group;

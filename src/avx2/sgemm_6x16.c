@@ -13,9 +13,10 @@
 // the FMAs): the columns they store are the same sums; likewise tiles of
 // at most 2 or 4 rows compute 2 or 4 rows (TILE_ROWS). Edge tiles (m < 6
 // or n < 16) write only rows < m and columns < n, with whole 8/4/2/1-float
-// loads and stores rather than masked ones (vmaskmovps stores cost ~25% of
-// the tile's time in the tiny forward's attention on Zen 3); beta == 0
-// never loads C, so NaN there cannot leak in.
+// loads and stores rather than masked ones (vmaskmovps stores were a large
+// part of the tile's time in the tiny forward's attention on Zen 3:
+// docs/performance.md, "Measurements behind the code"); beta == 0 never
+// loads C, so NaN there cannot leak in.
 #include <immintrin.h>
 
 #include "kernels/kernels.h"
@@ -38,9 +39,9 @@ enum { MR = 6, NR = 16 };
 // FMA forms than the packed one, and with a NaN in A and one in B at the
 // same depth step 480 of 1536 elements came out as the other NaN
 // (test_kernel_sgemm's ra_matches_packed_nan_payloads). The fixed order
-// costs a few register copies around the asm (callgrind, tiny forward:
-// about 1.6% more instructions when it was first tried); the AVX-512 tile
-// (sgemm_12x32.c) does the same.
+// costs a few register copies around the asm (a few more instructions in
+// the tiny forward under callgrind: docs/performance.md, "Measurements
+// behind the code"); the AVX-512 tile (sgemm_12x32.c) does the same.
 INLINE __m256 fma_acc(__m256 acc, __m256 b, __m256 a)
 {
     __asm__("vfmadd231ps %2, %1, %0" : "+x"(acc) : "x"(b), "xm"(a));

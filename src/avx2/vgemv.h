@@ -19,7 +19,8 @@
 #include "avx2/vmath.h"
 
 // Loops over the rows and chunks of a step unrolled in full: left to
-// itself GCC keeps them loops, 20% slower from L2.
+// itself GCC keeps them loops, slower from L2 (docs/performance.md,
+// "Measurements behind the code").
 #define MHSA_UNROLL _Pragma("GCC unroll 32")
 
 // The plan's tile: R (<= MHSA_GEMV_STREAMS) rows `stride` bytes apart, one

@@ -164,9 +164,10 @@ MHSA_AVX512_INLINE int group_softmax(const __m512 *st, size_t nk, __m512 hif,
 // (the scores' FMA chains, the max tree, exp, P V's chain over the keys,
 // the transpose back). Scores and softmax of every group first, then every
 // P V, puts independent work (another group's) next to each chain in the
-// instruction stream. Measured on the Xeon (B8 T12 D32 H4): about 2% of
-// the kernel, 0.1 us of the tiny forward; the kernel stays bound by its
-// vector work more than by these chains. The same operations per lane.
+// instruction stream. Measured on the Xeon (B8 T12 D32 H4), a small gain
+// (docs/performance.md, "Measurements behind the code"); the kernel stays
+// bound by its vector work more than by these chains. The same operations
+// per lane.
 MHSA_AVX512_INLINE int group_weights(const mhsa_attn_heads_args *a, size_t g,
                                      size_t nk, const float *kt, float *pt,
                                      __m512 *m_out, __m512 *l_out)

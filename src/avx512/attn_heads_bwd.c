@@ -187,8 +187,9 @@ static void group_weights_any(const heads_view *w, size_t g, size_t nk,
 // whose vector is at [(j * HEADS + r / 4) * 16]. Key-major, so that the
 // pairs of one key step 4 floats a row, and those of one row 64 a key:
 // the chains below address them with one add, where a group-major layout
-// cost a division and remainder by 4 each (12% of the kernel's
-// instructions in the tiny backward; its time did not move with them).
+// cost a division and remainder by 4 each (a part of the kernel's
+// instructions in the tiny backward, though its time did not move with
+// them: docs/performance.md, "Measurements behind the code").
 MHSA_AVX512_INLINE size_t pair_at(size_t r, size_t pp, size_t j)
 {
     return j * HEADS * 16 + 4 * r + 2 * pp;

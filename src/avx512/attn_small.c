@@ -301,8 +301,9 @@ MHSA_AVX512_INLINE int attn(const mhsa_attn_small_args *a, size_t dh,
     }
     // qt[c * MAX_ROWS + i] = q[i][c]; zero in the padding lanes. A
     // register transpose of 16 columns at a time, not 16-lane gathers: on
-    // Zen 4 the gathers were 22% of this kernel's time (perf, the tiny
-    // forward), the 64 shuffles of a transpose a fraction of that.
+    // Zen 4 the gathers were a large part of this kernel's time (perf, the
+    // tiny forward: docs/performance.md, "Measurements behind the code"),
+    // the 64 shuffles of a transpose a fraction of that.
     float qt[MAX_DH * MAX_ROWS], pt[MAX_KEYS * MAX_ROWS];
     size_t ldq = a->ldq ? a->ldq : dh, ldkv = a->ldkv ? a->ldkv : dh;
     transpose_q(a->q, ldq, tq, dh, a->qscale, qt);

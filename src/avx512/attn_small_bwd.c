@@ -105,7 +105,8 @@ MHSA_AVX512_INLINE int bwd(const mhsa_attn_small_bwd_args *g, size_t dh)
     // p, ds and fl(scale * ds), key j's 16 rows at [j * SB_].
     // All the scores first, then the weights: the exps of all keys are
     // then independent chains in flight together (per block of 4 keys,
-    // each waited on its scores: 40% slower).
+    // each waited on its scores, which was slower: docs/performance.md,
+    // "Measurements behind the code").
     __m512 s[SB_], d[SB_];
     for (size_t j0 = 0; j0 < n; j0 += 4) {
         scores(qt, a->k, dh, n, j0, 4, s + j0);

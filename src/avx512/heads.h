@@ -45,9 +45,10 @@ MHSA_AVX512_INLINE void mhsa_kv_columns__avx512(const float *const src[4],
 // Element c of a key for every lane's head: t[4 c + hh] (the key's
 // mhsa_kv_columns__avx512 row at t) in the 4 lanes of each row. A
 // vbroadcastf32x4 from memory, which on the Intel Xeon costs a shuffle
-// uop as well as the load (about 5% of attn_heads.c against a scalar
-// broadcast, measured); storing each column expanded to 16 lanes instead
-// was slower (192 more 64-byte stores a call).
+// uop as well as the load (measured in attn_heads.c against a scalar
+// broadcast: docs/performance.md, "Measurements behind the code"); storing
+// each column expanded to 16 lanes instead was slower (192 more 64-byte
+// stores a call).
 MHSA_AVX512_INLINE __m512 mhsa_head_bcast__avx512(const float *t, size_t c)
 {
     return _mm512_broadcast_f32x4(_mm_loadu_ps(t + 4 * c));

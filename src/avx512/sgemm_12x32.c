@@ -156,7 +156,8 @@ MHSA_AVX512_INLINE void tile(size_t k, const float *a, size_t rs, size_t cs,
     // Warm the C rows we will write while the k loop runs; not for a
     // short loop (the tiny block's projections, k = 32), where the 24
     // prefetches and their loop were 72 of a tile's ~1800 instructions
-    // and the tiny forward ran 1-2% faster without them (the Intel Xeon).
+    // and the tiny forward ran faster without them (the Intel Xeon:
+    // docs/performance.md, "Measurements behind the code").
     for (size_t i = 0; k >= 64 && i < m; i++) {
         _mm_prefetch((const char *)(c + i * ldc), _MM_HINT_T0);
         if (halves == 2)

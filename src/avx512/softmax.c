@@ -256,9 +256,8 @@ static int rows_in_lanes(const mhsa_softmax_args *a, size_t r0, size_t k)
 
 // Groups of fewer rows go one by one: the two trees over 16 lanes and
 // the vector bookkeeping cost the same for 4 rows as for 16. Counted
-// (step-count, one call, keys 1..64, causal or not): 4 rows 1.08-1.19x
-// short_row's instructions, 5 rows 0.97-1.06x, 6 rows 0.89-0.97x, 16
-// rows 0.64-0.76x.
+// with step-count, the lanes take fewer instructions than short_row from
+// 6 rows on (docs/performance.md, "Measurements behind the code").
 enum { LANES_MIN_ROWS = 6 };
 
 void mhsa_softmax_online__avx512(const mhsa_softmax_args *a)

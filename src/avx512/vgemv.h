@@ -71,9 +71,10 @@ MHSA_AVX512_INLINE void dot_block(size_t nq, size_t nk, size_t d,
 // mhsa_tree16_lanes__avx512 is hsum(acc[r][t]), bit for bit, in 45
 // instructions where separate sums take about 8 each and a scalar store.
 // Why: at a head width of 64 a key's 4 chunks make only 4 FMAs a row, and
-// the sums made dot_block compute-bound near DRAM speed: on the AMD Zen 4,
-// kv_dot at 3 rows (SmolLM2's GQA group) read K from L2 at 29 GB/s, this
-// at 47 (2 rows 48 -> 68, 4 rows 25 -> 39; kv_acc on the same bytes 52).
+// the sums made dot_block compute-bound near DRAM speed: on the AMD Zen 4
+// this reads K from L2 faster at 2, 3 (SmolLM2's GQA group) and 4 rows,
+// near kv_acc on the same bytes (docs/performance.md, "Measurements behind
+// the code").
 // The chains are dot_block's, acc[r][t] = fma(K[t] chunk, q_r chunk, acc)
 // over the chunks in order from +0, the tail masked.
 MHSA_AVX512_INLINE void dot_block16(size_t nq, size_t d, const float *q,
@@ -130,12 +131,12 @@ MHSA_AVX512_INLINE void dot_block16(size_t nq, size_t d, const float *q,
 }
 
 // All n keys for nq query rows: for 2 to 4 rows dot_block16's blocks,
-// the next block's rows prefetched into L1 (from DRAM on the Zen 4, 3
-// rows: 12 -> 16 GB/s against a plain read's 21; two or four blocks ahead
-// gained less); then 4 keys at a time, then one by one. One row keeps
-// 4-key blocks: 16 keys of 256 bytes read column by column ran at half
-// the speed from DRAM (Zen 4), where the 4-key blocks read at a plain
-// read's speed.
+// the next block's rows prefetched into L1 (faster from DRAM on the Zen 4;
+// two or four blocks ahead gained less); then 4 keys at a time, then one
+// by one. One row keeps 4-key blocks: 16 keys of 256 bytes read column by
+// column were slower from DRAM (Zen 4), where the 4-key blocks read at a
+// plain read's speed (docs/performance.md, "Measurements behind the
+// code").
 MHSA_AVX512_INLINE void dot_rows(size_t nq, size_t n, size_t d,
                                  const float *q, size_t ldq, const void *k,
                                  size_t ldk, mhsa_dtype dt, float *s,

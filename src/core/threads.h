@@ -37,13 +37,14 @@ int mhsa__threads(int max_threads, double flops, size_t tasks);
 // Runs body(ctx) on a team of nt threads, each in the library's
 // floating-point state (core/fpenv.h), and returns when all are done.
 // nt <= 1: body(ctx) on the calling thread, with no OpenMP call at all (a
-// team of one through libgomp costs a team's allocation and set-up, about
-// a microsecond, 2 us on a loaded machine: a GPT decoding step entered
-// ~60 of them). The body splits its work with orphaned `#pragma omp for`
-// loops or by omp_get_thread_num() / omp_get_num_threads(), which give 0
-// and 1 outside a region, so one body serves both. Called from inside a
-// team of several threads (the application's own region), nt <= 1 still
-// makes a team of one, so the body's constructs bind to it.
+// team of one through libgomp costs a team's allocation and set-up, and a
+// GPT decoding step entered ~60 of them: docs/performance.md,
+// "Measurements behind the code"). The body splits its work with orphaned
+// `#pragma omp for` loops or by omp_get_thread_num() /
+// omp_get_num_threads(), which give 0 and 1 outside a region, so one body
+// serves both. Called from inside a team of several threads (the
+// application's own region), nt <= 1 still makes a team of one, so the
+// body's constructs bind to it.
 typedef void (*mhsa_team_body)(void *ctx);
 void mhsa__team_run(int nt, mhsa_team_body body, void *ctx);
 

@@ -105,7 +105,8 @@ typedef struct tile_plan {
 // The rows [0, h) of C start as the bias (a product of depth 0: the bits
 // of a whole-matrix bias copy then beta = 1). With depth, both tiles take
 // the bias row themselves (kernels.h), where a copy into C cost a memcpy
-// call per row of every tile (1-2% of the GPT block's forward).
+// call per row of every tile (docs/performance.md, "Measurements behind
+// the code").
 static void bias_tile(size_t h, size_t w, const float *bias, float *c,
                       size_t ldc)
 {
@@ -218,8 +219,9 @@ void mhsa_sgemm(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
 // rows nr floats apart, not transposed, not rounded. pack_b would copy it
 // unchanged (a panel is kc rows of nr floats), so the tiles read B where
 // it lies: the same values, the same bits. The tiny block's backward has
-// four such products at d_model 32 (AVX-512's nr), whose packs were about
-// 3% of its time, a copy of 40 KB through L2.
+// four such products at d_model 32 (AVX-512's nr), whose packs, a copy of
+// 40 KB through L2, were a visible part of its time (docs/performance.md,
+// "Measurements behind the code").
 static int b_is_one_panel(const mhsa_kernels *k, int trans_b, size_t n,
                           mhsa_dtype bdt, size_t ldb, int rounding)
 {
@@ -292,9 +294,10 @@ static void sgemm_driver(const mhsa_kernels *k, const mhsa_gemm_scratch *s,
     // As many blocks and chunks, evened out: the static split
     // hands each thread a contiguous run of tiles, and with m = 512 in
     // blocks of 240 (AVX-512's table) the last block held 32 rows, so one
-    // of two threads got 2.4x the other's rows (the QKV projection then
-    // scales 1.4x at 2 threads). Block and chunk edges stay multiples of
-    // mr and nr, so the micro-kernel calls, and the bits, are the same.
+    // of two threads got 2.4x the other's rows (and the QKV projection
+    // scaled poorly at 2 threads: docs/performance.md, "Measurements
+    // behind the code"). Block and chunk edges stay multiples of mr and
+    // nr, so the micro-kernel calls, and the bits, are the same.
     tp.mc = round_up((m + tp.m_blocks - 1) / tp.m_blocks, (size_t)k->mr);
     tp.nc = round_up((n + tp.n_chunks - 1) / tp.n_chunks, nr);
 

@@ -15,14 +15,14 @@
 // stream, too few. So the n rows are cut into MHSA_GEMV_STREAMS equal
 // runs of consecutive rows, and the tile takes one row from each run per
 // step: that many long sequential streams, each a run of whole rows.
-// Measured on Zen 3 (AMD EPYC, 1 thread, matrices from DRAM, median of
-// thousands of calls under load): 6 streams read 576x576 .. 2048x2048
-// (and 49152x576, the head) at 1.3-1.5x the bytes per second of one
-// plain sequential read of the same bytes, and 1.7-2x the speed of the
-// tiles they replace (16-bit and fp32 alike); 4 and 8 streams come within
-// a few percent, 16 fall back to a single stream's speed. The NEON and
-// AVX-512 tiles follow the same plan unmeasured (no such hardware here:
-// checked for their bits under qemu and SIMDe only).
+// Measured on Zen 3 (AMD EPYC, 1 thread, matrices from DRAM; the figures
+// in docs/performance.md, "Measurements behind the code"): 6 streams read
+// 576x576 .. 2048x2048 (and 49152x576, the head) faster than one plain
+// sequential read of the same bytes, and faster than the tiles they
+// replace (16-bit and fp32 alike); 4 and 8 streams come close, 16 fall
+// back to a single stream's speed. The NEON and AVX-512 tiles follow the
+// same plan unmeasured (no such hardware here: checked for their bits
+// under qemu and SIMDe only).
 //
 // Bits: each row is one accumulator chain in the tile (the ISA's gemv_n
 // order: its vector chunks in order, its tail, its reduction), whichever

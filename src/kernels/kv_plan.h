@@ -18,16 +18,17 @@
 //    once whatever m is (a GQA group of query heads shares its kv head's
 //    rows);
 //  - kv_dot reads 8 rows side by side, which the hardware prefetchers
-//    follow poorly from DRAM: it prefetches the block after next (+20%
+//    follow poorly from DRAM: it prefetches the block after next (faster
 //    from DRAM, no change from L3). kv_acc with 1 or 2 rows per group
 //    reads whole lines in order and is left to the hardware (prefetching
-//    cost a fifth of its speed from L3); with 3 or 4 its narrow tiles read
-//    a block in many passes, and it prefetches the next 16-row block (+50%
-//    from memory at m = 4).
-// Where those numbers come from: measured with the AVX2 tiles on Zen 3
-// (AMD EPYC) only. The NEON tiles follow the same plan unmeasured: no Arm
-// hardware was at hand, so on AArch64 these kernels are checked for their
-// bits under qemu, and their speed was never timed.
+//    slowed it from L3); with 3 or 4 its narrow tiles read a block in many
+//    passes, and it prefetches the next 16-row block (faster from memory
+//    at m = 4).
+// Where those choices come from: measured with the AVX2 tiles on Zen 3
+// (AMD EPYC) only (docs/performance.md, "Measurements behind the code").
+// The NEON tiles follow the same plan unmeasured: no Arm hardware was at
+// hand, so on AArch64 these kernels are checked for their bits under qemu,
+// and their speed was never timed.
 //
 // Bits: the plan only chooses which rows a tile reads when; each
 // (query row, key) product and each output element is one chain in the

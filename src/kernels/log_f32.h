@@ -2,7 +2,8 @@
 // (lse = max + log(sum)), the one every path and ISA computes: the scalar
 // reference here, and the vector kernels (kernels.h: lse_add_log) that give
 // its bits lane by lane. libm's logf cannot be vectorised to its own bits,
-// and it cost 3% of the tiny forward+backward as 384 calls a step.
+// and its 384 calls a step were a visible part of the tiny forward+backward
+// (docs/performance.md, "Measurements behind the code").
 //
 // In double: x = 2^e * m with m in [0.75, 1.5), log m = 2 atanh(s) with
 // s = (m - 1) / (m + 1), |s| < 0.2, as the odd series 2s (1 + s^2/3 +

@@ -8,9 +8,10 @@
 //   dy/dx = 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) s (1 + 3 c x^2)
 //
 // tanh u = 1 - 2 / (1 + exp(2u)), with exp from exp_pos below: libm's
-// tanhf is a scalar call (about 1 ms per layer and step at the tiny
-// preset's 64k hidden units), while this loop vectorises. Each element is
-// computed on its own, so the bits never depend on threads.
+// tanhf is a scalar call, slow over the tiny preset's 64k hidden units
+// (docs/performance.md, "Measurements behind the code"), while this loop
+// vectorises. Each element is computed on its own, so the bits never
+// depend on threads.
 //
 // SwiGLU (Shazeer 2020): h = silu(g) * u with silu(g) = g * sigmoid(g) and
 // sigmoid(g) = e / (1 + e) for g >= 0, 1 / (1 + e) below, e = exp(|g|)

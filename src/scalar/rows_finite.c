@@ -10,7 +10,8 @@ int mhsa_rows_finite__scalar(size_t rows, size_t cols, const float *x,
                              size_t ld)
 {
     // Contiguous rows are one long row: at dh = 8 the per-row loop setup
-    // cost more than the test (8% of the tiny forward).
+    // cost more than the test (docs/performance.md, "Measurements behind
+    // the code").
     if (ld == cols) {
         cols *= rows;
         rows = 1;

@@ -10,9 +10,9 @@
 
 // The row-major-A kernel (kernels.h: sgemm_ukr_ra) stages A through a
 // stack panel on every call, so it never beats packing once per block
-// (Zen 3, 1 thread: 1.36-1.46x the packed time at 2-24 panels): the GEMM
-// keeps packing (ra_max_panels 0); the kernel is the reference the SIMD
-// ones are tested against.
+// (measured on Zen 3: docs/performance.md, "Measurements behind the
+// code"): the GEMM keeps packing (ra_max_panels 0); the kernel is the
+// reference the SIMD ones are tested against.
 
 // The small attention-backward products (small_bwd.c) and their fused
 // form (attn_small_bwd.c).
