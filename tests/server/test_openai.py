@@ -174,6 +174,52 @@ def test_token_ids_outside_the_vocabulary(server_url, model_name):
     health(server_url)
 
 
+def test_n_choices(client, model_name):
+    # Greedy: every choice is the n = 1 answer; usage counts the prompt
+    # once and every choice's tokens.
+    one = complete(client, model_name, PROMPTS[5], max_tokens=10)
+    three = complete(client, model_name, PROMPTS[5], max_tokens=10, n=3)
+    assert [c.index for c in three.choices] == [0, 1, 2]
+    assert all(c.text == one.choices[0].text for c in three.choices)
+    assert three.usage.prompt_tokens == one.usage.prompt_tokens
+    assert three.usage.completion_tokens == 3 * one.usage.completion_tokens
+    # Sampled with a seed: choice i is the n = 1 answer of seed + i.
+    kw = dict(max_tokens=12, temperature=1.0)
+    two = complete(client, model_name, PROMPTS[6], n=2, seed=11, **kw)
+    solo = [complete(client, model_name, PROMPTS[6], seed=s, **kw)
+            .choices[0].text for s in (11, 12)]
+    assert [c.text for c in two.choices] == solo
+    assert solo[0] != solo[1]   # the seeds differ, so can the check
+    # Streamed: each index's pieces make that choice, each ends once.
+    texts, finishes = {0: [], 1: []}, {}
+    for ch in client.completions.create(model=model_name, prompt=PROMPTS[6],
+                                        n=2, seed=11, stream=True, **kw):
+        for c in ch.choices:
+            texts[c.index].append(c.text)
+            if c.finish_reason:
+                assert c.index not in finishes
+                finishes[c.index] = c.finish_reason
+    assert ["".join(texts[i]) for i in (0, 1)] == solo
+    assert sorted(finishes) == [0, 1]
+
+
+def test_chat_n_choices_streamed(client, model_name):
+    msgs = [{"role": "user", "content": "Name a colour."}]
+    whole = client.chat.completions.create(model=model_name, messages=msgs,
+                                           n=2, seed=5, max_tokens=8)
+    roles, texts = {}, {0: [], 1: []}
+    for ch in client.chat.completions.create(model=model_name,
+                                             messages=msgs, n=2, seed=5,
+                                             max_tokens=8, stream=True):
+        for c in ch.choices:
+            if c.delta.role:
+                roles[c.index] = c.delta.role
+            texts[c.index].append(c.delta.content or "")
+    assert roles == {0: "assistant", 1: "assistant"}
+    assert ["".join(texts[i]) for i in (0, 1)] == \
+        [c.message.content for c in whole.choices]
+
+
 @pytest.mark.parametrize("prompt", PROMPTS[:2])
 def test_stream_equals_whole(client, model_name, prompt):
     r = complete(client, model_name, prompt, max_tokens=40)
@@ -361,14 +407,15 @@ def test_unknown_path_and_method(server_url):
     health(server_url)
 
 
-def open_stream(url, max_tokens):
-    """A raw streamed completion whose first event has arrived; returns
-    the socket (the caller closes it: a client that leaves)."""
+def open_stream(url, max_tokens, n=1):
+    """A raw streamed completion (n choices) whose first event has
+    arrived; returns the socket (the caller closes it: a client that
+    leaves)."""
     h, p = host_port(url)
     s = socket.create_connection((h, p), timeout=120)
     # A prompt SmolLM2 goes on counting after, greedily.
     body = json.dumps({"prompt": "1, 2, 3, 4, 5, 6,", "stream": True,
-                       "max_tokens": max_tokens, "temperature": 0})
+                       "max_tokens": max_tokens, "temperature": 0, "n": n})
     s.sendall(("POST /v1/completions HTTP/1.1\r\nHost: x\r\n"
                "Content-Type: application/json\r\n"
                f"Content-Length: {len(body)}\r\n\r\n{body}").encode())
@@ -386,6 +433,11 @@ def test_disconnect_mid_stream_frees_the_slot(server_url):
     wait_idle(server_url)
     s = open_stream(server_url, CTX - 16)
     assert health(server_url)["slots_busy"] == 1
+    s.close()
+    wait_idle(server_url, timeout=30)
+    # A stream of three choices frees all three slots.
+    s = open_stream(server_url, CTX - 16, n=3)
+    assert health(server_url)["slots_busy"] == 3
     s.close()
     wait_idle(server_url, timeout=30)
     # A plain request whose client leaves before the answer.
@@ -408,6 +460,15 @@ def test_queue_full_is_503(start_server):
     client = openai.OpenAI(base_url=srv.url + "/v1", api_key="none",
                            max_retries=0, timeout=300)
     first = open_stream(srv.url, CTX - 16)   # holds the one slot
+    # Two choices where the queue holds one: refused whole, and the
+    # choice that was queued leaves the queue.
+    with pytest.raises(openai.InternalServerError) as e:
+        complete(client, "m", "Hi", max_tokens=2, n=2)
+    assert e.value.status_code == 503 and e.value.code == "queue_full"
+    t0 = time.time()
+    while health(srv.url)["queued"] and time.time() - t0 < 30:
+        time.sleep(0.02)
+    assert health(srv.url)["queued"] == 0
     waiting = {}
 
     def second():

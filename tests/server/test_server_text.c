@@ -112,6 +112,12 @@ static void test_parse_good(void)
 
     CHECK(parse("{\"prompt\":[\"one\"],\"stop\":\"x\"}", 0, &p, &param) == 0);
     CHECK(p.max_tokens == -1 && !p.seed_given && p.n_stops == 1);
+    CHECK(p.n == 1);
+    openai_params_free(&p);
+
+    CHECK(parse("{\"prompt\":[5,6],\"n\":16}", 0, &p, &param) == 0);
+    CHECK(p.n == 16 && !p.prompt && p.n_prompt_ids == 2 &&
+          p.prompt_ids[1] == 6);
     CHECK(p.sp.temperature == 1.0f && p.sp.top_p == 0.0f);
     openai_params_free(&p);
 
@@ -150,7 +156,9 @@ static void test_parse_bad(void)
         {"{\"prompt\":\"a\",\"stop\":5}", 0, "stop"},
         {"{\"prompt\":\"a\",\"stop\":[\"a\",1]}", 0, "stop"},
         {"{\"prompt\":\"a\",\"stream\":\"yes\"}", 0, "stream"},
-        {"{\"prompt\":\"a\",\"n\":2}", 0, "n"},
+        {"{\"prompt\":\"a\",\"n\":0}", 0, "n"},
+        {"{\"prompt\":\"a\",\"n\":17}", 0, "n"},
+        {"{\"prompt\":\"a\",\"n\":2.5}", 0, "n"},
         {"{\"prompt\":\"a\",\"seed\":\"x\"}", 0, "seed"},
         {"{\"prompt\":\"a\",\"model\":3}", 0, "model"},
         {"{\"messages\":[]}", 1, "messages"},
@@ -187,19 +195,28 @@ static void test_responses(void)
 {
     srv_meta m = {"cmpl-1", 1700000000, "model.gguf", 0};
     srv_usage u = {3, 2};
-    char *s = openai_result_json(&m, "hi", "length", &u);
+    const char *text[2] = {"hi", "yo"}, *finish[2] = {"length", "stop"};
+    char *s = openai_result_json(&m, text, finish, 1, &u);
     CHECK(s && strstr(s, "\"text\":\"hi\"") &&
           strstr(s, "\"finish_reason\":\"length\"") &&
           strstr(s, "\"total_tokens\":5") &&
-          strstr(s, "\"object\":\"text_completion\""));
+          strstr(s, "\"object\":\"text_completion\"") &&
+          !strstr(s, "yo"));
+    free(s);
+    // Two choices, in order, each with its index.
+    s = openai_result_json(&m, text, finish, 2, &u);
+    CHECK(s && strstr(s, "{\"index\":0,\"text\":\"hi\"") &&
+          strstr(s, "{\"index\":1,\"text\":\"yo\"") &&
+          strstr(s, "\"finish_reason\":\"stop\"") &&
+          strstr(s, "hi") < strstr(s, "yo"));
     free(s);
     m.chat = 1;
-    s = openai_chunk_json(&m, "", NULL, 1, NULL);
+    s = openai_chunk_json(&m, 0, "", NULL, 1, NULL);
     CHECK(s && strstr(s, "\"role\":\"assistant\"") &&
           strstr(s, "\"object\":\"chat.completion.chunk\""));
     free(s);
-    s = openai_chunk_json(&m, "", "stop", 0, NULL);
-    CHECK(s && strstr(s, "\"delta\":{}") &&
+    s = openai_chunk_json(&m, 3, "", "stop", 0, NULL);
+    CHECK(s && strstr(s, "\"delta\":{}") && strstr(s, "\"index\":3") &&
           strstr(s, "\"finish_reason\":\"stop\""));
     free(s);
     s = openai_error_json("bad \xFF", "invalid_request_error", NULL, NULL);

@@ -150,47 +150,78 @@ static int32_t *given_ids(srv_ctx *ctx, struct MHD_Connection *c,
     return ids;
 }
 
-// A request from p: prompt ids, sampler (seeded from p or from the
-// request's number), max_tokens (the default when not given). NULL after
-// answering the error.
-static srv_req *make_request(srv_ctx *ctx, struct MHD_Connection *c,
-                             srv_params *p, unsigned long id,
-                             long *n_prompt, enum MHD_Result *rc)
+// The request set of one HTTP request: its n choices, each a request of
+// the engine with its own sampler, and the answer's state.
+typedef struct choices {
+    srv_req *r[OPENAI_MAX_CHOICES];
+    int n;
+    long n_prompt;
+} choices;
+
+// Cancels (when still running) and releases every request of ch.
+static void choices_drop(srv_ctx *ctx, choices *ch)
+{
+    for (int i = 0; i < ch->n; i++) {
+        sched_cancel(ctx->s, ch->r[i]);
+        sched_release(ctx->s, ch->r[i]);
+    }
+    ch->n = 0;
+}
+
+// The requests of p's p->n choices in *ch: the prompt's ids once, then a
+// sampler each, seeded with the request's seed + i (choice 0 is what n = 1
+// gives), or, without a seed, each from the request's number and i.
+// max_tokens is the default when not given. 0, or -1 after answering the
+// error.
+static int make_requests(srv_ctx *ctx, struct MHD_Connection *c,
+                         srv_params *p, unsigned long id, choices *ch,
+                         enum MHD_Result *rc)
 {
     size_t len = 0, n = 0;
     int32_t *ids;
+    ch->n = 0;
     if (p->prompt_ids) {
         ids = given_ids(ctx, c, p, &n, rc);
     } else {
         char *text = prompt_text(ctx, c, p, &len, rc);
         if (!text)
-            return NULL;
+            return -1;
         ids = prompt_ids(ctx, c, p, text, len, &n, rc);
         free(text);
     }
     if (!ids)
-        return NULL;
-    if (!p->seed_given)   // a different stream for every request
-        p->sp.seed = (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ id;
-    mhsa_sampler *smp = NULL;
-    if (mhsa_sampler_create(&p->sp, mhsa_model_n_vocab(ctx->m), &smp) !=
-        MHSA_OK) {
-        free(ids);
-        *rc = http_send_error(c, 400, NULL, NULL, "sampling parameters: %s",
-                              mhsa_last_error());
-        return NULL;
-    }
+        return -1;
+    uint64_t seed = p->seed_given
+        ? p->sp.seed   // a different stream for every request otherwise
+        : (uint64_t)time(NULL) * 0x9E3779B97F4A7C15ull ^ id;
     long max_tokens = p->max_tokens >= 0 ? p->max_tokens
                                          : ctx->a->max_tokens;
-    srv_req *r = sched_req_new(ids, n, smp, max_tokens, p->stops, p->n_stops);
-    free(ids);
-    if (!r) {
-        mhsa_sampler_destroy(smp);
-        *rc = http_send_json(c, 500, NULL);
-        return NULL;
+    for (int i = 0; i < p->n; i++) {
+        mhsa_sampler_params sp = p->sp;
+        sp.seed = seed + (uint64_t)i;
+        mhsa_sampler *smp = NULL;
+        if (mhsa_sampler_create(&sp, mhsa_model_n_vocab(ctx->m), &smp) !=
+            MHSA_OK) {
+            *rc = http_send_error(c, 400, NULL, NULL, "sampling parameters:"
+                                  " %s", mhsa_last_error());
+            break;
+        }
+        srv_req *r = sched_req_new(ids, n, smp, max_tokens, p->stops,
+                                   p->n_stops);
+        if (!r) {
+            mhsa_sampler_destroy(smp);
+            *rc = http_send_json(c, 500, NULL);
+            break;
+        }
+        ch->r[ch->n++] = r;
     }
-    *n_prompt = (long)n;
-    return r;
+    free(ids);
+    if (ch->n < p->n) {
+        choices_drop(ctx, ch);
+        return -1;
+    }
+    ch->n_prompt = (long)n;
+    return 0;
 }
 
 // 1 when the client has closed its end of c (a read would return 0).
@@ -204,55 +235,77 @@ static int client_gone(struct MHD_Connection *c)
     return recv(i->connect_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
 }
 
-// A plain answer: waits for the whole text, then one JSON body. A client
-// that leaves meanwhile cancels the request and the connection closes.
+// A plain answer: waits for every choice's whole text, then one JSON
+// body. A client that leaves meanwhile cancels the requests and the
+// connection closes.
 static enum MHD_Result answer_whole(srv_ctx *ctx, struct MHD_Connection *c,
-                                    srv_req *r, const srv_meta *meta)
+                                    choices *ch, const srv_meta *meta)
 {
-    char *all = NULL;
-    size_t len = 0, cap = 0;
-    sched_out o;
-    for (;;) {
-        sched_take(ctx->s, r, POLL_MS, &o);
-        if (o.len && text_append_valid(&all, &len, &cap, o.text, o.len)) {
+    char *all[OPENAI_MAX_CHOICES] = { 0 };
+    size_t len[OPENAI_MAX_CHOICES] = { 0 }, cap[OPENAI_MAX_CHOICES] = { 0 };
+    const char *finish[OPENAI_MAX_CHOICES] = { 0 };
+    const char *error = NULL;
+    srv_usage u = { ch->n_prompt, 0 };
+    enum MHD_Result rc = MHD_YES;
+    int failed = 0;
+    for (int i = 0; i < ch->n && !failed; i++) {
+        sched_out o;
+        for (;;) {
+            sched_take(ctx->s, ch->r[i], POLL_MS, &o);
+            if (o.len && text_append_valid(&all[i], &len[i], &cap[i], o.text,
+                                           o.len)) {
+                free(o.text);
+                rc = http_send_json(c, 500, NULL);
+                failed = 1;
+                break;
+            }
             free(o.text);
-            sched_cancel(ctx->s, r);
-            free(all);
-            return http_send_json(c, 500, NULL);
+            if (o.done)
+                break;
+            if (client_gone(c)) {
+                rc = MHD_NO;
+                failed = 1;
+                break;
+            }
         }
-        free(o.text);
-        if (o.done)
+        if (failed)
             break;
-        if (client_gone(c)) {
-            sched_cancel(ctx->s, r);
-            free(all);
-            return MHD_NO;
-        }
+        finish[i] = o.finish;
+        if (!o.finish && !error)
+            error = o.error;
+        u.completion_tokens += o.completion_tokens;
     }
-    enum MHD_Result rc;
-    if (!o.finish) {
-        rc = http_send_error(c, 503, NULL, NULL, "%s", o.error);
-    } else {
-        srv_usage u = {o.prompt_tokens, o.completion_tokens};
-        rc = http_send_json(c, 200, openai_result_json(meta, all ? all : "",
-                                                       o.finish, &u));
+    if (!failed) {
+        const char *text[OPENAI_MAX_CHOICES];
+        for (int i = 0; i < ch->n; i++)
+            text[i] = all[i] ? all[i] : "";
+        rc = error ? http_send_error(c, 503, NULL, NULL, "%s", error)
+                   : http_send_json(c, 200, openai_result_json(
+                                                meta, text, finish, ch->n,
+                                                &u));
     }
-    free(all);
+    for (int i = 0; i < ch->n; i++)
+        free(all[i]);
     return rc;
 }
 
 // ---- Streams ------------------------------------------------------------------
 
-// A streamed answer: SSE bytes made but not yet sent, and where it is.
+// A streamed answer: its choices, SSE bytes made but not yet sent, and
+// where it is.
 typedef struct stream {
     srv_ctx *ctx;
-    srv_req *r;
+    choices ch;
+    int done[OPENAI_MAX_CHOICES];   // choice i's last chunk is made
+    int n_done, next;               // ended choices; the one to poll next
+    srv_usage usage;
     srv_meta meta;
     char id[48];
     int include_usage;
     char *buf;
     size_t len, cap, pos;
-    int role_sent, ended;
+    int roles_sent, ended;
+    int idle_ms;                    // since the last text or comment
 } stream;
 
 // Appends one "data: <json>" event (json taken over). -1 on no memory.
@@ -263,42 +316,70 @@ static int add_event(stream *st, char *json)
     return rc;
 }
 
-// Makes the next events: the chat's opening role chunk, then text as it
-// comes, then the last chunk, the usage (when asked) and [DONE]; an SSE
-// comment when no text came for KEEPALIVE_MS (it tells a gone client by a
-// failed write). -1 on no memory.
+// The end of the stream: an error event if a choice failed, else the usage
+// (when asked), then [DONE].
+static int stream_end(stream *st, const char *error)
+{
+    st->ended = 1;
+    int rc = 0;
+    if (error)
+        rc = add_event(st, openai_error_json(error, "unavailable_error", NULL,
+                                             NULL));
+    else if (st->include_usage)
+        rc = add_event(st, openai_chunk_json(&st->meta, 0, "", NULL, 0,
+                                             &st->usage));
+    if (!rc)
+        rc = text_sse_event(&st->buf, &st->len, &st->cap, "[DONE]");
+    return rc;
+}
+
+// Makes the next events: each chat choice's opening role chunk, then text
+// as it comes from the choices in turn, each choice's last chunk, the
+// usage (when asked) and [DONE]; an SSE comment when no text came for
+// KEEPALIVE_MS (it tells a gone client by a failed write). -1 on no
+// memory.
 static int stream_fill(stream *st)
 {
-    if (st->meta.chat && !st->role_sent) {
-        st->role_sent = 1;
-        return add_event(st, openai_chunk_json(&st->meta, "", NULL, 1,
-                                               NULL));
+    if (st->meta.chat && !st->roles_sent) {
+        st->roles_sent = 1;
+        int rc = 0;
+        for (int i = 0; i < st->ch.n && !rc; i++)
+            rc = add_event(st, openai_chunk_json(&st->meta, i, "", NULL, 1,
+                                                 NULL));
+        return rc;
     }
+    // The next running choice; it waits for text as long as the others
+    // have none (a choice's text waits in its request meanwhile).
+    int i = st->next;
+    while (st->done[i])
+        i = (i + 1) % st->ch.n;
+    st->next = (i + 1) % st->ch.n;
+    int active = st->ch.n - st->n_done;
     sched_out o;
-    sched_take(st->ctx->s, st->r, KEEPALIVE_MS, &o);
+    sched_take(st->ctx->s, st->ch.r[i], KEEPALIVE_MS / active, &o);
     int rc = 0;
-    if (o.len) {
-        rc = add_event(st, openai_chunk_json(&st->meta, o.text, NULL, 0,
+    if (o.len)
+        rc = add_event(st, openai_chunk_json(&st->meta, i, o.text, NULL, 0,
                                              NULL));
-    }
     free(o.text);
     if (rc)
         return rc;
-    if (!o.done)
-        return o.len ? 0 : text_sse_comment(&st->buf, &st->len, &st->cap,
-                                            "keep-alive");
-    st->ended = 1;
-    srv_usage u = {o.prompt_tokens, o.completion_tokens};
+    if (!o.done) {
+        st->idle_ms = o.len ? 0 : st->idle_ms + KEEPALIVE_MS / active;
+        if (st->idle_ms < KEEPALIVE_MS)
+            return 0;
+        st->idle_ms = 0;
+        return text_sse_comment(&st->buf, &st->len, &st->cap, "keep-alive");
+    }
+    st->done[i] = 1;
+    st->n_done++;
+    st->usage.completion_tokens += o.completion_tokens;
     if (!o.finish)
-        rc = add_event(st, openai_error_json(o.error, "unavailable_error",
-                                             NULL, NULL));
-    else
-        rc = add_event(st, openai_chunk_json(&st->meta, "", o.finish, 0,
-                                             NULL));
-    if (!rc && o.finish && st->include_usage)
-        rc = add_event(st, openai_chunk_json(&st->meta, "", NULL, 0, &u));
-    if (!rc)
-        rc = text_sse_event(&st->buf, &st->len, &st->cap, "[DONE]");
+        return stream_end(st, o.error);
+    rc = add_event(st, openai_chunk_json(&st->meta, i, "", o.finish, 0,
+                                         NULL));
+    if (!rc && st->n_done == st->ch.n)
+        rc = stream_end(st, NULL);
     return rc;
 }
 
@@ -322,31 +403,30 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max)
     }
 }
 
-// The response is gone (ended, or the client left): the request is
-// cancelled if it still runs, and freed.
+// The response is gone (ended, or the client left): the requests still
+// running are cancelled, and all are freed.
 static void stream_free(void *cls)
 {
     stream *st = cls;
-    sched_cancel(st->ctx->s, st->r);
-    sched_release(st->ctx->s, st->r);
+    choices_drop(st->ctx, &st->ch);
     free(st->buf);
     free(st);
 }
 
-// Hands the connection a reader of r's events; r is the stream's from
-// here on.
+// Hands the connection a reader of ch's events; the requests are the
+// stream's from here on.
 static enum MHD_Result answer_stream(srv_ctx *ctx, struct MHD_Connection *c,
-                                     srv_req *r, const srv_meta *meta,
+                                     choices *ch, const srv_meta *meta,
                                      int include_usage)
 {
     stream *st = calloc(1, sizeof *st);
     if (!st) {
-        sched_cancel(ctx->s, r);
-        sched_release(ctx->s, r);
+        choices_drop(ctx, ch);
         return http_send_json(c, 500, NULL);
     }
     st->ctx = ctx;
-    st->r = r;
+    st->ch = *ch;
+    st->usage.prompt_tokens = ch->n_prompt;
     st->meta = *meta;
     snprintf(st->id, sizeof st->id, "%s", meta->id);
     st->meta.id = st->id;
@@ -375,15 +455,17 @@ enum MHD_Result api_completion(srv_ctx *ctx, struct MHD_Connection *c,
         return http_send_error(c, 400, param, NULL, "%s", err);
     unsigned long id = atomic_fetch_add(&ctx->next_id, 1);
     enum MHD_Result rc = MHD_NO;
-    long n_prompt = 0;
-    srv_req *r = make_request(ctx, c, &p, id, &n_prompt, &rc);
+    choices ch;
+    int bad = make_requests(ctx, c, &p, id, &ch, &rc);
     int stream = p.stream, include_usage = p.include_usage;
     openai_params_free(&p);
-    if (!r)
+    if (bad)
         return rc;
-    int q = sched_submit(ctx->s, r);
-    if (q) {
-        sched_release(ctx->s, r);
+    for (int i = 0; i < ch.n; i++) {
+        int q = sched_submit(ctx->s, ch.r[i]);
+        if (!q)
+            continue;
+        choices_drop(ctx, &ch);   // those queued leave the queue
         return q == -1
             ? http_send_error(c, 503, NULL, "queue_full", "the server is "
                               "busy: %d requests are waiting already "
@@ -396,8 +478,8 @@ enum MHD_Result api_completion(srv_ctx *ctx, struct MHD_Connection *c,
              (unsigned long)ctx->started, id);
     srv_meta meta = {idbuf, (long long)time(NULL), ctx->model_name, chat};
     if (stream)
-        return answer_stream(ctx, c, r, &meta, include_usage);
-    rc = answer_whole(ctx, c, r, &meta);
-    sched_release(ctx->s, r);
+        return answer_stream(ctx, c, &ch, &meta, include_usage);
+    rc = answer_whole(ctx, c, &ch, &meta);
+    choices_drop(ctx, &ch);
     return rc;
 }

@@ -197,7 +197,24 @@ void sched_take(sched *s, srv_req *r, int timeout_ms, sched_out *o)
 void sched_cancel(sched *s, srv_req *r)
 {
     pthread_mutex_lock(&s->mu);
-    if (!r->done) {
+    // Still queued: it leaves the queue now, so that its place is free
+    // for the next request at once (not only when a slot frees).
+    srv_req *prev = NULL, *q = s->q_head;
+    while (q && q != r) {
+        prev = q;
+        q = q->next;
+    }
+    if (q) {
+        if (prev)
+            prev->next = r->next;
+        else
+            s->q_head = r->next;
+        if (s->q_tail == r)
+            s->q_tail = prev;
+        s->n_queued--;
+        end_locked(r, NULL, "cancelled");
+        unref_locked(r);   // the engine's reference
+    } else if (!r->done) {
         r->cancelled = 1;
         pthread_cond_signal(&s->wake);
     }

@@ -64,8 +64,9 @@ typedef struct sched_out {
 // Waits up to timeout_ms for text or the end of r and takes what there
 // is (text may be empty when the time ran out).
 void sched_take(sched *s, srv_req *r, int timeout_ms, sched_out *o);
-// The client is gone: the engine frees r's slot at its next step (or
-// drops it from the queue). No-op when r has ended.
+// The client is gone: a queued r leaves the queue at once (it ends with
+// the error "cancelled"), a running one frees its slot at the engine's
+// next step. No-op when r has ended.
 void sched_cancel(sched *s, srv_req *r);
 // Drops the caller's reference (the engine holds its own while r runs).
 void sched_release(sched *s, srv_req *r);

@@ -338,10 +338,6 @@ static int get_sampling(json_t *o, srv_params *p, char *err, size_t cap,
 static int refuse_unsupported(json_t *o, char *err, size_t cap,
                               const char **param)
 {
-    long long n = 1;
-    if (get_int(o, "n", 1, 1, &n, err, cap, param))
-        return bad(err, cap, param, "n", "'n' must be 1: one choice per "
-                   "request");
     json_t *lp = json_object_get(o, "logprobs");
     if (lp && !json_is_null(lp) && !json_is_false(lp))
         return bad(err, cap, param, "logprobs", "'logprobs' is not "
@@ -370,6 +366,10 @@ static int parse_fields(json_t *o, int chat, srv_params *p, char *err,
     if (get_int(o, mt, 0, (long long)1 << 40, &max_tokens, err, cap, param))
         return -1;
     p->max_tokens = (long)max_tokens;
+    long long n = 1;
+    if (get_int(o, "n", 1, OPENAI_MAX_CHOICES, &n, err, cap, param))
+        return -1;
+    p->n = (int)n;
     if (get_bool(o, "stream", &p->stream, err, cap, param) ||
         refuse_unsupported(o, err, cap, param) ||
         get_sampling(o, p, err, cap, param) ||
@@ -453,18 +453,30 @@ static json_t *envelope(const srv_meta *m, const char *object)
                      "system_fingerprint", "mhsa");
 }
 
-char *openai_result_json(const srv_meta *m, const char *text,
-                         const char *finish, const srv_usage *u)
+char *openai_result_json(const srv_meta *m, const char *const *text,
+                         const char *const *finish, int n,
+                         const srv_usage *u)
 {
     json_t *o = envelope(m, m->chat ? "chat.completion" : "text_completion");
-    json_t *choice = m->chat
-        ? json_pack("{s:i,s:{s:s,s:s},s:n,s:s}", "index", 0, "message",
-                    "role", "assistant", "content", text, "logprobs",
-                    "finish_reason", finish)
-        : json_pack("{s:i,s:s,s:n,s:s}", "index", 0, "text", text,
-                    "logprobs", "finish_reason", finish);
-    if (!o || !choice || json_object_set_new(o, "choices",
-                                             json_pack("[o]", choice)) ||
+    json_t *choices = json_array();
+    for (int i = 0; o && choices && i < n; i++) {
+        json_t *choice = m->chat
+            ? json_pack("{s:i,s:{s:s,s:s},s:n,s:s}", "index", i, "message",
+                        "role", "assistant", "content", text[i], "logprobs",
+                        "finish_reason", finish[i])
+            : json_pack("{s:i,s:s,s:n,s:s}", "index", i, "text", text[i],
+                        "logprobs", "finish_reason", finish[i]);
+        if (json_array_append_new(choices, choice)) {
+            json_decref(choices);
+            choices = NULL;
+        }
+    }
+    if (!o || !choices) {
+        json_decref(o);
+        json_decref(choices);
+        return NULL;
+    }
+    if (json_object_set_new(o, "choices", choices) ||
         json_object_set_new(o, "usage", usage_obj(u))) {
         json_decref(o);
         return NULL;
@@ -472,7 +484,7 @@ char *openai_result_json(const srv_meta *m, const char *text,
     return dump(o);
 }
 
-char *openai_chunk_json(const srv_meta *m, const char *text,
+char *openai_chunk_json(const srv_meta *m, int index, const char *text,
                         const char *finish, int role_first,
                         const srv_usage *usage)
 {
@@ -495,10 +507,11 @@ char *openai_chunk_json(const srv_meta *m, const char *text,
             json_object_set_new(delta, "role", json_string("assistant"));
         if (delta && !finish)
             json_object_set_new(delta, "content", json_string(text));
-        choice = json_pack("{s:i,s:o,s:n,s:o}", "index", 0, "delta", delta,
-                           "logprobs", "finish_reason", str_or_null(finish));
+        choice = json_pack("{s:i,s:o,s:n,s:o}", "index", index, "delta",
+                           delta, "logprobs", "finish_reason",
+                           str_or_null(finish));
     } else {
-        choice = json_pack("{s:i,s:s,s:n,s:o}", "index", 0, "text",
+        choice = json_pack("{s:i,s:s,s:n,s:o}", "index", index, "text",
                            finish ? "" : text, "logprobs", "finish_reason",
                            str_or_null(finish));
     }

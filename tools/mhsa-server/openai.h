@@ -10,13 +10,16 @@
 
 #include "mhsa_model.h"
 
-// The most stop strings a request may give, and their longest length.
-enum { OPENAI_MAX_STOPS = 16, OPENAI_MAX_STOP_LEN = 256 };
+// The most stop strings a request may give, and their longest length;
+// the most choices (n) a request may ask for.
+enum { OPENAI_MAX_STOPS = 16, OPENAI_MAX_STOP_LEN = 256,
+       OPENAI_MAX_CHOICES = 16 };
 
 // What a request asks for. Strings are owned (openai_params_free).
 typedef struct srv_params {
     int chat;               // 1: a chat completion (msgs), 0: prompt
     int stream;             // 1: server-sent events
+    int n;                  // choices, 1 to OPENAI_MAX_CHOICES
     int include_usage;      // stream_options.include_usage
     long max_tokens;        // -1: not given (the server's default)
     mhsa_sampler_params sp; // temperature, top_p, top_k, min_p,
@@ -61,15 +64,17 @@ typedef struct srv_usage {
 // NULL (JSON null).
 char *openai_error_json(const char *message, const char *type,
                         const char *param, const char *code);
-// A whole completion or chat completion: one choice with text,
-// finish_reason ("stop" or "length") and usage.
-char *openai_result_json(const srv_meta *m, const char *text,
-                         const char *finish, const srv_usage *u);
-// One streamed chunk: text (may be "") or, when finish is not NULL, the
-// last chunk with its finish_reason; role_first = 1 sends the chat
-// delta's role (the first chat chunk). usage not NULL: the usage chunk
-// (no choices) that stream_options.include_usage asks for.
-char *openai_chunk_json(const srv_meta *m, const char *text,
+// A whole completion or chat completion: n choices, choice i with
+// text[i] and finish[i] ("stop" or "length"), and usage.
+char *openai_result_json(const srv_meta *m, const char *const *text,
+                         const char *const *finish, int n,
+                         const srv_usage *u);
+// One streamed chunk of choice `index`: text (may be "") or, when finish
+// is not NULL, the choice's last chunk with its finish_reason;
+// role_first = 1 sends the chat delta's role (a choice's first chat
+// chunk). usage not NULL: the usage chunk (no choices) that
+// stream_options.include_usage asks for.
+char *openai_chunk_json(const srv_meta *m, int index, const char *text,
                         const char *finish, int role_first,
                         const srv_usage *usage);
 // GET /v1/models: the one model.
