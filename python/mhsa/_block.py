@@ -7,7 +7,9 @@ import threading
 
 import numpy as np
 
-from . import _arrays, _mhsa, _state_dict
+from . import _arrays, _state_dict
+from ._mhsa import Block as _CBlock, Error as _Error, KVCache as _CKVCache
+from ._mhsa import Workspace as _CWorkspace, compute_dtypes, weight_dtypes
 
 _DTYPES = {"f32": 0, "f16": 1, "bf16": 2}   # mhsa_dtype
 _NAMES = {"torch": 0, "hf": 1, "c": 2}      # mhsa_names
@@ -42,7 +44,7 @@ class KVCache:
                              "'f16' or 'bf16')")
         max_batch = _arrays.integer(max_batch, "max_batch")
         capacity = _arrays.integer(capacity, "capacity")
-        self._c = _mhsa.KVCache(block._c, max_batch, capacity,
+        self._c = _CKVCache(block._c, max_batch, capacity,
                                 _DTYPES[dtype])
         self.block = block
         self.max_batch = max_batch
@@ -88,8 +90,8 @@ class Block:
                  n_kv_heads=0, rope_dim=0, rope_theta=0.0,
                  rope_interleaved=False, window=0, weight_dtype="f32",
                  compute_dtype="f32"):
-        wd = _dtype_code(weight_dtype, _mhsa.weight_dtypes, "weight_dtype")
-        cd = _dtype_code(compute_dtype, _mhsa.compute_dtypes, "compute_dtype")
+        wd = _dtype_code(weight_dtype, weight_dtypes, "weight_dtype")
+        cd = _dtype_code(compute_dtype, compute_dtypes, "compute_dtype")
         d_model = _arrays.integer(d_model, "d_model")
         n_heads = _arrays.integer(n_heads, "n_heads")
         max_seq_len = _arrays.integer(max_seq_len, "max_seq_len")
@@ -103,7 +105,7 @@ class Block:
                 or rope_theta is None):
             raise TypeError(f"rope_theta: expected a number, got "
                             f"{type(rope_theta).__name__} {rope_theta!r}")
-        self._c = _mhsa.Block(d_model, n_heads, max_seq_len, int(causal),
+        self._c = _CBlock(d_model, n_heads, max_seq_len, int(causal),
                               int(bias), n_kv_heads, rope_dim,
                               float(rope_theta), int(rope_interleaved),
                               window, wd, cd)
@@ -210,7 +212,7 @@ class Block:
             else:
                 T = ws.max_t
             self._local.ws = ws = None
-        self._local.ws = _mhsa.Workspace(self._c, B, T)
+        self._local.ws = _CWorkspace(self._c, B, T)
         return self._local.ws
 
     @property
@@ -264,7 +266,7 @@ class Block:
         dy = _arrays.f32(dy, "dy", ("B", "T", self.d_model) if rec is None
                          else (rec[0], rec[1], self.d_model))
         if ws is None:
-            e = _mhsa.Error("backward: this thread has made no forward on "
+            e = _Error("backward: this thread has made no forward on "
                             "this block (backward differentiates the calling "
                             "thread's last forward)")
             e.status = "STATE"

@@ -19,7 +19,8 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Union
 
 import numpy as np
 
-from . import _arrays, _mhsa
+from . import _arrays
+from ._mhsa import Model as _CModel, Sampler as _CSampler, Seq as _CSeq
 
 _WEIGHTS = {"file": 0, "f32": 1, "f16": 2, "bf16": 3}   # mhsa_model_weights
 _KV_DTYPES = {"f32": 0, "f16": 1, "bf16": 2}             # mhsa_dtype
@@ -160,7 +161,7 @@ class Model:
         vocab_only = _arrays.flag(vocab_only, "vocab_only")
         self.path = os.fspath(path)
         self._kv = _KV_DTYPES[kv_dtype]
-        self._c = _mhsa.Model(self.path, context, _WEIGHTS[weights],
+        self._c = _CModel(self.path, context, _WEIGHTS[weights],
                               int(vocab_only))
         self._n_vocab = self._c.n_vocab
         # One sequence kept for the next call (its cache is the largest
@@ -299,7 +300,7 @@ class Model:
         with self._spare_lock:
             if self._spare:
                 return self._spare.pop()
-        return _mhsa.Seq(self._c, self._kv)
+        return _CSeq(self._c, self._kv)
 
     def _give_seq(self, seq: Any) -> None:
         seq.reset()
@@ -371,7 +372,7 @@ class Model:
             raise ValueError(f"seed: {seed} is outside [0, 2**64)")
         # The ranges are the C library's to check (mhsa.Error naming the
         # field and its value).
-        return _mhsa.Sampler(self._n_vocab, float(temperature), top_k,
+        return _CSampler(self._n_vocab, float(temperature), top_k,
                              float(top_p), float(min_p),
                              float(repeat_penalty), repeat_last_n, seed)
 

@@ -12,7 +12,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from . import _arrays, _mhsa
+from . import _arrays
+from ._mhsa import Workspace
 from ._block import GRAD_NAMES, Block
 
 _VARIANTS = ("n_kv_heads", "rope_dim", "rope_theta", "rope_interleaved",
@@ -44,7 +45,7 @@ class _Attention(torch.autograd.Function):
                 need_weights):
         xn = _np(x)
         B, T, D = xn.shape
-        ws = _mhsa.Workspace(blk._c, B, T)   # sized by this input
+        ws = Workspace(blk._c, B, T)   # sized by this input
         y = np.empty((B, T, D), np.float32)
         attn = (np.empty((B, blk.n_heads, T, T), np.float32)
                 if need_weights else None)
