@@ -126,9 +126,10 @@ static int32_t *prompt_ids(srv_ctx *ctx, struct MHD_Connection *c,
 }
 
 // The prompt p gave as token ids, checked against the model and --ctx
-// and copied. NULL after answering the error (400).
-static int32_t *given_ids(srv_ctx *ctx, struct MHD_Connection *c,
-                          const srv_params *p, size_t *n, enum MHD_Result *rc)
+// (the requests copy them). NULL after answering the error (400).
+static const int32_t *given_ids(srv_ctx *ctx, struct MHD_Connection *c,
+                                const srv_params *p, size_t *n,
+                                enum MHD_Result *rc)
 {
     *n = p->n_prompt_ids;
     int V = mhsa_model_n_vocab(ctx->m);
@@ -141,13 +142,7 @@ static int32_t *given_ids(srv_ctx *ctx, struct MHD_Connection *c,
         }
     if (too_long(ctx, c, "prompt", *n, rc))
         return NULL;
-    int32_t *ids = malloc(*n * sizeof *ids);
-    if (!ids) {
-        *rc = http_send_json(c, 500, NULL);
-        return NULL;
-    }
-    memcpy(ids, p->prompt_ids, *n * sizeof *ids);
-    return ids;
+    return p->prompt_ids;
 }
 
 // The request set of one HTTP request: its n choices, each a request of
@@ -178,7 +173,8 @@ static int make_requests(srv_ctx *ctx, struct MHD_Connection *c,
                          enum MHD_Result *rc)
 {
     size_t len = 0, n = 0;
-    int32_t *ids;
+    const int32_t *ids;
+    int32_t *tokenized = NULL;   // the text's ids, freed here
     ch->n = 0;
     if (p->prompt_ids) {
         ids = given_ids(ctx, c, p, &n, rc);
@@ -186,7 +182,7 @@ static int make_requests(srv_ctx *ctx, struct MHD_Connection *c,
         char *text = prompt_text(ctx, c, p, &len, rc);
         if (!text)
             return -1;
-        ids = prompt_ids(ctx, c, p, text, len, &n, rc);
+        ids = tokenized = prompt_ids(ctx, c, p, text, len, &n, rc);
         free(text);
     }
     if (!ids)
@@ -215,7 +211,7 @@ static int make_requests(srv_ctx *ctx, struct MHD_Connection *c,
         }
         ch->r[ch->n++] = r;
     }
-    free(ids);
+    free(tokenized);
     if (ch->n < p->n) {
         choices_drop(ctx, ch);
         return -1;
